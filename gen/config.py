@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers shared by the per-block config dataclasses.
+
+Every block has one small frozen dataclass (``PwlConfig``, ...) validated once in
+``__post_init__`` and shared by the gateware, the golden model, the CLI and the
+tests.  This module turns ``key=value`` strings from the command line into such
+a config and configs back into plain dicts for manifests and reports.
+"""
+
+import dataclasses
+import typing
+
+from .fixed import QFormat, parse_format
+
+__all__ = ["SpnnError", "config_from_strings", "config_to_dict", "config_id"]
+
+
+class SpnnError(ValueError):
+    """A user-facing error: one line, naming the parameter, the value and what is allowed."""
+
+
+def _convert(name, text, kind):
+    if kind is QFormat:
+        return parse_format(text, name)
+    if kind is bool:
+        if str(text).lower() in ("1", "true", "yes", "on"):
+            return True
+        if str(text).lower() in ("0", "false", "no", "off"):
+            return False
+        raise SpnnError(f"{name} must be true or false, not {text!r}")
+    if kind is int:
+        try:
+            return int(str(text), 0)
+        except ValueError:
+            raise SpnnError(f"{name} must be an integer, not {text!r}") from None
+    if kind is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise SpnnError(f"{name} must be a number, not {text!r}") from None
+    return str(text)
+
+
+def config_from_strings(cls, pairs: dict, base=None):
+    """Build ``cls`` from ``{"field": "text"}``; unknown keys and bad values raise SpnnError."""
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, text in pairs.items():
+        if key not in fields:
+            raise SpnnError(f"unknown parameter {key!r}; allowed: {', '.join(sorted(fields))}")
+        kind = hints[key]
+        if typing.get_origin(kind) is typing.Union:  # Optional[X]
+            args = [a for a in typing.get_args(kind) if a is not type(None)]
+            kind = args[0]
+            if str(text).lower() in ("none", ""):
+                kwargs[key] = None
+                continue
+        kwargs[key] = _convert(key, text, kind)
+    try:
+        if base is not None:
+            return dataclasses.replace(base, **kwargs)
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise SpnnError(str(exc)) from None
+
+
+def config_to_dict(cfg) -> dict:
+    """A JSON-ready dict of a config (formats as their ``Qm.n`` names)."""
+    out = {}
+    for field in dataclasses.fields(cfg):
+        value = getattr(cfg, field.name)
+        out[field.name] = str(value) if isinstance(value, QFormat) else value
+    return out
+
+
+def config_id(cfg) -> str:
+    """A short, stable, filesystem-safe name for a config (used for build folders)."""
+    import hashlib
+    import json
+    text = json.dumps(config_to_dict(cfg), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

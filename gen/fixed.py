@@ -1,0 +1,144 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Signed fixed-point formats and the one set of rules every block follows.
+
+Notation
+--------
+``Qm.n`` is a signed two's-complement number of ``m + n`` bits: ``m`` integer
+bits *including the sign bit* and ``n`` fraction bits.  A code ``c`` stands for
+the real value ``c / 2**n``; the range is ``[-2**(m-1), 2**(m-1) - 2**-n]``.
+``Q4.12`` is 16 bits with range ``[-8, 8)`` and resolution ``2**-12``.  A pure
+integer format is written ``Q16.0`` (or ``int16``).
+
+Rules (used by the golden models *and* the gateware, see :mod:`hdl.fixed`)
+---------------------------------------------------------------------------
+* **Rounding** is *round half up* (towards +infinity on a tie):
+  ``round(v) = floor(v + 1/2)``.  In integers, dropping ``s`` fraction bits is
+  ``(c + 2**(s-1)) >> s`` with an arithmetic shift, which is what the hardware
+  does.
+* **Saturation** clamps to the format's most negative / most positive code;
+  nothing ever wraps.
+* Quantising a real number = scale by ``2**n``, round, saturate.
+"""
+
+from dataclasses import dataclass
+import re
+
+import numpy as np
+
+__all__ = ["QFormat", "parse_format", "round_shift", "saturate", "quantise", "decode",
+           "requantise"]
+
+_FORMAT_RE = re.compile(r"^(?:[Qq](\d+)\.(\d+)|int(\d+))$")
+
+
+@dataclass(frozen=True)
+class QFormat:
+    """A signed fixed-point format ``Q{int_bits}.{frac_bits}``.
+
+    Parameters
+    ----------
+    int_bits : int
+        Integer bits including the sign bit, >= 1.
+    frac_bits : int
+        Fraction bits, >= 0.
+    """
+
+    int_bits: int
+    frac_bits: int
+
+    def __post_init__(self):
+        if not isinstance(self.int_bits, int) or not isinstance(self.frac_bits, int):
+            raise TypeError(f"format bit counts must be integers, not {self.int_bits!r}, "
+                            f"{self.frac_bits!r}")
+        if self.int_bits < 1:
+            raise ValueError(f"format integer bits must be at least 1 (the sign bit), "
+                             f"not {self.int_bits}")
+        if self.frac_bits < 0:
+            raise ValueError(f"format fraction bits must be at least 0, not {self.frac_bits}")
+        if self.width > 64:
+            raise ValueError(f"format width must be at most 64 bits, not {self.width}")
+
+    @property
+    def width(self) -> int:
+        return self.int_bits + self.frac_bits
+
+    @property
+    def min_code(self) -> int:
+        return -(1 << (self.width - 1))
+
+    @property
+    def max_code(self) -> int:
+        return (1 << (self.width - 1)) - 1
+
+    @property
+    def lsb(self) -> float:
+        return 2.0 ** -self.frac_bits
+
+    @property
+    def min_value(self) -> float:
+        return self.min_code * self.lsb
+
+    @property
+    def max_value(self) -> float:
+        return self.max_code * self.lsb
+
+    def __str__(self) -> str:
+        return f"Q{self.int_bits}.{self.frac_bits}"
+
+    def to_dict(self) -> dict:
+        return {"name": str(self), "width": self.width, "int_bits": self.int_bits,
+                "frac_bits": self.frac_bits, "signed": True,
+                "min": self.min_value, "max": self.max_value, "lsb": self.lsb}
+
+
+def parse_format(text: str, name: str = "format") -> QFormat:
+    """Parse ``Q4.12`` / ``q4.12`` / ``int16``; ``name`` is used in the error message."""
+    if isinstance(text, QFormat):
+        return text
+    match = _FORMAT_RE.match(str(text).strip())
+    if not match:
+        raise ValueError(f"{name} must be a fixed-point format like Q4.12 or int16, "
+                         f"not {text!r}")
+    if match.group(3) is not None:
+        return QFormat(int(match.group(3)), 0)
+    return QFormat(int(match.group(1)), int(match.group(2)))
+
+
+def _as_int_array(codes):
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"fixed-point codes must be integers, not {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def round_shift(codes, shift: int):
+    """Drop ``shift`` fraction bits with round-half-up (``shift`` may be <= 0: exact shift left)."""
+    c = _as_int_array(codes)
+    if shift <= 0:
+        return c << (-shift)
+    return (c + (1 << (shift - 1))) >> shift
+
+
+def saturate(codes, fmt: QFormat):
+    """Clamp integer codes to ``fmt``'s range."""
+    return np.clip(_as_int_array(codes), fmt.min_code, fmt.max_code)
+
+
+def quantise(values, fmt: QFormat):
+    """Real values -> codes of ``fmt`` (scale, round half up, saturate).  NaN is rejected."""
+    v = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(v)):
+        raise ValueError("cannot quantise NaN or infinite values")
+    scaled = np.floor(v * (2.0 ** fmt.frac_bits) + 0.5)
+    scaled = np.clip(scaled, fmt.min_code, fmt.max_code)
+    return scaled.astype(np.int64)
+
+
+def decode(codes, fmt: QFormat):
+    """Codes of ``fmt`` -> real values (float64, exact)."""
+    return _as_int_array(codes).astype(np.float64) * fmt.lsb
+
+
+def requantise(codes, frac_bits: int, fmt: QFormat):
+    """Codes with ``frac_bits`` fraction bits -> codes of ``fmt`` (round half up, saturate)."""
+    return saturate(round_shift(codes, frac_bits - fmt.frac_bits), fmt)

@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Amaranth gateware of the spnn blocks (one block per module)."""

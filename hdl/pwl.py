@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Pipelined piecewise-linear sigmoid/tanh unit."""
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from gen.pwl import PwlTable
+from .fixed import round_shift, saturate
+
+__all__ = ["PwlUnit"]
+
+
+class PwlUnit(wiring.Component):
+    """Piecewise-linear ``sigmoid`` or ``tanh``, one result per clock.
+
+    The segment table is fitted by :func:`gen.pwl.fit_table`; the arithmetic is
+    exactly :func:`gen.pwl.ref_pwl` (see that module for the equations).
+
+    Parameters
+    ----------
+    table : :class:`gen.pwl.PwlTable`
+        The fitted table; its ``config`` gives function, formats and segment count.
+
+    Members
+    -------
+    i : In(stream.Signature(signed(in_fmt.width)))
+        Input samples, ``in_fmt`` (default Q4.12).  Valid/ready stream.
+    o : Out(stream.Signature(signed(out_fmt.width)))
+        Results, ``out_fmt`` (default Q2.14), in input order.  Valid/ready stream.
+
+    Latency/throughput
+    ------------------
+    :attr:`latency` = ``log2(segments) + 4`` clocks from an input transfer to its
+    result being valid (when ``o`` is never stalled); one sample per clock.  The
+    pipeline stalls as a whole while ``o.valid & ~o.ready``; ``i.ready`` is
+    ``~o.valid | o.ready`` (combinational from ``o.ready``).
+
+    Stages: magnitude and clamp; one binary-search comparison per stage over the
+    segment boundaries; table ROM read; multiply-add; round, saturate and mirror.
+    """
+
+    def __init__(self, table: PwlTable):
+        if not isinstance(table, PwlTable):
+            raise TypeError(f"table must be a PwlTable, not {table!r}")
+        self.table = table
+        cfg = table.config
+        super().__init__({
+            "i": In(stream.Signature(signed(cfg.in_fmt.width))),
+            "o": Out(stream.Signature(signed(cfg.out_fmt.width))),
+        })
+
+    @property
+    def search_stages(self) -> int:
+        return self.table.config.segments.bit_length() - 1
+
+    @property
+    def latency(self) -> int:
+        return self.search_stages + 4
+
+    ii = 1
+
+    def elaborate(self, platform):
+        m = Module()
+        table, cfg = self.table, self.table.config
+        k = self.search_stages
+        in_w = cfg.in_fmt.width
+
+        advance = Signal()
+        m.d.comb += [advance.eq(~self.o.valid | self.o.ready), self.i.ready.eq(advance)]
+
+        # Stage 0: sign and clamped magnitude.
+        x = self.i.payload
+        neg, mag, valid = Signal(), Signal(unsigned(in_w)), Signal()
+        magnitude = Mux(x < 0, -x, x)
+        with m.If(advance):
+            m.d.sync += [
+                valid.eq(self.i.valid),
+                neg.eq(x < 0),
+                mag.eq(Mux(magnitude > cfg.a_max, cfg.a_max, magnitude)),
+            ]
+
+        # Stages 1..k: binary search; after stage j the top j+1 bits of `seg` are decided.
+        seg = Const(0, unsigned(max(k, 1)))
+        bounds = table.boundaries
+        for j in range(k):
+            half = cfg.segments >> (j + 1)
+            level = [bounds[i + half - 1] for i in range(0, cfg.segments, 2 * half)]
+            bound = Array(Const(b, unsigned(in_w)) for b in level)[seg >> (k - j)] \
+                if len(level) > 1 else Const(level[0], unsigned(in_w))
+            nseg = Signal(unsigned(k), name=f"seg_{j}")
+            nmag, nneg, nvalid = (Signal.like(mag, name=f"mag_{j}"), Signal(name=f"neg_{j}"),
+                                  Signal(name=f"valid_{j}"))
+            with m.If(advance):
+                m.d.sync += [
+                    nseg.eq(seg | Mux(mag >= bound, half, 0)),
+                    nmag.eq(mag), nneg.eq(neg), nvalid.eq(valid),
+                ]
+            seg, mag, neg, valid = nseg, nmag, nneg, nvalid
+
+        # Table ROM, read synchronously.
+        m.submodules.slopes = slopes = Memory(shape=signed(cfg.slope_width),
+                                              depth=cfg.segments, init=table.slopes)
+        m.submodules.intercepts = icpts = Memory(shape=signed(table.icpt_width),
+                                                 depth=cfg.segments, init=table.intercepts)
+        slope_rd = slopes.read_port(domain="sync")
+        icpt_rd = icpts.read_port(domain="sync")
+        m.d.comb += [slope_rd.addr.eq(seg), icpt_rd.addr.eq(seg),
+                     slope_rd.en.eq(advance), icpt_rd.en.eq(advance)]
+        r_mag, r_neg, r_valid = Signal.like(mag), Signal(), Signal()
+        with m.If(advance):
+            m.d.sync += [r_mag.eq(mag), r_neg.eq(neg), r_valid.eq(valid)]
+
+        # Multiply-add at full precision.
+        shift_in = table.product_frac - table.icpt_frac
+        acc_bound = max(abs(s) for s in table.slopes) * cfg.a_max \
+            + (max(abs(b) for b in table.intercepts) << shift_in)
+        acc = Signal(signed(acc_bound.bit_length() + 1))
+        p_neg, p_valid = Signal(), Signal()
+        with m.If(advance):
+            m.d.sync += [
+                acc.eq(slope_rd.data * r_mag.as_signed() + (icpt_rd.data << shift_in)),
+                p_neg.eq(r_neg), p_valid.eq(r_valid),
+            ]
+
+        # Round, saturate, mirror.
+        positive = saturate(round_shift(acc, table.product_frac - cfg.out_fmt.frac_bits),
+                            cfg.out_fmt)
+        if cfg.func == "sigmoid":
+            one = Const(1 << cfg.out_fmt.frac_bits, signed(cfg.out_fmt.width + 2))
+            mirrored = one - positive
+        else:
+            mirrored = -positive
+        with m.If(advance):
+            m.d.sync += [
+                self.o.payload.eq(saturate(Mux(p_neg, mirrored, positive), cfg.out_fmt)),
+                self.o.valid.eq(p_valid),
+            ]
+        return m
+
+    def port_info(self) -> dict:
+        """Per top-level member: fixed-point format and protocol (for the manifest)."""
+        cfg = self.table.config
+        return {
+            "i": {"format": str(cfg.in_fmt), "protocol": "valid/ready stream, input samples"},
+            "o": {"format": str(cfg.out_fmt),
+                  "protocol": f"valid/ready stream, {cfg.func}(i) in input order"},
+        }
+
+    def manifest_extra(self) -> dict:
+        return {"table": self.table.to_dict()}
