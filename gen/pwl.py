@@ -122,6 +122,12 @@ class PwlConfig:
     def module_name(self) -> str:
         return f"pwl_{self.func}"
 
+    @property
+    def latency(self) -> int:
+        """Clocks from an input transfer to its result (magnitude, log2(segments) search
+        stages, ROM read, multiply-add, round/mirror)."""
+        return self.segments.bit_length() - 1 + 4
+
 
 @dataclass(frozen=True)
 class PwlTable:

@@ -136,6 +136,7 @@ def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = Fa
     if result_file.exists():
         result_file.unlink()
     runner.test(test_module="tb.cocotb_stream", hdl_toplevel=module, build_dir=sim_dir,
+                hdl_toplevel_lang="verilog",
                 test_dir=test_dir, waves=waves, results_xml=str(test_dir / "results.xml"),
                 extra_env={"SPNN_JOB": str(job_file), "SPNN_RESULT": str(result_file)},
                 log_file=test_dir / "sim.log", timescale=("1ns", "1ps"))

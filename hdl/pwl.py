@@ -57,7 +57,7 @@ class PwlUnit(wiring.Component):
 
     @property
     def latency(self) -> int:
-        return self.search_stages + 4
+        return self.table.config.latency
 
     ii = 1
 

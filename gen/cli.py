@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: Apache-2.0
+"""spnn: generate and run verified RTL for sparse neural-network accelerators.
+
+Commands:
+  spnn verilog   emit Verilog + JSON manifests (``--all`` = every block's defaults)
+  spnn run       run your data through a block's RTL (cycle-accurate) and report
+  spnn info      list blocks, or show one block's ports, parameters and timing
+
+Examples:
+  spnn verilog --all
+  spnn verilog pwl --set func=tanh --set segments=16 -o build/verilog
+  spnn run pwl --func sigmoid --input x.npy --out y.npy --report r.json
+  spnn info pwl --set func=tanh
+
+Invalid values print one line naming the parameter, the value and what is allowed,
+exit with code 2 and write nothing.
+"""
+
+import argparse
+import importlib
+import json
+import sys
+
+from .config import SpnnError, config_from_strings
+
+__all__ = ["main", "RUN_COMMANDS"]
+
+# `spnn run <name>` commands: module gen.run_<name> provides HELP, DESCRIPTION,
+# add_arguments(parser) and run(args) -> int.
+RUN_COMMANDS = ["pwl"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit code 2."""
+
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.exit(2)
+
+
+def _parse_sets(pairs):
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise SpnnError(f"--set must be KEY=VALUE, not {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _configs_for(args):
+    from .blocks import BLOCKS, get_block
+    if args.all:
+        if args.block or args.set:
+            raise SpnnError("--all takes no BLOCK and no --set")
+        return [(block, cfg) for block in BLOCKS.values() for cfg in block.defaults()]
+    if not args.block:
+        raise SpnnError("name a BLOCK or give --all; blocks: " + ", ".join(sorted(BLOCKS)))
+    block = get_block(args.block)
+    return [(block, config_from_strings(block.config_cls, _parse_sets(args.set)))]
+
+
+def _cmd_verilog(args):
+    from .emit import emit
+    jobs = _configs_for(args)   # validates everything before anything is written
+    for block, cfg in jobs:
+        for path in emit(block, cfg, args.output):
+            print(path)
+    return 0
+
+
+def _cmd_info(args):
+    from .blocks import BLOCKS
+    if not args.block:
+        for name, block in sorted(BLOCKS.items()):
+            print(f"{name:10s} {block.summary}")
+        return 0
+    from .emit import manifest
+    (block, cfg), = _configs_for(args)
+    info = manifest(block, cfg, block.build(cfg))
+    if args.json:
+        print(json.dumps(info, indent=2, sort_keys=True))
+        return 0
+    print(f"block {info['block']}  module {info['module']}  latency {info['latency']}  "
+          f"throughput {info['throughput']}")
+    print("parameters:")
+    for key, value in info["parameters"].items():
+        print(f"  {key} = {value}")
+    print("ports:")
+    for port in info["ports"]:
+        fmt = f" {port['format']}" if port["format"] else ""
+        print(f"  {port['direction']:6s} {port['name']:24s} {port['width']:3d}{fmt}  "
+              f"{port['protocol']}")
+    return 0
+
+
+def build_parser():
+    parser = _Parser(prog="spnn", description=__doc__,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    p = sub.add_parser("verilog", help="emit Verilog and manifests",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Emit <module>.v, <module>.json (manifest) and memory images.\n\n"
+                       "Examples:\n  spnn verilog --all\n"
+                       "  spnn verilog pwl --set func=tanh --set segments=16 -o out/")
+    p.add_argument("block", nargs="?", help="block name (see 'spnn info')")
+    p.add_argument("--all", action="store_true", help="every block's default configurations")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="set a config parameter (repeatable), e.g. --set in_fmt=Q4.12")
+    p.add_argument("-o", "--output", default="build/verilog", help="output folder")
+    p.set_defaults(handler=_cmd_verilog)
+
+    p = sub.add_parser("info", help="list blocks or describe one",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="List blocks, or show a block's parameters, ports and timing."
+                       "\n\nExamples:\n  spnn info\n  spnn info pwl --set func=tanh --json")
+    p.add_argument("block", nargs="?")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE")
+    p.add_argument("--json", action="store_true", help="print the manifest as JSON")
+    p.set_defaults(handler=_cmd_info, all=False)
+
+    p = sub.add_parser("run", help="run data through a block's RTL",
+                       description="Run your data through the cycle-accurate RTL of a block."
+                       " 'spnn run BLOCK --help' shows each block's options.")
+    runs = p.add_subparsers(dest="block", metavar="BLOCK", parser_class=_Parser)
+    runs.required = True
+    for name in RUN_COMMANDS:
+        module = importlib.import_module(f"gen.run_{name}")
+        rp = runs.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(rp)
+        rp.set_defaults(handler=module.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except SpnnError as exc:
+        sys.stderr.write(f"spnn: error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

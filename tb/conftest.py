@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: Apache-2.0
+"""pytest wiring shared by every block's tests.
+
+* ``sim`` fixture: every test that takes it runs once per simulator
+  (``icarus``, ``verilator``); a missing simulator skips its half with one clear
+  line in the summary instead of failing.  ``SIM=icarus`` (or ``verilator``)
+  restricts the run to one simulator.
+* RTL builds go to ``<repo>/build/sim/`` (``SPNN_BUILD_DIR``), one folder per
+  (block, config, simulator), shared between tests and safe under ``pytest -n 2``.
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("SPNN_BUILD_DIR", str(REPO / "build"))
+
+from gen.sim import SIMS, missing_reason, sim_available  # noqa: E402
+
+_SKIPPED = set()
+
+
+def _selected_sims():
+    only = os.environ.get("SIM", "").strip()
+    return [only] if only in SIMS else list(SIMS)
+
+
+def pytest_generate_tests(metafunc):
+    if "sim" in metafunc.fixturenames:
+        metafunc.parametrize("sim", _selected_sims(), indirect=True)
+
+
+@pytest.fixture
+def sim(request):
+    name = request.param
+    if not sim_available(name):
+        _SKIPPED.add(name)
+        pytest.skip(missing_reason(name))
+    return name
+
+
+def pytest_terminal_summary(terminalreporter):
+    for name in SIMS:
+        if not sim_available(name) and name in _selected_sims():
+            terminalreporter.write_line(f"NOTE: {missing_reason(name)}", yellow=True)
