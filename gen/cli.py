@@ -28,6 +28,9 @@ __all__ = ["main", "RUN_COMMANDS"]
 # `spnn run <name>` commands: module gen.run_<name> provides HELP, DESCRIPTION,
 # add_arguments(parser) and run(args) -> int.
 RUN_COMMANDS = ["pwl"]
+# Further top-level commands: module gen.<name> provides register(subparsers), which adds
+# its parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
+EXTRA_COMMANDS = []
 
 
 class _Parser(argparse.ArgumentParser):
@@ -132,6 +135,8 @@ def build_parser():
                              formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(rp)
         rp.set_defaults(handler=module.run)
+    for name in EXTRA_COMMANDS:
+        importlib.import_module(f"gen.{name}").register(sub)
     return parser
 
 
