@@ -12,7 +12,7 @@ import typing
 
 from .fixed import QFormat, parse_format
 
-__all__ = ["SpnnError", "config_from_strings", "config_to_dict", "config_id"]
+__all__ = ["SpnnError", "config_from_strings", "config_to_dict"]
 
 
 class SpnnError(ValueError):
@@ -72,11 +72,3 @@ def config_to_dict(cfg) -> dict:
         value = getattr(cfg, field.name)
         out[field.name] = str(value) if isinstance(value, QFormat) else value
     return out
-
-
-def config_id(cfg) -> str:
-    """A short, stable, filesystem-safe name for a config (used for build folders)."""
-    import hashlib
-    import json
-    text = json.dumps(config_to_dict(cfg), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]

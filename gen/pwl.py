@@ -10,9 +10,9 @@ For segment ``s`` (found by a binary search over ``segments - 1`` boundary
 codes, i.e. ``s = #{boundaries <= a}``) the datapath computes, in integers::
 
     acc = slope[s] * a + (intercept[s] << (slope_frac + in_frac - icpt_frac))
-    y+  = saturate(round_shift(acc, slope_frac + in_frac - out_frac), out_fmt)
+    y+  = min(saturate(round_shift(acc, slope_frac + in_frac - out_frac), out_fmt), one)
     y   = y+              if x >= 0
-          one - y+        if x < 0 and f = sigmoid    (one = 2**out_frac)
+          one - y+        if x < 0 and f = sigmoid    (one = 2**out_frac, i.e. 1.0)
           -y+             if x < 0 and f = tanh
     y   = saturate(y, out_fmt)
 
@@ -160,7 +160,8 @@ def _eval_positive(a, seg, slopes, icpts, cfg, slope_frac, icpt_frac):
     """Bit-exact ``y+`` for magnitudes ``a`` in segments ``seg``."""
     pf = slope_frac + cfg.in_fmt.frac_bits
     acc = np.asarray(slopes)[seg] * a + (np.asarray(icpts)[seg] << (pf - icpt_frac))
-    return saturate(round_shift(acc, pf - cfg.out_fmt.frac_bits), cfg.out_fmt)
+    y = saturate(round_shift(acc, pf - cfg.out_fmt.frac_bits), cfg.out_fmt)
+    return np.minimum(y, 1 << cfg.out_fmt.frac_bits)   # never above 1.0: both functions <= 1
 
 
 def ref_pwl(x, table: PwlTable):

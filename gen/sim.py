@@ -14,6 +14,7 @@ runs in its own sub-folder.  ``<build>`` is ``$SPNN_BUILD_DIR`` or ``./build``.
 
 from contextlib import contextmanager
 import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 import shutil
 
 from .blocks import get_block
-from .config import SpnnError, config_id
+from .config import SpnnError
 
 __all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError"]
 
@@ -92,18 +93,34 @@ def _runner(sim):
     return get_runner(sim)
 
 
-def _build(block_name, cfg, sim, waves):
-    """Emit and compile once per (block, config, sim, waves); return (runner, dir, module)."""
+_VERILOG = {}
+
+
+def _verilog_for(block_name, cfg):
+    """(module name, Verilog text) for a config, converted once per process."""
     from .emit import to_verilog
-    block = get_block(block_name)
-    module = block.module_name(cfg)
-    root = build_root().resolve() / "sim" / f"{module}-{config_id(cfg)}"
+    key = (block_name, cfg)
+    if key not in _VERILOG:
+        block = get_block(block_name)
+        module = block.module_name(cfg)
+        _VERILOG[key] = (module, to_verilog(block.build(cfg), module))
+    return _VERILOG[key]
+
+
+def _build(block_name, cfg, sim, waves):
+    """Compile once per distinct Verilog text, sim and waves; return (runner, dir, module).
+
+    The folder is named after a hash of the Verilog itself, so a change to the
+    gateware can never run against a stale build.
+    """
+    module, text = _verilog_for(block_name, cfg)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    root = build_root().resolve() / "sim" / f"{module}-{digest}"
     sim_dir = root / (sim + ("-waves" if waves else ""))
     runner = _runner(sim)
     with _locked(root / f".{sim}.lock"):
         vfile = root / f"{module}.v"
         if not vfile.exists():
-            text = to_verilog(block.build(cfg), module)
             tmp = vfile.with_suffix(".tmp")
             tmp.write_text(text)
             tmp.replace(vfile)

@@ -125,10 +125,11 @@ class PwlUnit(wiring.Component):
             ]
 
         # Round, saturate, mirror.
-        positive = saturate(round_shift(acc, table.product_frac - cfg.out_fmt.frac_bits),
-                            cfg.out_fmt)
+        one = Const(1 << cfg.out_fmt.frac_bits, signed(cfg.out_fmt.width + 2))
+        rounded = saturate(round_shift(acc, table.product_frac - cfg.out_fmt.frac_bits),
+                           cfg.out_fmt)
+        positive = Mux(rounded > one, one, rounded)  # the minimax line may overshoot 1.0
         if cfg.func == "sigmoid":
-            one = Const(1 << cfg.out_fmt.frac_bits, signed(cfg.out_fmt.width + 2))
             mirrored = one - positive
         else:
             mirrored = -positive
