@@ -1,0 +1,602 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FD-CSR sparse weights (seed 001): format, storage model, FC engine config and models.
+
+Format (seed 001, "fine-grained dataflow CSR")
+----------------------------------------------
+A weight matrix ``W`` (``rows x cols``) is cut into *segments* of ``row_width``
+elements (16 by default; the seed calls them "rows of 16 elements").  Each matrix
+row is cut separately and its last segment is padded with zeros when ``cols`` is
+not a multiple of ``row_width`` **(reading)**: the seed re-lays a 1-D array as a
+2-D array with 16 columns; we apply that per matrix row so that a segment never
+straddles two output neurons (a 1-D array is one row).  For the six seed layers
+``cols`` is a multiple of 16 and both readings give the same bits.
+
+* ``values``  -- all non-zeros, row-major order (``nnz`` entries);
+* ``masks``   -- one ``row_width``-bit mask per segment, bit ``k`` = 1 when element
+  ``k`` of the segment is non-zero (LSB = first element);
+* ``offsets`` -- one per segment: the index in ``values`` of the segment's first
+  non-zero (for an all-zero segment, the index its first non-zero would have,
+  i.e. the number of non-zeros before it).
+
+The address of element ``k`` of segment ``s`` is
+``offsets[s] + popcount(masks[s] & ((1 << k) - 1))`` (the seed's running
+``offset - 1 + bit`` sum).  :func:`encode` / :func:`decode` convert; :func:`save` /
+:func:`load` use ``.npz`` files (see ``docs/fdcsr.md``).
+
+Storage model
+-------------
+:func:`storage_bits` gives the bits of one matrix in four layouts with every field
+width stated (:data:`SCHEMES`); :func:`bandwidth_table` reproduces the seed's six
+layers with synthetic (uniform random, i.e. magnitude-of-Gaussian) pruning.
+
+FC engine (``hdl/fc.py``)
+-------------------------
+:class:`FcConfig`, the golden model :func:`ref_fc` (exact integer ``W @ X``), the
+exact cycle model :func:`fc_schedule` and the RTL twin :func:`rtl_fc`.
+"""
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+from .fixed import QFormat
+
+__all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
+           "storage_bits", "SCHEMES", "SEED_LAYERS", "prune_random", "bandwidth_table",
+           "FcConfig", "ref_fc", "fc_schedule", "fc_job", "rtl_fc", "dense_cycles"]
+
+FORMAT_NAME = "fdcsr"
+FORMAT_VERSION = 1
+
+
+def _mask_dtype(width):
+    return np.uint8 if width <= 8 else np.uint16 if width <= 16 else np.uint32
+
+
+def _check_width(row_width):
+    if isinstance(row_width, bool) or not isinstance(row_width, (int, np.integer)):
+        raise TypeError(f"row_width must be an integer, not {row_width!r}")
+    if row_width not in (4, 8, 16, 32):
+        raise ValueError(f"row_width must be 4, 8, 16 or 32, not {row_width}")
+    return int(row_width)
+
+
+@dataclass(frozen=True, eq=False)
+class FdCsr:
+    """One matrix in FD-CSR.
+
+    ``shape`` is the original shape (``(n,)`` or ``(rows, cols)``); ``values`` has
+    the matrix dtype; ``masks`` is unsigned ``row_width`` bits; ``offsets`` int64.
+    Segment ``r * segs_per_row + s`` holds columns ``s*row_width .. +row_width-1``
+    of row ``r``.
+    """
+
+    shape: tuple
+    row_width: int
+    values: np.ndarray
+    masks: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def rows(self) -> int:
+        return 1 if len(self.shape) == 1 else int(self.shape[0])
+
+    @property
+    def cols(self) -> int:
+        return int(self.shape[-1])
+
+    @property
+    def segs_per_row(self) -> int:
+        return -(-self.cols // self.row_width)
+
+    @property
+    def nnz(self) -> int:
+        return int(len(self.values))
+
+    def validate(self):
+        """Raise ValueError (one line) if the arrays are not a consistent FD-CSR matrix."""
+        w = self.row_width
+        nseg = self.rows * self.segs_per_row
+        if self.masks.ndim != 1 or len(self.masks) != nseg:
+            raise ValueError(f"masks must hold {nseg} entries for shape {self.shape} and "
+                             f"row_width {w}, not {self.masks.size}")
+        if self.offsets.ndim != 1 or len(self.offsets) != nseg:
+            raise ValueError(f"offsets must hold {nseg} entries, not {self.offsets.size}")
+        masks = self.masks.astype(np.int64)
+        if np.any(masks < 0) or np.any(masks >> w):
+            raise ValueError(f"masks must be {w}-bit values")
+        pad = self.segs_per_row * w - self.cols
+        if pad and np.any(masks.reshape(self.rows, -1)[:, -1] >> (w - pad)):
+            raise ValueError(f"mask bits beyond column {self.cols} must be 0")
+        counts = segment_popcounts(self.masks, w)
+        expect = np.concatenate([[0], np.cumsum(counts)[:-1]]) if nseg else counts
+        if not np.array_equal(self.offsets.astype(np.int64), expect):
+            bad = int(np.flatnonzero(self.offsets != expect)[0])
+            raise ValueError(f"offsets must be the running non-zero count; segment {bad} has "
+                             f"{int(self.offsets[bad])}, expected {int(expect[bad])}")
+        if self.values.ndim != 1 or len(self.values) != int(counts.sum()):
+            raise ValueError(f"values must hold {int(counts.sum())} entries (the masks' "
+                             f"popcount), not {self.values.size}")
+        if np.any(self.values == 0):
+            raise ValueError("values must not contain zeros (a zero is a cleared mask bit)")
+
+    def storage(self, value_bits=16) -> dict:
+        return storage_bits((self.rows, self.cols), self.nnz, value_bits, self.row_width)
+
+
+def segment_popcounts(masks, row_width=16):
+    """Number of set bits of each mask (int64 array)."""
+    m = np.asarray(masks).astype(np.int64)
+    count = np.zeros(m.shape, dtype=np.int64)
+    for k in range(row_width):
+        count += (m >> k) & 1
+    return count
+
+
+def _as_matrix(w):
+    w = np.asarray(w)
+    if w.ndim == 1:
+        return w.reshape(1, -1)
+    if w.ndim != 2:
+        raise ValueError(f"weights must be a 1-D or 2-D array, not {w.ndim}-D")
+    return w
+
+
+def encode(w, row_width=16) -> FdCsr:
+    """Dense array (1-D or 2-D, integer or float) -> :class:`FdCsr`."""
+    row_width = _check_width(row_width)
+    w = np.asarray(w)
+    mat = _as_matrix(w)
+    rows, cols = mat.shape
+    segs = -(-cols // row_width)
+    padded = np.zeros((rows, segs * row_width), dtype=mat.dtype)
+    padded[:, :cols] = mat
+    nz = (padded != 0).reshape(rows * segs, row_width)
+    weights = (np.int64(1) << np.arange(row_width, dtype=np.int64))
+    masks = (nz.astype(np.int64) * weights).sum(axis=1).astype(_mask_dtype(row_width))
+    counts = nz.sum(axis=1).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64) \
+        if len(counts) else counts
+    values = padded.reshape(-1)[nz.reshape(-1)].copy()
+    return FdCsr(tuple(int(s) for s in w.shape), row_width, values, masks, offsets)
+
+
+def decode(fd: FdCsr) -> np.ndarray:
+    """:class:`FdCsr` -> the dense array (original shape and dtype); validates first."""
+    fd.validate()
+    w = fd.row_width
+    nseg = len(fd.masks)
+    bits = ((fd.masks.astype(np.int64)[:, None] >> np.arange(w)) & 1).astype(bool)
+    # The seed's address rule, applied to every set bit.
+    below = np.cumsum(bits, axis=1) - bits
+    addr = fd.offsets.astype(np.int64)[:, None] + below
+    flat = np.zeros((nseg, w), dtype=fd.values.dtype)
+    flat[bits] = fd.values[addr[bits]]
+    out = flat.reshape(fd.rows, fd.segs_per_row * w)[:, :fd.cols]
+    return out.reshape(fd.shape)
+
+
+def save(path, fd: FdCsr):
+    """Write ``fd`` to an ``.npz`` (keys: format, version, shape, row_width, values,
+    masks, offsets)."""
+    np.savez(path, format=np.array(FORMAT_NAME), version=np.array(FORMAT_VERSION),
+             shape=np.array(fd.shape, dtype=np.int64), row_width=np.array(fd.row_width),
+             values=fd.values, masks=fd.masks, offsets=fd.offsets)
+
+
+def load(path) -> FdCsr:
+    """Read an ``.npz`` written by :func:`save`; raise ValueError (one line) on bad content."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except Exception as exc:  # noqa: BLE001 - any parse failure is a user error
+        raise ValueError(f"{str(path)!r} is not a readable .npz file ({exc})") from None
+    need = ("format", "version", "shape", "row_width", "values", "masks", "offsets")
+    missing = [k for k in need if k not in data]
+    if missing:
+        raise ValueError(f"{str(path)!r} is not an FD-CSR file (missing {', '.join(missing)})")
+    if str(data["format"]) != FORMAT_NAME or int(data["version"]) != FORMAT_VERSION:
+        raise ValueError(f"{str(path)!r} is not an FD-CSR v{FORMAT_VERSION} file")
+    if data["values"].dtype.kind not in "biuf" or data["masks"].dtype.kind not in "iu" \
+            or data["offsets"].dtype.kind not in "iu":
+        raise ValueError(f"{str(path)!r}: values must be numeric, masks and offsets integer")
+    shape = tuple(int(s) for s in data["shape"])
+    if len(shape) not in (1, 2) or any(s < 0 for s in shape):
+        raise ValueError(f"{str(path)!r}: shape must be 1-D or 2-D, not {shape}")
+    fd = FdCsr(shape, _check_width(int(data["row_width"])), data["values"],
+               data["masks"], data["offsets"].astype(np.int64))
+    fd.validate()
+    return fd
+
+
+# ---------------------------------------------------------------------- storage model
+
+SCHEMES = {
+    "dense": "value_bits per element",
+    "csr": "value_bits + ceil(log2(cols)) column index per non-zero; "
+           "ceil(log2(nnz+1)) row pointer per row + 1",
+    "colpack": "seed 000: P=32 PEs x 16 rows per PE per block (blocks of 512 rows); per "
+               "(block, PE, column) the non-zeros as (value_bits value + 4-bit local row) "
+               "entries and one all-zero terminator entry",
+    "fdcsr32": "seed 001: value_bits per non-zero; per segment a row_width-bit mask and a "
+               "32-bit offset",
+    "fdcsr16": "seed 001 in 16-bit words (the FDPU's data width): value_bits per non-zero; "
+               "per segment a row_width-bit mask and a 16-bit offset relative to a tile of at "
+               "most 2**16 values (reading)",
+    "fdcsr": "seed 001 with minimal offsets: value_bits per non-zero; per segment a "
+             "row_width-bit mask and a ceil(log2(nnz+1))-bit offset",
+    "fdcsr_nooff": "seed 001 without stored offsets (a sequential reader keeps the running "
+                   "count): value_bits per non-zero + row_width-bit mask per segment",
+}
+
+
+def _clog2(n):
+    return max(1, math.ceil(math.log2(n))) if n > 1 else 1
+
+
+def storage_bits(shape, nnz, value_bits=16, row_width=16, pes=32, local_row_bits=4) -> dict:
+    """Bits of a ``rows x cols`` matrix with ``nnz`` non-zeros in each scheme, plus the
+    field widths used (see :data:`SCHEMES`)."""
+    rows, cols = shape
+    segs = rows * (-(-cols // row_width))
+    col_bits = _clog2(cols)
+    ptr_bits = _clog2(nnz + 1)
+    block_rows = pes << local_row_bits
+    entry = value_bits + local_row_bits
+    blocks = -(-rows // block_rows)
+    return {
+        "dense": rows * cols * value_bits,
+        "csr": nnz * (value_bits + col_bits) + (rows + 1) * ptr_bits,
+        "colpack": entry * (nnz + blocks * pes * cols),
+        "fdcsr32": nnz * value_bits + segs * (row_width + 32),
+        "fdcsr16": nnz * value_bits + segs * (row_width + 16),
+        "fdcsr": nnz * value_bits + segs * (row_width + ptr_bits),
+        "fdcsr_nooff": nnz * value_bits + segs * row_width,
+        "widths": {"value": value_bits, "csr_col_index": col_bits, "csr_row_ptr": ptr_bits,
+                   "colpack_entry": entry, "colpack_local_row": local_row_bits,
+                   "colpack_terminators": blocks * pes * cols, "mask": row_width,
+                   "offset_min": ptr_bits, "segments": segs},
+    }
+
+
+# Seed 001's layers: (name, rows = outputs, cols = inputs, density after pruning).
+SEED_LAYERS = (
+    ("AlexNet FC6", 4096, 9216, 0.09),
+    ("AlexNet FC7", 4096, 4096, 0.09),
+    ("AlexNet FC8", 1000, 4096, 0.25),
+    ("VGG16 FC6", 4096, 25088, 0.04),
+    ("VGG16 FC7", 4096, 4096, 0.04),
+    ("VGG16 FC8", 1000, 4096, 0.23),
+)
+SEED_REDUCTION = (2.44, 6.17)
+
+
+def prune_random(shape, density, rng, value_bits=16):
+    """Synthetic pruned weights: Gaussian codes keeping the largest ``density`` fraction by
+    magnitude (= uniform random positions), as integer codes of ``value_bits``."""
+    w = rng.standard_normal(shape)
+    keep = int(round(density * w.size))
+    out = np.zeros(shape, dtype=np.int64)
+    if keep:
+        thresh = np.partition(np.abs(w).ravel(), w.size - keep)[w.size - keep]
+        sel = np.abs(w) >= thresh
+        lim = (1 << (value_bits - 1)) - 1
+        codes = np.clip(np.round(w / np.abs(w).max() * lim), -lim, lim).astype(np.int64)
+        codes[sel & (codes == 0)] = 1
+        out[sel] = codes[sel]
+    return out
+
+
+def _random_mask_beat_counts(rows, cols, density, rng, seg_width, chunk=256):
+    """Per-row, per-beat non-zero counts of a uniform random mask with exactly
+    round(density*rows*cols) non-zeros, generated block-wise (no full matrix in memory)."""
+    nbeats = -(-cols // seg_width)
+    counts = np.zeros((rows, nbeats), dtype=np.int64)
+    total = int(round(density * rows * cols))
+    # Exact total: sample non-zero positions without replacement by rows' binomial shares.
+    per_row = rng.multivariate_hypergeometric(np.full(rows, cols), total)
+    for r0 in range(0, rows, chunk):
+        r1 = min(rows, r0 + chunk)
+        keys = rng.random((r1 - r0, cols))
+        ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
+        nz = ranks < per_row[r0:r1, None]
+        pad = nbeats * seg_width - cols
+        if pad:
+            nz = np.concatenate([nz, np.zeros((r1 - r0, pad), dtype=bool)], axis=1)
+        counts[r0:r1] = nz.reshape(r1 - r0, nbeats, seg_width).sum(axis=2)
+    return counts
+
+
+def bandwidth_table(value_bits=16, row_width=16, seed=0) -> list:
+    """The seed's six layers at its densities: bits per scheme and reduction vs dense."""
+    rows_out = []
+    for name, rows, cols, density in SEED_LAYERS:
+        nnz = int(round(density * rows * cols))
+        bits = storage_bits((rows, cols), nnz, value_bits, row_width)
+        red = {k: bits["dense"] / v for k, v in bits.items() if k not in ("widths",)}
+        rows_out.append({"layer": name, "rows": rows, "cols": cols, "density": density,
+                         "nnz": nnz, "bits": {k: v for k, v in bits.items() if k != "widths"},
+                         "widths": bits["widths"], "reduction": red})
+    return rows_out
+
+
+# ------------------------------------------------------------------------- FC engine
+
+@dataclass(frozen=True)
+class FcConfig:
+    """Parameters of the batched FD-CSR FC engine (``hdl/fc.py``).
+
+    Parameters
+    ----------
+    batch : int
+        N, activation vectors held on chip and processed together, 1..64.
+    nz_per_clock : int
+        Non-zeros the decoder issues per clock, 1, 2 or 4; ``lanes = batch * nz_per_clock``
+        multipliers.
+    row_width : int
+        FD-CSR segment width (mask bits), 4, 8, 16 or 32 (seed: 16).
+    segs_per_beat : int
+        FD-CSR segments (mask + offset pairs) per ``meta`` transfer, 1, 2, 4 or 8; more
+        lets the decoder skip sparse segments faster than one per clock.
+    w_fmt, x_fmt : QFormat
+        Weight and activation formats (2..24 bits).  Results are the exact integer
+        sums in ``Q(w.int + x.int + log2 max_cols, w.frac + x.frac)``.
+    max_cols : int
+        Activation memory depth (largest ``cols``), a multiple of
+        ``row_width * segs_per_beat``, up to 65536.
+    max_rows : int
+        Largest ``rows`` per job, 1..65535.
+    addr_width : int
+        Bits of a value address (non-zeros per job < 2**addr_width), 4..32.
+    fifo_depth : int
+        Decoded non-zero groups waiting for their values (memory read latency), 2..64.
+    """
+
+    batch: int = 4
+    nz_per_clock: int = 1
+    row_width: int = 16
+    segs_per_beat: int = 4
+    w_fmt: QFormat = QFormat(2, 14)
+    x_fmt: QFormat = QFormat(4, 12)
+    max_cols: int = 1024
+    max_rows: int = 4096
+    addr_width: int = 20
+    fifo_depth: int = 4
+
+    def __post_init__(self):
+        def _int(name, lo, hi):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name} must be an integer, not {v!r}")
+            if not lo <= v <= hi:
+                raise ValueError(f"{name} must be between {lo} and {hi}, not {v}")
+        _int("batch", 1, 64)
+        if self.nz_per_clock not in (1, 2, 4):
+            raise ValueError(f"nz_per_clock must be 1, 2 or 4, not {self.nz_per_clock}")
+        _check_width(self.row_width)
+        if self.segs_per_beat not in (1, 2, 4, 8):
+            raise ValueError(f"segs_per_beat must be 1, 2, 4 or 8, not {self.segs_per_beat}")
+        for name in ("w_fmt", "x_fmt"):
+            fmt = getattr(self, name)
+            if not isinstance(fmt, QFormat):
+                raise TypeError(f"{name} must be a QFormat, not {fmt!r}")
+            if not 2 <= fmt.width <= 24:
+                raise ValueError(f"{name} must be 2 to 24 bits wide, not {fmt.width} ({fmt})")
+        _int("max_cols", 1, 65536)
+        if self.max_cols % self.beat_cols:
+            raise ValueError(f"max_cols must be a multiple of row_width * segs_per_beat = "
+                             f"{self.beat_cols}, not {self.max_cols}")
+        _int("max_rows", 1, 65535)
+        _int("addr_width", 4, 32)
+        _int("fifo_depth", 2, 64)
+
+    @property
+    def beat_cols(self) -> int:
+        return self.row_width * self.segs_per_beat
+
+    @property
+    def lanes(self) -> int:
+        return self.batch * self.nz_per_clock
+
+    @property
+    def col_width(self) -> int:
+        return max(1, (self.max_cols - 1).bit_length())
+
+    @property
+    def acc_width(self) -> int:
+        return self.w_fmt.width + self.x_fmt.width + max(1, (self.max_cols - 1).bit_length())
+
+    @property
+    def y_fmt(self) -> QFormat:
+        return QFormat(self.acc_width - self.w_fmt.frac_bits - self.x_fmt.frac_bits,
+                       self.w_fmt.frac_bits + self.x_fmt.frac_bits)
+
+    @property
+    def module_name(self) -> str:
+        return f"fc_fdcsr_n{self.batch}_k{self.nz_per_clock}"
+
+    # Pipeline: decode (1) -> pop FIFO + read X (1) -> multiply (1) -> accumulate (1)
+    # -> y register.  Row r's result leaves 4 clocks after its last decode step.
+    latency = 4
+
+
+def _check_codes(a, fmt, name):
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer codes, not {a.dtype}")
+    a = a.astype(np.int64)
+    if a.size and (a.min() < fmt.min_code or a.max() > fmt.max_code):
+        raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] for "
+                         f"{fmt}, found {a.min()}..{a.max()}")
+    return a
+
+
+def ref_fc(w, x, cfg: FcConfig):
+    """Golden model: integer codes ``W`` (rows x cols) and ``X`` (cols x N) -> ``W @ X``
+    (int64), exactly what the RTL outputs (no rounding: the accumulator is wide enough)."""
+    w = _check_codes(w, cfg.w_fmt, "weights")
+    x = _check_codes(x, cfg.x_fmt, "activations")
+    # Python ints via object dtype would be exact too; int64 suffices for <= 2*24+16 bits.
+    return w @ x
+
+
+def _beats(fd: FdCsr, cfg: FcConfig):
+    """Masks and offsets per meta beat, padded to whole beats per row: arrays of shape
+    (rows, beats_per_row, segs_per_beat)."""
+    c = cfg.segs_per_beat
+    spr = fd.segs_per_row
+    bpr = max(1, -(-spr // c))
+    masks = np.zeros((fd.rows, bpr * c), dtype=np.int64)
+    masks[:, :spr] = fd.masks.astype(np.int64).reshape(fd.rows, spr)
+    counts = segment_popcounts(masks, fd.row_width)
+    flat_counts = counts.reshape(-1)
+    offsets = (np.concatenate([[0], np.cumsum(flat_counts)[:-1]])
+               .reshape(fd.rows, bpr * c))
+    return masks.reshape(fd.rows, bpr, c), offsets.reshape(fd.rows, bpr, c), \
+        counts.reshape(fd.rows, bpr, c).sum(axis=2)
+
+
+def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
+    """Exact cycle model of the engine for one job (all streams always valid/ready).
+
+    Cycle 0 is the ``cmd`` transfer; ``x`` transfers at 1..cols; the first ``meta``
+    beat at ``cols + 1``.  A beat with ``p`` non-zeros occupies the decoder for
+    ``max(1, ceil(p / k))`` clocks (``k = nz_per_clock``) and the next beat is accepted
+    in its last clock.  Row ``r``'s result transfers on ``y`` at
+    ``cols + 1 + S_r + latency`` where ``S_r`` is the decoder clocks of rows ``0..r``.
+    So ``cycles = cols + 2 + S + latency`` (fixed overhead ``cols + 6``: activation load
+    and pipeline) and ``S <= ceil(nnz / k) + beats``.
+    Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
+    ``(addr, count)`` in order, and totals.
+    """
+    k = cfg.nz_per_clock
+    _, _, beat_nnz = _beats(fd, cfg)
+    steps = np.maximum(1, -(-beat_nnz // k))
+    cum = np.cumsum(steps.reshape(-1))
+    first_meta = fd.cols + 1
+    bpr = beat_nnz.shape[1]
+    meta_cycles = first_meta + np.concatenate([[0], cum[:-1]])
+    row_end = cum.reshape(fd.rows, bpr)[:, -1]
+    y_cycles = first_meta + row_end + cfg.latency
+    requests = []
+    addr = 0
+    for p in beat_nnz.reshape(-1):
+        p = int(p)
+        while p > 0:
+            n = min(k, p)
+            requests.append((addr, n))
+            addr += n
+            p -= n
+    decode_clocks = int(cum[-1]) if len(cum) else 0
+    return {"y_cycles": y_cycles.astype(np.int64), "meta_cycles": meta_cycles.astype(np.int64),
+            "requests": requests, "decode_clocks": decode_clocks,
+            "cycles": int(y_cycles[-1]) + 1, "fixed_overhead": fd.cols + 2 + cfg.latency,
+            "ideal_cycles": -(-fd.nnz // k), "beats": int(beat_nnz.size)}
+
+
+def dense_cycles(rows, cols, cfg: FcConfig) -> int:
+    """The same engine without zero skipping (every weight issued, ``k`` per clock)."""
+    return cols + 2 + cfg.latency + rows * (-(-cols // cfg.nz_per_clock))
+
+
+def model_cycles_from_counts(beat_nnz, cols, cfg: FcConfig) -> int:
+    """:func:`fc_schedule`'s total from per-beat non-zero counts (large layers)."""
+    k = cfg.nz_per_clock
+    steps = np.maximum(1, -(-np.asarray(beat_nnz, dtype=np.int64) // k))
+    return cols + 2 + cfg.latency + int(steps.sum())
+
+
+# ---------------------------------------------------------------- RTL payload packing
+
+def _pack(fields):
+    """[(value, width), ...] -> int, first field in the LSBs."""
+    out, pos = 0, 0
+    for value, width in fields:
+        out |= (int(value) & ((1 << width) - 1)) << pos
+        pos += width
+    return out
+
+
+def _unpack_signed(word, width, count):
+    mask = (1 << width) - 1
+    vals = [(word >> (i * width)) & mask for i in range(count)]
+    return [v - (1 << width) if v >> (width - 1) else v for v in vals]
+
+
+def fc_job(w, x, cfg: FcConfig, *, valid_prob=1.0, ready_prob=1.0, seed=0, reset_at=None):
+    """The stream job (see :func:`gen.sim.run_job`) computing ``W @ X`` on the engine, and
+    the schedule; ``x`` may have fewer than ``batch`` columns (zero-padded)."""
+    w = _check_codes(w, cfg.w_fmt, "weights")
+    x = _check_codes(x, cfg.x_fmt, "activations")
+    if w.ndim != 2 or x.ndim != 2 or w.shape[1] != x.shape[0]:
+        raise ValueError(f"weights (rows x cols) and activations (cols x N) must agree, "
+                         f"not {w.shape} and {x.shape}")
+    rows, cols = w.shape
+    if not 1 <= cols <= cfg.max_cols:
+        raise ValueError(f"cols must be between 1 and max_cols={cfg.max_cols}, not {cols}")
+    if not 1 <= rows <= cfg.max_rows:
+        raise ValueError(f"rows must be between 1 and max_rows={cfg.max_rows}, not {rows}")
+    if x.shape[1] > cfg.batch:
+        raise ValueError(f"activations must have at most batch={cfg.batch} columns, "
+                         f"not {x.shape[1]}")
+    fd = encode(w, cfg.row_width)
+    if fd.nnz >= 1 << cfg.addr_width:
+        raise ValueError(f"non-zeros must be fewer than 2**addr_width={1 << cfg.addr_width}, "
+                         f"not {fd.nnz}")
+    xs = np.zeros((cols, cfg.batch), dtype=np.int64)
+    xs[:, :x.shape[1]] = x
+    masks, offsets, _ = _beats(fd, cfg)
+    sched = fc_schedule(fd, cfg)
+    xw, ww, aw = cfg.x_fmt.width, cfg.w_fmt.width, cfg.addr_width
+    cmd = [_pack([(rows, 16), (cols, 17)])]
+    xdata = [_pack([(v, xw) for v in xs[c]]) for c in range(cols)]
+    meta = []
+    for r in range(masks.shape[0]):
+        for b in range(masks.shape[1]):
+            meta.append(_pack([(m, cfg.row_width) for m in masks[r, b]]
+                              + [(o, aw) for o in offsets[r, b]]))
+    vdata = []
+    for addr, n in sched["requests"]:
+        vdata.append(_pack([(fd.values[addr + i] if i < n else 0, ww)
+                            for i in range(cfg.nz_per_clock)]))
+    slow = 1.0 / max(min(valid_prob, ready_prob), 0.05)
+    job = {
+        "sources": [{"port": "cmd", "data": cmd, "valid_prob": valid_prob},
+                    {"port": "x", "data": xdata, "valid_prob": valid_prob},
+                    {"port": "meta", "data": meta, "valid_prob": valid_prob},
+                    {"port": "vdata", "data": vdata, "valid_prob": valid_prob}],
+        "sinks": [{"port": "vaddr", "count": len(sched["requests"]), "ready_prob": ready_prob},
+                  {"port": "y", "count": rows, "ready_prob": ready_prob}],
+        "seed": seed, "reset_at": reset_at,
+        "max_cycles": int(200 + 3 * slow * (sched["cycles"] + len(vdata))),
+    }
+    return job, sched, fd
+
+
+def unpack_y(words, cfg: FcConfig):
+    return np.array([_unpack_signed(wd, cfg.acc_width, cfg.batch) for wd in words],
+                    dtype=np.int64).reshape(-1, cfg.batch)
+
+
+def unpack_requests(words, cfg: FcConfig):
+    cw = cfg.nz_per_clock.bit_length()
+    mask = (1 << cfg.addr_width) - 1
+    return [(wd & mask, (wd >> cfg.addr_width) & ((1 << cw) - 1)) for wd in words]
+
+
+def rtl_fc(w, x, cfg: FcConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0, seed=0,
+           reset_at=None, name="run", waves=False):
+    """Run ``W @ X`` (integer codes; ``x`` at most ``batch`` columns) on the RTL; return
+    ``(y, result)`` with ``y`` shaped like :func:`ref_fc`'s output.  ``result`` is the raw
+    :func:`gen.sim.run_job` result plus ``schedule`` (the cycle model) and ``requests``
+    (the memory requests the RTL issued)."""
+    from .sim import run_job
+    x = np.asarray(x)
+    job, sched, _ = fc_job(w, x, cfg, valid_prob=valid_prob, ready_prob=ready_prob,
+                           seed=seed, reset_at=reset_at)
+    result = run_job("fc", cfg, job, sim=sim, name=name, waves=waves)
+    y = unpack_y(result["sinks"]["y"]["data"], cfg)[:, :x.shape[1]]
+    result["schedule"] = sched
+    result["requests"] = unpack_requests(result["sinks"]["vaddr"]["data"], cfg)
+    return y, result
