@@ -125,8 +125,11 @@ def build_parser():
     p.set_defaults(handler=_cmd_info, all=False)
 
     p = sub.add_parser("run", help="run data through a block's RTL",
-                       description="Run your data through the cycle-accurate RTL of a block."
-                       " 'spnn run BLOCK --help' shows each block's options.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run your data through the cycle-accurate RTL of a block;"
+                       " 'spnn run BLOCK --help' shows each block's options.\n\nExamples:\n"
+                       "  spnn run pwl --func tanh --input x.npy --out y.npy --report r.json\n"
+                       "  spnn run pwl --help")
     runs = p.add_subparsers(dest="block", metavar="BLOCK", parser_class=_Parser)
     runs.required = True
     for name in RUN_COMMANDS:

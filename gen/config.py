@@ -56,7 +56,10 @@ def config_from_strings(cls, pairs: dict, base=None):
             if str(text).lower() in ("none", ""):
                 kwargs[key] = None
                 continue
-        kwargs[key] = _convert(key, text, kind)
+        try:
+            kwargs[key] = _convert(key, text, kind)
+        except ValueError as exc:
+            raise SpnnError(str(exc)) from None
     try:
         if base is not None:
             return dataclasses.replace(base, **kwargs)

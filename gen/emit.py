@@ -34,13 +34,13 @@ def manifest(block: Block, cfg, component) -> dict:
         {"name": "rst", "direction": "input", "width": 1, "format": None,
          "protocol": "synchronous reset, active high"},
     ]
-    for path, flow, value in component.signature.flatten(component):
+    for path, member, value in component.signature.flatten(component):
         top = path[0]
-        member = "__".join(str(p) for p in path)
+        port_name = "__".join(str(p) for p in path)
         is_payload = path[-1] == "payload"
         ports.append({
-            "name": member,
-            "direction": "input" if flow == wiring.In else "output",
+            "name": port_name,
+            "direction": "input" if member.flow == wiring.In else "output",
             "width": len(value),
             "signed": value.shape().signed,
             "format": info[top]["format"] if is_payload else None,

@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+# spnn: every target creates the virtualenv (.venv) on first use; nothing to remember.
+
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+SPNN    := $(VENV)/bin/spnn
+STAMP   := $(VENV)/.installed-dev
+MLSTAMP := $(VENV)/.installed-ml
+SIM     ?=
+WAVES   ?= 0
+BLOCK   ?= pwl
+JOBS    ?= 2
+
+.PHONY: help verilog sim test bench synth clean distclean
+
+help:
+	@echo "spnn make targets"
+	@echo "  make verilog      emit every block's default Verilog + manifests into build/verilog/"
+	@echo "  make test         all tests: pure Python + cocotb under Icarus and Verilator"
+	@echo "  make sim BLOCK=pwl [SIM=icarus|verilator] [WAVES=1]"
+	@echo "                    one block's tests (WAVES=1 dumps waveforms under build/sim/)"
+	@echo "  make bench        benchmarks -> build/bench/*.json, *.md (installs the ml extra)"
+	@echo "  make synth        Yosys/nextpnr resource and Fmax reports -> build/reports/"
+	@echo "  make clean        remove build/ (keeps .venv); make distclean also removes .venv"
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+$(MLSTAMP): $(STAMP)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,ml]'
+	@touch $@
+
+verilog: $(STAMP)
+	$(SPNN) verilog --all -o build/verilog
+
+test: $(STAMP)
+	@mkdir -p build
+	$(PY) -m pytest -n $(JOBS) -q --junitxml=build/test-results.xml tb
+
+sim: $(STAMP)
+	SIM=$(SIM) WAVES=$(WAVES) $(PY) -m pytest -q tb/test_$(BLOCK).py
+
+bench: $(MLSTAMP)
+	@mkdir -p build/bench
+	@set -e; for script in scripts/bench_*.py; do \
+	  echo "== $$script"; $(PY) $$script; done
+
+synth: $(STAMP)
+	$(SPNN) synth --all --target xc7
+	$(SPNN) synth --all --target ecp5
+
+clean:
+	rm -rf build
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The spnn command line: help, deterministic emission, one-line errors with exit code 2."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gen.cli import main
+
+
+def run_cli(args, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "gen.cli", *args], capture_output=True,
+                          text=True, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["verilog"], ["run"], ["info"], ["run", "pwl"]])
+def test_help_has_examples(args, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--help"])
+    assert info.value.code == 0
+    assert "Example" in capsys.readouterr().out
+
+
+def test_verilog_all_is_deterministic(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["verilog", "--all", "-o", str(a)]) == 0
+    assert main(["verilog", "--all", "-o", str(b)]) == 0
+    names = sorted(p.name for p in a.iterdir())
+    assert "pwl_sigmoid.v" in names and "pwl_tanh.json" in names
+    assert names == sorted(p.name for p in b.iterdir())
+    for name in names:
+        text = (a / name).read_bytes()
+        assert text == (b / name).read_bytes()
+        assert str(tmp_path).encode() not in text and b"/home/" not in text
+        assert b"src =" not in text
+
+
+def test_manifest_contents(tmp_path):
+    main(["verilog", "pwl", "--set", "func=tanh", "--set", "segments=16", "-o", str(tmp_path)])
+    man = json.loads((tmp_path / "pwl_tanh.json").read_text())
+    assert man["module"] == "pwl_tanh" and man["latency"] == 8
+    assert man["parameters"]["segments"] == 16
+    ports = {p["name"]: p for p in man["ports"]}
+    assert ports["i__payload"]["format"] == "Q4.12" and ports["i__payload"]["width"] == 16
+    assert ports["o__payload"]["direction"] == "output"
+    assert ports["o__ready"]["direction"] == "input"
+    verilog = (tmp_path / "pwl_tanh.v").read_text()
+    for name in ports:
+        assert name in verilog
+
+
+@pytest.mark.parametrize("args, message", [
+    (["verilog", "pwl", "--set", "segments=12"],
+     "spnn: error: segments must be a power of two between 2 and 256, not 12"),
+    (["verilog", "pwl", "--set", "colour=red"],
+     "spnn: error: unknown parameter 'colour'; allowed: boundaries, func, guard_bits, in_fmt, "
+     "out_fmt, segments, slope_width, x_max"),
+    (["verilog", "nosuch"], "spnn: error: block must be one of"),
+    (["verilog", "pwl", "--set", "in_fmt=Q4"],
+     "spnn: error: in_fmt must be a fixed-point format like Q4.12 or int16, not 'Q4'"),
+    (["verilog", "pwl", "--set", "segments=many"],
+     "spnn: error: segments must be an integer, not 'many'"),
+])
+def test_verilog_errors(tmp_path, args, message):
+    out = tmp_path / "out"
+    code, stdout, stderr = run_cli([*args, "-o", str(out)])
+    assert code == 2
+    assert stderr.startswith(message) and stderr.count("\n") == 1
+    assert not out.exists()
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    files = {
+        "x": np.linspace(-9, 9, 301),
+        "codes": np.arange(-500, 500, dtype=np.int32),
+        "nan": np.array([0.0, np.nan]),
+        "inf": np.array([np.inf]),
+        "big": np.array([40000], dtype=np.int64),
+        "text": np.array(["a", "b"]),
+        "empty": np.zeros(0),
+    }
+    paths = {}
+    for name, arr in files.items():
+        paths[name] = tmp_path / f"{name}.npy"
+        np.save(paths[name], arr)
+    paths["pickle"] = tmp_path / "pickle.npy"
+    np.save(paths["pickle"], np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    return paths
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--func", "relu", "--input", "{x}"], "--func must be one of sigmoid, tanh, not 'relu'"),
+    (["--func", "tanh", "--segments", "12", "--input", "{x}"],
+     "--segments must be a power of two between 2 and 256, not 12"),
+    (["--func", "tanh", "--input", "{nan}"], "--input: values must be finite, found NaN"),
+    (["--func", "tanh", "--input", "{inf}"], "--input: values must be finite, found Inf"),
+    (["--func", "tanh", "--input", "{pickle}"], "holds pickled objects"),
+    (["--func", "tanh", "--input", "{text}"], "--input: dtype must be integer or float"),
+    (["--func", "tanh", "--input", "{empty}"], "--input must hold at least one value"),
+    (["--func", "tanh", "--input", "{x}", "--raw"], "--input with --raw must hold integer codes"),
+    (["--func", "tanh", "--input", "{big}", "--raw"], "--input codes must lie in [-32768, 32767]"),
+    (["--func", "tanh", "--input", "missing.npy"], "--input: no such file"),
+    (["--func", "tanh", "--input", "{x}", "--sim", "modelsim"], "invalid choice: 'modelsim'"),
+])
+def test_run_pwl_errors(tmp_path, inputs, extra, message):
+    args = [a.format(**{k: str(v) for k, v in inputs.items()}) for a in extra]
+    out = tmp_path / "y.npy"
+    code, stdout, stderr = run_cli(["run", "pwl", *args, "--out", str(out)])
+    assert code == 2, stderr
+    assert message in stderr and stderr.count("\n") == 1
+    assert not out.exists()
+
+
+def test_run_pwl_end_to_end(sim, tmp_path, inputs):
+    """Float in -> float out, and raw codes, with a report holding the common fields."""
+    out, report = tmp_path / "y.npy", tmp_path / "r.json"
+    code, stdout, stderr = run_cli(["run", "pwl", "--func", "sigmoid", "--input",
+                                    str(inputs["x"]), "--out", str(out), "--report",
+                                    str(report), "--sim", sim], cwd=tmp_path)
+    assert code == 0, stderr
+    y = np.load(out)
+    assert y.dtype == np.float64 and y.shape == (301,)
+    from scipy.special import expit
+    assert np.max(np.abs(y - expit(np.clip(np.linspace(-9, 9, 301), -8, 8)))) < 2 ** -11
+    rep = json.loads(report.read_text())
+    for field in ("block", "config", "formats", "sim", "cycles", "ideal_cycles", "efficiency",
+                  "utilisation", "samples", "max_abs_error"):
+        assert field in rep
+    assert rep["samples"] == 301 and rep["sim"] == sim
+    assert rep["cycles"] == rep["ideal_cycles"] == 301 + 9
+    assert rep["formats"]["input"]["name"] == "Q4.12"
+    assert rep["max_abs_error"] < 2 ** -11
+
+    raw = tmp_path / "raw.npy"
+    code, _, stderr = run_cli(["run", "pwl", "--func", "tanh", "--raw", "--input",
+                               str(inputs["codes"]), "--out", str(raw), "--sim", sim],
+                              cwd=tmp_path)
+    assert code == 0, stderr
+    from gen.pwl import PwlConfig, fit_table, ref_pwl
+    expected = ref_pwl(np.arange(-500, 500), fit_table(PwlConfig(func="tanh")))
+    np.testing.assert_array_equal(np.load(raw), expected)
