@@ -41,7 +41,11 @@ def _pwl_defaults():
 
 def _registry():
     from .pwl import PwlConfig
+    from .spmv import SpmvConfig
     return {
+        "spmv": Block("spmv", "load-balanced sparse matrix-vector engine (seed 000)",
+                      SpmvConfig, lambda cfg: __import__("hdl.spmv").spmv.SpmvEngine(cfg),
+                      lambda: [SpmvConfig()], lambda cfg: cfg.module_name),
         "pwl": Block("pwl", "piecewise-linear sigmoid/tanh unit", PwlConfig, _pwl_build,
                      _pwl_defaults, lambda cfg: cfg.module_name),
     }

@@ -1,0 +1,596 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Sparse matrix-vector engine (seed 000): config, weight compiler, golden and cycle models.
+
+What the block computes
+-----------------------
+``y = W @ x`` for a sparse ``rows x cols`` weight matrix ``W`` (codes of ``w_fmt``)
+and a dense activation vector ``x`` (codes of ``x_fmt``).  Each row accumulates its
+products **in column order** in a signed ``acc_width``-bit accumulator with
+``w_fmt.frac_bits + x_fmt.frac_bits`` fraction bits that *saturates on every add*::
+
+    acc_r = 0;  for j in 0..cols-1 with W[r, j] != 0 and x[j] != 0:
+                    acc_r = saturate(acc_r + W[r, j] * x[j], acc_width)
+    y_r   = saturate(round_shift(acc_r, acc_frac - out_fmt.frac_bits), out_fmt)
+
+(:mod:`gen.fixed` rules: round half up, saturate).  With no saturation this is the
+exact integer ``W @ x`` re-scaled to ``out_fmt``.
+
+Weight compiler
+---------------
+Rows are dealt to ``P`` processing elements (PEs) by an allocator:
+
+``interleave``  row ``r`` -> PE ``r mod P`` (EIE baseline);
+``zigzag``      the seed: rows sorted by non-zero count (most first, stable), dealt
+                ``0..P-1`` then ``P-1..0`` and so on;
+``lpt``         greedy longest-processing-time: rows sorted most-first, each to the
+                PE with the smallest load so far (lowest index on ties);
+``balanced``    LPT that also evens per-column loads: among the PEs whose load is
+                within ``slack`` (= 1) of the smallest, the row goes to the one
+                holding the fewest non-zeros in that row's columns (then the least
+                loaded, then the lowest index).  Even per-column loads keep the
+                per-PE activation FIFOs from drifting apart.
+
+A row's PE-local index is its position in the order rows were dealt to that PE.
+
+Memory layout (per PE, column-packed; loaded at run time)
+---------------------------------------------------------
+* ``entries[a]`` = ``(weight code, local row)``: the PE's non-zeros, column by
+  column (column 0 first), rows ascending inside a column.  No terminator entries.
+* ``ptr[j]`` = ``(start, count)``: where column ``j``'s entries begin in ``entries``
+  and how many there are (``count`` may be 0).
+* ``rowmap[r]`` = ``(pe, local row)`` for original row ``r`` (shared by all PEs):
+  results leave in original row order.
+
+The broadcaster reads every PE's ``ptr[j]`` in parallel and pushes ``(x_j, start,
+count)`` only into the FIFOs of PEs with ``count > 0``; a PE then issues one entry
+read per clock, back to back across FIFO items.  So a PE spends exactly one clock
+per non-zero and none on columns (or zero activations) that hold nothing for it.
+
+Weight stream (one word per entry, see :func:`weight_words`)
+------------------------------------------------------------
+A packed word ``{value: w_width, idx: idx_bits, pe: pe_bits, kind: 2}`` (``value`` in
+the LSBs).  ``kind`` 0 = ENTRY (append ``(value, idx)`` to PE ``pe``'s entries and
+count it in the current column), 1 = COL (close the current column: every PE writes
+``ptr[col] = (start, count)``, ``col += 1``), 2 = ROW (``rowmap[row] = (pe, idx)``,
+``row += 1``), 3 = END (the job's sizes are the number of COL and ROW words seen).
+:func:`weight_words` emits all ROW words, then for each column its ENTRY words and
+one COL word, then END: ``rows + nnz + cols + 1`` words.
+
+Cycle model
+-----------
+:func:`cycle_model` steps the same registers as the RTL (load, accumulator clear,
+activation accept, pointer read, FIFO push, PE issue, multiply, accumulate, result
+drain) clock by clock, reproducing the stream testbench's random idle/back-pressure
+draws, and so predicts the cycle number of every transfer exactly.
+"""
+
+from collections import deque
+from dataclasses import dataclass
+import math
+import random
+
+import numpy as np
+
+from .fixed import QFormat, requantise, saturate
+
+__all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
+           "prune", "ref_spmv", "weight_words", "cycle_model", "rtl_spmv", "run_jobs",
+           "load_report", "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_END"]
+
+ALLOCATORS = ("interleave", "zigzag", "lpt", "balanced")
+KIND_ENTRY, KIND_COL, KIND_ROW, KIND_END = 0, 1, 2, 3
+
+
+def _clog2(n: int) -> int:
+    return max(1, (int(n) - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class SpmvConfig:
+    """Parameters of the sparse matrix-vector engine.
+
+    Parameters
+    ----------
+    pes : int
+        Processing elements ``P``, 1..256.
+    fifo_depth : int
+        Depth of each PE's activation FIFO, 1..64.
+    rows_per_pe : int
+        Accumulators per PE (rows a PE can own), 1..4096.
+    max_cols : int
+        Columns per job (pointer-table depth), 1..65536.
+    mem_depth : int
+        Non-zero entries per PE, 1..65536.
+    w_fmt, x_fmt : QFormat
+        Weight and activation formats (2..32 bits each).
+    acc_width : int
+        Accumulator width in bits (>= w width + x width, <= 64); fraction bits
+        ``w_fmt.frac_bits + x_fmt.frac_bits``; saturates on every add.
+    out_fmt : QFormat
+        Result format (2..64 bits).
+    """
+
+    pes: int = 32
+    fifo_depth: int = 8
+    rows_per_pe: int = 32
+    max_cols: int = 256
+    mem_depth: int = 1024
+    w_fmt: QFormat = QFormat(1, 7)
+    x_fmt: QFormat = QFormat(4, 12)
+    acc_width: int = 32
+    out_fmt: QFormat = QFormat(8, 12)
+
+    def __post_init__(self):
+        for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 1, 4096),
+                             ("max_cols", 1, 65536), ("mem_depth", 1, 65536),
+                             ("acc_width", 2, 64)):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if not lo <= value <= hi:
+                raise ValueError(f"{name} must be between {lo} and {hi}, not {value}")
+        for name in ("w_fmt", "x_fmt", "out_fmt"):
+            if not isinstance(getattr(self, name), QFormat):
+                raise TypeError(f"{name} must be a QFormat, not {getattr(self, name)!r}")
+        for name in ("w_fmt", "x_fmt"):
+            fmt = getattr(self, name)
+            if not 2 <= fmt.width <= 32:
+                raise ValueError(f"{name} must be 2 to 32 bits wide, not {fmt.width} ({fmt})")
+        if self.out_fmt.width < 2:
+            raise ValueError(f"out_fmt must be at least 2 bits wide, not {self.out_fmt}")
+        need = self.w_fmt.width + self.x_fmt.width
+        if self.acc_width < need:
+            raise ValueError(f"acc_width must be at least w_fmt + x_fmt width = {need}, "
+                             f"not {self.acc_width}")
+
+    # ---- derived sizes
+    @property
+    def module_name(self) -> str:
+        return "spmv"
+
+    @property
+    def acc_frac(self) -> int:
+        return self.w_fmt.frac_bits + self.x_fmt.frac_bits
+
+    @property
+    def acc_fmt(self) -> QFormat:
+        return QFormat(self.acc_width - self.acc_frac, self.acc_frac)
+
+    @property
+    def max_rows(self) -> int:
+        return self.pes * self.rows_per_pe
+
+    @property
+    def pe_bits(self) -> int:
+        return _clog2(self.pes)
+
+    @property
+    def idx_bits(self) -> int:
+        return _clog2(self.rows_per_pe)
+
+    @property
+    def addr_bits(self) -> int:
+        return _clog2(self.mem_depth)
+
+    @property
+    def count_bits(self) -> int:
+        return (self.rows_per_pe).bit_length()
+
+    @property
+    def col_bits(self) -> int:
+        return self.max_cols.bit_length()
+
+    @property
+    def row_bits(self) -> int:
+        return self.max_rows.bit_length()
+
+    @property
+    def word_width(self) -> int:
+        return self.w_fmt.width + self.idx_bits + self.pe_bits + 2
+
+    # Pipeline constants used by the cycle model (see hdl/spmv.py).
+    pe_latency = 2        # PE issue -> accumulator write (entry read, multiply/acc read)
+    drain_latency = 3     # row issue -> result valid (rowmap read, acc read, output reg)
+
+
+# ------------------------------------------------------------------ compiler
+
+def prune(w, density: float):
+    """Magnitude pruning: keep the ``round(density * size)`` largest ``|w|`` (ties: first)."""
+    w = np.asarray(w, dtype=np.float64)
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"density must be between 0 and 1, not {density}")
+    keep = int(round(density * w.size))
+    out = np.zeros_like(w)
+    if keep:
+        order = np.argsort(-np.abs(w).ravel(), kind="stable")[:keep]
+        out.ravel()[order] = w.ravel()[order]
+    return out
+
+
+def allocate(row_nnz, pes: int, alloc: str = "balanced", mask=None, slack: int = 1):
+    """Assign rows to PEs: returns ``(row_pe, row_local)`` int arrays.
+
+    ``row_nnz`` is the non-zero count per row; ``mask`` (bool rows x cols) is needed
+    by ``balanced`` only.  Local indices follow the order rows are dealt to a PE.
+    """
+    row_nnz = np.asarray(row_nnz, dtype=np.int64)
+    n = len(row_nnz)
+    if alloc not in ALLOCATORS:
+        raise ValueError(f"alloc must be one of {', '.join(ALLOCATORS)}, not {alloc!r}")
+    row_pe = np.zeros(n, dtype=np.int64)
+    order = np.argsort(-row_nnz, kind="stable")
+    if alloc == "interleave":
+        order = np.arange(n)
+        row_pe = order % pes
+    elif alloc == "zigzag":
+        k = np.arange(n)
+        lap, pos = k // pes, k % pes
+        row_pe[order] = np.where(lap % 2 == 0, pos, pes - 1 - pos)
+    elif alloc == "lpt":
+        loads = np.zeros(pes, dtype=np.int64)
+        for r in order:
+            p = int(np.argmin(loads))
+            row_pe[r] = p
+            loads[p] += row_nnz[r]
+    else:  # balanced
+        if mask is None:
+            raise ValueError("alloc 'balanced' needs the non-zero mask")
+        mask = np.asarray(mask, dtype=bool)
+        loads = np.zeros(pes, dtype=np.int64)
+        colload = np.zeros((pes, mask.shape[1]), dtype=np.int64)
+        for r in order:
+            cols = np.flatnonzero(mask[r])
+            cand = np.flatnonzero(loads <= loads.min() + slack)
+            overlap = colload[cand][:, cols].sum(axis=1) if len(cols) else np.zeros(len(cand))
+            best = np.lexsort((cand, loads[cand], overlap))[0]
+            p = int(cand[best])
+            row_pe[r] = p
+            loads[p] += row_nnz[r]
+            colload[p, cols] += 1
+    row_local = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(pes, dtype=np.int64)
+    for r in order:
+        row_local[r] = seen[row_pe[r]]
+        seen[row_pe[r]] += 1
+    return row_pe, row_local
+
+
+@dataclass
+class SpmvPlan:
+    """A compiled job: the allocation and every PE's memory images."""
+
+    cfg: SpmvConfig
+    alloc: str
+    shape: tuple
+    row_pe: np.ndarray          # per original row
+    row_local: np.ndarray
+    counts: np.ndarray          # (P, cols): non-zeros of PE p in column j  (= ptr count)
+    starts: np.ndarray          # (P, cols): ptr start
+    entries: list               # per PE: list of (weight code, local row), column-packed
+    entry_cols: list            # per PE: column of each entry (for the cycle model/docs)
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1]
+
+    @property
+    def loads(self) -> np.ndarray:
+        return self.counts.sum(axis=1)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.counts.sum())
+
+    def memory_images(self) -> dict:
+        """Hex text images: ``pe<p>_entries.hex`` (``{row, weight}``), ``pe<p>_ptr.hex``
+        (``{count, start}``) and ``rowmap.hex`` (``{pe, idx}``), one word per line."""
+        cfg = self.cfg
+        wmask = (1 << cfg.w_fmt.width) - 1
+        out = {}
+        for p in range(cfg.pes):
+            out[f"pe{p}_entries.hex"] = "".join(
+                f"{(row << cfg.w_fmt.width) | (w & wmask):x}\n" for w, row in self.entries[p])
+            out[f"pe{p}_ptr.hex"] = "".join(
+                f"{(int(c) << cfg.addr_bits) | int(s):x}\n"
+                for s, c in zip(self.starts[p], self.counts[p]))
+        out["rowmap.hex"] = "".join(f"{(int(pe) << cfg.idx_bits) | int(i):x}\n"
+                                    for pe, i in zip(self.row_pe, self.row_local))
+        return out
+
+
+def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPlan:
+    """Integer weight codes (rows x cols) -> an :class:`SpmvPlan`; checks the sizes fit."""
+    w = np.asarray(w_codes)
+    if w.ndim != 2:
+        raise ValueError(f"weights must be a 2-D matrix, not {w.ndim}-D")
+    if w.dtype.kind not in "iu":
+        raise TypeError(f"weight codes must be integers, not {w.dtype}")
+    w = w.astype(np.int64)
+    rows, cols = w.shape
+    if w.size and (w.min() < cfg.w_fmt.min_code or w.max() > cfg.w_fmt.max_code):
+        raise ValueError(f"weight codes must lie in [{cfg.w_fmt.min_code}, "
+                         f"{cfg.w_fmt.max_code}] for {cfg.w_fmt}, found {w.min()}..{w.max()}")
+    if rows > cfg.max_rows:
+        raise ValueError(f"rows must be at most pes * rows_per_pe = {cfg.max_rows}, "
+                         f"not {rows}")
+    if cols > cfg.max_cols:
+        raise ValueError(f"cols must be at most max_cols = {cfg.max_cols}, not {cols}")
+    mask = w != 0
+    row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask)
+    per_pe_rows = np.bincount(row_pe, minlength=cfg.pes) if rows else np.zeros(cfg.pes, int)
+    if per_pe_rows.max(initial=0) > cfg.rows_per_pe:
+        raise ValueError(f"allocator {alloc} gave a PE {per_pe_rows.max()} rows; "
+                         f"rows_per_pe is {cfg.rows_per_pe}")
+    counts = np.zeros((cfg.pes, cols), dtype=np.int64)
+    starts = np.zeros((cfg.pes, cols), dtype=np.int64)
+    entries = [[] for _ in range(cfg.pes)]
+    entry_cols = [[] for _ in range(cfg.pes)]
+    for j in range(cols):
+        nz = np.flatnonzero(mask[:, j])
+        for p in range(cfg.pes):
+            starts[p, j] = len(entries[p])
+        # rows ascending by local index inside a column
+        for r in nz[np.lexsort((row_local[nz], row_pe[nz]))]:
+            p = int(row_pe[r])
+            entries[p].append((int(w[r, j]), int(row_local[r])))
+            entry_cols[p].append(j)
+            counts[p, j] += 1
+    loads = counts.sum(axis=1)
+    if loads.max(initial=0) > cfg.mem_depth:
+        raise ValueError(f"a PE needs {loads.max()} weight entries; mem_depth is "
+                         f"{cfg.mem_depth}")
+    return SpmvPlan(cfg, alloc, (rows, cols), row_pe, row_local, counts, starts, entries,
+                    entry_cols)
+
+
+def load_report(plan: SpmvPlan) -> dict:
+    """Per-PE loads, max/mean and the ideal cycle count ``ceil(nnz / P)``."""
+    loads = plan.loads
+    mean = loads.mean() if len(loads) else 0.0
+    return {"allocator": plan.alloc, "pes": plan.cfg.pes, "nnz": plan.nnz,
+            "loads": [int(v) for v in loads], "max_load": int(loads.max(initial=0)),
+            "mean_load": float(mean),
+            "max_over_mean": float(loads.max() / mean) if mean else 1.0,
+            "ideal_cycles": math.ceil(plan.nnz / plan.cfg.pes)}
+
+
+def _pack(kind, pe, idx, value, cfg):
+    ww = cfg.w_fmt.width
+    return ((int(value) & ((1 << ww) - 1)) | (int(idx) << ww)
+            | (int(pe) << (ww + cfg.idx_bits)) | (kind << (ww + cfg.idx_bits + cfg.pe_bits)))
+
+
+def weight_words(plan: SpmvPlan) -> list:
+    """The weight-stream words of a job (ROW words, then per column ENTRY* COL, then END)."""
+    cfg = plan.cfg
+    words = [_pack(KIND_ROW, pe, i, 0, cfg) for pe, i in zip(plan.row_pe, plan.row_local)]
+    pos = [0] * cfg.pes
+    for j in range(plan.cols):
+        for p in range(cfg.pes):
+            for _ in range(plan.counts[p, j]):
+                wv, row = plan.entries[p][pos[p]]
+                words.append(_pack(KIND_ENTRY, p, row, wv, cfg))
+                pos[p] += 1
+        words.append(_pack(KIND_COL, 0, 0, 0, cfg))
+    words.append(_pack(KIND_END, 0, 0, 0, cfg))
+    return words
+
+
+# ------------------------------------------------------------------ golden model
+
+def ref_spmv(w_codes, x_codes, cfg: SpmvConfig):
+    """Golden model: codes in, ``out_fmt`` codes out (saturating, column-ordered sums)."""
+    w = np.asarray(w_codes, dtype=np.int64)
+    x = np.asarray(x_codes, dtype=np.int64).ravel()
+    if w.ndim != 2 or w.shape[1] != len(x):
+        raise ValueError(f"shapes do not match: weights {w.shape}, x {x.shape}")
+    acc = np.zeros(w.shape[0], dtype=np.int64)
+    afmt = cfg.acc_fmt
+    if cfg.acc_width >= 63:  # python ints: no int64 overflow before saturation
+        acc = [0] * w.shape[0]
+        lo, hi = afmt.min_code, afmt.max_code
+        for j in np.flatnonzero(x):
+            for r in np.flatnonzero(w[:, j]):
+                acc[r] = min(hi, max(lo, acc[r] + int(w[r, j]) * int(x[j])))
+        return requantise(np.array(acc, dtype=object).astype(np.int64), cfg.acc_frac,
+                          cfg.out_fmt)
+    for j in np.flatnonzero(x):
+        col = w[:, j]
+        acc = saturate(acc + col * x[j], afmt)
+    return requantise(acc, cfg.acc_frac, cfg.out_fmt)
+
+
+# ------------------------------------------------------------------ cycle model
+
+class _Src:
+    """The stream testbench's source: holds valid until accepted; random idle draws."""
+
+    def __init__(self, n, prob):
+        self.n, self.prob, self.idx, self.holding, self.cycles = n, prob, 0, False, []
+
+    def drive(self, rng):
+        if not self.holding and self.idx < self.n and (self.prob >= 1.0
+                                                       or rng.random() < self.prob):
+            self.holding = True
+
+    def take(self, ready, cycle):
+        if self.holding and ready:
+            self.cycles.append(cycle)
+            self.idx += 1
+            self.holding = False
+            return True
+        return False
+
+
+def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
+                o_ready_prob=1.0, seed=0, max_cycles=10_000_000):
+    """Predict the RTL's transfer cycles for a sequence of jobs ``[(plan, x_codes), ...]``.
+
+    Mirrors :class:`hdl.spmv.SpmvEngine` register by register and the stream
+    testbench (:mod:`tb.cocotb_stream`) draw by draw (sources ``w`` then ``x``, then
+    sink ``o``; cycle 0 is the first clock after reset).  Returns a dict with the
+    cycle lists ``w``, ``x``, ``o`` and per job ``compute_start`` (first activation
+    accepted), ``last_write`` (last accumulator update), ``drain_start`` and the
+    derived ``compute_cycles`` (first activation to last accumulator write, inclusive)
+    and ``total_cycles`` (first activation to last result, inclusive).
+    """
+    rng = random.Random(seed)
+    words = [weight_words(plan) for plan, _ in jobs]
+    xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
+    wsrc = _Src(sum(len(v) for v in words), w_valid_prob)
+    xsrc = _Src(sum(len(v) for v in xs), x_valid_prob)
+    n_out = sum(plan.rows for plan, _ in jobs)
+    o_cycles = []
+    P, D, R = cfg.pes, cfg.fifo_depth, cfg.rows_per_pe
+    kinds = [[(wd >> (cfg.word_width - 2)) & 3 for wd in v] for v in words]
+
+    state, job, cycle = "LOAD", 0, 0
+    clr, loaded, wpos = 0, False, 0
+    info = []
+    cur = None
+    while True:
+        if wsrc.idx >= wsrc.n and xsrc.idx >= xsrc.n and len(o_cycles) >= n_out \
+                and state == "LOAD" and job >= len(jobs):
+            break
+        if cycle >= max_cycles:
+            raise RuntimeError("cycle model: timeout")
+        wsrc.drive(rng)
+        xsrc.drive(rng)
+        o_ready = o_ready_prob >= 1.0 or rng.random() < o_ready_prob
+        if state == "LOAD":
+            w_ready = not loaded and job < len(jobs)
+            nxt_loaded = loaded
+            if wsrc.take(w_ready, cycle):
+                if kinds[job][wpos] == KIND_END:
+                    nxt_loaded = True
+                wpos += 1
+            go = loaded and clr == R
+            clr = clr + 1 if clr < R else clr
+            loaded = nxt_loaded
+            if go:
+                plan, x = jobs[job][0], xs[job]
+                state = "COMPUTE"
+                cur = {"plan": plan, "x": x, "cols_in": 0, "s1v": False, "s1j": 0,
+                       "fifo": [deque() for _ in range(P)], "rem": [0] * P,
+                       "vB": [False] * P, "vC": [False] * P,
+                       "compute_start": None, "last_write": None}
+                loaded, wpos = False, 0
+        elif state == "COMPUTE":
+            c = cur
+            plan, x = c["plan"], c["x"]
+            counts = plan.counts
+            fifo, rem, vB, vC = c["fifo"], c["rem"], c["vB"], c["vC"]
+            if any(vC):
+                c["last_write"] = cycle
+            done = (c["cols_in"] == plan.cols and not c["s1v"]
+                    and not any(fifo) and not any(rem) and not any(vB) and not any(vC))
+            if c["s1v"]:
+                j = c["s1j"]
+                stall = any(counts[p, j] > 0 and len(fifo[p]) == D for p in range(P))
+            else:
+                stall = False
+            advance = not stall
+            x_ready = advance and c["cols_in"] < plan.cols
+            took = xsrc.take(x_ready, cycle)
+            # PEs (state before this cycle's push)
+            for p in range(P):
+                vC[p] = vB[p]
+                if rem[p] > 0:
+                    rem[p] -= 1
+                    vB[p] = True
+                elif fifo[p]:
+                    rem[p] = fifo[p].popleft() - 1
+                    vB[p] = True
+                else:
+                    vB[p] = False
+            if advance and c["s1v"]:
+                j = c["s1j"]
+                for p in range(P):
+                    if counts[p, j] > 0:
+                        fifo[p].append(int(counts[p, j]))
+            if advance:
+                if took:
+                    if c["compute_start"] is None:
+                        c["compute_start"] = cycle
+                    c["s1v"] = bool(x[c["cols_in"]] != 0)
+                    c["s1j"] = c["cols_in"]
+                    c["cols_in"] += 1
+                else:
+                    c["s1v"] = False
+            if done:
+                state = "DRAIN"
+                c.update(k=0, v0=False, v1=False, ov=False, drain_start=cycle + 1)
+        else:  # DRAIN
+            c = cur
+            if c["ov"] and o_ready:
+                o_cycles.append(cycle)
+            adv = (not c["ov"]) or o_ready
+            finished = c["k"] == c["plan"].rows and not (c["v0"] or c["v1"] or c["ov"])
+            if adv:
+                issue = c["k"] < c["plan"].rows
+                c["ov"], c["v1"], c["v0"] = c["v1"], c["v0"], issue
+                c["k"] += issue
+            if finished:
+                info.append({k: c[k] for k in ("compute_start", "last_write", "drain_start")})
+                state, job, clr, loaded, wpos = "LOAD", job + 1, 0, False, 0
+        cycle += 1
+    # derived numbers per job
+    opos = 0
+    for (plan, _), d in zip(jobs, info):
+        outs = o_cycles[opos:opos + plan.rows]
+        opos += plan.rows
+        start = d["compute_start"] if d["compute_start"] is not None else d["drain_start"]
+        end = d["last_write"] if d["last_write"] is not None else start
+        d["compute_cycles"] = end - start + 1 if plan.cols else 0
+        d["total_cycles"] = (outs[-1] if outs else d["drain_start"]) - start + 1
+    return {"w": wsrc.cycles, "x": xsrc.cycles, "o": o_cycles, "jobs": info,
+            "cycles_run": cycle}
+
+
+# ------------------------------------------------------------------ RTL twin
+
+def _signed(patterns, width):
+    p = np.asarray([int(v) for v in patterns], dtype=object)
+    return np.array([int(v) - (1 << width) if int(v) >> (width - 1) else int(v) for v in p],
+                    dtype=np.int64)
+
+
+def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
+             o_ready_prob=1.0, seed=0, reset_at=None, name="run", waves=False,
+             max_cycles=None):
+    """Run ``[(plan, x_codes), ...]`` back to back on the RTL; return ``(ys, result)``."""
+    from .sim import run_job
+    words, xdata, n_out = [], [], 0
+    xmask = (1 << cfg.x_fmt.width) - 1
+    for plan, x in jobs:
+        words += weight_words(plan)
+        xdata += [int(v) & xmask for v in np.asarray(x, dtype=np.int64).ravel()]
+        n_out += plan.rows
+    if max_cycles is None:
+        slow = max(min(w_valid_prob, x_valid_prob, o_ready_prob), 0.05)
+        max_cycles = int(200 + 4 * (len(words) + len(xdata) + n_out
+                                    + sum(p.nnz for p, _ in jobs)) / slow)
+    job = {"sources": [{"port": "w", "data": words, "valid_prob": w_valid_prob},
+                       {"port": "x", "data": xdata, "valid_prob": x_valid_prob}],
+           "sinks": [{"port": "o", "count": n_out, "ready_prob": o_ready_prob}],
+           "seed": seed, "reset_at": reset_at, "max_cycles": max_cycles}
+    result = run_job("spmv", cfg, job, sim=sim, name=name, waves=waves)
+    y = _signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
+    ys, pos = [], 0
+    for plan, _ in jobs:
+        ys.append(y[pos:pos + plan.rows])
+        pos += plan.rows
+    return ys, result
+
+
+def rtl_spmv(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balanced",
+             **kwargs):
+    """RTL twin of :func:`ref_spmv`: compile, load, run; return ``(y_codes, result)``."""
+    plan = compile_weights(w_codes, cfg, alloc)
+    ys, result = run_jobs([(plan, x_codes)], cfg, sim, **kwargs)
+    return ys[0], result

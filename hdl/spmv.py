@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: Apache-2.0
+"""EIE-style sparse matrix-vector engine with load-balanced PEs (seed 000)."""
+
+from amaranth.hdl import Array, Cat, Module, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from gen.spmv import KIND_COL, KIND_END, KIND_ENTRY, KIND_ROW, SpmvConfig
+from .fixed import round_shift, saturate
+from .spmv_pe import SpmvPE
+
+__all__ = ["SpmvEngine", "word_layout"]
+
+LOAD, COMPUTE, DRAIN = 0, 1, 2
+
+
+def word_layout(cfg: SpmvConfig) -> data.StructLayout:
+    """The weight-stream word (``value`` in the LSBs, ``kind`` in the MSBs)."""
+    return data.StructLayout({"value": signed(cfg.w_fmt.width),
+                              "idx": unsigned(cfg.idx_bits),
+                              "pe": unsigned(cfg.pe_bits),
+                              "kind": unsigned(2)})
+
+
+class SpmvEngine(wiring.Component):
+    """``y = W @ x`` on ``P`` PEs with run-time loaded, column-packed sparse weights.
+
+    The arithmetic is exactly :func:`gen.spmv.ref_spmv`; the memory layout and the
+    weight-stream words are documented in :mod:`gen.spmv` (built by
+    :func:`gen.spmv.compile_weights` / :func:`gen.spmv.weight_words`).
+
+    Parameters
+    ----------
+    cfg : :class:`gen.spmv.SpmvConfig`
+
+    Members
+    -------
+    w : In(stream.Signature(word_layout(cfg)))
+        Weight/config words ``{value: w_fmt, idx, pe, kind}``; accepted only in the
+        load phase, which an END word closes.  Valid/ready stream.
+    x : In(stream.Signature(signed(x_fmt.width)))
+        Activations, ``x_fmt``, one per clock, exactly ``cols`` per job (column order).
+        Valid/ready stream; zero activations are dropped by the non-zero detector.
+    o : Out(stream.Signature(signed(out_fmt.width)))
+        Results ``y``, ``out_fmt``, ``rows`` per job in original row order.
+        Valid/ready stream with back-pressure.
+
+    Phases
+    ------
+    load: accept words until END; meanwhile clear every accumulator (``rows_per_pe``
+    clocks, all PEs in parallel).  compute: accept ``x`` (one per clock); stage 1 reads
+    every PE's ``ptr[j]``; stage 2 pushes ``(x_j, start, count)`` into the FIFOs of the
+    PEs with ``count > 0`` and stalls ``x`` only while such a FIFO is full.  drain:
+    when every PE is idle, read ``rowmap[r]`` and that PE's accumulator and send the
+    rounded, saturated result (3-stage pipeline that stalls as a whole).
+
+    Latency/throughput
+    ------------------
+    An activation reaches the FIFOs 1 clock after its transfer; a PE issues one
+    non-zero per clock and writes its accumulator 2 clocks after the issue; results
+    follow the last write by 4 clocks and leave one per clock.
+    :func:`gen.spmv.cycle_model` predicts every transfer's cycle exactly.
+    """
+
+    def __init__(self, cfg: SpmvConfig):
+        if not isinstance(cfg, SpmvConfig):
+            raise TypeError(f"cfg must be an SpmvConfig, not {cfg!r}")
+        self.cfg = cfg
+        super().__init__({
+            "w": In(stream.Signature(word_layout(cfg))),
+            "x": In(stream.Signature(signed(cfg.x_fmt.width))),
+            "o": Out(stream.Signature(signed(cfg.out_fmt.width))),
+        })
+
+    @property
+    def latency(self) -> int:
+        return SpmvConfig.pe_latency + 1
+
+    ii = 1
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        P, R = cfg.pes, cfg.rows_per_pe
+        pes = []
+        for p in range(P):
+            pe = SpmvPE(cfg)
+            m.submodules[f"pe{p}"] = pe
+            pes.append(pe)
+
+        m.submodules.rowmap = rowmap = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits),
+                                              depth=cfg.max_rows, init=[])
+        map_w, map_r = rowmap.write_port(), rowmap.read_port(domain="sync")
+
+        state = Signal(2, init=LOAD)
+        in_load, in_compute, in_drain = state == LOAD, state == COMPUTE, state == DRAIN
+        n_cols = Signal(unsigned(cfg.col_bits))
+        n_rows = Signal(unsigned(cfg.row_bits))
+
+        # ---- load phase
+        clr = Signal(range(R + 1))
+        loaded = Signal()
+        word = self.w.payload
+        w_take = self.w.valid & self.w.ready
+        m.d.comb += self.w.ready.eq(in_load & ~loaded)
+        for p, pe in enumerate(pes):
+            m.d.comb += [
+                pe.ld_entry.eq(w_take & (word.kind == KIND_ENTRY) & (word.pe == p)),
+                pe.ld_col.eq(w_take & (word.kind == KIND_COL)),
+                pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx), pe.ld_col_addr.eq(n_cols),
+                pe.clr_en.eq(in_load & (clr != R)), pe.clr_addr.eq(clr),
+            ]
+        with m.If(w_take):
+            with m.Switch(word.kind):
+                with m.Case(KIND_COL):
+                    m.d.sync += n_cols.eq(n_cols + 1)
+                with m.Case(KIND_ROW):
+                    m.d.comb += [map_w.addr.eq(n_rows), map_w.data.eq(Cat(word.idx, word.pe)),
+                                 map_w.en.eq(1)]
+                    m.d.sync += n_rows.eq(n_rows + 1)
+                with m.Case(KIND_END):
+                    m.d.sync += loaded.eq(1)
+        with m.If(in_load & (clr != R)):
+            m.d.sync += clr.eq(clr + 1)
+
+        # ---- compute phase: non-zero detector, pointer read, broadcast
+        cols_in = Signal(unsigned(cfg.col_bits))
+        s1_valid = Signal()
+        s1_x = Signal(signed(cfg.x_fmt.width))
+        stall = Signal()
+        m.d.comb += stall.eq(s1_valid & Cat(pe.full & (pe.ptr_count != 0) for pe in pes).any())
+        advance = ~stall
+        m.d.comb += self.x.ready.eq(in_compute & advance & (cols_in != n_cols))
+        x_take = self.x.valid & self.x.ready
+        for pe in pes:
+            m.d.comb += [pe.ptr_addr.eq(cols_in), pe.ptr_en.eq(advance),
+                         pe.push.eq(in_compute & advance & s1_valid & (pe.ptr_count != 0)),
+                         pe.push_x.eq(s1_x)]
+        with m.If(in_compute & advance):
+            m.d.sync += [s1_valid.eq(x_take & (self.x.payload != 0)), s1_x.eq(self.x.payload)]
+        with m.If(x_take):
+            m.d.sync += cols_in.eq(cols_in + 1)
+        all_idle = Cat(pe.idle for pe in pes).all()
+
+        # ---- drain phase: rowmap read -> accumulator read -> round/saturate -> o
+        k = Signal(unsigned(cfg.row_bits))
+        v0, v1 = Signal(), Signal()
+        sel = Signal(unsigned(cfg.pe_bits))
+        adv_d = ~self.o.valid | self.o.ready
+        issue = adv_d & (k != n_rows)
+        m.d.comb += [map_r.addr.eq(k), map_r.en.eq(adv_d)]
+        for pe in pes:
+            m.d.comb += [pe.drain.eq(in_drain), pe.acc_en.eq(adv_d),
+                         pe.acc_addr.eq(map_r.data[:cfg.idx_bits])]
+        acc_sel = Array(pe.acc_data for pe in pes)[sel] if P > 1 else pes[0].acc_data
+        result = saturate(round_shift(acc_sel, cfg.acc_frac - cfg.out_fmt.frac_bits),
+                          cfg.out_fmt)
+        with m.If(in_drain & adv_d):
+            m.d.sync += [v0.eq(issue), v1.eq(v0), self.o.valid.eq(v1), k.eq(k + issue),
+                         sel.eq(map_r.data[cfg.idx_bits:]), self.o.payload.eq(result)]
+
+        # ---- phase control
+        with m.Switch(state):
+            with m.Case(LOAD):
+                with m.If(loaded & (clr == R)):
+                    m.d.sync += [state.eq(COMPUTE), loaded.eq(0), cols_in.eq(0),
+                                 s1_valid.eq(0)]
+            with m.Case(COMPUTE):
+                with m.If((cols_in == n_cols) & ~s1_valid & all_idle):
+                    m.d.sync += [state.eq(DRAIN), k.eq(0), v0.eq(0), v1.eq(0)]
+            with m.Case(DRAIN):
+                with m.If((k == n_rows) & ~v0 & ~v1 & ~self.o.valid):
+                    m.d.sync += [state.eq(LOAD), clr.eq(0), n_cols.eq(0), n_rows.eq(0)]
+                    m.d.comb += [pe.ld_start.eq(1) for pe in pes]
+        return m
+
+    def port_info(self) -> dict:
+        cfg = self.cfg
+        return {
+            "w": {"format": f"{{value: {cfg.w_fmt}, idx: u{cfg.idx_bits}, pe: u{cfg.pe_bits}, "
+                            f"kind: u2}}",
+                  "protocol": "valid/ready stream, weight words (ROW*, (ENTRY* COL)*, END), "
+                              "accepted in the load phase only"},
+            "x": {"format": str(cfg.x_fmt),
+                  "protocol": "valid/ready stream, activations in column order, one job = cols"},
+            "o": {"format": str(cfg.out_fmt),
+                  "protocol": "valid/ready stream, y in original row order, one job = rows"},
+        }
+
+    def manifest_extra(self) -> dict:
+        cfg = self.cfg
+        return {"memory_layout": {
+            "entries": {"per_pe": True, "depth": cfg.mem_depth,
+                        "word": f"{{weight: {cfg.w_fmt}, local_row: u{cfg.idx_bits}}}",
+                        "order": "column-packed, column 0 first, no terminators"},
+            "ptr": {"per_pe": True, "depth": cfg.max_cols,
+                    "word": f"{{start: u{cfg.addr_bits}, count: u{cfg.count_bits}}}",
+                    "meaning": "column j's entries are entries[start .. start+count-1]"},
+            "rowmap": {"per_pe": False, "depth": cfg.max_rows,
+                       "word": f"{{local_row: u{cfg.idx_bits}, pe: u{cfg.pe_bits}}}",
+                       "meaning": "original row r's accumulator"},
+            "accumulators": {"per_pe": True, "depth": cfg.rows_per_pe,
+                             "format": str(cfg.acc_fmt), "saturating": True},
+            "weight_word_kinds": {"ENTRY": KIND_ENTRY, "COL": KIND_COL, "ROW": KIND_ROW,
+                                  "END": KIND_END},
+        }}

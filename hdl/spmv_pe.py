@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""One processing element of the sparse matrix-vector engine (see :mod:`hdl.spmv`)."""
+
+from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
+
+from gen.fixed import QFormat
+from gen.spmv import SpmvConfig
+from .fixed import saturate
+
+__all__ = ["SpmvPE"]
+
+
+class SpmvPE(Elaboratable):
+    """A PE: column pointer table, column-packed entries, activation FIFO, accumulators.
+
+    Parameters
+    ----------
+    cfg : :class:`gen.spmv.SpmvConfig`
+
+    Members (plain signals driven/read by :class:`hdl.spmv.SpmvEngine`)
+    -------------------------------------------------------------------
+    ld_start : in, 1
+        Reset the load counters (entering the load phase).
+    ld_entry : in, 1
+        Append ``(ld_value, ld_idx)`` to the entry memory (ENTRY word for this PE).
+    ld_col : in, 1
+        Close column ``ld_col_addr``: write ``ptr[ld_col_addr] = (start, count)``.
+    ld_value : in, signed(w_fmt.width), w_fmt.  ld_idx : in, unsigned(idx_bits).
+    ld_col_addr : in, unsigned(col_bits).
+    clr_en, clr_addr : in
+        Write 0 into accumulator ``clr_addr`` (load phase).
+    ptr_en, ptr_addr : in
+        Read ``ptr[ptr_addr]``; ``ptr_count``/``ptr_start`` are valid one clock later and
+        hold while ``ptr_en`` is low.
+    ptr_count : out, unsigned(count_bits).  ptr_start : out, unsigned(addr_bits).
+    push, push_x : in
+        Push ``(push_x, ptr_start, ptr_count)`` into the activation FIFO (only when not
+        ``full``).
+    full : out, 1
+        The FIFO holds ``fifo_depth`` items.
+    drain, acc_en, acc_addr : in
+        While ``drain``, the accumulator read port is the drain's (address
+        ``acc_addr``, enable ``acc_en``); ``acc_data`` follows one clock later.
+    acc_data : out, signed(acc_width), accumulator format.
+    idle : out, 1
+        FIFO empty and nothing in flight.
+
+    Pipeline: issue (entry read; one per clock, back to back across FIFO items) ->
+    multiply (registered product) and accumulator read -> saturating add and write.
+    A write to the row read in the same clock is forwarded from a register, so
+    back-to-back updates of one accumulator neither stall nor lose an update.
+    """
+
+    def __init__(self, cfg: SpmvConfig):
+        self.cfg = cfg
+        ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
+        self.ld_start = Signal()
+        self.ld_entry = Signal()
+        self.ld_col = Signal()
+        self.ld_value = Signal(signed(ww))
+        self.ld_idx = Signal(unsigned(cfg.idx_bits))
+        self.ld_col_addr = Signal(unsigned(cfg.col_bits))
+        self.clr_en = Signal()
+        self.clr_addr = Signal(unsigned(cfg.idx_bits))
+        self.ptr_en = Signal()
+        self.ptr_addr = Signal(unsigned(cfg.col_bits))
+        self.ptr_count = Signal(unsigned(cfg.count_bits))
+        self.ptr_start = Signal(unsigned(cfg.addr_bits))
+        self.push = Signal()
+        self.push_x = Signal(signed(xw))
+        self.full = Signal()
+        self.drain = Signal()
+        self.acc_en = Signal()
+        self.acc_addr = Signal(unsigned(cfg.idx_bits))
+        self.acc_data = Signal(signed(cfg.acc_width))
+        self.idle = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.cfg
+        ww, xw, ib, ab, cb = (cfg.w_fmt.width, cfg.x_fmt.width, cfg.idx_bits, cfg.addr_bits,
+                              cfg.count_bits)
+
+        # ---- memories
+        m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=cfg.mem_depth,
+                                                init=[])
+        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb), depth=cfg.max_cols, init=[])
+        m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width), depth=cfg.rows_per_pe,
+                                        init=[])
+        ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
+        ptr_w, ptr_r = ptr.write_port(), ptr.read_port(domain="sync")
+        acc_w, acc_r = acc.write_port(), acc.read_port(domain="sync")
+
+        # ---- load: entries packed column by column, one (start, count) per column
+        wptr = Signal(unsigned(ab + 1))
+        start = Signal(unsigned(ab))
+        count = Signal(unsigned(cb))
+        with m.If(self.ld_start):
+            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0)]
+        with m.Elif(self.ld_entry):
+            m.d.comb += [ent_w.addr.eq(wptr), ent_w.data.eq(Cat(self.ld_value, self.ld_idx)),
+                         ent_w.en.eq(1)]
+            m.d.sync += [wptr.eq(wptr + 1), count.eq(count + 1)]
+        with m.Elif(self.ld_col):
+            m.d.comb += [ptr_w.addr.eq(self.ld_col_addr), ptr_w.data.eq(Cat(start, count)),
+                         ptr_w.en.eq(1)]
+            m.d.sync += [start.eq(wptr), count.eq(0)]
+
+        m.d.comb += [ptr_r.addr.eq(self.ptr_addr), ptr_r.en.eq(self.ptr_en),
+                     self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:])]
+
+        # ---- activation FIFO: (x, start, count)
+        m.submodules.fifo = fifo = SyncFIFO(width=xw + ab + cb, depth=cfg.fifo_depth)
+        m.d.comb += [fifo.w_en.eq(self.push),
+                     fifo.w_data.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
+                     self.full.eq(~fifo.w_rdy)]
+        head_x = fifo.r_data[:xw].as_signed()
+        head_start = fifo.r_data[xw:xw + ab]
+        head_count = fifo.r_data[xw + ab:]
+
+        # ---- stage A: issue one entry read per clock
+        rem = Signal(unsigned(cb))
+        addr = Signal(unsigned(ab))
+        cur_x = Signal(signed(xw))
+        v_b = Signal()
+        x_b = Signal(signed(xw))
+        m.d.comb += ent_r.en.eq(1)
+        with m.If(rem != 0):
+            m.d.comb += ent_r.addr.eq(addr)
+            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), v_b.eq(1), x_b.eq(cur_x)]
+        with m.Elif(fifo.r_rdy):
+            m.d.comb += [fifo.r_en.eq(1), ent_r.addr.eq(head_start)]
+            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1), cur_x.eq(head_x),
+                         v_b.eq(1), x_b.eq(head_x)]
+        with m.Else():
+            m.d.sync += v_b.eq(0)
+
+        # ---- stage B: multiply (registered), accumulator read
+        w_b = ent_r.data[:ww].as_signed()
+        row_b = ent_r.data[ww:]
+        prod = Signal(signed(ww + xw))
+        row_c = Signal(unsigned(ib))
+        v_c = Signal()
+        m.d.sync += [prod.eq(w_b * x_b), row_c.eq(row_b), v_c.eq(v_b)]
+        m.d.comb += [acc_r.addr.eq(Mux(self.drain, self.acc_addr, row_b)),
+                     acc_r.en.eq(Mux(self.drain, self.acc_en, 1)),
+                     self.acc_data.eq(acc_r.data)]
+
+        # ---- stage C: saturating add with forwarding of the previous clock's write
+        fwd_v = Signal()
+        fwd_row = Signal(unsigned(ib))
+        fwd_val = Signal(signed(cfg.acc_width))
+        old = Mux(fwd_v & (fwd_row == row_c), fwd_val, acc_r.data)
+        new = saturate(old + prod, QFormat(cfg.acc_width, 0))
+        m.d.sync += [fwd_v.eq(v_c), fwd_row.eq(row_c), fwd_val.eq(new)]
+        with m.If(v_c):
+            m.d.comb += [acc_w.addr.eq(row_c), acc_w.data.eq(new), acc_w.en.eq(1)]
+        with m.Elif(self.clr_en):
+            m.d.comb += [acc_w.addr.eq(self.clr_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
+
+        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c)
+        return m
