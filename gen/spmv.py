@@ -96,11 +96,11 @@ class SpmvConfig:
     fifo_depth : int
         Depth of each PE's activation FIFO, 1..64.
     rows_per_pe : int
-        Accumulators per PE (rows a PE can own), 1..4096.
+        Accumulators per PE (rows a PE can own), 2..4096.
     max_cols : int
-        Columns per job (pointer-table depth), 1..65536.
+        Columns per job (pointer-table depth), 2..65536.
     mem_depth : int
-        Non-zero entries per PE, 1..65536.
+        Non-zero entries per PE, 2..65536.
     w_fmt, x_fmt : QFormat
         Weight and activation formats (2..32 bits each).
     acc_width : int
@@ -121,8 +121,8 @@ class SpmvConfig:
     out_fmt: QFormat = QFormat(8, 12)
 
     def __post_init__(self):
-        for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 1, 4096),
-                             ("max_cols", 1, 65536), ("mem_depth", 1, 65536),
+        for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 2, 4096),
+                             ("max_cols", 2, 65536), ("mem_depth", 2, 65536),
                              ("acc_width", 2, 64)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
@@ -208,17 +208,23 @@ def prune(w, density: float):
     return out
 
 
-def allocate(row_nnz, pes: int, alloc: str = "balanced", mask=None, slack: int = 1):
+def allocate(row_nnz, pes: int, alloc: str = "balanced", mask=None, slack: int = 1,
+             capacity: int | None = None):
     """Assign rows to PEs: returns ``(row_pe, row_local)`` int arrays.
 
     ``row_nnz`` is the non-zero count per row; ``mask`` (bool rows x cols) is needed
-    by ``balanced`` only.  Local indices follow the order rows are dealt to a PE.
+    by ``balanced`` only.  ``capacity`` limits the rows per PE for ``lpt`` and
+    ``balanced`` (full PEs are skipped).  Local indices follow the order rows are
+    dealt to a PE.
     """
     row_nnz = np.asarray(row_nnz, dtype=np.int64)
     n = len(row_nnz)
     if alloc not in ALLOCATORS:
         raise ValueError(f"alloc must be one of {', '.join(ALLOCATORS)}, not {alloc!r}")
     row_pe = np.zeros(n, dtype=np.int64)
+    big = np.iinfo(np.int64).max // 4
+    cap = capacity if capacity is not None else max(1, n)
+    nrows = np.zeros(pes, dtype=np.int64)
     order = np.argsort(-row_nnz, kind="stable")
     if alloc == "interleave":
         order = np.arange(n)
@@ -230,9 +236,10 @@ def allocate(row_nnz, pes: int, alloc: str = "balanced", mask=None, slack: int =
     elif alloc == "lpt":
         loads = np.zeros(pes, dtype=np.int64)
         for r in order:
-            p = int(np.argmin(loads))
+            p = int(np.argmin(np.where(nrows < cap, loads, big)))
             row_pe[r] = p
             loads[p] += row_nnz[r]
+            nrows[p] += 1
     else:  # balanced
         if mask is None:
             raise ValueError("alloc 'balanced' needs the non-zero mask")
@@ -241,12 +248,14 @@ def allocate(row_nnz, pes: int, alloc: str = "balanced", mask=None, slack: int =
         colload = np.zeros((pes, mask.shape[1]), dtype=np.int64)
         for r in order:
             cols = np.flatnonzero(mask[r])
-            cand = np.flatnonzero(loads <= loads.min() + slack)
+            eff = np.where(nrows < cap, loads, big)
+            cand = np.flatnonzero(eff <= eff.min() + slack)
             overlap = colload[cand][:, cols].sum(axis=1) if len(cols) else np.zeros(len(cand))
             best = np.lexsort((cand, loads[cand], overlap))[0]
             p = int(cand[best])
             row_pe[r] = p
             loads[p] += row_nnz[r]
+            nrows[p] += 1
             colload[p, cols] += 1
     row_local = np.zeros(n, dtype=np.int64)
     seen = np.zeros(pes, dtype=np.int64)
@@ -321,7 +330,8 @@ def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPl
     if cols > cfg.max_cols:
         raise ValueError(f"cols must be at most max_cols = {cfg.max_cols}, not {cols}")
     mask = w != 0
-    row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask)
+    row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask,
+                                 capacity=cfg.rows_per_pe)
     per_pe_rows = np.bincount(row_pe, minlength=cfg.pes) if rows else np.zeros(cfg.pes, int)
     if per_pe_rows.max(initial=0) > cfg.rows_per_pe:
         raise ValueError(f"allocator {alloc} gave a PE {per_pe_rows.max()} rows; "

@@ -12,6 +12,25 @@ from .fixed import saturate
 __all__ = ["SpmvPE"]
 
 
+class _OneFifo(Elaboratable):
+    """A depth-1 FIFO with :class:`SyncFIFO`'s interface and timing (Amaranth's own
+    SyncFIFO of depth 1 emits zero-width pointers that Verilator rejects)."""
+
+    def __init__(self, width):
+        self.w_data, self.w_en, self.w_rdy = Signal(width), Signal(), Signal()
+        self.r_data, self.r_en, self.r_rdy = Signal(width), Signal(), Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        full = Signal()
+        m.d.comb += [self.w_rdy.eq(~full), self.r_rdy.eq(full)]
+        with m.If(self.w_en & ~full):
+            m.d.sync += [self.r_data.eq(self.w_data), full.eq(1)]
+        with m.Elif(self.r_en & full):
+            m.d.sync += full.eq(0)
+        return m
+
+
 class SpmvPE(Elaboratable):
     """A PE: column pointer table, column-packed entries, activation FIFO, accumulators.
 
@@ -112,7 +131,9 @@ class SpmvPE(Elaboratable):
                      self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:])]
 
         # ---- activation FIFO: (x, start, count)
-        m.submodules.fifo = fifo = SyncFIFO(width=xw + ab + cb, depth=cfg.fifo_depth)
+        width = xw + ab + cb
+        m.submodules.fifo = fifo = (SyncFIFO(width=width, depth=cfg.fifo_depth)
+                                    if cfg.fifo_depth > 1 else _OneFifo(width))
         m.d.comb += [fifo.w_en.eq(self.push),
                      fifo.w_data.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
                      self.full.eq(~fifo.w_rdy)]
