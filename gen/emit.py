@@ -13,6 +13,7 @@ from pathlib import Path
 os.environ["AMARANTH_USE_YOSYS"] = "builtin"
 
 from amaranth.back import verilog  # noqa: E402
+from amaranth.hdl import Shape  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
 
 from .blocks import Block  # noqa: E402
@@ -41,8 +42,8 @@ def manifest(block: Block, cfg, component) -> dict:
         ports.append({
             "name": port_name,
             "direction": "input" if member.flow == wiring.In else "output",
-            "width": len(value),
-            "signed": value.shape().signed,
+            "width": Shape.cast(member.shape).width,
+            "signed": Shape.cast(member.shape).signed,
             "format": info[top]["format"] if is_payload else None,
             "protocol": info[top]["protocol"],
         })
