@@ -445,9 +445,11 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     testbench (:mod:`tb.cocotb_stream`) draw by draw (sources ``w`` then ``x``, then
     sink ``o``; cycle 0 is the first clock after reset).  Returns a dict with the
     cycle lists ``w``, ``x``, ``o`` and per job ``compute_start`` (first activation
-    accepted), ``last_write`` (last accumulator update), ``drain_start`` and the
-    derived ``compute_cycles`` (first activation to last accumulator write, inclusive)
-    and ``total_cycles`` (first activation to last result, inclusive).
+    accepted), ``last_write`` (last accumulator update or None), ``drain_start`` and
+    the derived ``compute_cycles`` (first activation accepted to the last busy clock
+    ``drain_start - 2`` = the last accumulator write, inclusive) and ``total_cycles``
+    (first activation to last result, inclusive).  With the result stream never
+    stalled the first result leaves at ``drain_start + 3``.
     """
     rng = random.Random(seed)
     words = [weight_words(plan) for plan, _ in jobs]
@@ -555,8 +557,9 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
         outs = o_cycles[opos:opos + plan.rows]
         opos += plan.rows
         start = d["compute_start"] if d["compute_start"] is not None else d["drain_start"]
-        end = d["last_write"] if d["last_write"] is not None else start
-        d["compute_cycles"] = end - start + 1 if plan.cols else 0
+        # the engine is busy until 2 clocks before the drain starts (= the last
+        # accumulator write when there is one)
+        d["compute_cycles"] = d["drain_start"] - 1 - start if plan.cols else 0
         d["total_cycles"] = (outs[-1] if outs else d["drain_start"]) - start + 1
     return {"w": wsrc.cycles, "x": xsrc.cycles, "o": o_cycles, "jobs": info,
             "cycles_run": cycle}

@@ -296,3 +296,91 @@ def test_rtl_single_pe_saturation_and_hazard(sim):
         if np.abs(np.abs(w) @ np.abs(x)).max() < 32768:
             np.testing.assert_array_equal(y, w @ x)       # exact integer W @ x
     _assert_cycles(result, cycle_model(plans, CFG_B, **knobs))
+
+
+# ---------------------------------------------------------------- CLI
+
+@pytest.fixture
+def npys(tmp_path):
+    rng = np.random.default_rng(21)
+    files = {
+        "W": rng.integers(-100, 100, (20, 13)) * (rng.random((20, 13)) < 0.4),
+        "x": rng.integers(-1000, 1000, 13),
+        "Wf": rng.normal(0, 0.2, (20, 13)),
+        "xf": rng.normal(0, 1, 13),
+        "W3": np.zeros((2, 2, 2)),
+        "xnan": np.array([1.0, np.nan] + [0.0] * 11),
+        "xinf": np.array([np.inf] + [0.0] * 12),
+        "x12": np.zeros(12, dtype=np.int64),
+        "huge": np.full((2, 13), 2 ** 40),
+    }
+    paths = {}
+    for name, arr in files.items():
+        paths[name] = str(tmp_path / f"{name}.npy")
+        np.save(paths[name], arr)
+    paths["tmp"] = tmp_path
+    return paths
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--weights", "W3", "--x", "x"], "--weights must be a 2-D matrix, not 3-D (shape (2, 2, 2))"),
+    (["--weights", "W", "--x", "W"], "--x must be a 1-D vector, not 2-D (shape (20, 13))"),
+    (["--weights", "W", "--x", "x12"],
+     "--x must have one value per weight column: weights are 20 x 13, x has 12 values"),
+    (["--weights", "W", "--x", "xnan"], "--x: values must be finite, found NaN"),
+    (["--weights", "W", "--x", "xinf"], "--x: values must be finite, found Inf"),
+    (["--weights", "W", "--x", "x", "--pes", "0"], "--pes must be between 1 and 256, not 0"),
+    (["--weights", "W", "--x", "x", "--pes", "two"], "--pes must be an integer, not 'two'"),
+    (["--weights", "W", "--x", "x", "--fifo-depth", "0"],
+     "--fifo-depth must be between 1 and 64, not 0"),
+    (["--weights", "W", "--x", "x", "--w-fmt", "int4"],
+     "--weights: integer codes must lie in [-8, 7] for Q4.0, found -100..99"),
+    (["--weights", "Wf", "--x", "xf", "--x-fmt", "Q2.6"],
+     "--x: values must lie in [-2, 1.98438] for Q2.6, found"),
+    (["--weights", "W", "--x", "x", "--acc-width", "8"],
+     "--acc-width must be at least w_fmt + x_fmt width = 19, not 8"),
+    (["--weights", "huge", "--x", "x"], "--weights: integer values need 42 bits; at most 32"),
+    (["--weights", "W", "--x", "x", "--density", "0.5"],
+     "--density prunes float weights; integer codes are used as given"),
+    (["--weights", "W", "--x", "missing"], "--x: no such file"),
+])
+def test_cli_errors(npys, capsys, argv, message):
+    from gen.cli import main
+    argv = [npys.get(a, a) for a in argv]
+    out = str(npys["tmp"] / "y.npy")
+    assert main(["run", "spmv", *argv, "--out", out, "--sim", "icarus"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"spnn: error: {message}") and err.count("\n") == 1
+    assert not (npys["tmp"] / "y.npy").exists()
+
+
+def test_cli_integer_run_is_exact(npys, capsys):
+    from gen.cli import main
+    from gen.sim import sim_available
+    if not sim_available("icarus"):
+        pytest.skip("needs Icarus")
+    out, rep = str(npys["tmp"] / "y.npy"), str(npys["tmp"] / "r.json")
+    assert main(["run", "spmv", "--weights", npys["W"], "--x", npys["x"], "--pes", "3",
+                 "--alloc", "zigzag", "--fifo-depth", "2", "--out", out, "--report", rep,
+                 "--sim", "icarus"]) == 0
+    w, x = np.load(npys["W"]), np.load(npys["x"])
+    np.testing.assert_array_equal(np.load(out), w @ x)
+    report = json.loads(open(rep).read())
+    for key in ("cycles", "ideal_cycles", "efficiency", "loads", "formats", "allocator",
+                "max_over_mean", "total_cycles", "load_cycles"):
+        assert key in report
+    assert report["allocator"] == "zigzag" and report["max_abs_error"] == 0.0
+    assert report["ideal_cycles"] == math.ceil(np.count_nonzero(w) / 3)
+    assert sum(report["loads"]) == np.count_nonzero(w) and report["exact_integer_result"]
+    assert report["formats"]["weights"]["name"] == "Q8.0"
+    # float run with pruning: error vs the float product within the quantisation bound
+    assert main(["run", "spmv", "--weights", npys["Wf"], "--x", npys["xf"], "--pes", "3",
+                 "--fifo-depth", "2", "--density", "0.3", "--report", rep,
+                 "--sim", "icarus"]) == 0
+    report = json.loads(open(rep).read())
+    wf, xf = np.load(npys["Wf"]), np.load(npys["xf"])
+    # |x| < 8, |w| < 1: quantisation errors 2**-8 (w) and 2**-13 (x) per product
+    bound = 13 * (2 ** -8 * 8 + 2 ** -13)
+    assert report["max_abs_error"] <= bound and report["max_abs_error_vs_quantised_product"] == 0
+    assert report["nnz"] == round(0.3 * wf.size)
+    capsys.readouterr()
