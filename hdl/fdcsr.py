@@ -1,0 +1,181 @@
+# SPDX-License-Identifier: Apache-2.0
+"""FD-CSR decoder: (mask, offset) beats -> value addresses and columns of the non-zeros only."""
+
+from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["FdcsrDecoder", "beat_layout", "group_layout"]
+
+
+def beat_layout(row_width, segs, addr_width, col_width):
+    return data.StructLayout({
+        "masks": data.ArrayLayout(unsigned(row_width), segs),
+        "offsets": data.ArrayLayout(unsigned(addr_width), segs),
+        "col_base": unsigned(col_width),
+        "last": unsigned(1),
+    })
+
+
+def group_layout(nz_per_clock, addr_width, col_width):
+    return data.StructLayout({
+        "count": unsigned(nz_per_clock.bit_length()),
+        "addr": unsigned(addr_width),
+        "cols": data.ArrayLayout(unsigned(col_width), nz_per_clock),
+        "last": unsigned(1),
+    })
+
+
+class FdcsrDecoder(wiring.Component):
+    """Turn FD-CSR beats into groups of up to ``nz_per_clock`` non-zeros per clock.
+
+    Zeros cost nothing: a beat (``segs`` segments of ``row_width`` elements) with ``p``
+    non-zeros occupies the decoder for ``max(1, ceil(p / nz_per_clock))`` clocks, and the
+    next beat is accepted in the last of them.  Selection is by *rank*: a saturating
+    prefix popcount over the still-pending mask bits gives each bit its rank, and output
+    slot ``s`` takes the bit of rank ``s`` (a one-hot select, no scan over zeros).
+    Address of a selected element (the seed's rule): ``offsets[seg] +
+    popcount(masks[seg] & ((1 << bit) - 1))``; the ``count`` non-zeros of one group have
+    consecutive addresses ``addr .. addr + count - 1``.
+
+    Parameters
+    ----------
+    row_width : int
+        Mask bits per segment (16 in the seed).
+    segs : int
+        Segments per input beat.
+    nz_per_clock : int
+        Non-zeros per output group (per clock), >= 1.
+    addr_width, col_width : int
+        Widths of value addresses and column positions.
+
+    Members
+    -------
+    i : In(stream.Signature(beat_layout))
+        ``masks[segs]`` (``row_width`` bits each, LSB = first element), ``offsets[segs]``
+        (``addr_width``), ``col_base`` (column of the beat's first element, ``col_width``),
+        ``last`` (last beat of a matrix row).  Valid/ready stream.
+    o : Out(stream.Signature(group_layout))
+        ``count`` (1..nz_per_clock, or 0 for a bare end-of-row marker), ``addr`` (address
+        of the first value), ``cols[nz_per_clock]`` (column of each non-zero; slots
+        ``>= count`` are don't-care), ``last`` (the row's final group).  A row with no
+        non-zeros yields one group with ``count = 0, last = 1``; empty non-final beats
+        yield nothing.  Registered valid/ready stream.
+
+    Latency/throughput
+    ------------------
+    One group per clock while ``o`` is ready; first group 2 clocks after the beat's
+    transfer (:attr:`latency`).  ``i.ready`` is high when no beat is held or the held
+    beat finishes this clock.
+    """
+
+    latency = 2
+    ii = 1
+
+    def __init__(self, row_width=16, segs=1, nz_per_clock=1, addr_width=20, col_width=10):
+        for name, value in (("row_width", row_width), ("segs", segs),
+                            ("nz_per_clock", nz_per_clock), ("addr_width", addr_width),
+                            ("col_width", col_width)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an integer, not {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        self.row_width, self.segs, self.k = row_width, segs, nz_per_clock
+        self.addr_width, self.col_width = addr_width, col_width
+        super().__init__({
+            "i": In(stream.Signature(beat_layout(row_width, segs, addr_width, col_width))),
+            "o": Out(stream.Signature(group_layout(nz_per_clock, addr_width, col_width))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        w, c, k = self.row_width, self.segs, self.k
+        nbits = w * c
+        rank_shape = unsigned(k.bit_length())
+
+        has = Signal()
+        rem = Signal(nbits)          # mask bits not yet issued
+        orig = Signal(nbits)         # the beat's masks (for in-segment ranks)
+        offs = [Signal(self.addr_width, name=f"off{j}") for j in range(c)]
+        col_base = Signal(self.col_width)
+        last = Signal()
+
+        # Saturating prefix count over the pending bits: rank[i] = min(k, #pending below i).
+        ranks = []
+        run = Const(0, rank_shape)
+        for i in range(nbits):
+            ranks.append(run)
+            nxt = Signal(rank_shape, name=f"rank{i + 1}")
+            m.d.comb += nxt.eq(Mux(rem[i] & (run != k), run + 1, run))
+            run = nxt
+        count = run                                    # min(k, popcount(rem))
+        sel = [[rem[i] & (ranks[i] == s) for i in range(nbits)] for s in range(k)]
+        taken = Signal(nbits)
+        m.d.comb += taken.eq(Const(0, nbits) if k == 0 else
+                             _or([Mux(rem[i] & (ranks[i] < k), 1 << i, 0)
+                                  for i in range(nbits)], nbits))
+        rem_after = rem & ~taken
+        finishing = rem_after == 0
+
+        # Address of slot 0: the offset of its segment plus its rank among the segment's
+        # original mask bits (one adder after two one-hot selects).
+        seg_hit, in_rank = [], []
+        for j in range(c):
+            below = Const(0, unsigned(w.bit_length()))
+            hits = []
+            for b in range(w):
+                i = j * w + b
+                hits.append(sel[0][i])
+                in_rank.append(Mux(sel[0][i], below, 0))
+                below = below + orig[i]
+            seg_hit.append(Mux(_or(hits, 1), offs[j], 0))
+        addr0 = _or(seg_hit, self.addr_width) + _or(in_rank, w.bit_length())
+        cols = [col_base + _or([Mux(sel[s][i], i, 0) for i in range(nbits)],
+                               max(1, (nbits - 1).bit_length())) for s in range(k)]
+
+        emit = (count != 0) | (last & finishing)
+        can_step = ~self.o.valid | self.o.ready
+        step = has & can_step
+        m.d.comb += self.i.ready.eq(~has | (step & finishing))
+
+        with m.If(can_step):
+            m.d.sync += self.o.valid.eq(step & emit)
+            with m.If(step):
+                m.d.sync += [
+                    self.o.payload.count.eq(count),
+                    self.o.payload.addr.eq(addr0),
+                    self.o.payload.last.eq(last & finishing),
+                ]
+                for s in range(k):
+                    m.d.sync += self.o.payload.cols[s].eq(cols[s])
+        with m.If(step):
+            m.d.sync += rem.eq(rem_after)
+            with m.If(finishing):
+                m.d.sync += has.eq(0)
+        with m.If(self.i.valid & self.i.ready):
+            p = self.i.payload
+            m.d.sync += [has.eq(1), rem.eq(p.masks.as_value()), orig.eq(p.masks.as_value()),
+                         col_base.eq(p.col_base), last.eq(p.last)]
+            m.d.sync += [offs[j].eq(p.offsets[j]) for j in range(c)]
+        return m
+
+    def port_info(self) -> dict:
+        return {
+            "i": {"format": None, "protocol": "valid/ready stream of FD-CSR beats: masks, "
+                  "offsets, col_base, last"},
+            "o": {"format": None, "protocol": "valid/ready stream of non-zero groups: count, "
+                  "first value address, columns, last-of-row"},
+        }
+
+
+def _or(terms, width):
+    """OR-reduce a list of (one-hot-selected) values; a balanced tree keeps depth log2(n)."""
+    terms = list(terms)
+    if not terms:
+        return Const(0, width)
+    while len(terms) > 1:
+        nxt = [terms[i] | terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            nxt.append(terms[-1])
+        terms = nxt
+    return terms[0]
