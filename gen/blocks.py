@@ -48,6 +48,11 @@ def _registry():
                       lambda: [SpmvConfig()], lambda cfg: cfg.module_name),
         "pwl": Block("pwl", "piecewise-linear sigmoid/tanh unit", PwlConfig, _pwl_build,
                      _pwl_defaults, lambda cfg: cfg.module_name),
+        "fc": Block("fc", "batched FC engine on FD-CSR weights, skips zeros (seed 001)",
+                    __import__("gen.fdcsr").fdcsr.FcConfig,
+                    lambda cfg: __import__("hdl.fc").fc.FcEngine(cfg),
+                    lambda: [__import__("gen.fdcsr").fdcsr.FcConfig()],
+                    lambda cfg: cfg.module_name),
     }
 
 
