@@ -160,7 +160,8 @@ def harness_verilog(module: str, ports: list) -> str:
             kwargs = {"i_clk": ClockSignal(), "i_rst": rst_q}
             if n_in:
                 chain = Signal(n_in, reset_less=True)
-                m.d.sync += chain.eq(Cat(self.si, chain[:-1]))
+                si = Signal(reset_less=True)
+                m.d.sync += [si.eq(self.si), chain.eq(Cat(si, chain[:-1]))]
                 pos = 0
                 for name, width in inputs:
                     kwargs[f"i_{name}"] = chain[pos:pos + width]
@@ -170,8 +171,10 @@ def harness_verilog(module: str, ports: list) -> str:
                 sig = Signal(width, name=f"dut_{name}")
                 kwargs[f"o_{name}"] = sig
                 outs.append(sig)
+            load = Signal(reset_less=True)
+            m.d.sync += load.eq(self.load)
             capture = Signal(max(n_out, 1), reset_less=True)
-            with m.If(self.load):
+            with m.If(load):
                 m.d.sync += capture.eq(Cat(*outs) if outs else 0)
             with m.Else():
                 m.d.sync += capture.eq(capture >> 1)
@@ -232,12 +235,17 @@ def _classify(target: str, cells: dict) -> dict:
 
 def _base_name(name: str) -> str:
     """The design signal a Yosys/nextpnr cell or net name was derived from."""
-    return re.split(r"_TRELLIS_|_LUT4|_CCU2C|_SB_|_MULT18|_ALU54|_DP16KD|\$|\[", name or "?")[0]
+    name = name or "?"
+    dsp = re.match(r"(.*?_(MULT18X18D|ALU54B|DP16KD|SB_MAC16|SB_RAM40_4K))", name)
+    if dsp:
+        return dsp.group(1)
+    return re.split(r"_TRELLIS_|_LUT4|_CCU2C|_SB_|\$CCU2|\[", name)[0]
 
 
 def _critical_path(report: dict) -> dict | None:
     """Summary of nextpnr's worst path: end points, delays and the signals it runs through."""
-    paths = [p for p in report.get("critical_paths", []) if p.get("path")]
+    paths = [p for p in report.get("critical_paths", []) if p.get("path")
+             and "<async>" not in (p.get("from"), p.get("to"))]   # clock-to-clock only
     if not paths:
         return None
     worst = max(paths, key=lambda p: sum(step.get("delay", 0) for step in p["path"]))
@@ -299,7 +307,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         (work / "harness.v").write_text(harness_verilog(module, ports))
         sources.append("harness.v")
         top = f"{module}_harness"
-        harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 2
+        harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 4
 
     script = [f"read_verilog {s}" for s in sources]
     script += [spec["yosys"].format(top=top), "tee -q -o stat.json stat -json"]
