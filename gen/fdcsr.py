@@ -188,10 +188,17 @@ def save(path, fd: FdCsr):
 def load(path) -> FdCsr:
     """Read an ``.npz`` written by :func:`save`; raise ValueError (one line) on bad content."""
     try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
+        z = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any parse failure is a user error
         raise ValueError(f"{str(path)!r} is not a readable .npz file ({exc})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"{str(path)!r} is not an FD-CSR file (a single .npy array, not "
+                         f"an .npz archive)")
+    with z:
+        try:
+            data = {k: z[k] for k in z.files}
+        except Exception as exc:  # noqa: BLE001
+            raise ValueError(f"{str(path)!r} is not a readable .npz file ({exc})") from None
     need = ("format", "version", "shape", "row_width", "values", "masks", "offsets")
     missing = [k for k in need if k not in data]
     if missing:

@@ -121,3 +121,72 @@ def test_cycles_scale_with_nonzeros():
         w = _w(rng, cfg, 64, 128, density)
         sched = fc_schedule(encode(w, cfg.row_width), cfg)
         assert sched["decode_clocks"] <= 1.1 * sched["ideal_cycles"], (cfg, density)
+
+
+# ------------------------------------------------------------------ spnn run fc
+
+def _spnn(*argv):
+    from gen.cli import main
+    return main([str(a) for a in argv])
+
+
+def test_cli_run_fc(tmp_path, capsys):
+    """End to end under Icarus (one small build): raw codes (exact) and float input."""
+    import json
+    from gen.sim import sim_available
+    if not sim_available("icarus"):
+        pytest.skip("Icarus not installed")
+    rng = np.random.default_rng(50)
+    w = prune_random((6, 40), 0.2, rng, 12)
+    x = rng.integers(-300, 300, size=(40, 3))
+    np.save(tmp_path / "W.npy", w)
+    np.save(tmp_path / "X.npy", x)
+    assert _spnn("run", "fc", "--weights", tmp_path / "W.npy", "--x", tmp_path / "X.npy",
+                 "--raw", "--lanes", "2", "--out", tmp_path / "Y.npy", "--report",
+                 tmp_path / "r.json", "--sim", "icarus") == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "Y.npy"), w @ x)
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["block"] == "fc" and report["passes"] == 2 and report["lanes"] == 2
+    assert report["cycles"] == report["model_cycles"] and report["max_abs_error"] == 0
+    wf = w / 4096.0
+    xf = x / 4096.0
+    np.save(tmp_path / "Wf.npy", wf)
+    np.save(tmp_path / "Xf.npy", xf)
+    assert _spnn("run", "fc", "--weights", tmp_path / "Wf.npy", "--x", tmp_path / "Xf.npy",
+                 "--out", tmp_path / "Yf.npy", "--report", tmp_path / "rf.json",
+                 "--sim", "icarus") == 0
+    report = json.loads((tmp_path / "rf.json").read_text())
+    np.testing.assert_allclose(np.load(tmp_path / "Yf.npy"), wf @ xf,
+                               atol=report["error_bound_if_unsaturated"])
+    assert report["max_abs_error"] <= report["error_bound_if_unsaturated"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--weights", "{d}/none.npy", "--x", "{d}/X.npy"], "--weights: no such file"),
+    (["--weights", "{d}/X.npy", "--x", "{d}/X.npy"], "--x must have 3 rows"),
+    (["--weights", "{d}/V.npy", "--x", "{d}/X.npy"], "--weights must be a 2-D array"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--lanes", "5"],
+     "--lanes must be N=3, 2N=6, 4N=12 or below N, not 5"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--lanes", "x"],
+     "--lanes must be an integer, not 'x'"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--raw"],
+     "--weights with --raw must hold integer codes"),
+    (["--weights", "{d}/Wi.npy", "--x", "{d}/Xi.npy", "--raw"], "--x codes must lie in"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/Xnan.npy"], "--x: values must be finite"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--segs-per-beat", "3"],
+     "--segs-per-beat must be 1, 2, 4 or 8, not 3"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--x-fmt", "Q30.2"],
+     "--x-fmt must be 2 to 24 bits wide"),
+])
+def test_cli_run_fc_errors(tmp_path, capsys, args, message):
+    np.save(tmp_path / "W.npy", np.ones((4, 10)) * 0.5)
+    np.save(tmp_path / "X.npy", np.ones((10, 3)))
+    np.save(tmp_path / "Xnan.npy", np.full((10, 3), np.nan))
+    np.save(tmp_path / "V.npy", np.ones(10))
+    np.save(tmp_path / "Wi.npy", np.ones((4, 10), dtype=np.int64))
+    np.save(tmp_path / "Xi.npy", np.full((10, 3), 1 << 20, dtype=np.int64))
+    rc = _spnn("run", "fc", *[a.format(d=tmp_path) for a in args], "--out",
+               tmp_path / "Y.npy", "--sim", "icarus")
+    err = capsys.readouterr().err
+    assert rc == 2 and message in err and err.count("\n") == 1
+    assert not (tmp_path / "Y.npy").exists()

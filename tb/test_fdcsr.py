@@ -217,3 +217,57 @@ def test_job_rejects_bad_shapes():
         fc_job(np.ones((2, 80), dtype=np.int64), np.ones((80, 2), dtype=np.int64), cfg)
     with pytest.raises(ValueError, match="at most batch=2 columns, not 3"):
         fc_job(np.ones((2, 8), dtype=np.int64), np.ones((8, 3), dtype=np.int64), cfg)
+
+
+# ------------------------------------------------------------- spnn encode / decode
+
+def _spnn(*argv):
+    from gen.cli import main
+    return main([str(a) for a in argv])
+
+
+def test_cli_encode_decode(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    w = prune_random((9, 45), 0.2, rng).astype(np.int16)
+    np.save(tmp_path / "W.npy", w)
+    assert _spnn("encode", "fdcsr", tmp_path / "W.npy", "-o", tmp_path / "w.fdcsr.npz") == 0
+    assert "81 non-zeros" in capsys.readouterr().out
+    assert _spnn("decode", tmp_path / "w.fdcsr.npz", "-o", tmp_path / "W2.npy") == 0
+    back = np.load(tmp_path / "W2.npy")
+    assert back.dtype == np.int16
+    np.testing.assert_array_equal(back, w)
+    assert _spnn("encode", "fdcsr", tmp_path / "W.npy", "-o", tmp_path / "w8.npz",
+                 "--row-width", "8") == 0
+    assert load(tmp_path / "w8.npz").row_width == 8
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["encode", "fdcsr", "{d}/missing.npy", "-o", "{d}/o.npz"], "no such file"),
+    (["encode", "fdcsr", "{d}/W3.npy", "-o", "{d}/o.npz"], "must be a 1-D or 2-D array"),
+    (["encode", "fdcsr", "{d}/Wnan.npy", "-o", "{d}/o.npz"], "values must be finite"),
+    (["encode", "fdcsr", "{d}/W.npy", "-o", "{d}/o.npz", "--row-width", "12"],
+     "--row-width must be 4, 8, 16 or 32, not 12"),
+    (["encode", "fdcsr", "{d}/W.npy", "-o", "{d}/o.txt"], "-o must name a .npz file"),
+    (["decode", "{d}/W.npy", "-o", "{d}/o.npy"], "not an FD-CSR file"),
+    (["decode", "{d}/broken.npz", "-o", "{d}/o.npy"], "offsets must be the running"),
+    (["decode", "{d}/missing.npz", "-o", "{d}/o.npy"], "no such file"),
+])
+def test_cli_errors(tmp_path, capsys, argv, message):
+    np.save(tmp_path / "W.npy", np.eye(4))
+    np.save(tmp_path / "W3.npy", np.ones((2, 2, 2)))
+    np.save(tmp_path / "Wnan.npy", np.array([1.0, np.nan]))
+    fd = encode(np.eye(20))
+    save(tmp_path / "broken.npz", FdCsr(fd.shape, 16, fd.values, fd.masks, fd.offsets * 2))
+    rc = _spnn(*[a.format(d=tmp_path) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert message in err and err.count("\n") == 1
+    assert not (tmp_path / "o.npz").exists() and not (tmp_path / "o.npy").exists()
+
+
+def test_cli_encode_bad_format(tmp_path, capsys):
+    np.save(tmp_path / "W.npy", np.eye(4))
+    with pytest.raises(SystemExit) as exc:
+        _spnn("encode", "csc", tmp_path / "W.npy", "-o", tmp_path / "o.npz")
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
