@@ -12,7 +12,7 @@ WAVES   ?= 0
 BLOCK   ?= pwl
 JOBS    ?= 2
 
-.PHONY: help verilog sim test bench synth clean distclean
+.PHONY: help verilog sim test bench synth waves-check waves-update clean distclean
 
 help:
 	@echo "spnn make targets"
@@ -22,6 +22,8 @@ help:
 	@echo "                    one block's tests (WAVES=1 dumps waveforms under build/sim/)"
 	@echo "  make bench        benchmarks -> build/bench/*.json, *.md (installs the ml extra)"
 	@echo "  make synth        Yosys/nextpnr resource and Fmax reports -> build/reports/"
+	@echo "  make waves-check  rerun the waveform regressions against tb/golden/*.trace"
+	@echo "  make waves-update rewrite tb/golden/*.trace and print what changed"
 	@echo "  make clean        remove build/ (keeps .venv); make distclean also removes .venv"
 
 $(STAMP): pyproject.toml
@@ -51,6 +53,12 @@ bench: $(MLSTAMP)
 synth: $(STAMP)
 	$(SPNN) synth --all --target xc7
 	$(SPNN) synth --all --target ecp5
+
+waves-check: $(STAMP)
+	$(PY) -m tb.waves check $(if $(SIM),--sim $(SIM))
+
+waves-update: $(STAMP)
+	$(PY) -m tb.waves update $(if $(SIM),--sim $(SIM))
 
 clean:
 	rm -rf build

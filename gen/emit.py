@@ -28,6 +28,7 @@ def to_verilog(component, name: str) -> str:
 
 def manifest(block: Block, cfg, component) -> dict:
     """Module name, parameters, ports (direction, width, format, protocol), timing."""
+    component._MustUse__silence = True   # described, maybe never elaborated
     info = component.port_info()
     ports = [
         {"name": "clk", "direction": "input", "width": 1, "format": None,
@@ -62,8 +63,20 @@ def manifest(block: Block, cfg, component) -> dict:
     return out
 
 
+def gtkw_for(block: Block, cfg, component) -> str:
+    """GTKWave save file: streams grouped per port, then the block's own signal groups.
+
+    Both simulators dump the module's signals under ``<module>.`` (Verilator adds
+    its top-level ports under ``$rootio``, which the view does not need).
+    """
+    from .traces import gtkw_text
+    groups = component.wave_signals() if hasattr(component, "wave_signals") else {}
+    return gtkw_text(block.module_name(cfg), manifest(block, cfg, component), groups)
+
+
 def emit(block: Block, cfg, out_dir) -> list:
-    """Write ``<module>.v`` and ``<module>.json`` (and any memory images); return the paths."""
+    """Write ``<module>.v``, ``<module>.json`` (manifest), ``<module>.gtkw`` (GTKWave view)
+    and any memory images; return the paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     component = block.build(cfg)
@@ -75,6 +88,9 @@ def emit(block: Block, cfg, out_dir) -> list:
     mpath = out_dir / f"{name}.json"
     mpath.write_text(json.dumps(manifest(block, cfg, component), indent=2, sort_keys=True) + "\n")
     files.append(mpath)
+    gpath = out_dir / f"{name}.gtkw"
+    gpath.write_text(gtkw_for(block, cfg, component))
+    files.append(gpath)
     if hasattr(component, "memory_images"):
         for fname, text in component.memory_images().items():
             path = out_dir / fname

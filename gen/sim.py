@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 import shutil
 
-from .blocks import get_block
+from .blocks import Block, get_block
 from .config import SpnnError
 
 __all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError"]
@@ -83,6 +83,11 @@ def _locked(path: Path):
 _BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
                                               "-Wno-CASEINCOMPLETE"]}
 
+# Verilator writes FST (dump.fst in the run folder) when the lz4 headers that its FST
+# writer needs are installed (Debian: liblz4-dev); otherwise VCD (dump.vcd).
+_WAVE_ARGS = {"icarus": [],
+              "verilator": ["--trace-fst"] if Path("/usr/include/lz4.h").exists() else []}
+
 
 def _runner(sim):
     from cocotb_tools.runner import get_runner
@@ -101,7 +106,7 @@ def _verilog_for(block_name, cfg):
     from .emit import to_verilog
     key = (block_name, cfg)
     if key not in _VERILOG:
-        block = get_block(block_name)
+        block = block_name if isinstance(block_name, Block) else get_block(block_name)
         module = block.module_name(cfg)
         _VERILOG[key] = (module, to_verilog(block.build(cfg), module))
     return _VERILOG[key]
@@ -129,14 +134,24 @@ def _build(block_name, cfg, sim, waves):
             sim_dir.mkdir(parents=True, exist_ok=True)
             runner.build(sources=[vfile], hdl_toplevel=module, build_dir=sim_dir,
                          timescale=("1ns", "1ps"), waves=waves,
-                         build_args=_BUILD_ARGS[sim], log_file=sim_dir / "build.log")
+                         build_args=_BUILD_ARGS[sim] + (_WAVE_ARGS[sim] if waves else []),
+                         log_file=sim_dir / "build.log")
             stamp.write_text("ok\n")
     return runner, sim_dir, module
+
+
+def _write_gtkw(block_name, cfg, path):
+    from .emit import gtkw_for
+    block = block_name if isinstance(block_name, Block) else get_block(block_name)
+    path.write_text(gtkw_for(block, cfg, block.build(cfg)))
 
 
 def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = False,
             name: str = "run") -> dict:
     """Run one stream job on the RTL of ``block_name``/``cfg``; return the result dict.
+
+    ``block_name`` is a registered name or a :class:`gen.blocks.Block` (tests use
+    the latter for wrappers that are not part of the generator).
 
     ``job`` keys: ``sources`` [{``port``, ``data`` (ints, packed payloads),
     ``valid_prob``}], ``sinks`` [{``port``, ``count``, ``ready_prob``}], ``seed``,
@@ -152,11 +167,19 @@ def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = Fa
     job_file.write_text(json.dumps(job))
     if result_file.exists():
         result_file.unlink()
+    plusargs = []
+    if waves:
+        _write_gtkw(block_name, cfg, test_dir / f"{module}.gtkw")
+        if sim == "icarus":
+            plusargs.append(f"+dumpfile_path={test_dir / (module + '.fst')}")
     runner.test(test_module="tb.cocotb_stream", hdl_toplevel=module, build_dir=sim_dir,
-                hdl_toplevel_lang="verilog",
+                hdl_toplevel_lang="verilog", plusargs=plusargs,
                 test_dir=test_dir, waves=waves, results_xml=str(test_dir / "results.xml"),
                 extra_env={"SPNN_JOB": str(job_file), "SPNN_RESULT": str(result_file)},
                 log_file=test_dir / "sim.log", timescale=("1ns", "1ps"))
+    for dump in ("dump.fst", "dump.vcd"):   # Verilator's fixed name -> <module>.fst/.vcd
+        if (test_dir / dump).exists():
+            (test_dir / dump).replace(test_dir / f"{module}{Path(dump).suffix}")
     if not result_file.exists():
         raise SimError(f"simulation of {module} under {sim} wrote no result; "
                        f"see {test_dir / 'sim.log'}")

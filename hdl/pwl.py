@@ -72,7 +72,8 @@ class PwlUnit(wiring.Component):
 
         # Stage 0: sign and clamped magnitude.
         x = self.i.payload
-        neg, mag, valid = Signal(), Signal(unsigned(in_w)), Signal()
+        neg, mag, valid = Signal(name="neg"), Signal(unsigned(in_w), name="mag"), \
+            Signal(name="valid")
         magnitude = Mux(x < 0, -x, x)
         with m.If(advance):
             m.d.sync += [
@@ -108,7 +109,8 @@ class PwlUnit(wiring.Component):
         icpt_rd = icpts.read_port(domain="sync")
         m.d.comb += [slope_rd.addr.eq(seg), icpt_rd.addr.eq(seg),
                      slope_rd.en.eq(advance), icpt_rd.en.eq(advance)]
-        r_mag, r_neg, r_valid = Signal.like(mag), Signal(), Signal()
+        r_mag, r_neg, r_valid = (Signal.like(mag, name="r_mag"), Signal(name="r_neg"),
+                                 Signal(name="r_valid"))
         with m.If(advance):
             m.d.sync += [r_mag.eq(mag), r_neg.eq(neg), r_valid.eq(valid)]
 
@@ -117,7 +119,7 @@ class PwlUnit(wiring.Component):
         acc_bound = max(abs(s) for s in table.slopes) * cfg.a_max \
             + (max(abs(b) for b in table.intercepts) << shift_in)
         acc = Signal(signed(acc_bound.bit_length() + 1))
-        p_neg, p_valid = Signal(), Signal()
+        p_neg, p_valid = Signal(name="p_neg"), Signal(name="p_valid")
         with m.If(advance):
             m.d.sync += [
                 acc.eq(slope_rd.data * r_mag.as_signed() + (icpt_rd.data << shift_in)),
@@ -151,3 +153,12 @@ class PwlUnit(wiring.Component):
 
     def manifest_extra(self) -> dict:
         return {"table": self.table.to_dict()}
+
+    def wave_signals(self) -> dict:
+        """Internal signals worth a look in a waveform viewer: {group: [(name, width)]}."""
+        k = self.search_stages
+        valids = [("valid", 1)] + [(f"valid_{j}", 1) for j in range(k)] + \
+                 [("r_valid", 1), ("p_valid", 1)]
+        return {"pipeline (stall, stage valid bits)": [("advance", 1)] + valids,
+                "datapath": [("mag", self.table.config.in_fmt.width), (f"seg_{k - 1}", k),
+                             ("r_mag", self.table.config.in_fmt.width)]}

@@ -17,7 +17,9 @@ source that raised valid holds it and its payload until accepted), ``ready_prob`
 per sink (back-pressure), ``seed``, and ``reset_at``: assert ``rst`` for
 ``reset_cycles`` cycles at that cycle, after which every source restarts from its
 first item and the sinks' counts start again (transfers before the reset are
-returned separately).  ``watch`` lists extra signals sampled every cycle.
+returned separately; ``log`` keeps every transfer of every port across resets,
+``resets`` the cycles at which a reset began).  The cycle counter does not advance
+during the reset pulse.  ``watch`` lists extra signals sampled every cycle.
 """
 
 import json
@@ -42,6 +44,7 @@ class _Source:
         self.data = spec["data"]
         self.prob = spec.get("valid_prob", 1.0)
         self.rng = rng
+        self.log = []   # (cycle, payload) of every transfer, across resets
         self.restart()
 
     def restart(self):
@@ -61,6 +64,7 @@ class _Source:
     def sample(self, cycle):
         if self.holding and int(self.ready.value):
             self.cycles.append(cycle)
+            self.log.append((cycle, self.data[self.index]))
             self.index += 1
             self.holding = False
 
@@ -79,6 +83,7 @@ class _Sink:
         self.prob = spec.get("ready_prob", 1.0)
         self.rng = rng
         self.ready_now = 0
+        self.log = []   # (cycle, payload) of every transfer, across resets
         self.restart()
 
     def restart(self):
@@ -92,6 +97,7 @@ class _Sink:
         if self.ready_now and int(self.valid.value):
             self.data.append(self.payload.value.to_unsigned())
             self.cycles.append(cycle)
+            self.log.append((cycle, self.data[-1]))
 
     @property
     def done(self):
@@ -120,11 +126,12 @@ async def run_stream_job(dut):
     max_cycles = job.get("max_cycles", 100000)
     drain = job.get("drain_cycles", 8)
     reset_at = job.get("reset_at")
-    before_reset = None
+    before_reset, resets = None, []
     cycle, finished_at, error = 0, None, None
     while True:
         if reset_at is not None and cycle == reset_at:
             before_reset = {s.port: {"data": s.data, "cycles": s.cycles} for s in sinks}
+            resets.append(cycle)
             rst.value = 1
             for src in sources:
                 src.restart()
@@ -166,6 +173,8 @@ async def run_stream_job(dut):
         "sources": {s.port: {"cycles": s.cycles} for s in sources},
         "sinks": {s.port: {"data": s.data, "cycles": s.cycles} for s in sinks},
         "before_reset": before_reset,
+        "resets": resets,
+        "log": {s.port: s.log for s in sources + sinks},
         "trace": trace,
     }
     with open(result_path, "w") as handle:
