@@ -5,6 +5,7 @@
   (``icarus``, ``verilator``); a missing simulator skips its half with one clear
   line in the summary instead of failing.  ``SIM=icarus`` (or ``verilator``)
   restricts the run to one simulator.
+* ``cycle_log`` fixture: assert and record RTL cycles against the cycle model.
 * RTL builds go to ``<repo>/build/sim/`` (``SPNN_BUILD_DIR``), one folder per
   (block, config, simulator), shared between tests and safe under ``pytest -n 2``.
 """
@@ -39,6 +40,23 @@ def sim(request):
         _SKIPPED.add(name)
         pytest.skip(missing_reason(name))
     return name
+
+
+@pytest.fixture
+def cycle_log(request):
+    """``cycle_log(measured, model)``: assert RTL cycles == cycle model and record both
+    (``build/cycles/*.jsonl``, summarised by ``scripts/ci_summary.py``)."""
+    import json
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    path = Path(os.environ["SPNN_BUILD_DIR"]) / "cycles" / f"{worker}.jsonl"
+
+    def record(measured, model):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as handle:
+            handle.write(json.dumps({"test": request.node.nodeid, "measured": int(measured),
+                                     "model": int(model)}) + "\n")
+        assert measured == model, f"RTL took {measured} cycles, the cycle model says {model}"
+    return record
 
 
 def pytest_terminal_summary(terminalreporter):

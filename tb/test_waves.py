@@ -14,7 +14,13 @@ from tb import waves
 @pytest.mark.parametrize("case", sorted(waves.CASES))
 def test_golden_trace(sim, case):
     """The RTL's handshakes and outputs match tb/golden/<case>.trace cycle for cycle."""
-    compare(waves.golden_path(case).read_text().splitlines(), waves.fresh_trace(case, sim))
+    from gen.sim import build_root
+    from gen.traces import write_diff
+    try:
+        compare(waves.golden_path(case).read_text().splitlines(), waves.fresh_trace(case, sim))
+    except TraceMismatch as mismatch:
+        write_diff(build_root() / "waves" / f"{case}-{sim}.diff", mismatch)
+        raise
 
 
 def _shift(lines, signal, after, by=1):
