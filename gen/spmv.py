@@ -75,6 +75,7 @@ import numpy as np
 from .fixed import QFormat, requantise, saturate
 
 __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
+           "compile_tiled", "tile_jobs", "gather_tiled",
            "prune", "ref_spmv", "weight_words", "cycle_model", "rtl_spmv", "run_jobs",
            "load_report", "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_END"]
 
@@ -279,6 +280,10 @@ class SpmvPlan:
     starts: np.ndarray          # (P, cols): ptr start
     entries: list               # per PE: list of (weight code, local row), column-packed
     entry_cols: list            # per PE: column of each entry (for the cycle model/docs)
+    first: bool = True          # first block of its block row: carries the ROW words
+    last: bool = True           # last block of its block row: results are drained after it
+    row_offset: int = 0         # position of the block in the whole matrix (tiled jobs)
+    col_offset: int = 0
 
     @property
     def rows(self) -> int:
@@ -331,12 +336,24 @@ def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPl
     if cols > cfg.max_cols:
         raise ValueError(f"cols must be at most max_cols = {cfg.max_cols}, not {cols}")
     mask = w != 0
+    row_pe, row_local = _allocate_rows(mask, cfg, alloc)
+    return _block(w, row_pe, row_local, cfg, alloc)
+
+
+def _allocate_rows(mask, cfg, alloc):
     row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask,
                                  capacity=cfg.rows_per_pe)
-    per_pe_rows = np.bincount(row_pe, minlength=cfg.pes) if rows else np.zeros(cfg.pes, int)
+    per_pe_rows = np.bincount(row_pe, minlength=cfg.pes) if len(row_pe) \
+        else np.zeros(cfg.pes, int)
     if per_pe_rows.max(initial=0) > cfg.rows_per_pe:
         raise ValueError(f"allocator {alloc} gave a PE {per_pe_rows.max()} rows; "
                          f"rows_per_pe is {cfg.rows_per_pe}")
+    return row_pe, row_local
+
+
+def _block(w, row_pe, row_local, cfg, alloc, **where):
+    rows, cols = w.shape
+    mask = w != 0
     counts = np.zeros((cfg.pes, cols), dtype=np.int64)
     starts = np.zeros((cfg.pes, cols), dtype=np.int64)
     entries = [[] for _ in range(cfg.pes)]
@@ -356,7 +373,75 @@ def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPl
         raise ValueError(f"a PE needs {loads.max()} weight entries; mem_depth is "
                          f"{cfg.mem_depth}")
     return SpmvPlan(cfg, alloc, (rows, cols), row_pe, row_local, counts, starts, entries,
-                    entry_cols)
+                    entry_cols, **where)
+
+
+def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=None,
+                  block_cols=None) -> list:
+    """Cut a matrix larger than the on-chip memories into a checkerboard of blocks.
+
+    Blocks are ``block_rows x block_cols`` (defaults: ``pes * rows_per_pe`` and
+    ``max_cols``; ``block_cols`` is halved until every PE's entries of every block fit
+    ``mem_depth``), listed block row by block row, column blocks left to right.  All
+    blocks of a block row share one row allocation (made on the whole block row), so
+    the accumulators sum the partial products across column blocks in column order:
+    the result equals :func:`ref_spmv` of the whole matrix.  Returns a list of
+    :class:`SpmvPlan` (``first``/``last`` mark the ends of each block row).
+    """
+    w = np.asarray(w_codes)
+    if w.ndim != 2:
+        raise ValueError(f"weights must be a 2-D matrix, not {w.ndim}-D")
+    if w.dtype.kind not in "iu":
+        raise TypeError(f"weight codes must be integers, not {w.dtype}")
+    w = w.astype(np.int64)
+    rows, cols = w.shape
+    if w.size and (w.min() < cfg.w_fmt.min_code or w.max() > cfg.w_fmt.max_code):
+        raise ValueError(f"weight codes must lie in [{cfg.w_fmt.min_code}, "
+                         f"{cfg.w_fmt.max_code}] for {cfg.w_fmt}, found {w.min()}..{w.max()}")
+    br = cfg.max_rows if block_rows is None else int(block_rows)
+    bc = cfg.max_cols if block_cols is None else int(block_cols)
+    if not 1 <= br <= cfg.max_rows:
+        raise ValueError(f"block_rows must be between 1 and {cfg.max_rows}, not {br}")
+    if not 1 <= bc <= cfg.max_cols:
+        raise ValueError(f"block_cols must be between 1 and {cfg.max_cols}, not {bc}")
+    allocs = []
+    for r0 in range(0, max(rows, 1), br):
+        sub = w[r0:r0 + br] != 0
+        allocs.append((r0, *_allocate_rows(sub, cfg, alloc)))
+    while True:
+        need = 0
+        for r0, row_pe, _ in allocs:
+            sub = w[r0:r0 + br] != 0
+            for c0 in range(0, max(cols, 1), bc):
+                per = np.zeros(cfg.pes, dtype=np.int64)
+                np.add.at(per, row_pe, sub[:, c0:c0 + bc].sum(axis=1))
+                need = max(need, int(per.max(initial=0)))
+        if need <= cfg.mem_depth or bc == 1:
+            break
+        bc = (bc + 1) // 2
+    if need > cfg.mem_depth:
+        raise ValueError(f"a PE needs {need} weight entries for one column; mem_depth is "
+                         f"{cfg.mem_depth}")
+    blocks = []
+    col_starts = list(range(0, max(cols, 1), bc)) if cols else [0]
+    for r0, row_pe, row_local in allocs:
+        for n, c0 in enumerate(col_starts):
+            blocks.append(_block(w[r0:r0 + br, c0:c0 + bc], row_pe, row_local, cfg, alloc,
+                                 first=(n == 0), last=(n == len(col_starts) - 1),
+                                 row_offset=r0, col_offset=c0))
+    return blocks
+
+
+def tile_jobs(blocks, x_codes) -> list:
+    """``[(block, x slice), ...]`` for :func:`run_jobs` / :func:`cycle_model`."""
+    x = np.asarray(x_codes, dtype=np.int64).ravel()
+    return [(b, x[b.col_offset:b.col_offset + b.cols]) for b in blocks]
+
+
+def gather_tiled(blocks, ys) -> np.ndarray:
+    """Concatenate the per-block-row results of a tiled run into ``y``."""
+    return np.concatenate([y for b, y in zip(blocks, ys) if b.last] or
+                          [np.zeros(0, dtype=np.int64)])
 
 
 def load_report(plan: SpmvPlan) -> dict:
@@ -377,9 +462,11 @@ def _pack(kind, pe, idx, value, cfg):
 
 
 def weight_words(plan: SpmvPlan) -> list:
-    """The weight-stream words of a job (ROW words, then per column ENTRY* COL, then END)."""
+    """The weight-stream words of a block: ROW words (first block of a block row only),
+    then per column ENTRY* COL, then END (value 1 = last block of its block row)."""
     cfg = plan.cfg
-    words = [_pack(KIND_ROW, pe, i, 0, cfg) for pe, i in zip(plan.row_pe, plan.row_local)]
+    words = [_pack(KIND_ROW, pe, i, 0, cfg) for pe, i in zip(plan.row_pe, plan.row_local)] \
+        if plan.first else []
     pos = [0] * cfg.pes
     for j in range(plan.cols):
         for p in range(cfg.pes):
@@ -388,7 +475,7 @@ def weight_words(plan: SpmvPlan) -> list:
                 words.append(_pack(KIND_ENTRY, p, row, wv, cfg))
                 pos[p] += 1
         words.append(_pack(KIND_COL, 0, 0, 0, cfg))
-    words.append(_pack(KIND_END, 0, 0, 0, cfg))
+    words.append(_pack(KIND_END, 0, 0, int(plan.last), cfg))
     return words
 
 
@@ -439,107 +526,120 @@ class _Src:
 
 
 def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
-                o_ready_prob=1.0, seed=0, max_cycles=10_000_000):
-    """Predict the RTL's transfer cycles for a sequence of jobs ``[(plan, x_codes), ...]``.
+                o_ready_prob=1.0, seed=0, max_cycles=50_000_000):
+    """Predict the RTL's transfer cycles for a sequence of blocks ``[(plan, x_codes), ...]``.
 
     Mirrors :class:`hdl.spmv.SpmvEngine` register by register and the stream
     testbench (:mod:`tb.cocotb_stream`) draw by draw (sources ``w`` then ``x``, then
-    sink ``o``; cycle 0 is the first clock after reset).  Returns a dict with the
-    cycle lists ``w``, ``x``, ``o`` and per job ``compute_start`` (first activation
-    accepted), ``last_write`` (last accumulator update or None), ``drain_start`` and
-    the derived ``compute_cycles`` (first activation accepted to the last busy clock
-    ``drain_start - 2`` = the last accumulator write, inclusive) and ``total_cycles``
-    (first activation to last result, inclusive).  With the result stream never
-    stalled the first result leaves at ``drain_start + 3``.
+    sink ``o``; cycle 0 is the first clock after reset).  ``w_valid_prob`` is the
+    weight-stream bandwidth model: each clock the next word is offered with that
+    probability (random gaps; mean bandwidth ``w_valid_prob`` words per clock).
+
+    Returns a dict with the cycle lists ``w``, ``x``, ``o`` and, per block,
+    ``load_start``/``load_end`` (first/last weight word), ``compute_start`` (first
+    activation accepted, None without columns), ``last_write`` (last accumulator
+    update or None), ``done`` (the clock the PEs are seen idle), ``drain_start`` (last
+    blocks only) and ``compute_cycles`` = ``done - compute_start`` (first activation
+    to the last busy clock, = the last accumulator write when there is one).  With
+    the result stream never stalled the first result leaves at ``drain_start + 3``.
     """
     rng = random.Random(seed)
     words = [weight_words(plan) for plan, _ in jobs]
+    kinds = [[(wd >> (cfg.word_width - 2)) & 3 for wd in v] for v in words]
     xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
     wsrc = _Src(sum(len(v) for v in words), w_valid_prob)
     xsrc = _Src(sum(len(v) for v in xs), x_valid_prob)
-    n_out = sum(plan.rows for plan, _ in jobs)
+    n_out = sum(plan.rows for plan, _ in jobs if plan.last)
     o_cycles = []
     P, D, R = cfg.pes, cfg.fifo_depth, cfg.rows_per_pe
-    kinds = [[(wd >> (cfg.word_width - 2)) & 3 for wd in v] for v in words]
+    info = [{"load_start": None, "load_end": None, "compute_start": None,
+             "last_write": None, "done": None, "drain_start": None} for _ in jobs]
 
-    state, job, cycle = "LOAD", 0, 0
-    clr, loaded, wpos = 0, False, 0
-    info = []
-    cur = None
+    # loader: which block is being loaded into which bank
+    lblock, wpos, lbank = 0, 0, 0
+    full = [None, None]             # bank -> block index held (None = free)
+    # compute side
+    state, clr, cbank = "INIT", 0, 0
+    fifo = [deque() for _ in range(P)]
+    rem, vb, vc = [0] * P, [False] * P, [False] * P
+    cycle = 0
+    c = None
     while True:
         if wsrc.idx >= wsrc.n and xsrc.idx >= xsrc.n and len(o_cycles) >= n_out \
-                and state == "LOAD" and job >= len(jobs):
+                and state in ("IDLE", "INIT") and full == [None, None]:
             break
         if cycle >= max_cycles:
             raise RuntimeError("cycle model: timeout")
         wsrc.drive(rng)
         xsrc.drive(rng)
         o_ready = o_ready_prob >= 1.0 or rng.random() < o_ready_prob
-        if state == "LOAD":
-            w_ready = not loaded and job < len(jobs)
-            nxt_loaded = loaded
-            if wsrc.take(w_ready, cycle):
-                if kinds[job][wpos] == KIND_END:
-                    nxt_loaded = True
-                wpos += 1
-            go = loaded and clr == R
-            clr = clr + 1 if clr < R else clr
-            loaded = nxt_loaded
-            if go:
-                plan, x = jobs[job][0], xs[job]
-                state = "COMPUTE"
-                cur = {"plan": plan, "x": x, "cols_in": 0, "s1v": False, "s1j": 0,
-                       "fifo": [deque() for _ in range(P)], "rem": [0] * P,
-                       "vB": [False] * P, "vC": [False] * P,
-                       "compute_start": None, "last_write": None}
-                loaded, wpos = False, 0
-        elif state == "COMPUTE":
-            c = cur
-            plan, x = c["plan"], c["x"]
-            counts = plan.counts
-            fifo, rem, vB, vC = c["fifo"], c["rem"], c["vB"], c["vC"]
-            if any(vC):
-                c["last_write"] = cycle
-            done = (c["cols_in"] == plan.cols and not c["s1v"]
-                    and not any(fifo) and not any(rem) and not any(vB) and not any(vC))
-            if c["s1v"]:
-                j = c["s1j"]
-                stall = any(counts[p, j] > 0 and len(fifo[p]) == D for p in range(P))
+        release = False
+        # ---- loader
+        w_ready = full[lbank] is None
+        load_done = None
+        if wsrc.take(w_ready, cycle):
+            d = info[lblock]
+            if d["load_start"] is None:
+                d["load_start"] = cycle
+            if kinds[lblock][wpos] == KIND_END:
+                d["load_end"] = cycle
+                load_done = (lbank, lblock)
+                lblock, wpos, lbank = lblock + 1, 0, lbank ^ 1
             else:
-                stall = False
+                wpos += 1
+        # ---- compute side
+        if state == "INIT":
+            clr += 1
+            if clr == R:
+                state = "IDLE"
+        elif state == "IDLE":
+            if full[cbank] is not None:
+                b = full[cbank]
+                state = "COMPUTE"
+                c = {"b": b, "plan": jobs[b][0], "x": xs[b], "cols_in": 0, "s1v": False,
+                     "s1j": 0}
+        elif state == "COMPUTE":
+            plan, x, counts = c["plan"], c["x"], c["plan"].counts
+            if any(vc):
+                info[c["b"]]["last_write"] = cycle
+            done = (c["cols_in"] == plan.cols and not c["s1v"]
+                    and not any(fifo) and not any(rem) and not any(vb) and not any(vc))
+            stall = c["s1v"] and any(counts[p, c["s1j"]] > 0 and len(fifo[p]) == D
+                                     for p in range(P))
             advance = not stall
-            x_ready = advance and c["cols_in"] < plan.cols
-            took = xsrc.take(x_ready, cycle)
-            # PEs (state before this cycle's push)
+            took = xsrc.take(advance and c["cols_in"] < plan.cols, cycle)
             for p in range(P):
-                vC[p] = vB[p]
+                vc[p] = vb[p]
                 if rem[p] > 0:
                     rem[p] -= 1
-                    vB[p] = True
+                    vb[p] = True
                 elif fifo[p]:
                     rem[p] = fifo[p].popleft() - 1
-                    vB[p] = True
+                    vb[p] = True
                 else:
-                    vB[p] = False
+                    vb[p] = False
             if advance and c["s1v"]:
-                j = c["s1j"]
                 for p in range(P):
-                    if counts[p, j] > 0:
-                        fifo[p].append(int(counts[p, j]))
+                    if counts[p, c["s1j"]] > 0:
+                        fifo[p].append(int(counts[p, c["s1j"]]))
             if advance:
                 if took:
-                    if c["compute_start"] is None:
-                        c["compute_start"] = cycle
+                    if info[c["b"]]["compute_start"] is None:
+                        info[c["b"]]["compute_start"] = cycle
                     c["s1v"] = bool(x[c["cols_in"]] != 0)
                     c["s1j"] = c["cols_in"]
                     c["cols_in"] += 1
                 else:
                     c["s1v"] = False
             if done:
-                state = "DRAIN"
-                c.update(k=0, v0=False, v1=False, ov=False, drain_start=cycle + 1)
+                info[c["b"]]["done"] = cycle
+                if plan.last:
+                    state = "DRAIN"
+                    info[c["b"]]["drain_start"] = cycle + 1
+                    c.update(k=0, v0=False, v1=False, ov=False)
+                else:
+                    state, release = "IDLE", True
         else:  # DRAIN
-            c = cur
             if c["ov"] and o_ready:
                 o_cycles.append(cycle)
             adv = (not c["ov"]) or o_ready
@@ -549,19 +649,25 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 c["ov"], c["v1"], c["v0"] = c["v1"], c["v0"], issue
                 c["k"] += issue
             if finished:
-                info.append({k: c[k] for k in ("compute_start", "last_write", "drain_start")})
-                state, job, clr, loaded, wpos = "LOAD", job + 1, 0, False, 0
+                state, release = "IDLE", True
+        if release:
+            full[cbank] = None
+            cbank ^= 1
+        if load_done is not None:
+            full[load_done[0]] = load_done[1]
         cycle += 1
-    # derived numbers per job
-    opos = 0
     for (plan, _), d in zip(jobs, info):
-        outs = o_cycles[opos:opos + plan.rows]
-        opos += plan.rows
-        start = d["compute_start"] if d["compute_start"] is not None else d["drain_start"]
-        # the engine is busy until 2 clocks before the drain starts (= the last
-        # accumulator write when there is one)
-        d["compute_cycles"] = d["drain_start"] - 1 - start if plan.cols else 0
-        d["total_cycles"] = (outs[-1] if outs else d["drain_start"]) - start + 1
+        start = d["compute_start"] if d["compute_start"] is not None else d["done"]
+        d["compute_cycles"] = d["done"] - start if plan.cols else 0
+    # per block row: first activation to last result (never-stalled outputs)
+    opos, row_start = 0, None
+    for (plan, _), d in zip(jobs, info):
+        if plan.first or row_start is None:
+            row_start = d["compute_start"] if d["compute_start"] is not None else d["done"]
+        if plan.last:
+            outs = o_cycles[opos:opos + plan.rows]
+            opos += plan.rows
+            d["total_cycles"] = (outs[-1] if outs else d["drain_start"]) - row_start + 1
     return {"w": wsrc.cycles, "x": xsrc.cycles, "o": o_cycles, "jobs": info,
             "cycles_run": cycle}
 
@@ -577,14 +683,18 @@ def _signed(patterns, width):
 def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
              o_ready_prob=1.0, seed=0, reset_at=None, name="run", waves=False,
              max_cycles=None):
-    """Run ``[(plan, x_codes), ...]`` back to back on the RTL; return ``(ys, result)``."""
+    """Run blocks ``[(plan, x_codes), ...]`` back to back on the RTL.
+
+    Returns ``(ys, result)``: ``ys`` has one entry per block (the block row's results
+    for a last block, an empty array otherwise); ``result`` is :func:`gen.sim.run_job`'s.
+    """
     from .sim import run_job
     words, xdata, n_out = [], [], 0
     xmask = (1 << cfg.x_fmt.width) - 1
     for plan, x in jobs:
         words += weight_words(plan)
         xdata += [int(v) & xmask for v in np.asarray(x, dtype=np.int64).ravel()]
-        n_out += plan.rows
+        n_out += plan.rows if plan.last else 0
     if max_cycles is None:
         slow = max(min(w_valid_prob, x_valid_prob, o_ready_prob), 0.05)
         max_cycles = int(200 + 4 * (len(words) + len(xdata) + n_out
@@ -608,14 +718,16 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
     y = _signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
     ys, pos = [], 0
     for plan, _ in jobs:
-        ys.append(y[pos:pos + plan.rows])
-        pos += plan.rows
+        n = plan.rows if plan.last else 0
+        ys.append(y[pos:pos + n])
+        pos += n
     return ys, result
 
 
 def rtl_spmv(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balanced",
              **kwargs):
-    """RTL twin of :func:`ref_spmv`: compile, load, run; return ``(y_codes, result)``."""
-    plan = compile_weights(w_codes, cfg, alloc)
-    ys, result = run_jobs([(plan, x_codes)], cfg, sim, **kwargs)
-    return ys[0], result
+    """RTL twin of :func:`ref_spmv`: compile (tiled when larger than the memories),
+    load, run; return ``(y_codes, result)``."""
+    blocks = compile_tiled(w_codes, cfg, alloc)
+    ys, result = run_jobs(tile_jobs(blocks, x_codes), cfg, sim, **kwargs)
+    return gather_tiled(blocks, ys), result

@@ -1,18 +1,18 @@
 # SPDX-License-Identifier: Apache-2.0
 """EIE-style sparse matrix-vector engine with load-balanced PEs (seed 000)."""
 
-from amaranth.hdl import Array, Cat, Module, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from gen.spmv import KIND_COL, KIND_END, KIND_ENTRY, KIND_ROW, SpmvConfig
+from gen.spmv import KIND_COL, KIND_END, KIND_ENTRY, KIND_ROW, SpmvConfig, _clog2
 from .fixed import round_shift, saturate
 from .spmv_pe import SpmvPE
 
 __all__ = ["SpmvEngine", "word_layout"]
 
-LOAD, COMPUTE, DRAIN = 0, 1, 2
+INIT, IDLE, COMPUTE, DRAIN = 0, 1, 2, 3
 
 
 def word_layout(cfg: SpmvConfig) -> data.StructLayout:
@@ -88,50 +88,73 @@ class SpmvEngine(wiring.Component):
             pe = SpmvPE(cfg)
             m.submodules[f"pe{p}"] = pe
             pes.append(pe)
-
+        rb = _clog2(cfg.max_rows)
         m.submodules.rowmap = rowmap = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits),
-                                              depth=cfg.max_rows, init=[])
+                                              depth=2 << rb, init=[])
         map_w, map_r = rowmap.write_port(), rowmap.read_port(domain="sync")
 
-        state = Signal(2, init=LOAD)
-        in_load, in_compute, in_drain = state == LOAD, state == COMPUTE, state == DRAIN
-        n_cols = Signal(unsigned(cfg.col_bits))
-        n_rows = Signal(unsigned(cfg.row_bits))
-
-        # ---- load phase
-        clr = Signal(range(R + 1))
-        loaded = Signal()
+        # ---- loader: fills weight bank `lbank` while the other one is computed on
+        full = Signal(2)                 # bank holds a loaded, not yet finished block
+        full_set, full_clr = Signal(2), Signal(2)
+        lbank, cbank = Signal(), Signal()
+        mb_load, mbank = Signal(), Signal()          # rowmap banks (one per block row)
+        n_cols = [Signal(unsigned(cfg.col_bits), name=f"n_cols{b}") for b in range(2)]
+        last = [Signal(name=f"last{b}") for b in range(2)]
+        n_rows = [Signal(unsigned(cfg.row_bits), name=f"n_rows{b}") for b in range(2)]
+        col_cnt = Signal(unsigned(cfg.col_bits))
+        row_cnt = Signal(unsigned(cfg.row_bits))
         word = self.w.payload
         w_take = self.w.valid & self.w.ready
-        m.d.comb += self.w.ready.eq(in_load & ~loaded)
+        end_take = w_take & (word.kind == KIND_END)
+        m.d.comb += self.w.ready.eq(~full.bit_select(lbank, 1))
         for p, pe in enumerate(pes):
             m.d.comb += [
+                pe.ld_bank.eq(lbank), pe.cp_bank.eq(cbank), pe.ld_start.eq(end_take),
                 pe.ld_entry.eq(w_take & (word.kind == KIND_ENTRY) & (word.pe == p)),
                 pe.ld_col.eq(w_take & (word.kind == KIND_COL)),
-                pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx), pe.ld_col_addr.eq(n_cols),
-                pe.clr_en.eq(in_load & (clr != R)), pe.clr_addr.eq(clr),
+                pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx), pe.ld_col_addr.eq(col_cnt),
             ]
         with m.If(w_take):
             with m.Switch(word.kind):
                 with m.Case(KIND_COL):
-                    m.d.sync += n_cols.eq(n_cols + 1)
+                    m.d.sync += col_cnt.eq(col_cnt + 1)
                 with m.Case(KIND_ROW):
-                    m.d.comb += [map_w.addr.eq(n_rows), map_w.data.eq(Cat(word.idx, word.pe)),
-                                 map_w.en.eq(1)]
-                    m.d.sync += n_rows.eq(n_rows + 1)
+                    m.d.comb += [map_w.addr.eq(Cat(row_cnt[:rb], mb_load)),
+                                 map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
+                    m.d.sync += row_cnt.eq(row_cnt + 1)
                 with m.Case(KIND_END):
-                    m.d.sync += loaded.eq(1)
-        with m.If(in_load & (clr != R)):
-            m.d.sync += clr.eq(clr + 1)
+                    is_last = word.value[0]
+                    m.d.comb += full_set.eq(Mux(lbank, 0b10, 0b01))
+                    m.d.sync += [lbank.eq(~lbank), col_cnt.eq(0)]
+                    for b in range(2):
+                        with m.If(lbank == b):
+                            m.d.sync += [n_cols[b].eq(col_cnt), last[b].eq(is_last)]
+                    with m.If(is_last):
+                        m.d.sync += [mb_load.eq(~mb_load), row_cnt.eq(0)]
+                        for b in range(2):
+                            with m.If(mb_load == b):
+                                m.d.sync += n_rows[b].eq(row_cnt)
+        m.d.sync += full.eq((full | full_set) & ~full_clr)
 
-        # ---- compute phase: non-zero detector, pointer read, broadcast
+        cur_cols = Mux(cbank, n_cols[1], n_cols[0])
+        cur_last = Mux(cbank, last[1], last[0])
+        cur_rows = Mux(mbank, n_rows[1], n_rows[0])
+        release = Signal()
+        m.d.comb += full_clr.eq(Mux(release, Mux(cbank, 0b10, 0b01), 0))
+        with m.If(release):
+            m.d.sync += cbank.eq(~cbank)
+
+        state = Signal(2, init=INIT)
+        in_compute, in_drain = state == COMPUTE, state == DRAIN
+
+        # ---- compute: non-zero detector, pointer read, broadcast
         cols_in = Signal(unsigned(cfg.col_bits))
         s1_valid = Signal()
         s1_x = Signal(signed(cfg.x_fmt.width))
         stall = Signal()
         m.d.comb += stall.eq(s1_valid & Cat(pe.full & (pe.ptr_count != 0) for pe in pes).any())
         advance = ~stall
-        m.d.comb += self.x.ready.eq(in_compute & advance & (cols_in != n_cols))
+        m.d.comb += self.x.ready.eq(in_compute & advance & (cols_in != cur_cols))
         x_take = self.x.valid & self.x.ready
         for pe in pes:
             m.d.comb += [pe.ptr_addr.eq(cols_in), pe.ptr_en.eq(advance),
@@ -143,36 +166,50 @@ class SpmvEngine(wiring.Component):
             m.d.sync += cols_in.eq(cols_in + 1)
         all_idle = Cat(pe.idle for pe in pes).all()
 
-        # ---- drain phase: rowmap read -> accumulator read -> round/saturate -> o
+        # ---- drain: rowmap read -> accumulator read (and clear) -> round/saturate -> o
         k = Signal(unsigned(cfg.row_bits))
         v0, v1 = Signal(), Signal()
         sel = Signal(unsigned(cfg.pe_bits))
         adv_d = ~self.o.valid | self.o.ready
-        issue = adv_d & (k != n_rows)
-        m.d.comb += [map_r.addr.eq(k), map_r.en.eq(adv_d)]
-        for pe in pes:
-            m.d.comb += [pe.drain.eq(in_drain), pe.acc_en.eq(adv_d),
-                         pe.acc_addr.eq(map_r.data[:cfg.idx_bits])]
+        issue = adv_d & (k != cur_rows)
+        m.d.comb += [map_r.addr.eq(Cat(k[:rb], mbank)), map_r.en.eq(adv_d)]
+        map_idx = map_r.data[:cfg.idx_bits]
+        map_pe = map_r.data[cfg.idx_bits:]
+        clr = Signal(range(R + 1))
+        for p, pe in enumerate(pes):
+            m.d.comb += [pe.drain.eq(in_drain), pe.acc_en.eq(adv_d), pe.acc_addr.eq(map_idx)]
+            with m.If(state == INIT):
+                m.d.comb += [pe.clr_en.eq(1), pe.clr_addr.eq(clr)]
+            with m.Elif(in_drain & adv_d & v0 & (map_pe == p)):
+                # clear behind the read (the read port is not transparent)
+                m.d.comb += [pe.clr_en.eq(1), pe.clr_addr.eq(map_idx)]
         acc_sel = Array(pe.acc_data for pe in pes)[sel] if P > 1 else pes[0].acc_data
         result = saturate(round_shift(acc_sel, cfg.acc_frac - cfg.out_fmt.frac_bits),
                           cfg.out_fmt)
         with m.If(in_drain & adv_d):
             m.d.sync += [v0.eq(issue), v1.eq(v0), self.o.valid.eq(v1), k.eq(k + issue),
-                         sel.eq(map_r.data[cfg.idx_bits:]), self.o.payload.eq(result)]
+                         sel.eq(map_pe), self.o.payload.eq(result)]
 
-        # ---- phase control
+        # ---- tile controller: initial clear / compute (next block loads) / drain
         with m.Switch(state):
-            with m.Case(LOAD):
-                with m.If(loaded & (clr == R)):
-                    m.d.sync += [state.eq(COMPUTE), loaded.eq(0), cols_in.eq(0),
-                                 s1_valid.eq(0)]
+            with m.Case(INIT):
+                m.d.sync += clr.eq(clr + 1)
+                with m.If(clr == R - 1):
+                    m.d.sync += state.eq(IDLE)
+            with m.Case(IDLE):
+                with m.If(full.bit_select(cbank, 1)):
+                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0), s1_valid.eq(0)]
             with m.Case(COMPUTE):
-                with m.If((cols_in == n_cols) & ~s1_valid & all_idle):
-                    m.d.sync += [state.eq(DRAIN), k.eq(0), v0.eq(0), v1.eq(0)]
+                with m.If((cols_in == cur_cols) & ~s1_valid & all_idle):
+                    with m.If(cur_last):
+                        m.d.sync += [state.eq(DRAIN), k.eq(0), v0.eq(0), v1.eq(0)]
+                    with m.Else():
+                        m.d.comb += release.eq(1)
+                        m.d.sync += state.eq(IDLE)
             with m.Case(DRAIN):
-                with m.If((k == n_rows) & ~v0 & ~v1 & ~self.o.valid):
-                    m.d.sync += [state.eq(LOAD), clr.eq(0), n_cols.eq(0), n_rows.eq(0)]
-                    m.d.comb += [pe.ld_start.eq(1) for pe in pes]
+                with m.If((k == cur_rows) & ~v0 & ~v1 & ~self.o.valid):
+                    m.d.comb += release.eq(1)
+                    m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
         return m
 
     def port_info(self) -> dict:

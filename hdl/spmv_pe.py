@@ -6,7 +6,7 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 
 from gen.fixed import QFormat
-from gen.spmv import SpmvConfig
+from gen.spmv import SpmvConfig, _clog2
 from .fixed import saturate
 
 __all__ = ["SpmvPE"]
@@ -40,8 +40,12 @@ class SpmvPE(Elaboratable):
 
     Members (plain signals driven/read by :class:`hdl.spmv.SpmvEngine`)
     -------------------------------------------------------------------
+    ld_bank : in, 1
+        Bank (of the double-buffered entry and pointer memories) being loaded.
+    cp_bank : in, 1
+        Bank being computed on.
     ld_start : in, 1
-        Reset the load counters (entering the load phase).
+        Reset the load counters (a block's END word).
     ld_entry : in, 1
         Append ``(ld_value, ld_idx)`` to the entry memory (ENTRY word for this PE).
     ld_col : in, 1
@@ -49,7 +53,7 @@ class SpmvPE(Elaboratable):
     ld_value : in, signed(w_fmt.width), w_fmt.  ld_idx : in, unsigned(idx_bits).
     ld_col_addr : in, unsigned(col_bits).
     clr_en, clr_addr : in
-        Write 0 into accumulator ``clr_addr`` (load phase).
+        Write 0 into accumulator ``clr_addr`` (after reset, and behind the drain).
     ptr_en, ptr_addr : in
         Read ``ptr[ptr_addr]``; ``ptr_count``/``ptr_start`` are valid one clock later and
         hold while ``ptr_en`` is low.
@@ -75,6 +79,8 @@ class SpmvPE(Elaboratable):
     def __init__(self, cfg: SpmvConfig):
         self.cfg = cfg
         ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
+        self.ld_bank = Signal()
+        self.cp_bank = Signal()
         self.ld_start = Signal()
         self.ld_entry = Signal()
         self.ld_col = Signal()
@@ -102,10 +108,11 @@ class SpmvPE(Elaboratable):
         ww, xw, ib, ab, cb = (cfg.w_fmt.width, cfg.x_fmt.width, cfg.idx_bits, cfg.addr_bits,
                               cfg.count_bits)
 
-        # ---- memories
-        m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=cfg.mem_depth,
+        # ---- memories; entries and pointers are double-buffered (bank = address MSB)
+        pb = _clog2(cfg.max_cols)
+        m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=2 << ab,
                                                 init=[])
-        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb), depth=cfg.max_cols, init=[])
+        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb), depth=2 << pb, init=[])
         m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width), depth=cfg.rows_per_pe,
                                         init=[])
         ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
@@ -119,15 +126,15 @@ class SpmvPE(Elaboratable):
         with m.If(self.ld_start):
             m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0)]
         with m.Elif(self.ld_entry):
-            m.d.comb += [ent_w.addr.eq(wptr), ent_w.data.eq(Cat(self.ld_value, self.ld_idx)),
-                         ent_w.en.eq(1)]
+            m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], self.ld_bank)),
+                         ent_w.data.eq(Cat(self.ld_value, self.ld_idx)), ent_w.en.eq(1)]
             m.d.sync += [wptr.eq(wptr + 1), count.eq(count + 1)]
         with m.Elif(self.ld_col):
-            m.d.comb += [ptr_w.addr.eq(self.ld_col_addr), ptr_w.data.eq(Cat(start, count)),
-                         ptr_w.en.eq(1)]
+            m.d.comb += [ptr_w.addr.eq(Cat(self.ld_col_addr[:pb], self.ld_bank)),
+                         ptr_w.data.eq(Cat(start, count)), ptr_w.en.eq(1)]
             m.d.sync += [start.eq(wptr), count.eq(0)]
 
-        m.d.comb += [ptr_r.addr.eq(self.ptr_addr), ptr_r.en.eq(self.ptr_en),
+        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(self.ptr_en),
                      self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:])]
 
         # ---- activation FIFO: (x, start, count)
@@ -149,10 +156,10 @@ class SpmvPE(Elaboratable):
         x_b = Signal(signed(xw))
         m.d.comb += ent_r.en.eq(1)
         with m.If(rem != 0):
-            m.d.comb += ent_r.addr.eq(addr)
+            m.d.comb += ent_r.addr.eq(Cat(addr, self.cp_bank))
             m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), v_b.eq(1), x_b.eq(cur_x)]
         with m.Elif(fifo.r_rdy):
-            m.d.comb += [fifo.r_en.eq(1), ent_r.addr.eq(head_start)]
+            m.d.comb += [fifo.r_en.eq(1), ent_r.addr.eq(Cat(head_start, self.cp_bank))]
             m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1), cur_x.eq(head_x),
                          v_b.eq(1), x_b.eq(head_x)]
         with m.Else():

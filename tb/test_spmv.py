@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from gen.fixed import QFormat, requantise
-from gen.spmv import (ALLOCATORS, SpmvConfig, allocate, compile_weights, cycle_model,
-                      load_report, prune, ref_spmv, run_jobs, weight_words)
+from gen.spmv import (ALLOCATORS, SpmvConfig, allocate, compile_tiled, compile_weights,
+                      cycle_model, gather_tiled, load_report, prune, ref_spmv, run_jobs,
+                      tile_jobs, weight_words)
 
 # Two hardware configurations keep the simulator builds few.
 CFG_A = SpmvConfig(pes=3, fifo_depth=2, rows_per_pe=8, max_cols=32, mem_depth=256)
@@ -130,6 +131,31 @@ def test_prune_keeps_largest():
     w = np.array([[0.1, -0.9], [0.5, 0.2]])
     np.testing.assert_array_equal(prune(w, 0.5), [[0, -0.9], [0.5, 0]])
     assert np.count_nonzero(prune(np.ones((10, 10)), 0.117)) == 12
+
+
+def test_compile_tiled_blocks_and_sums():
+    rng = np.random.default_rng(3)
+    cfg = SpmvConfig(pes=2, rows_per_pe=4, max_cols=16, mem_depth=8, w_fmt=QFormat(8, 0))
+    w = _sparse(rng, 19, 37, 0.6, cfg.w_fmt)
+    blocks = compile_tiled(w, cfg, "lpt")
+    # 8 rows per block row; columns halved until every PE's block fits 8 entries
+    assert {b.rows for b in blocks} <= {8, 3} and max(b.cols for b in blocks) < 16
+    assert all(b.loads.max() <= 8 for b in blocks)
+    back = np.zeros_like(w)
+    for b in blocks:
+        inv = {s: r for r, s in enumerate(zip(b.row_pe.tolist(), b.row_local.tolist()))}
+        for p in range(cfg.pes):
+            for (value, local), j in zip(b.entries[p], b.entry_cols[p]):
+                back[b.row_offset + inv[(p, local)], b.col_offset + j] = value
+    np.testing.assert_array_equal(back, w)
+    firsts = [b for b in blocks if b.first]
+    lasts = [b for b in blocks if b.last]
+    assert len(firsts) == len(lasts) == 3
+    assert sum(len(weight_words(b)) for b in blocks) == 19 + np.count_nonzero(w) + 37 * 3 + \
+        len(blocks)
+    x = rng.integers(-100, 100, 37)
+    model = cycle_model(tile_jobs(blocks, x), cfg, w_valid_prob=0.5)
+    assert len(model["o"]) == 19 and len(model["x"]) == 37 * 3
 
 
 # ---------------------------------------------------------------- golden model
@@ -296,6 +322,31 @@ def test_rtl_single_pe_saturation_and_hazard(sim):
         if np.abs(np.abs(w) @ np.abs(x)).max() < 32768:
             np.testing.assert_array_equal(y, w @ x)       # exact integer W @ x
     _assert_cycles(result, cycle_model(plans, CFG_B, **knobs))
+
+
+def test_tiled_rtl(sim):
+    """Checkerboard of 2 x 3 blocks (24 x 32 max per block): double-buffered loading,
+    partial sums kept across column blocks, full-rate and bandwidth-limited weights."""
+    rng = np.random.default_rng(15)
+    w = _sparse(rng, 40, 70, 0.4, CFG_A.w_fmt)
+    w[:, 40:50] = 0
+    x = rng.integers(-3000, 3000, 70)
+    blocks = compile_tiled(w, CFG_A, "balanced")
+    assert [(b.row_offset, b.col_offset, b.first, b.last) for b in blocks] == [
+        (0, 0, True, False), (0, 32, False, False), (0, 64, False, True),
+        (24, 0, True, False), (24, 32, False, False), (24, 64, False, True)]
+    jobs = tile_jobs(blocks, x)
+    golden = ref_spmv(w, x, CFG_A)
+    np.testing.assert_array_equal(golden, _exact(w, x, CFG_A))
+    for name, knobs in (("tiled", {}),
+                        ("tiled_bw", {"w_valid_prob": 0.3, "o_ready_prob": 0.7, "seed": 9})):
+        ys, result = run_jobs(jobs, CFG_A, sim, name=name, **knobs)
+        np.testing.assert_array_equal(gather_tiled(blocks, ys), golden)
+        model = cycle_model(jobs, CFG_A, **knobs)
+        _assert_cycles(result, model)
+    # double buffering: at full bandwidth each next block loads while this one computes
+    info = cycle_model(jobs, CFG_A)["jobs"]
+    assert all(info[b + 1]["load_start"] < info[b]["done"] for b in range(len(info) - 1))
 
 
 # ---------------------------------------------------------------- CLI
