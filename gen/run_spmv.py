@@ -10,8 +10,8 @@ from .config import SpnnError
 from .fixed import QFormat, decode, parse_format, quantise
 from .runutil import add_common_arguments, check_finite, load_npy, make_report, write_npy, \
     write_report
-from .spmv import ALLOCATORS, SpmvConfig, compile_weights, cycle_model, load_report, prune, \
-    ref_spmv, run_jobs
+from .spmv import ALLOCATORS, SpmvConfig, compile_tiled, cycle_model, gather_tiled, prune, \
+    ref_spmv, run_jobs, tile_jobs
 
 HELP = "load-balanced sparse matrix-vector engine (seed 000)"
 DESCRIPTION = """\
@@ -25,15 +25,21 @@ W @ x.  Float arrays are quantised (round half up) to --w-fmt (default Q1.7) and
 pruned first with --density.  The output .npy holds integers for integer inputs and
 real values (float64) otherwise.
 
-The report's `cycles` are the compute cycles: first activation accepted to the last
-accumulator write (fill and drain of the PE pipelines included; weight loading and
-the one-per-clock result stream are reported separately as `load_cycles` and
-`total_cycles`).  `ideal_cycles` = ceil(nnz / P).
+Matrices larger than the memories (--rows-per-pe x P rows, --max-cols columns,
+--mem-depth entries per PE) run as a checkerboard of blocks: the next block's weights
+load into the second bank while the current one computes; partial sums stay in the
+accumulators across a block row.  --w-valid-prob models a slower weight stream.
+
+The report's `cycles` run from the first activation accepted to the last accumulator
+write of the last block (one block: its compute time incl. the fill and drain of the
+PE pipelines; weight loading before it and the one-per-clock result stream after it
+are reported as `load_cycles` and `total_cycles`).  `ideal_cycles` = ceil(nnz / P).
 
 Examples:
   spnn run spmv --weights W.npy --x x.npy --out y.npy --report r.json
   spnn run spmv --weights W.npy --x x.npy --pes 8 --alloc zigzag --fifo-depth 4 --sim icarus
   spnn run spmv --weights Wf.npy --x xf.npy --density 0.117 --w-fmt Q1.7 --x-fmt Q4.12
+  spnn run spmv --weights W.npy --x x.npy --pes 4 --rows-per-pe 8 --max-cols 16 --sim icarus
 """
 
 
@@ -54,6 +60,16 @@ def add_arguments(parser):
                         help="accumulator bits (default: sized so no sum overflows)")
     parser.add_argument("--out-fmt", default=None,
                         help="result format (default: the accumulator format, exact)")
+    parser.add_argument("--rows-per-pe", default=None,
+                        help="accumulators per PE (default: sized so all rows fit)")
+    parser.add_argument("--max-cols", default=None,
+                        help="columns per block (default: all columns)")
+    parser.add_argument("--mem-depth", default=None,
+                        help="weight entries per PE and bank (default: sized to the data); "
+                        "smaller memories run the matrix as a checkerboard of blocks")
+    parser.add_argument("--w-valid-prob", default="1.0",
+                        help="weight-stream bandwidth: probability of a word per clock "
+                        "(random gaps; default 1.0)")
     parser.add_argument("--out", metavar="y.npy", help="write y here")
     add_common_arguments(parser)
 
@@ -152,38 +168,54 @@ def _prepare(args):
                else QFormat(max(1, acc_width - acc_frac), acc_frac))
     rows, cols = w.shape
     per_pe = max(2, math.ceil(rows / pes))
-    rows_per_pe = 1 << (per_pe + per_pe // 4 - 1).bit_length()
+    rows_per_pe = min(4096, 1 << (per_pe + per_pe // 4 - 1).bit_length())
+    if args.rows_per_pe is not None:
+        rows_per_pe = _int_arg(args.rows_per_pe, "--rows-per-pe")
+    max_cols = max(2, cols) if args.max_cols is None else _int_arg(args.max_cols, "--max-cols")
+    mem_depth = 65536 if args.mem_depth is None else _int_arg(args.mem_depth, "--mem-depth")
     try:
-        cfg = SpmvConfig(pes=pes, fifo_depth=depth, rows_per_pe=min(rows_per_pe, 4096),
-                         max_cols=max(2, cols), mem_depth=65536, w_fmt=w_fmt, x_fmt=x_fmt,
+        bandwidth = float(args.w_valid_prob)
+    except ValueError:
+        raise SpnnError(f"--w-valid-prob must be a number, not {args.w_valid_prob!r}") from None
+    if not 0.01 <= bandwidth <= 1.0:
+        raise SpnnError(f"--w-valid-prob must be between 0.01 and 1, not {bandwidth}")
+    try:
+        cfg = SpmvConfig(pes=pes, fifo_depth=depth, rows_per_pe=rows_per_pe,
+                         max_cols=max_cols, mem_depth=mem_depth, w_fmt=w_fmt, x_fmt=x_fmt,
                          acc_width=acc_width, out_fmt=out_fmt)
-        plan = compile_weights(w_codes, cfg, args.alloc)
-        mem = max(2, int(plan.loads.max(initial=0)))
-        cfg = dataclasses.replace(cfg, mem_depth=1 << (mem - 1).bit_length())
-        plan = compile_weights(w_codes, cfg, args.alloc)
+        blocks = compile_tiled(w_codes, cfg, args.alloc)
+        if args.mem_depth is None:
+            mem = max([2] + [int(b.loads.max(initial=0)) for b in blocks])
+            cfg = dataclasses.replace(cfg, mem_depth=1 << (mem - 1).bit_length())
+            blocks = compile_tiled(w_codes, cfg, args.alloc)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
-        for key, flag in (("acc_width", "--acc-width"), ("out_fmt", "--out-fmt")):
-            msg = msg.replace(key, flag, 1) if msg.startswith(key) else msg
+        for key in ("acc_width", "out_fmt", "rows_per_pe", "max_cols", "mem_depth"):
+            if msg.startswith(key):
+                msg = "--" + key.replace("_", "-") + msg[len(key):]
         raise SpnnError(msg) from None
-    return cfg, plan, w, x, w_codes, x_codes, w_int and x_int
+    return cfg, blocks, bandwidth, w, x, w_codes, x_codes, w_int and x_int
 
 
 def run(args) -> int:
-    cfg, plan, w, x, w_codes, x_codes, exact_ints = _prepare(args)
-    ys, result = run_jobs([(plan, x_codes)], cfg, args.sim, seed=args.seed, waves=args.waves)
-    y = ys[0]
+    cfg, blocks, bandwidth, w, x, w_codes, x_codes, exact_ints = _prepare(args)
+    jobs = tile_jobs(blocks, x_codes)
+    knobs = {"w_valid_prob": bandwidth, "seed": args.seed}
+    ys, result = run_jobs(jobs, cfg, args.sim, waves=args.waves, **knobs)
+    y = gather_tiled(blocks, ys)
     golden = ref_spmv(w_codes, x_codes, cfg)
     if not np.array_equal(y, golden):
         bad = int(np.flatnonzero(y != golden)[0])
         raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
                          f"row {bad} ({y[bad]} != {golden[bad]})")
-    model = cycle_model([(plan, x_codes)], cfg)
+    model = cycle_model(jobs, cfg, **knobs)
     if result["sinks"]["o"]["cycles"] != model["o"] or \
             result["sources"]["x"]["cycles"] != model["x"]:
         raise SystemExit("spnn: internal error: RTL cycle counts differ from the cycle model")
-    job = model["jobs"][0]
-    loads = load_report(plan)
+    info = model["jobs"]
+    nnz = int(np.count_nonzero(w_codes))
+    pe_loads = np.sum([b.loads for b in blocks], axis=0)
+    mean = pe_loads.mean()
     real_y = decode(y, cfg.out_fmt)
     truth = (np.asarray(w, dtype=np.float64) @ np.asarray(x, dtype=np.float64)
              if not exact_ints else None)
@@ -195,20 +227,31 @@ def run(args) -> int:
         (float(np.max(np.abs(real_y - truth))) if len(y) else 0.0)
     if args.out:
         write_npy(args.out, y if exact_ints else real_y)
-    cycles = job["compute_cycles"]
-    ideal = loads["ideal_cycles"]
+    # first activation accepted .. last busy clock of the last block (one block: its
+    # compute cycles; tiled: includes waits for weight loads and earlier drains)
+    starts = [d["compute_start"] for d in info if d["compute_start"] is not None]
+    cycles = info[-1]["done"] - starts[0] if starts else 0
+    ideal = math.ceil(nnz / cfg.pes)
     formats = {"weights": cfg.w_fmt.to_dict(), "x": cfg.x_fmt.to_dict(),
                "accumulator": cfg.acc_fmt.to_dict(), "output": cfg.out_fmt.to_dict()}
     report = make_report(
         "spmv", cfg, formats, args.sim, cycles, ideal, int(w.shape[0]), err,
-        utilisation=(plan.nnz / (cfg.pes * cycles)) if cycles else None,
-        allocator=plan.alloc, pes=cfg.pes, fifo_depth=cfg.fifo_depth,
-        shape=list(w.shape), nnz=plan.nnz, density=plan.nnz / max(1, w.size),
-        loads=loads["loads"], max_load=loads["max_load"], mean_load=loads["mean_load"],
-        max_over_mean=loads["max_over_mean"],
+        utilisation=(nnz / (cfg.pes * cycles)) if cycles else None,
+        allocator=args.alloc, pes=cfg.pes, fifo_depth=cfg.fifo_depth,
+        shape=list(w.shape), nnz=nnz, density=nnz / max(1, w.size),
+        loads=[int(v) for v in pe_loads], max_load=int(pe_loads.max(initial=0)),
+        mean_load=float(mean), max_over_mean=float(pe_loads.max() / mean) if mean else 1.0,
         nonzero_activations=int(np.count_nonzero(x_codes)),
-        load_cycles=len(result["sources"]["w"]["cycles"]),
-        total_cycles=job["total_cycles"], model_cycles=cycles,
+        blocks=[{"row_offset": b.row_offset, "col_offset": b.col_offset,
+                 "shape": list(b.shape), "nnz": b.nnz, "max_load": int(b.loads.max()),
+                 "load_cycles": d["load_end"] - d["load_start"] + 1,
+                 "compute_cycles": d["compute_cycles"]} for b, d in zip(blocks, info)],
+        weight_words=len(result["sources"]["w"]["cycles"]),
+        load_cycles=info[0]["load_end"] - info[0]["load_start"] + 1,
+        w_valid_prob=bandwidth,
+        total_cycles=result["sinks"]["o"]["cycles"][-1] - starts[0] + 1
+        if starts and result["sinks"]["o"]["cycles"] else None,
+        model_cycles=cycles,
         time_us_at_100mhz=cycles * 0.01,
         rtl_matches_golden=True, rtl_cycles_match_model=True,
         exact_integer_result=bool(exact_ints and err_vs_exact == 0.0),
@@ -217,7 +260,8 @@ def run(args) -> int:
     if args.report:
         write_report(args.report, report)
     eff = f"{ideal / cycles:.3f}" if cycles else "n/a"
-    print(f"spmv {w.shape[0]}x{w.shape[1]}, nnz {plan.nnz}, P={cfg.pes} {plan.alloc}: "
+    tiles = f", {len(blocks)} blocks" if len(blocks) > 1 else ""
+    print(f"spmv {w.shape[0]}x{w.shape[1]}, nnz {nnz}, P={cfg.pes} {args.alloc}{tiles}: "
           f"{cycles} cycles (ideal {ideal}, efficiency {eff}), max/mean load "
-          f"{loads['max_over_mean']:.3f}, max |error| {err:.3g}")
+          f"{pe_loads.max() / mean if mean else 1.0:.3f}, max |error| {err:.3g}")
     return 0

@@ -394,6 +394,10 @@ def npys(tmp_path):
     (["--weights", "W", "--x", "x", "--density", "0.5"],
      "--density prunes float weights; integer codes are used as given"),
     (["--weights", "W", "--x", "missing"], "--x: no such file"),
+    (["--weights", "W", "--x", "x", "--rows-per-pe", "1"],
+     "--rows-per-pe must be between 2 and 4096, not 1"),
+    (["--weights", "W", "--x", "x", "--w-valid-prob", "0"],
+     "--w-valid-prob must be between 0.01 and 1, not 0.0"),
 ])
 def test_cli_errors(npys, capsys, argv, message):
     from gen.cli import main
@@ -434,4 +438,11 @@ def test_cli_integer_run_is_exact(npys, capsys):
     bound = 13 * (2 ** -8 * 8 + 2 ** -13)
     assert report["max_abs_error"] <= bound and report["max_abs_error_vs_quantised_product"] == 0
     assert report["nnz"] == round(0.3 * wf.size)
+    # tiled: 20 rows on 2 PEs x 4 accumulators, 5 columns per block, slow weight stream
+    assert main(["run", "spmv", "--weights", npys["W"], "--x", npys["x"], "--pes", "2",
+                 "--rows-per-pe", "4", "--max-cols", "5", "--w-valid-prob", "0.5",
+                 "--out", out, "--report", rep, "--sim", "icarus"]) == 0
+    np.testing.assert_array_equal(np.load(out), w @ x)
+    report = json.loads(open(rep).read())
+    assert len(report["blocks"]) == 3 * 3 and report["exact_integer_result"]
     capsys.readouterr()
