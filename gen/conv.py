@@ -45,6 +45,7 @@ import numpy as np
 from .config import SpnnError
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
+           "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound", "check_fits",
            "plan", "ref_conv", "direct_conv", "rtl_conv", "compute_cycles", "layer_cycles",
            "network_table", "descriptor_fields", "pack_descriptor", "to_signed",
            "to_unsigned"]
@@ -81,6 +82,11 @@ class ConvConfig:
         output-buffer bank (``cols`` banks, two sets for ping-pong), position-table entries.
     max_dim : int
         Largest input height/width (before padding), 1..4096.
+    shared_stream : bool
+        Mapper only: keep the seed's limit ``n <= ceil(kw / stride)`` (and ``n <= Wo``), so
+        every schedule also runs on an array whose groups share one staggered feature
+        stream per column (two read pointers).  The generated RTL gives each group its own
+        read port and runs any ``n <= max_groups``; ``False`` maps for that.
     """
 
     rows: int = 16
@@ -96,6 +102,7 @@ class ConvConfig:
     out_depth: int = 256
     max_slots: int = 256
     max_dim: int = 64
+    shared_stream: bool = True
 
     def __post_init__(self):
         for name in ("rows", "cols", "max_groups", "max_passes", "drain_rows", "data_width",
@@ -124,6 +131,8 @@ class ConvConfig:
             if not 1 <= getattr(self, name) <= 1 << 20:
                 raise ValueError(f"{name} must be between 1 and {1 << 20}, "
                                  f"not {getattr(self, name)}")
+        if not isinstance(self.shared_stream, bool):
+            raise TypeError(f"shared_stream must be a bool, not {self.shared_stream!r}")
         if not 1 <= self.max_dim <= 4096:
             raise ValueError(f"max_dim must be between 1 and 4096, not {self.max_dim}")
 
@@ -240,7 +249,53 @@ class Schedule:
 
 def n_limit(layer: ConvLayer, cfg: ConvConfig) -> int:
     """Largest ``n`` any pass of this layer may use, before the row limit."""
-    return max(1, min(cfg.max_groups, -(-layer.kw // layer.stride), layer.wo))
+    if not cfg.shared_stream:
+        return cfg.max_groups
+    share = max(READ_POINTERS,
+                (READ_POINTERS - 1) * layer.kw // layer.stride + 1)
+    return max(1, min(cfg.max_groups, share, layer.wo))
+
+
+# Read pointers per column feature FIFO in the seed's staggered schedule: the groups still
+# in tile i read one word, the groups already in tile i + 1 another (see stagger_reads).
+READ_POINTERS = 2
+
+
+def stagger_words(n: int, kw: int, stride: int) -> int:
+    """Closed form of :func:`stagger_reads`: ``min(n, 1 + ceil((n - 1) * stride / kw))``."""
+    return min(n, 1 + -(-(n - 1) * stride // kw))
+
+
+def stagger_reads(n: int, kw: int, stride: int, ic: int = 2, kh: int = 2,
+                  tiles: int | None = None, continuous: bool = False) -> int:
+    """Feature words one column must deliver per cycle in the seed's staggered schedule.
+
+    ``n`` groups; group ``g`` computes window ``i * n + g`` of tile ``i`` (windows along x,
+    ``stride`` apart), beats in <kernel column, input channel, kernel row> order, group ``g``
+    delayed by ``g * stride * ic * kh`` beats, every group busy back to back.  Returns the
+    largest number of distinct words ``(input column, channel, row)`` read in one cycle.
+    With ``continuous`` the tiles are consecutive windows (a whole output row); otherwise
+    each tile's windows are unrelated to the next tile's (offset by ``1000`` columns).
+    """
+    if tiles is None:
+        tiles = 4 + n * stride
+    inner = ic * kh
+    big_k = kw * inner
+    d = stride * inner
+    worst = 0
+    for t in range(tiles * big_k + n * d):
+        words = set()
+        for g in range(n):
+            j = t - g * d
+            if j < 0:
+                continue
+            i, jj = divmod(j, big_k)
+            if i >= tiles:
+                continue
+            base = i * n * stride if continuous else i * 1000
+            words.add((base + g * stride + jj // inner, jj % inner))
+        worst = max(worst, len(words))
+    return worst
 
 
 def n_rule(r: int, layer: ConvLayer, cfg: ConvConfig) -> int:
@@ -326,7 +381,8 @@ def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
         if mapping == "naive":
             passes.append(Pass(rem, 1, 1, _tiles(slots, 1, mc)))
         elif mapping == "seed":
-            n = n_rule(rem, layer, cfg)
+            # the seed's reading: n = min(floor(rows / R), ceil(kw / stride))
+            n = max(1, min(mr // rem, -(-layer.kw // layer.stride), cfg.max_groups))
             passes.append(Pass(rem, n, 1, _tiles(slots, n, mc)))
         else:
             passes += _split_remainder(rem, layer, cfg, slots, cfg.max_passes - len(passes))
@@ -335,6 +391,43 @@ def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
     elif not 1 <= icq <= layer.ic:
         raise SpnnError(f"icq must be between 1 and {layer.ic}, not {icq}")
     return Schedule(layer, cfg, mapping, flat, tuple(passes), icq, slots, n_limit(layer, cfg))
+
+
+def schedule_cover(sched) -> np.ndarray:
+    """How often each (output channel, slot) is computed, enumerated as the RTL does.
+
+    Pass entries in order, blocks of ``R`` consecutive channels, tiles ``t``; group ``g``
+    of tile ``t`` takes slot row ``t * n + g`` (slots ``(t * n + g) * cols + c``).  A correct
+    schedule gives 1 at every valid slot and 0 elsewhere.
+    """
+    cfg = sched.cfg
+    total = -(-sched.slots // cfg.cols) * cfg.cols
+    valid = _slot_valid(sched)
+    count = np.zeros((sched.layer.oc, total), dtype=np.int64)
+    cb = 0
+    for p in sched.passes:
+        for _ in range(p.count):
+            for t in range(p.tiles):
+                for g in range(p.n):
+                    lo = (t * p.n + g) * cfg.cols
+                    if lo >= total:
+                        continue
+                    cols = np.arange(lo, lo + cfg.cols)
+                    cols = cols[valid[cols]]
+                    count[cb:cb + p.r, cols] += 1
+            cb += p.r
+    return count
+
+
+def column_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
+    """Upper bound of the utilisation of *any* mapping on this array: ``P / (ceil(P/cols) cols)``.
+
+    Every row's weight is shared by all columns, so the rows of one group hold the same
+    channels in every column; each channel therefore needs ``ceil(P / cols)`` group-tiles
+    of ``cols`` positions, whatever the grouping or the chunking of K.
+    """
+    p = layer.positions
+    return p / (-(-p // cfg.cols) * cfg.cols)
 
 
 # ------------------------------------------------------------------ cycle model
@@ -427,7 +520,7 @@ def _trailing_invalid(sched):
 def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS) -> dict:
     """Per-layer and network-level utilisation (MACs / (rows x cols x compute cycles))."""
     rows, totals = [], {m: 0 for m in mappings}
-    macs = 0
+    macs, bound_cycles = 0, 0.0
     for name, oc, ic, h, w, k, s, p in layers:
         layer = ConvLayer(oc, ic, h, w, k, k, s, p)
         entry = {"layer": name, "oc": oc, "ic": ic, "h": h, "w": w, "k": k, "stride": s,
@@ -438,9 +531,12 @@ def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS) -> dict:
             totals[m] += cyc
             entry[m] = {"cycles": cyc, "utilisation": sched.utilisation,
                         "passes": [[pp.r, pp.n, pp.count] for pp in sched.passes]}
+        entry["bound"] = column_bound(layer, cfg)
+        bound_cycles += layer.macs / entry["bound"] / (cfg.rows * cfg.cols)
         macs += layer.macs
         rows.append(entry)
     net = {m: macs / (cfg.rows * cfg.cols * totals[m]) for m in mappings}
+    net["bound"] = macs / (cfg.rows * cfg.cols * bound_cycles)
     return {"layers": rows, "network": net, "macs": macs,
             "cycles": totals}
 
