@@ -333,3 +333,89 @@ def test_rtl_reset_mid_layer(sim):
     outs, stats, result = rtl_conv(jobs, CFG_8x4, sim, reset_at=stat - 20, name="reset")
     assert result["before_reset"]["o"]["data"] == []
     _check(jobs, outs, stats, result, CFG_8x4)
+
+
+# ------------------------------------------------------------------ CLI
+
+def _save(tmp_path, name, arr):
+    path = tmp_path / name
+    np.save(path, arr)
+    return str(path)
+
+
+def test_cli_run(tmp_path, capsys):
+    """``spnn run conv`` end to end (Icarus: the CLI sizes its own array per layer)."""
+    import json
+    from gen.cli import main
+    from gen.sim import sim_available
+    if not sim_available("icarus"):
+        pytest.skip("Icarus Verilog not installed")
+    rng = np.random.default_rng(21)
+    w = rng.integers(-128, 128, (6, 3, 3, 3))
+    x = rng.integers(-128, 128, (3, 7, 6))
+    out, rep = tmp_path / "y.npy", tmp_path / "r.json"
+    rc = main(["run", "conv", "--weights", _save(tmp_path, "w.npy", w), "--input",
+               _save(tmp_path, "x.npy", x), "--stride", "2", "--array", "8x4", "--out", str(out),
+               "--report", str(rep), "--sim", "icarus"])
+    assert rc == 0
+    np.testing.assert_array_equal(np.load(out), ref_conv(x, w, 2, 1))
+    report = json.loads(rep.read_text())
+    assert report["block"] == "conv" and report["array"] == "8x4"
+    assert report["utilisation"] == report["model_utilisation"]
+    assert report["rtl_matches_model"] is True
+    assert report["n_per_pass"] == report["schedule"]["n_per_pass"] != []
+    assert "utilisation" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case, message", [
+    ("w2d", "--weights must have shape (Oc, Ic, kh, kw), not (3, 3)"),
+    ("x2d", "--input must have shape (Ic, H, W), not (3, 3)"),
+    ("ic", "--weights has 2 input channels but --input has 3"),
+    ("float", "--input must hold integers, not float64"),
+    ("range", "--weights values must lie in [-128, 127] for 8-bit signed codes, found 0..300"),
+    ("array", "--array must be ROWSxCOLS, e.g. 16x4, not '16by4'"),
+    ("cols", "--array cols must be a power of two between 1 and 64, not 3"),
+    ("mapping", "--mapping must be one of naive, seed, remainder, not 'best'"),
+    ("stride", "--stride must be at least 1, not 0"),
+    ("kernel", "kernel 5x5 is larger than the padded input 3x3"),
+    ("missing", "--weights: no such file"),
+])
+def test_cli_errors(tmp_path, capsys, case, message):
+    from gen.cli import main
+    w = np.ones((4, 3, 3, 3), dtype=np.int64)
+    x = np.ones((3, 5, 5), dtype=np.int64)
+    args = {"--stride": "1", "--pad": "1", "--array": "8x4", "--mapping": "remainder"}
+    if case == "w2d":
+        w = np.ones((3, 3), dtype=np.int64)
+    elif case == "x2d":
+        x = np.ones((3, 3), dtype=np.int64)
+    elif case == "ic":
+        w = np.ones((4, 2, 3, 3), dtype=np.int64)
+    elif case == "float":
+        x = np.ones((3, 5, 5)) * 0.5
+    elif case == "range":
+        w = np.arange(4 * 3 * 9).reshape(4, 3, 3, 3) * 3 % 301
+        w.flat[0], w.flat[1] = 0, 300
+    elif case == "array":
+        args["--array"] = "16by4"
+    elif case == "cols":
+        args["--array"] = "8x3"
+    elif case == "mapping":
+        args["--mapping"] = "best"
+    elif case == "stride":
+        args["--stride"] = "0"
+    elif case == "kernel":
+        w = np.ones((4, 3, 5, 5), dtype=np.int64)
+        x = np.ones((3, 3, 3), dtype=np.int64)
+        args["--pad"] = "0"
+    out = tmp_path / "y.npy"
+    wpath = _save(tmp_path, "w.npy", w) if case != "missing" else str(tmp_path / "none.npy")
+    argv = ["run", "conv", "--weights", wpath, "--input", _save(tmp_path, "x.npy", x),
+            "--out", str(out), "--sim", "icarus"]
+    for key, value in args.items():
+        argv += [key, value]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spnn: error: " + message), err
+    assert len(err.splitlines()) == 1
+    assert not out.exists()
