@@ -44,7 +44,7 @@ from .fixed import QFormat
 
 __all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
            "storage_bits", "SCHEMES", "SEED_LAYERS", "prune_random", "bandwidth_table",
-           "FcConfig", "ref_fc", "fc_schedule", "fc_job", "rtl_fc", "dense_cycles"]
+           "FcConfig", "ref_fc", "decode_walk", "fc_schedule", "model_cycles_from_counts", "fc_job", "rtl_fc", "dense_cycles"]
 
 FORMAT_NAME = "fdcsr"
 FORMAT_VERSION = 1
@@ -465,38 +465,69 @@ def _beats(fd: FdCsr, cfg: FcConfig):
         counts.reshape(fd.rows, bpr, c).sum(axis=2)
 
 
+def decode_walk(beat_nnz, k):
+    """The decoder's clock-by-clock behaviour from per-beat non-zero counts.
+
+    ``beat_nnz``: (rows, beats_per_row) counts.  Each clock the decoder issues
+    ``min(k, left)`` non-zeros of the held beat; if that empties the beat and the beat is
+    not its row's last, the group is topped up with the next beat's first non-zeros
+    (look-ahead), and the next beat is accepted in the same clock.  A beat with nothing
+    left still takes one clock (that clock may issue the next beat's non-zeros).
+    Returns ``(finish, groups)``: the clock (1-based) in which each beat is finished and
+    the size of every issued group, in order.
+    """
+    counts = np.asarray(beat_nnz, dtype=np.int64)
+    bpr = counts.shape[1]
+    flat = counts.reshape(-1).tolist()
+    nb = len(flat)
+    finish = np.zeros(nb, dtype=np.int64)
+    groups = []
+    clock, idx = 0, 0
+    cur = flat[0] if nb else 0
+    while idx < nb:
+        clock += 1
+        take = min(k, cur)
+        cur -= take
+        extra = 0
+        if cur == 0 and (idx % bpr) != bpr - 1 and idx + 1 < nb:
+            extra = min(k - take, flat[idx + 1])
+        if take + extra:
+            groups.append(take + extra)
+        if cur == 0:
+            finish[idx] = clock
+            idx += 1
+            if idx < nb:
+                cur = flat[idx] - extra
+    return finish, groups
+
+
 def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
     """Exact cycle model of the engine for one job (all streams always valid/ready).
 
     Cycle 0 is the ``cmd`` transfer; ``x`` transfers at 1..cols; the first ``meta``
-    beat at ``cols + 1``.  A beat with ``p`` non-zeros occupies the decoder for
-    ``max(1, ceil(p / k))`` clocks (``k = nz_per_clock``) and the next beat is accepted
-    in its last clock.  Row ``r``'s result transfers on ``y`` at
-    ``cols + 1 + S_r + latency`` where ``S_r`` is the decoder clocks of rows ``0..r``.
-    So ``cycles = cols + 2 + S + latency`` (fixed overhead ``cols + 7``: activation load
-    and pipeline) and ``S <= ceil(nnz / k) + beats``.
+    beat at ``cols + 1``.  The decoder then runs as :func:`decode_walk` describes: up to
+    ``k = nz_per_clock`` non-zeros per clock, a beat boundary inside a row costs nothing
+    (look-ahead), a beat with nothing left costs one clock, each beat is accepted in
+    the clock that finishes the previous one.  Row ``r``'s result transfers on ``y`` at
+    ``cols + 1 + F_r + latency`` where ``F_r`` is the clock that finishes the row's last
+    beat.  So ``cycles = cols + 2 + S + latency`` with ``S`` the decoder clocks (fixed
+    overhead ``cols + 7``: activation load and pipeline).
     Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
     ``(addr, count)`` in order, and totals.
     """
     k = cfg.nz_per_clock
     _, _, beat_nnz = _beats(fd, cfg)
-    steps = np.maximum(1, -(-beat_nnz // k))
-    cum = np.cumsum(steps.reshape(-1))
+    finish, groups = decode_walk(beat_nnz, k)
     first_meta = fd.cols + 1
     bpr = beat_nnz.shape[1]
-    meta_cycles = first_meta + np.concatenate([[0], cum[:-1]])
-    row_end = cum.reshape(fd.rows, bpr)[:, -1]
+    meta_cycles = first_meta + np.concatenate([[0], finish[:-1]])
+    row_end = finish.reshape(fd.rows, bpr)[:, -1]
     y_cycles = first_meta + row_end + cfg.latency
-    requests = []
-    addr = 0
-    for p in beat_nnz.reshape(-1):
-        p = int(p)
-        while p > 0:
-            n = min(k, p)
-            requests.append((addr, n))
-            addr += n
-            p -= n
-    decode_clocks = int(cum[-1]) if len(cum) else 0
+    requests, addr = [], 0
+    for n in groups:
+        requests.append((addr, n))
+        addr += n
+    decode_clocks = int(finish[-1]) if len(finish) else 0
     return {"y_cycles": y_cycles.astype(np.int64), "meta_cycles": meta_cycles.astype(np.int64),
             "requests": requests, "decode_clocks": decode_clocks,
             "cycles": int(y_cycles[-1]) + 1, "fixed_overhead": fd.cols + 2 + cfg.latency,
@@ -509,10 +540,10 @@ def dense_cycles(rows, cols, cfg: FcConfig) -> int:
 
 
 def model_cycles_from_counts(beat_nnz, cols, cfg: FcConfig) -> int:
-    """:func:`fc_schedule`'s total from per-beat non-zero counts (large layers)."""
-    k = cfg.nz_per_clock
-    steps = np.maximum(1, -(-np.asarray(beat_nnz, dtype=np.int64) // k))
-    return cols + 2 + cfg.latency + int(steps.sum())
+    """:func:`fc_schedule`'s total from per-beat non-zero counts (rows x beats_per_row),
+    for layers too large to encode."""
+    finish, _ = decode_walk(beat_nnz, cfg.nz_per_clock)
+    return cols + 2 + cfg.latency + int(finish[-1])
 
 
 # ---------------------------------------------------------------- RTL payload packing

@@ -51,8 +51,9 @@ class FcEngine(wiring.Component):
 
     Latency/throughput
     ------------------
-    A beat with ``p`` non-zeros costs ``max(1, ceil(p / k))`` clocks; row ``r``'s result
-    transfers :attr:`latency` clocks after its last decode step.  Exact model:
+    The decoder issues ``k`` non-zeros per clock (fewer only at the end of a row or after
+    a run of empty beats); row ``r``'s result transfers :attr:`latency` clocks after its
+    last decode step.  Exact model:
     :func:`gen.fdcsr.fc_schedule`.  Pipeline: decode, FIFO (``fifo_depth`` groups waiting
     for values), pop + activation read, multiply (registered), accumulate.
     """

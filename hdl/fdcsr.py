@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """FD-CSR decoder: (mask, offset) beats -> value addresses and columns of the non-zeros only."""
 
-from amaranth.hdl import Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,11 +29,15 @@ def group_layout(nz_per_clock, addr_width, col_width):
 class FdcsrDecoder(wiring.Component):
     """Turn FD-CSR beats into groups of up to ``nz_per_clock`` non-zeros per clock.
 
-    Zeros cost nothing: a beat (``segs`` segments of ``row_width`` elements) with ``p``
-    non-zeros occupies the decoder for ``max(1, ceil(p / nz_per_clock))`` clocks, and the
-    next beat is accepted in the last of them.  Selection is by *rank*: a saturating
-    prefix popcount over the still-pending mask bits gives each bit its rank, and output
-    slot ``s`` takes the bit of rank ``s`` (a one-hot select, no scan over zeros).
+    Zeros cost nothing: each clock issues the next ``min(k, left)`` non-zeros of the held
+    beat (``segs`` segments of ``row_width`` elements), topped up from the next beat of
+    the same row when the held one runs out (look-ahead: a beat boundary inside a row
+    loses no slot; such a step waits for the next beat to be offered, so the grouping
+    never depends on stream timing).  A beat with nothing left costs one clock (which may
+    issue the next beat's non-zeros).  Exact model: :func:`gen.fdcsr.decode_walk`.
+    Selection is by *rank*: a saturating prefix popcount over the pending mask bits of
+    both beats gives each bit its rank, and output slot ``s`` takes the bit of rank ``s``
+    (a one-hot select, no scan over zeros).
     Address of a selected element (the seed's rule): ``offsets[seg] +
     popcount(masks[seg] & ((1 << bit) - 1))``; the ``count`` non-zeros of one group have
     consecutive addresses ``addr .. addr + count - 1``.
@@ -66,7 +70,7 @@ class FdcsrDecoder(wiring.Component):
     ------------------
     One group per clock while ``o`` is ready; first group 2 clocks after the beat's
     transfer (:attr:`latency`).  ``i.ready`` is high when no beat is held or the held
-    beat finishes this clock.
+    beat finishes this clock (it depends on ``i.valid`` through the look-ahead).
     """
 
     latency = 2
@@ -100,42 +104,57 @@ class FdcsrDecoder(wiring.Component):
         col_base = Signal(self.col_width)
         last = Signal()
 
+        # Look-ahead: when the held beat is not a row's last, the next beat (if offered)
+        # sits above it, so a group can be completed with the next beat's first non-zeros
+        # (no clock is lost to a beat boundary inside a row).
+        p = self.i.payload
+        merge = has & ~last & self.i.valid
+        nxt_masks = Mux(merge, p.masks.as_value(), 0)
+        pend = Signal(2 * nbits)
+        m.d.comb += pend.eq(Cat(rem, nxt_masks))
+        both_orig = Cat(orig, p.masks.as_value())
+        both_offs = offs + [p.offsets[j] for j in range(c)]
+
         # Saturating prefix count over the pending bits: rank[i] = min(k, #pending below i).
         ranks = []
         run = Const(0, rank_shape)
-        for i in range(nbits):
+        for i in range(2 * nbits):
             ranks.append(run)
             nxt = Signal(rank_shape, name=f"rank{i + 1}")
-            m.d.comb += nxt.eq(Mux(rem[i] & (run != k), run + 1, run))
+            m.d.comb += nxt.eq(Mux(pend[i] & (run != k), run + 1, run))
             run = nxt
-        count = run                                    # min(k, popcount(rem))
-        sel = [[rem[i] & (ranks[i] == s) for i in range(nbits)] for s in range(k)]
-        taken = Signal(nbits)
-        m.d.comb += taken.eq(Const(0, nbits) if k == 0 else
-                             _or([Mux(rem[i] & (ranks[i] < k), 1 << i, 0)
-                                  for i in range(nbits)], nbits))
-        rem_after = rem & ~taken
+        count = run                                    # min(k, popcount(pend))
+        sel = [[pend[i] & (ranks[i] == s) for i in range(2 * nbits)] for s in range(k)]
+        taken = Signal(2 * nbits)
+        m.d.comb += taken.eq(_or([Mux(pend[i] & (ranks[i] < k), 1 << i, 0)
+                                  for i in range(2 * nbits)], 2 * nbits))
+        rem_after = rem & ~taken[:nbits]
         finishing = rem_after == 0
 
         # Address of slot 0: the offset of its segment plus its rank among the segment's
         # original mask bits (one adder after two one-hot selects).
         seg_hit, in_rank = [], []
-        for j in range(c):
+        for j in range(2 * c):
             below = Const(0, unsigned(w.bit_length()))
             hits = []
             for b in range(w):
                 i = j * w + b
                 hits.append(sel[0][i])
                 in_rank.append(Mux(sel[0][i], below, 0))
-                below = below + orig[i]
-            seg_hit.append(Mux(_or(hits, 1), offs[j], 0))
+                below = below + both_orig[i]
+            seg_hit.append(Mux(_or(hits, 1), both_offs[j], 0))
         addr0 = _or(seg_hit, self.addr_width) + _or(in_rank, w.bit_length())
-        cols = [col_base + _or([Mux(sel[s][i], i, 0) for i in range(nbits)],
-                               max(1, (nbits - 1).bit_length())) for s in range(k)]
+        # Inside a row the next beat starts nbits columns later, so bit i of `pend` is
+        # column col_base + i in both halves.
+        cols = [col_base + _or([Mux(sel[s][i], i, 0) for i in range(2 * nbits)],
+                               (2 * nbits - 1).bit_length()) for s in range(k)]
 
         emit = (count != 0) | (last & finishing)
         can_step = ~self.o.valid | self.o.ready
-        step = has & can_step
+        # A group that the next beat of the row could top up waits for that beat, so the
+        # grouping (hence the memory requests) never depends on when `i` is offered.
+        need_next = ~last & (ranks[nbits] != k)
+        step = has & can_step & (~need_next | self.i.valid)
         m.d.comb += self.i.ready.eq(~has | (step & finishing))
 
         with m.If(can_step):
@@ -153,9 +172,10 @@ class FdcsrDecoder(wiring.Component):
             with m.If(finishing):
                 m.d.sync += has.eq(0)
         with m.If(self.i.valid & self.i.ready):
-            p = self.i.payload
-            m.d.sync += [has.eq(1), rem.eq(p.masks.as_value()), orig.eq(p.masks.as_value()),
-                         col_base.eq(p.col_base), last.eq(p.last)]
+            # taken[nbits:] is non-zero only when this same clock's step merged into p.
+            m.d.sync += [has.eq(1), rem.eq(p.masks.as_value() & ~taken[nbits:]),
+                         orig.eq(p.masks.as_value()), col_base.eq(p.col_base),
+                         last.eq(p.last)]
             m.d.sync += [offs[j].eq(p.offsets[j]) for j in range(c)]
         return m
 

@@ -4,7 +4,8 @@
 import numpy as np
 import pytest
 
-from gen.fdcsr import (FcConfig, FdCsr, SEED_LAYERS, bandwidth_table, decode, encode,
+from gen.fdcsr import (FcConfig, FdCsr, SEED_LAYERS, bandwidth_table, decode, decode_walk,
+                       encode,
                        fc_job, fc_schedule, load, prune_random, ref_fc, save,
                        segment_popcounts, storage_bits)
 from gen.fixed import QFormat
@@ -187,15 +188,27 @@ def test_schedule_counts():
     w = np.zeros((3, 40), dtype=np.int64)
     w[0, :5] = 1          # beat 0: 5 nz -> 3 clocks; beat 1 (cols 32..39): empty -> 1
     # row 1 all zero: 2 empty beats -> 2 clocks
-    w[2, 32:40] = 2       # beat 0 empty -> 1; beat 1: 8 nz -> 4 clocks
+    w[2, 32:40] = 2       # beat 0 empty: 1 clock, issuing 2 of beat 1 (look-ahead); 6 left -> 3
     sched = fc_schedule(encode(w), cfg)
-    assert sched["decode_clocks"] == 3 + 1 + 2 + 1 + 4
+    assert sched["decode_clocks"] == 3 + 1 + 2 + 1 + 3
     assert sched["requests"] == [(0, 2), (2, 2), (4, 1), (5, 2), (7, 2), (9, 2), (11, 2)]
     first = 40 + 1
     lat = cfg.latency
-    assert sched["y_cycles"].tolist() == [first + 4 + lat, first + 6 + lat, first + 11 + lat]
-    assert sched["cycles"] == 40 + 2 + 11 + lat
+    assert sched["y_cycles"].tolist() == [first + 4 + lat, first + 6 + lat, first + 10 + lat]
+    assert sched["cycles"] == 40 + 2 + 10 + lat
     assert sched["meta_cycles"].tolist() == [first + c for c in (0, 3, 4, 5, 6, 7)]
+
+
+def test_decode_walk_look_ahead():
+    # k = 4: 3 + 3 non-zeros in two beats of one row take 2 clocks, not 2 + 1 = 3 ...
+    finish, groups = decode_walk(np.array([[3, 3]]), 4)
+    assert finish.tolist() == [1, 2] and groups == [4, 2]
+    # ... but a group never spans two rows.
+    finish, groups = decode_walk(np.array([[3], [3]]), 4)
+    assert finish.tolist() == [1, 2] and groups == [3, 3]
+    # Empty beats cost a clock each, except that the clock may issue the next beat's work.
+    finish, groups = decode_walk(np.array([[0, 0, 5]]), 4)
+    assert finish.tolist() == [1, 2, 3] and groups == [4, 1]
 
 
 def test_schedule_target_on_seed_densities():
