@@ -28,7 +28,8 @@ real values (float64) otherwise.
 Matrices larger than the memories (--rows-per-pe x P rows, --max-cols columns,
 --mem-depth entries per PE) run as a checkerboard of blocks: the next block's weights
 load into the second bank while the current one computes; partial sums stay in the
-accumulators across a block row.  --w-valid-prob models a slower weight stream.
+accumulators across a block row.  The weight stream carries --w-lanes words per beat;
+--w-valid-prob < 1 inserts random gaps (bandwidth = lanes x prob words per clock).
 
 The report's `cycles` run from the first activation accepted to the last accumulator
 write of the last block (one block: its compute time incl. the fill and drain of the
@@ -40,6 +41,7 @@ Examples:
   spnn run spmv --weights W.npy --x x.npy --pes 8 --alloc zigzag --fifo-depth 4 --sim icarus
   spnn run spmv --weights Wf.npy --x xf.npy --density 0.117 --w-fmt Q1.7 --x-fmt Q4.12
   spnn run spmv --weights W.npy --x x.npy --pes 4 --rows-per-pe 8 --max-cols 16 --sim icarus
+  spnn run spmv --weights W.npy --x x.npy --pes 8 --w-lanes 4 --w-valid-prob 0.5
 """
 
 
@@ -67,6 +69,8 @@ def add_arguments(parser):
     parser.add_argument("--mem-depth", default=None,
                         help="weight entries per PE and bank (default: sized to the data); "
                         "smaller memories run the matrix as a checkerboard of blocks")
+    parser.add_argument("--w-lanes", default="1",
+                        help="weight words per stream beat (1..min(P, 64); default 1)")
     parser.add_argument("--w-valid-prob", default="1.0",
                         help="weight-stream bandwidth: probability of a word per clock "
                         "(random gaps; default 1.0)")
@@ -173,6 +177,7 @@ def _prepare(args):
         rows_per_pe = _int_arg(args.rows_per_pe, "--rows-per-pe")
     max_cols = max(2, cols) if args.max_cols is None else _int_arg(args.max_cols, "--max-cols")
     mem_depth = 65536 if args.mem_depth is None else _int_arg(args.mem_depth, "--mem-depth")
+    lanes = _int_arg(args.w_lanes, "--w-lanes")
     try:
         bandwidth = float(args.w_valid_prob)
     except ValueError:
@@ -182,7 +187,7 @@ def _prepare(args):
     try:
         cfg = SpmvConfig(pes=pes, fifo_depth=depth, rows_per_pe=rows_per_pe,
                          max_cols=max_cols, mem_depth=mem_depth, w_fmt=w_fmt, x_fmt=x_fmt,
-                         acc_width=acc_width, out_fmt=out_fmt)
+                         acc_width=acc_width, out_fmt=out_fmt, w_lanes=lanes)
         blocks = compile_tiled(w_codes, cfg, args.alloc)
         if args.mem_depth is None:
             mem = max([2] + [int(b.loads.max(initial=0)) for b in blocks])
@@ -190,7 +195,8 @@ def _prepare(args):
             blocks = compile_tiled(w_codes, cfg, args.alloc)
     except (TypeError, ValueError) as exc:
         msg = str(exc)
-        for key in ("acc_width", "out_fmt", "rows_per_pe", "max_cols", "mem_depth"):
+        for key in ("acc_width", "out_fmt", "rows_per_pe", "max_cols", "mem_depth",
+                    "w_lanes"):
             if msg.startswith(key):
                 msg = "--" + key.replace("_", "-") + msg[len(key):]
         raise SpnnError(msg) from None
@@ -246,9 +252,10 @@ def run(args) -> int:
                  "shape": list(b.shape), "nnz": b.nnz, "max_load": int(b.loads.max()),
                  "load_cycles": d["load_end"] - d["load_start"] + 1,
                  "compute_cycles": d["compute_cycles"]} for b, d in zip(blocks, info)],
-        weight_words=len(result["sources"]["w"]["cycles"]),
+        weight_beats=len(result["sources"]["w"]["cycles"]),
         load_cycles=info[0]["load_end"] - info[0]["load_start"] + 1,
-        w_valid_prob=bandwidth,
+        w_valid_prob=bandwidth, w_lanes=cfg.w_lanes,
+        weight_bandwidth_words_per_clock=cfg.w_lanes * bandwidth,
         total_cycles=result["sinks"]["o"]["cycles"][-1] - starts[0] + 1
         if starts and result["sinks"]["o"]["cycles"] else None,
         model_cycles=cycles,

@@ -76,11 +76,12 @@ from .fixed import QFormat, requantise, saturate
 
 __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
            "compile_tiled", "tile_jobs", "gather_tiled",
-           "prune", "ref_spmv", "weight_words", "cycle_model", "rtl_spmv", "run_jobs",
-           "load_report", "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_END"]
+           "prune", "ref_spmv", "cycle_model", "rtl_spmv", "run_jobs",
+           "load_report", "weight_beats", "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_END",
+           "KIND_NOP"]
 
 ALLOCATORS = ("interleave", "zigzag", "lpt", "balanced")
-KIND_ENTRY, KIND_COL, KIND_ROW, KIND_END = 0, 1, 2, 3
+KIND_ENTRY, KIND_COL, KIND_ROW, KIND_END, KIND_NOP = 0, 1, 2, 3, 4
 
 
 def _clog2(n: int) -> int:
@@ -110,6 +111,9 @@ class SpmvConfig:
         ``w_fmt.frac_bits + x_fmt.frac_bits``; saturates on every add.
     out_fmt : QFormat
         Result format (2..64 bits).
+    w_lanes : int
+        Words per weight-stream beat ``L``, 1..min(pes, 64): lane ``l`` feeds the PEs
+        ``p`` with ``p mod L = l`` and the rowmap of the rows ``r`` with ``r mod L = l``.
     """
 
     pes: int = 32
@@ -121,11 +125,12 @@ class SpmvConfig:
     x_fmt: QFormat = QFormat(4, 12)
     acc_width: int = 32
     out_fmt: QFormat = QFormat(8, 12)
+    w_lanes: int = 1
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 2, 4096),
                              ("max_cols", 2, 65536), ("mem_depth", 2, 65536),
-                             ("acc_width", 2, 64)):
+                             ("acc_width", 2, 64), ("w_lanes", 1, 64)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise TypeError(f"{name} must be an integer, not {value!r}")
@@ -140,6 +145,9 @@ class SpmvConfig:
                 raise ValueError(f"{name} must be 2 to 32 bits wide, not {fmt.width} ({fmt})")
         if self.out_fmt.width < 2:
             raise ValueError(f"out_fmt must be at least 2 bits wide, not {self.out_fmt}")
+        if self.w_lanes > self.pes:
+            raise ValueError(f"w_lanes must be between 1 and pes = {self.pes}, "
+                             f"not {self.w_lanes}")
         need = self.w_fmt.width + self.x_fmt.width
         if self.acc_width < need:
             raise ValueError(f"acc_width must be at least w_fmt + x_fmt width = {need}, "
@@ -188,7 +196,16 @@ class SpmvConfig:
 
     @property
     def word_width(self) -> int:
-        return self.w_fmt.width + self.idx_bits + self.pe_bits + 2
+        return self.w_fmt.width + self.idx_bits + self.pe_bits + 3
+
+    @property
+    def beat_width(self) -> int:
+        return self.w_lanes * self.word_width
+
+    @property
+    def lane_rows(self) -> int:
+        """Rowmap entries per lane."""
+        return -(-self.max_rows // self.w_lanes)
 
     # Pipeline constants used by the cycle model (see hdl/spmv.py).
     pe_latency = 2        # PE issue -> accumulator write (entry read, multiply/acc read)
@@ -461,22 +478,38 @@ def _pack(kind, pe, idx, value, cfg):
             | (int(pe) << (ww + cfg.idx_bits)) | (kind << (ww + cfg.idx_bits + cfg.pe_bits)))
 
 
-def weight_words(plan: SpmvPlan) -> list:
-    """The weight-stream words of a block: ROW words (first block of a block row only),
-    then per column ENTRY* COL, then END (value 1 = last block of its block row)."""
+def weight_beats(plan: SpmvPlan) -> list:
+    """The weight-stream beats of a block, each ``w_lanes`` packed words (lane 0 in the
+    LSBs).  Lane ``l`` carries the ROW words of rows ``r = l mod L`` (first block of a
+    block row only), then per column the ENTRY words of its PEs and one COL word; the
+    lanes are padded with NOP words to equal length and closed by one beat of END words
+    (value 1 = last block of its block row)."""
     cfg = plan.cfg
-    words = [_pack(KIND_ROW, pe, i, 0, cfg) for pe, i in zip(plan.row_pe, plan.row_local)] \
-        if plan.first else []
+    L = cfg.w_lanes
+    lanes = [[] for _ in range(L)]
+    if plan.first:
+        for r, (pe, i) in enumerate(zip(plan.row_pe, plan.row_local)):
+            lanes[r % L].append(_pack(KIND_ROW, pe, i, 0, cfg))
     pos = [0] * cfg.pes
     for j in range(plan.cols):
         for p in range(cfg.pes):
             for _ in range(plan.counts[p, j]):
                 wv, row = plan.entries[p][pos[p]]
-                words.append(_pack(KIND_ENTRY, p, row, wv, cfg))
+                lanes[p % L].append(_pack(KIND_ENTRY, p, row, wv, cfg))
                 pos[p] += 1
-        words.append(_pack(KIND_COL, 0, 0, 0, cfg))
-    words.append(_pack(KIND_END, 0, 0, int(plan.last), cfg))
-    return words
+        for lane in lanes:
+            lane.append(_pack(KIND_COL, 0, 0, 0, cfg))
+    n = max(len(lane) for lane in lanes)
+    nop = _pack(KIND_NOP, 0, 0, 0, cfg)
+    end = _pack(KIND_END, 0, 0, int(plan.last), cfg)
+    beats = []
+    for i in range(n + 1):
+        beat = 0
+        for l, lane in enumerate(lanes):
+            word = end if i == n else (lane[i] if i < len(lane) else nop)
+            beat |= word << (l * cfg.word_width)
+        beats.append(beat)
+    return beats
 
 
 # ------------------------------------------------------------------ golden model
@@ -544,10 +577,9 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     the result stream never stalled the first result leaves at ``drain_start + 3``.
     """
     rng = random.Random(seed)
-    words = [weight_words(plan) for plan, _ in jobs]
-    kinds = [[(wd >> (cfg.word_width - 2)) & 3 for wd in v] for v in words]
+    nbeats = [len(weight_beats(plan)) for plan, _ in jobs]
     xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
-    wsrc = _Src(sum(len(v) for v in words), w_valid_prob)
+    wsrc = _Src(sum(nbeats), w_valid_prob)
     xsrc = _Src(sum(len(v) for v in xs), x_valid_prob)
     n_out = sum(plan.rows for plan, _ in jobs if plan.last)
     o_cycles = []
@@ -581,7 +613,7 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
             d = info[lblock]
             if d["load_start"] is None:
                 d["load_start"] = cycle
-            if kinds[lblock][wpos] == KIND_END:
+            if wpos == nbeats[lblock] - 1:   # the END beat
                 d["load_end"] = cycle
                 load_done = (lbank, lblock)
                 lblock, wpos, lbank = lblock + 1, 0, lbank ^ 1
@@ -692,7 +724,7 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
     words, xdata, n_out = [], [], 0
     xmask = (1 << cfg.x_fmt.width) - 1
     for plan, x in jobs:
-        words += weight_words(plan)
+        words += weight_beats(plan)
         xdata += [int(v) & xmask for v in np.asarray(x, dtype=np.int64).ravel()]
         n_out += plan.rows if plan.last else 0
     if max_cycles is None:

@@ -20,7 +20,7 @@ def word_layout(cfg: SpmvConfig) -> data.StructLayout:
     return data.StructLayout({"value": signed(cfg.w_fmt.width),
                               "idx": unsigned(cfg.idx_bits),
                               "pe": unsigned(cfg.pe_bits),
-                              "kind": unsigned(2)})
+                              "kind": unsigned(3)})
 
 
 class SpmvEngine(wiring.Component):
@@ -68,7 +68,7 @@ class SpmvEngine(wiring.Component):
             raise TypeError(f"cfg must be an SpmvConfig, not {cfg!r}")
         self.cfg = cfg
         super().__init__({
-            "w": In(stream.Signature(word_layout(cfg))),
+            "w": In(stream.Signature(data.ArrayLayout(word_layout(cfg), cfg.w_lanes))),
             "x": In(stream.Signature(signed(cfg.x_fmt.width))),
             "o": Out(stream.Signature(signed(cfg.out_fmt.width))),
         })
@@ -88,10 +88,13 @@ class SpmvEngine(wiring.Component):
             pe = SpmvPE(cfg)
             m.submodules[f"pe{p}"] = pe
             pes.append(pe)
-        rb = _clog2(cfg.max_rows)
-        m.submodules.rowmap = rowmap = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits),
-                                              depth=2 << rb, init=[])
-        map_w, map_r = rowmap.write_port(), rowmap.read_port(domain="sync")
+        L = cfg.w_lanes
+        rb = _clog2(cfg.lane_rows)
+        maps = []
+        for lane in range(L):
+            mem = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits), depth=2 << rb, init=[])
+            m.submodules[f"rowmap{lane}"] = mem
+            maps.append((mem.write_port(), mem.read_port(domain="sync")))
 
         # ---- loader: fills weight bank `lbank` while the other one is computed on
         full = Signal(2)                 # bank holds a loaded, not yet finished block
@@ -101,39 +104,44 @@ class SpmvEngine(wiring.Component):
         n_cols = [Signal(unsigned(cfg.col_bits), name=f"n_cols{b}") for b in range(2)]
         last = [Signal(name=f"last{b}") for b in range(2)]
         n_rows = [Signal(unsigned(cfg.row_bits), name=f"n_rows{b}") for b in range(2)]
-        col_cnt = Signal(unsigned(cfg.col_bits))
-        row_cnt = Signal(unsigned(cfg.row_bits))
-        word = self.w.payload
+        col_cnt = [Signal(unsigned(cfg.col_bits), name=f"col_cnt{l}") for l in range(L)]
+        row_cnt = [Signal(unsigned(cfg.row_bits), name=f"row_cnt{l}") for l in range(L)]
+        words = [self.w.payload[l] for l in range(L)]
         w_take = self.w.valid & self.w.ready
-        end_take = w_take & (word.kind == KIND_END)
+        end_take = w_take & (words[0].kind == KIND_END)
         m.d.comb += self.w.ready.eq(~full.bit_select(lbank, 1))
         for p, pe in enumerate(pes):
+            word = words[p % L]
             m.d.comb += [
                 pe.ld_bank.eq(lbank), pe.cp_bank.eq(cbank), pe.ld_start.eq(end_take),
                 pe.ld_entry.eq(w_take & (word.kind == KIND_ENTRY) & (word.pe == p)),
                 pe.ld_col.eq(w_take & (word.kind == KIND_COL)),
-                pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx), pe.ld_col_addr.eq(col_cnt),
+                pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx),
+                pe.ld_col_addr.eq(col_cnt[p % L]),
             ]
-        with m.If(w_take):
-            with m.Switch(word.kind):
-                with m.Case(KIND_COL):
-                    m.d.sync += col_cnt.eq(col_cnt + 1)
-                with m.Case(KIND_ROW):
-                    m.d.comb += [map_w.addr.eq(Cat(row_cnt[:rb], mb_load)),
-                                 map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
-                    m.d.sync += row_cnt.eq(row_cnt + 1)
-                with m.Case(KIND_END):
-                    is_last = word.value[0]
-                    m.d.comb += full_set.eq(Mux(lbank, 0b10, 0b01))
-                    m.d.sync += [lbank.eq(~lbank), col_cnt.eq(0)]
-                    for b in range(2):
-                        with m.If(lbank == b):
-                            m.d.sync += [n_cols[b].eq(col_cnt), last[b].eq(is_last)]
-                    with m.If(is_last):
-                        m.d.sync += [mb_load.eq(~mb_load), row_cnt.eq(0)]
-                        for b in range(2):
-                            with m.If(mb_load == b):
-                                m.d.sync += n_rows[b].eq(row_cnt)
+        for lane, word in enumerate(words):
+            map_w = maps[lane][0]
+            with m.If(w_take & (word.kind == KIND_COL)):
+                m.d.sync += col_cnt[lane].eq(col_cnt[lane] + 1)
+            with m.If(w_take & (word.kind == KIND_ROW)):
+                m.d.comb += [map_w.addr.eq(Cat(row_cnt[lane][:rb], mb_load)),
+                             map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
+                m.d.sync += row_cnt[lane].eq(row_cnt[lane] + 1)
+        with m.If(end_take):
+            is_last = words[0].value[0]
+            m.d.comb += full_set.eq(Mux(lbank, 0b10, 0b01))
+            m.d.sync += [lbank.eq(~lbank)] + [c.eq(0) for c in col_cnt]
+            for b in range(2):
+                with m.If(lbank == b):
+                    m.d.sync += [n_cols[b].eq(col_cnt[0]), last[b].eq(is_last)]
+            with m.If(is_last):
+                m.d.sync += [mb_load.eq(~mb_load)] + [c.eq(0) for c in row_cnt]
+                total = row_cnt[0]
+                for c in row_cnt[1:]:
+                    total = total + c
+                for b in range(2):
+                    with m.If(mb_load == b):
+                        m.d.sync += n_rows[b].eq(total)
         m.d.sync += full.eq((full | full_set) & ~full_clr)
 
         cur_cols = Mux(cbank, n_cols[1], n_cols[0])
@@ -168,13 +176,18 @@ class SpmvEngine(wiring.Component):
 
         # ---- drain: rowmap read -> accumulator read (and clear) -> round/saturate -> o
         k = Signal(unsigned(cfg.row_bits))
+        k_lane = Signal(range(max(L, 2)))   # k mod L
+        k_div = Signal(unsigned(rb))     # k div L
         v0, v1 = Signal(), Signal()
+        lane0 = Signal(range(max(L, 2)))
         sel = Signal(unsigned(cfg.pe_bits))
         adv_d = ~self.o.valid | self.o.ready
         issue = adv_d & (k != cur_rows)
-        m.d.comb += [map_r.addr.eq(Cat(k[:rb], mbank)), map_r.en.eq(adv_d)]
-        map_idx = map_r.data[:cfg.idx_bits]
-        map_pe = map_r.data[cfg.idx_bits:]
+        for _, map_r in maps:
+            m.d.comb += [map_r.addr.eq(Cat(k_div, mbank)), map_r.en.eq(adv_d)]
+        map_data = Array(map_r.data for _, map_r in maps)[lane0] if L > 1 else maps[0][1].data
+        map_idx = map_data[:cfg.idx_bits]
+        map_pe = map_data[cfg.idx_bits:]
         clr = Signal(range(R + 1))
         for p, pe in enumerate(pes):
             m.d.comb += [pe.drain.eq(in_drain), pe.acc_en.eq(adv_d), pe.acc_addr.eq(map_idx)]
@@ -188,7 +201,15 @@ class SpmvEngine(wiring.Component):
                           cfg.out_fmt)
         with m.If(in_drain & adv_d):
             m.d.sync += [v0.eq(issue), v1.eq(v0), self.o.valid.eq(v1), k.eq(k + issue),
-                         sel.eq(map_pe), self.o.payload.eq(result)]
+                         lane0.eq(k_lane), sel.eq(map_pe), self.o.payload.eq(result)]
+            with m.If(issue):
+                if L > 1:
+                    with m.If(k_lane == L - 1):
+                        m.d.sync += [k_lane.eq(0), k_div.eq(k_div + 1)]
+                    with m.Else():
+                        m.d.sync += k_lane.eq(k_lane + 1)
+                else:
+                    m.d.sync += k_div.eq(k_div + 1)
 
         # ---- tile controller: initial clear / compute (next block loads) / drain
         with m.Switch(state):
@@ -202,7 +223,8 @@ class SpmvEngine(wiring.Component):
             with m.Case(COMPUTE):
                 with m.If((cols_in == cur_cols) & ~s1_valid & all_idle):
                     with m.If(cur_last):
-                        m.d.sync += [state.eq(DRAIN), k.eq(0), v0.eq(0), v1.eq(0)]
+                        m.d.sync += [state.eq(DRAIN), k.eq(0), k_lane.eq(0), k_div.eq(0),
+                                     v0.eq(0), v1.eq(0)]
                     with m.Else():
                         m.d.comb += release.eq(1)
                         m.d.sync += state.eq(IDLE)

@@ -10,10 +10,10 @@ import pytest
 from gen.fixed import QFormat, requantise
 from gen.spmv import (ALLOCATORS, SpmvConfig, allocate, compile_tiled, compile_weights,
                       cycle_model, gather_tiled, load_report, prune, ref_spmv, run_jobs,
-                      tile_jobs, weight_words)
+                      tile_jobs, weight_beats)
 
 # Two hardware configurations keep the simulator builds few.
-CFG_A = SpmvConfig(pes=3, fifo_depth=2, rows_per_pe=8, max_cols=32, mem_depth=256)
+CFG_A = SpmvConfig(pes=3, fifo_depth=2, rows_per_pe=8, max_cols=32, mem_depth=256, w_lanes=2)
 CFG_B = SpmvConfig(pes=1, fifo_depth=1, rows_per_pe=16, max_cols=16, mem_depth=256,
                    w_fmt=QFormat(8, 0), x_fmt=QFormat(8, 0), acc_width=16,
                    out_fmt=QFormat(16, 0))
@@ -40,6 +40,7 @@ def _exact(w, x, cfg):
     ({"acc_width": 20}, ValueError, "acc_width must be at least w_fmt + x_fmt width = 24, "
                                     "not 20"),
     ({"w_fmt": "Q1.7"}, TypeError, "w_fmt must be a QFormat, not 'Q1.7'"),
+    ({"pes": 3, "w_lanes": 4}, ValueError, "w_lanes must be between 1 and pes = 3, not 4"),
     ({"x_fmt": QFormat(20, 20)}, ValueError, "x_fmt must be 2 to 32 bits wide, not 40 (Q20.20)"),
 ])
 def test_config_errors(kwargs, exc, message):
@@ -100,7 +101,7 @@ def test_plan_layout_reconstructs_matrix(alloc):
                 back[inv[(p, local)], j] = value
     np.testing.assert_array_equal(back, w)
     assert plan.nnz == np.count_nonzero(w)
-    assert len(weight_words(plan)) == 37 + plan.nnz + 29 + 1
+    assert len(weight_beats(plan)) == 37 + plan.nnz + 29 + 1
     report = load_report(plan)
     assert sum(report["loads"]) == plan.nnz
     assert report["ideal_cycles"] == math.ceil(plan.nnz / 5)
@@ -127,6 +128,25 @@ def test_compile_rejects_codes_and_overfull_memory():
             pes=3, rows_per_pe=8, max_cols=80, mem_depth=64))
 
 
+def test_weight_beats_lanes():
+    """Lane l carries rows r = l mod L and PEs p = l mod L; lanes padded, one END beat."""
+    from gen.spmv import KIND_END, KIND_NOP
+    cfg = SpmvConfig(pes=3, rows_per_pe=4, max_cols=8, mem_depth=16, w_lanes=2,
+                     w_fmt=QFormat(8, 0))
+    w = np.zeros((5, 4), dtype=np.int64)
+    w[:, 0] = [1, 2, 3, 4, 5]
+    plan = compile_weights(w, cfg, "interleave")   # rows 0,3 -> PE0, 1,4 -> PE1, 2 -> PE2
+    beats = weight_beats(plan)
+    ww, mask = cfg.word_width, (1 << cfg.word_width) - 1
+    lanes = [[(b >> (lane * ww)) & mask for b in beats] for lane in range(2)]
+    kind = lambda word: word >> (ww - 3)  # noqa: E731
+    # lane 0: ROW 0, 2, 4 | ENTRY (PE0: 2, PE2: 1) | 4 COL ; lane 1: ROW 1, 3 | ENTRY 2 | 4 COL
+    assert [kind(wd) for wd in lanes[0]] == [2] * 3 + [0] * 3 + [1] * 4 + [KIND_END]
+    assert [kind(wd) for wd in lanes[1]] == [2] * 2 + [0] * 2 + [1] * 4 + [KIND_NOP] * 2 + \
+        [KIND_END]
+    assert beats[-1] & 1 and len(beats) == 11
+
+
 def test_prune_keeps_largest():
     w = np.array([[0.1, -0.9], [0.5, 0.2]])
     np.testing.assert_array_equal(prune(w, 0.5), [[0, -0.9], [0.5, 0]])
@@ -151,7 +171,7 @@ def test_compile_tiled_blocks_and_sums():
     firsts = [b for b in blocks if b.first]
     lasts = [b for b in blocks if b.last]
     assert len(firsts) == len(lasts) == 3
-    assert sum(len(weight_words(b)) for b in blocks) == 19 + np.count_nonzero(w) + 37 * 3 + \
+    assert sum(len(weight_beats(b)) for b in blocks) == 19 + np.count_nonzero(w) + 37 * 3 + \
         len(blocks)
     x = rng.integers(-100, 100, 37)
     model = cycle_model(tile_jobs(blocks, x), cfg, w_valid_prob=0.5)
@@ -441,8 +461,10 @@ def test_cli_integer_run_is_exact(npys, capsys):
     # tiled: 20 rows on 2 PEs x 4 accumulators, 5 columns per block, slow weight stream
     assert main(["run", "spmv", "--weights", npys["W"], "--x", npys["x"], "--pes", "2",
                  "--rows-per-pe", "4", "--max-cols", "5", "--w-valid-prob", "0.5",
+                 "--w-lanes", "2",
                  "--out", out, "--report", rep, "--sim", "icarus"]) == 0
     np.testing.assert_array_equal(np.load(out), w @ x)
     report = json.loads(open(rep).read())
     assert len(report["blocks"]) == 3 * 3 and report["exact_integer_result"]
+    assert report["weight_bandwidth_words_per_clock"] == 1.0
     capsys.readouterr()
