@@ -58,6 +58,11 @@ def _registry():
                     lambda cfg: __import__("hdl.fc").fc.FcEngine(cfg),
                     lambda: [__import__("gen.fdcsr").fdcsr.FcConfig()],
                     lambda cfg: cfg.module_name),
+        "lstm": Block("lstm", "LSTM layer on the sparse PE array with PWL gates (seed 000)",
+                      __import__("gen.lstm").lstm.LstmConfig,
+                      lambda cfg: __import__("hdl.lstm").lstm.LstmEngine(cfg),
+                      lambda: [__import__("gen.lstm").lstm.LstmConfig()],
+                      lambda cfg: cfg.module_name),
     }
 
 
