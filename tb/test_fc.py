@@ -2,8 +2,8 @@
 """FD-CSR FC engine: RTL == golden == exact integer W @ X, cycles == model (both simulators).
 
 Two RTL configurations keep the Verilator builds few: ``ONE`` (batch 3, one non-zero per
-clock, 2 segments per beat) and ``FOUR`` (batch 2, four non-zeros per clock, 2 segments
-per beat).  Each test runs several jobs on one build.
+clock, 2 segments of 16 per beat) and ``FOUR`` (batch 2, four non-zeros per clock, 2
+segments of 8 per beat).  Each test runs several jobs on one build.
 """
 
 import numpy as np
@@ -13,8 +13,8 @@ from gen.fdcsr import FcConfig, encode, fc_schedule, prune_random, ref_fc, rtl_f
 
 ONE = FcConfig(batch=3, nz_per_clock=1, segs_per_beat=2, max_cols=128, max_rows=64,
                addr_width=12)
-FOUR = FcConfig(batch=2, nz_per_clock=4, segs_per_beat=2, max_cols=128, max_rows=64,
-                addr_width=12)
+FOUR = FcConfig(batch=2, nz_per_clock=4, row_width=8, segs_per_beat=2, max_cols=128,
+                max_rows=64, addr_width=12)
 CONFIGS = {"one": ONE, "four": FOUR}
 
 
