@@ -30,7 +30,7 @@ __all__ = ["main", "RUN_COMMANDS"]
 RUN_COMMANDS = ["pwl", "spmv", "fc", "conv"]
 # Further top-level commands: module gen.<name> provides register(subparsers), which adds
 # its parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
-EXTRA_COMMANDS = ["synth", "fdcsr_cli"]
+EXTRA_COMMANDS = ["synth", "fdcsr_cli", "explore_cli"]
 
 
 class _Parser(argparse.ArgumentParser):
