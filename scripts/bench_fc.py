@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gen.fdcsr import (SEED_LAYERS, SEED_REDUCTION, FcConfig, bandwidth_table,  # noqa: E402
-                       dense_cycles, encode, fc_schedule, prune_random, ref_fc, rtl_fc)
+                       decode_walk, dense_cycles, encode, fc_schedule, prune_random, ref_fc, rtl_fc)
 
 OUT = Path("build/bench")
 ENGINES = ((1, 4), (2, 8), (4, 8))   # (non-zeros per clock, segments per beat)
@@ -41,7 +41,7 @@ def _bandwidth():
 
 def _model_cycles(seed=0):
     """Full-size layers: per-beat non-zero counts of a Bernoulli(density) mask are
-    Binomial(beat_cols, density); the decoder spends max(1, ceil(p / k)) clocks per beat."""
+    Binomial(beat_cols, density); the decoder's clocks follow gen.fdcsr.decode_walk."""
     rng = np.random.default_rng(seed)
     out = []
     for name, rows, cols, density in SEED_LAYERS:
@@ -54,7 +54,7 @@ def _model_cycles(seed=0):
             if cols % cfg.beat_cols:
                 counts[:, -1] = rng.binomial(cols % cfg.beat_cols, density, size=rows)
             nnz = int(counts.sum())
-            decode = int(np.maximum(1, -(-counts // k)).sum())
+            decode = int(decode_walk(counts, k)[0][-1])
             sparse = cols + 2 + cfg.latency + decode
             dense = dense_cycles(rows, cols, cfg)
             ideal = -(-nnz // k)

@@ -214,10 +214,11 @@ def test_decode_walk_look_ahead():
 def test_schedule_target_on_seed_densities():
     """Decoder clocks <= 1.1 x ceil(nnz / k) for random layers at the seed's densities."""
     rng = np.random.default_rng(3)
-    for density in (0.04, 0.09, 0.23):
-        w = prune_random((64, 1024), density, rng)
+    for density in (0.04, 0.09, 0.23, 0.25):
+        w = prune_random((64, 2048), density, rng)
         fd = encode(w)
-        for cfg in (FcConfig(segs_per_beat=8), FcConfig(nz_per_clock=2, segs_per_beat=8)):
+        for cfg in (FcConfig(segs_per_beat=4), FcConfig(nz_per_clock=2, segs_per_beat=8),
+                    FcConfig(nz_per_clock=4, segs_per_beat=8)):
             sched = fc_schedule(fd, cfg)
             assert sched["decode_clocks"] <= 1.1 * sched["ideal_cycles"], (density, cfg)
 
