@@ -44,7 +44,8 @@ from .fixed import QFormat
 
 __all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
            "storage_bits", "SCHEMES", "SEED_LAYERS", "prune_random", "bandwidth_table",
-           "FcConfig", "ref_fc", "decode_walk", "fc_schedule", "model_cycles_from_counts", "fc_job", "rtl_fc", "dense_cycles"]
+           "FcConfig", "ref_fc", "decode_walk", "fc_schedule", "model_cycles_from_counts",
+           "fc_job", "rtl_fc", "dense_cycles", "unpack_y", "unpack_requests"]
 
 FORMAT_NAME = "fdcsr"
 FORMAT_VERSION = 1
@@ -293,26 +294,6 @@ def prune_random(shape, density, rng, value_bits=16):
         codes[sel & (codes == 0)] = 1
         out[sel] = codes[sel]
     return out
-
-
-def _random_mask_beat_counts(rows, cols, density, rng, seg_width, chunk=256):
-    """Per-row, per-beat non-zero counts of a uniform random mask with exactly
-    round(density*rows*cols) non-zeros, generated block-wise (no full matrix in memory)."""
-    nbeats = -(-cols // seg_width)
-    counts = np.zeros((rows, nbeats), dtype=np.int64)
-    total = int(round(density * rows * cols))
-    # Exact total: sample non-zero positions without replacement by rows' binomial shares.
-    per_row = rng.multivariate_hypergeometric(np.full(rows, cols), total)
-    for r0 in range(0, rows, chunk):
-        r1 = min(rows, r0 + chunk)
-        keys = rng.random((r1 - r0, cols))
-        ranks = np.argsort(np.argsort(keys, axis=1), axis=1)
-        nz = ranks < per_row[r0:r1, None]
-        pad = nbeats * seg_width - cols
-        if pad:
-            nz = np.concatenate([nz, np.zeros((r1 - r0, pad), dtype=bool)], axis=1)
-        counts[r0:r1] = nz.reshape(r1 - r0, nbeats, seg_width).sum(axis=2)
-    return counts
 
 
 def bandwidth_table(value_bits=16, row_width=16, seed=0) -> list:

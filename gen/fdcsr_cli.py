@@ -4,8 +4,6 @@
 import argparse
 from pathlib import Path
 
-import numpy as np
-
 from .config import SpnnError
 from .fdcsr import decode, encode, load, save
 from .runutil import check_finite, load_npy, write_npy
