@@ -77,11 +77,11 @@ from .fixed import QFormat, requantise, saturate
 __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
            "compile_tiled", "tile_jobs", "gather_tiled",
            "prune", "ref_spmv", "cycle_model", "rtl_spmv", "run_jobs",
-           "load_report", "weight_beats", "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_END",
-           "KIND_NOP"]
+           "load_report", "weight_beats", "beat_count", "KIND_ENTRY", "KIND_LAST", "KIND_SKIP",
+           "KIND_ROW", "KIND_END", "KIND_NOP"]
 
 ALLOCATORS = ("interleave", "zigzag", "lpt", "balanced")
-KIND_ENTRY, KIND_COL, KIND_ROW, KIND_END, KIND_NOP = 0, 1, 2, 3, 4
+KIND_ENTRY, KIND_LAST, KIND_SKIP, KIND_ROW, KIND_END, KIND_NOP = 0, 1, 2, 3, 4, 5
 
 
 def _clog2(n: int) -> int:
@@ -478,12 +478,26 @@ def _pack(kind, pe, idx, value, cfg):
             | (int(pe) << (ww + cfg.idx_bits)) | (kind << (ww + cfg.idx_bits + cfg.pe_bits)))
 
 
+def beat_count(plan: SpmvPlan) -> int:
+    """``len(weight_beats(plan))`` without building the beats."""
+    cfg = plan.cfg
+    L = cfg.w_lanes
+    lane = np.zeros(L, dtype=np.int64)
+    if plan.first:
+        lane += np.bincount(np.arange(plan.rows) % L, minlength=L)[:L]
+    per_pe = plan.loads + (plan.counts == 0).sum(axis=1)
+    lane += np.bincount(np.arange(cfg.pes) % L, weights=per_pe, minlength=L).astype(np.int64)
+    return int(lane.max()) + 1
+
+
 def weight_beats(plan: SpmvPlan) -> list:
     """The weight-stream beats of a block, each ``w_lanes`` packed words (lane 0 in the
     LSBs).  Lane ``l`` carries the ROW words of rows ``r = l mod L`` (first block of a
-    block row only), then per column the ENTRY words of its PEs and one COL word; the
-    lanes are padded with NOP words to equal length and closed by one beat of END words
-    (value 1 = last block of its block row)."""
+    block row only), then column by column, for each of its PEs ``p = l mod L``, the
+    PE's entries (ENTRY ... LAST, the LAST word closing the PE's column) or one SKIP word
+    when the PE has nothing in that column.  Lanes are padded with NOP words to equal
+    length and closed by one beat of END words (value 1 = last block of its block row).
+    """
     cfg = plan.cfg
     L = cfg.w_lanes
     lanes = [[] for _ in range(L)]
@@ -493,21 +507,23 @@ def weight_beats(plan: SpmvPlan) -> list:
     pos = [0] * cfg.pes
     for j in range(plan.cols):
         for p in range(cfg.pes):
-            for _ in range(plan.counts[p, j]):
+            c = int(plan.counts[p, j])
+            if c == 0:
+                lanes[p % L].append(_pack(KIND_SKIP, p, 0, 0, cfg))
+            for n in range(c):
                 wv, row = plan.entries[p][pos[p]]
-                lanes[p % L].append(_pack(KIND_ENTRY, p, row, wv, cfg))
+                kind = KIND_LAST if n == c - 1 else KIND_ENTRY
+                lanes[p % L].append(_pack(kind, p, row, wv, cfg))
                 pos[p] += 1
-        for lane in lanes:
-            lane.append(_pack(KIND_COL, 0, 0, 0, cfg))
     n = max(len(lane) for lane in lanes)
     nop = _pack(KIND_NOP, 0, 0, 0, cfg)
     end = _pack(KIND_END, 0, 0, int(plan.last), cfg)
     beats = []
     for i in range(n + 1):
         beat = 0
-        for l, lane in enumerate(lanes):
+        for lane_no, lane in enumerate(lanes):
             word = end if i == n else (lane[i] if i < len(lane) else nop)
-            beat |= word << (l * cfg.word_width)
+            beat |= word << (lane_no * cfg.word_width)
         beats.append(beat)
     return beats
 
@@ -577,7 +593,7 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     the result stream never stalled the first result leaves at ``drain_start + 3``.
     """
     rng = random.Random(seed)
-    nbeats = [len(weight_beats(plan)) for plan, _ in jobs]
+    nbeats = [beat_count(plan) for plan, _ in jobs]
     xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
     wsrc = _Src(sum(nbeats), w_valid_prob)
     xsrc = _Src(sum(len(v) for v in xs), x_valid_prob)

@@ -6,7 +6,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from gen.spmv import KIND_COL, KIND_END, KIND_ENTRY, KIND_ROW, SpmvConfig, _clog2
+from gen.spmv import (KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW, KIND_SKIP,
+                      SpmvConfig, _clog2)
 from .fixed import round_shift, saturate
 from .spmv_pe import SpmvPE
 
@@ -104,7 +105,6 @@ class SpmvEngine(wiring.Component):
         n_cols = [Signal(unsigned(cfg.col_bits), name=f"n_cols{b}") for b in range(2)]
         last = [Signal(name=f"last{b}") for b in range(2)]
         n_rows = [Signal(unsigned(cfg.row_bits), name=f"n_rows{b}") for b in range(2)]
-        col_cnt = [Signal(unsigned(cfg.col_bits), name=f"col_cnt{l}") for l in range(L)]
         row_cnt = [Signal(unsigned(cfg.row_bits), name=f"row_cnt{l}") for l in range(L)]
         words = [self.w.payload[l] for l in range(L)]
         w_take = self.w.valid & self.w.ready
@@ -114,15 +114,14 @@ class SpmvEngine(wiring.Component):
             word = words[p % L]
             m.d.comb += [
                 pe.ld_bank.eq(lbank), pe.cp_bank.eq(cbank), pe.ld_start.eq(end_take),
-                pe.ld_entry.eq(w_take & (word.kind == KIND_ENTRY) & (word.pe == p)),
-                pe.ld_col.eq(w_take & (word.kind == KIND_COL)),
+                pe.ld_entry.eq(w_take & ((word.kind == KIND_ENTRY) | (word.kind == KIND_LAST))
+                               & (word.pe == p)),
+                pe.ld_close.eq(w_take & ((word.kind == KIND_LAST) | (word.kind == KIND_SKIP))
+                               & (word.pe == p)),
                 pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx),
-                pe.ld_col_addr.eq(col_cnt[p % L]),
             ]
         for lane, word in enumerate(words):
             map_w = maps[lane][0]
-            with m.If(w_take & (word.kind == KIND_COL)):
-                m.d.sync += col_cnt[lane].eq(col_cnt[lane] + 1)
             with m.If(w_take & (word.kind == KIND_ROW)):
                 m.d.comb += [map_w.addr.eq(Cat(row_cnt[lane][:rb], mb_load)),
                              map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
@@ -130,10 +129,11 @@ class SpmvEngine(wiring.Component):
         with m.If(end_take):
             is_last = words[0].value[0]
             m.d.comb += full_set.eq(Mux(lbank, 0b10, 0b01))
-            m.d.sync += [lbank.eq(~lbank)] + [c.eq(0) for c in col_cnt]
+            m.d.sync += lbank.eq(~lbank)
             for b in range(2):
                 with m.If(lbank == b):
-                    m.d.sync += [n_cols[b].eq(col_cnt[0]), last[b].eq(is_last)]
+                    # every PE closes every column once: PE 0's count is the block's
+                    m.d.sync += [n_cols[b].eq(pes[0].ld_cols), last[b].eq(is_last)]
             with m.If(is_last):
                 m.d.sync += [mb_load.eq(~mb_load)] + [c.eq(0) for c in row_cnt]
                 total = row_cnt[0]
@@ -239,7 +239,8 @@ class SpmvEngine(wiring.Component):
         return {
             "w": {"format": f"{{value: {cfg.w_fmt}, idx: u{cfg.idx_bits}, pe: u{cfg.pe_bits}, "
                             f"kind: u2}}",
-                  "protocol": "valid/ready stream, weight words (ROW*, (ENTRY* COL)*, END), "
+                  "protocol": "valid/ready stream, beats of w_lanes words (ROW, ENTRY, LAST, "
+                              "SKIP, NOP; one END beat per block), "
                               "accepted in the load phase only"},
             "x": {"format": str(cfg.x_fmt),
                   "protocol": "valid/ready stream, activations in column order, one job = cols"},
@@ -261,6 +262,7 @@ class SpmvEngine(wiring.Component):
                        "meaning": "original row r's accumulator"},
             "accumulators": {"per_pe": True, "depth": cfg.rows_per_pe,
                              "format": str(cfg.acc_fmt), "saturating": True},
-            "weight_word_kinds": {"ENTRY": KIND_ENTRY, "COL": KIND_COL, "ROW": KIND_ROW,
+            "weight_word_kinds": {"ENTRY": KIND_ENTRY, "LAST": KIND_LAST, "SKIP": KIND_SKIP,
+                                  "ROW": KIND_ROW, "NOP": KIND_NOP,
                                   "END": KIND_END},
         }}

@@ -48,10 +48,12 @@ class SpmvPE(Elaboratable):
         Reset the load counters (a block's END word).
     ld_entry : in, 1
         Append ``(ld_value, ld_idx)`` to the entry memory (ENTRY word for this PE).
-    ld_col : in, 1
-        Close column ``ld_col_addr``: write ``ptr[ld_col_addr] = (start, count)``.
+    ld_close : in, 1
+        Close this PE's current column (after the entry of this clock, if any): write
+        ``ptr[col] = (start, count)`` and advance the PE's column counter ``col``.
     ld_value : in, signed(w_fmt.width), w_fmt.  ld_idx : in, unsigned(idx_bits).
-    ld_col_addr : in, unsigned(col_bits).
+    ld_cols : out, unsigned(col_bits)
+        Columns closed since the last ``ld_start`` (the block's column count).
     clr_en, clr_addr : in
         Write 0 into accumulator ``clr_addr`` (after reset, and behind the drain).
     ptr_en, ptr_addr : in
@@ -83,10 +85,10 @@ class SpmvPE(Elaboratable):
         self.cp_bank = Signal()
         self.ld_start = Signal()
         self.ld_entry = Signal()
-        self.ld_col = Signal()
+        self.ld_close = Signal()
         self.ld_value = Signal(signed(ww))
         self.ld_idx = Signal(unsigned(cfg.idx_bits))
-        self.ld_col_addr = Signal(unsigned(cfg.col_bits))
+        self.ld_cols = Signal(unsigned(cfg.col_bits))
         self.clr_en = Signal()
         self.clr_addr = Signal(unsigned(cfg.idx_bits))
         self.ptr_en = Signal()
@@ -123,16 +125,22 @@ class SpmvPE(Elaboratable):
         wptr = Signal(unsigned(ab + 1))
         start = Signal(unsigned(ab))
         count = Signal(unsigned(cb))
+        col = self.ld_cols
+        new_count = (count + self.ld_entry)[:cb]
+        new_wptr = (wptr + self.ld_entry)[:ab + 1]
         with m.If(self.ld_start):
-            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0)]
-        with m.Elif(self.ld_entry):
-            m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], self.ld_bank)),
-                         ent_w.data.eq(Cat(self.ld_value, self.ld_idx)), ent_w.en.eq(1)]
-            m.d.sync += [wptr.eq(wptr + 1), count.eq(count + 1)]
-        with m.Elif(self.ld_col):
-            m.d.comb += [ptr_w.addr.eq(Cat(self.ld_col_addr[:pb], self.ld_bank)),
-                         ptr_w.data.eq(Cat(start, count)), ptr_w.en.eq(1)]
-            m.d.sync += [start.eq(wptr), count.eq(0)]
+            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), col.eq(0)]
+        with m.Else():
+            with m.If(self.ld_entry):
+                m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], self.ld_bank)),
+                             ent_w.data.eq(Cat(self.ld_value, self.ld_idx)), ent_w.en.eq(1)]
+                m.d.sync += wptr.eq(new_wptr)
+            with m.If(self.ld_close):
+                m.d.comb += [ptr_w.addr.eq(Cat(col[:pb], self.ld_bank)),
+                             ptr_w.data.eq(Cat(start, new_count)), ptr_w.en.eq(1)]
+                m.d.sync += [start.eq(new_wptr), count.eq(0), col.eq(col + 1)]
+            with m.Else():
+                m.d.sync += count.eq(new_count)
 
         m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(self.ptr_en),
                      self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:])]

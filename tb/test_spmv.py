@@ -101,7 +101,8 @@ def test_plan_layout_reconstructs_matrix(alloc):
                 back[inv[(p, local)], j] = value
     np.testing.assert_array_equal(back, w)
     assert plan.nnz == np.count_nonzero(w)
-    assert len(weight_beats(plan)) == 37 + plan.nnz + 29 + 1
+    # one word per non-zero, one SKIP per empty (column, PE) pair, ROW words, END
+    assert len(weight_beats(plan)) == 37 + plan.nnz + int((plan.counts == 0).sum()) + 1
     report = load_report(plan)
     assert sum(report["loads"]) == plan.nnz
     assert report["ideal_cycles"] == math.ceil(plan.nnz / 5)
@@ -130,7 +131,7 @@ def test_compile_rejects_codes_and_overfull_memory():
 
 def test_weight_beats_lanes():
     """Lane l carries rows r = l mod L and PEs p = l mod L; lanes padded, one END beat."""
-    from gen.spmv import KIND_END, KIND_NOP
+    from gen.spmv import KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW, KIND_SKIP
     cfg = SpmvConfig(pes=3, rows_per_pe=4, max_cols=8, mem_depth=16, w_lanes=2,
                      w_fmt=QFormat(8, 0))
     w = np.zeros((5, 4), dtype=np.int64)
@@ -140,11 +141,14 @@ def test_weight_beats_lanes():
     ww, mask = cfg.word_width, (1 << cfg.word_width) - 1
     lanes = [[(b >> (lane * ww)) & mask for b in beats] for lane in range(2)]
     kind = lambda word: word >> (ww - 3)  # noqa: E731
-    # lane 0: ROW 0, 2, 4 | ENTRY (PE0: 2, PE2: 1) | 4 COL ; lane 1: ROW 1, 3 | ENTRY 2 | 4 COL
-    assert [kind(wd) for wd in lanes[0]] == [2] * 3 + [0] * 3 + [1] * 4 + [KIND_END]
-    assert [kind(wd) for wd in lanes[1]] == [2] * 2 + [0] * 2 + [1] * 4 + [KIND_NOP] * 2 + \
-        [KIND_END]
-    assert beats[-1] & 1 and len(beats) == 11
+    # lane 0 (PEs 0, 2): ROW 0, 2, 4 | column 0: PE0 ENTRY LAST, PE2 LAST | columns 1-3:
+    # SKIP for PE0 and PE2 ; lane 1 (PE1): ROW 1, 3 | ENTRY LAST | 3 SKIP | NOP padding
+    assert [kind(wd) for wd in lanes[0]] == [KIND_ROW] * 3 + [KIND_ENTRY, KIND_LAST,
+                                                              KIND_LAST] + [KIND_SKIP] * 6 \
+        + [KIND_END]
+    assert [kind(wd) for wd in lanes[1]] == [KIND_ROW] * 2 + [KIND_ENTRY, KIND_LAST] + \
+        [KIND_SKIP] * 3 + [KIND_NOP] * 5 + [KIND_END]
+    assert beats[-1] & 1 and len(beats) == 13
 
 
 def test_prune_keeps_largest():
@@ -171,8 +175,8 @@ def test_compile_tiled_blocks_and_sums():
     firsts = [b for b in blocks if b.first]
     lasts = [b for b in blocks if b.last]
     assert len(firsts) == len(lasts) == 3
-    assert sum(len(weight_beats(b)) for b in blocks) == 19 + np.count_nonzero(w) + 37 * 3 + \
-        len(blocks)
+    assert sum(len(weight_beats(b)) for b in blocks) == 19 + np.count_nonzero(w) + sum(
+        int((b.counts == 0).sum()) for b in blocks) + len(blocks)
     x = rng.integers(-100, 100, 37)
     model = cycle_model(tile_jobs(blocks, x), cfg, w_valid_prob=0.5)
     assert len(model["o"]) == 19 and len(model["x"]) == 37 * 3
