@@ -560,7 +560,8 @@ def measured_dof(unroll: str, a: int, b: int, skip: str, density=0.5, seed=0) ->
     """Independent queue lengths of the model, measured on random data.
 
     Builds a random layer whose sizes fill every tile (weight and activation density
-    ``density``), keeps the steps in which every PE is active, and counts the distinct
+    ``density``; for ``fmap`` the weight density makes a tree's ``Tn``-wide word non-zero
+    with probability ``density``), keeps the steps in which every PE is active, and counts the distinct
     columns of the step x PE queue-length matrix: PEs that share the skipped operand always
     have equal queues and fall into one class.
     """
@@ -570,11 +571,13 @@ def measured_dof(unroll: str, a: int, b: int, skip: str, density=0.5, seed=0) ->
     elif unroll == "neuron":
         m, n, kh, kw, h, w = 3, 4, 3, 3, 2 * a + 2, 2 * b + 2
     elif unroll == "fmap":
-        m, n, kh, kw, h, w = 2 * b, 2 * a, 3, 3, 5, 5
+        m, n, kh, kw, h, w = 4 * b, 4 * a, 3, 3, 5, 5
     else:
-        m, n, kh, kw, h, w = 2 * a, 3, 3, 3, 4, b + 2
+        m, n, kh, kw, h, w = 6 * a, 3, 3, 3, 4, b + 2
     cfg = ExploreConfig(unroll, a, b)
-    wts = rng.integers(1, 5, (m, n, kh, kw)) * (rng.random((m, n, kh, kw)) < density)
+    # fmap trees skip a Tn-wide weight word: keep P(word non-zero) = density
+    wdens = 1 - (1 - density) ** (1 / a) if unroll == "fmap" else density
+    wts = rng.integers(1, 5, (m, n, kh, kw)) * (rng.random((m, n, kh, kw)) < wdens)
     x = rng.integers(1, 5, (2, n, h, w)) * (rng.random((2, n, h, w)) < density)
     q, full = queue_lengths(wts, x, cfg, skip)
     q = q[full]
