@@ -17,7 +17,8 @@ Mappings (see ``docs/conv.md`` for the derivations):
     multiple of ``cols``, so the last strip of every row leaves columns idle).
 ``seed``
     The seed's channel rule: as ``naive``, but the last pass (``R = Oc mod rows``
-    channels) runs ``n = nrule(R)`` copies.  Columns still in row strips.
+    channels) runs ``n = min(floor(rows / R), ceil(kw / stride))`` copies (the seed's
+    reading).  Columns still in row strips.
 ``remainder`` (default)
     The remainder channels may be split into up to ``max_passes - 1`` sub-passes, each
     with its own ``(R_j, n_j)``, chosen to minimise the tiles (e.g. 96 channels on 128
@@ -25,12 +26,13 @@ Mappings (see ``docs/conv.md`` for the derivations):
     take the output positions in raster order across output rows ("flat"), so only the
     very last tile of a pass has idle columns.
 
-The n rule:  ``n = min(floor(rows / R), ceil(kw / stride), Wo, max_groups)``.
-``floor(rows / R)`` is the array; ``ceil(kw / stride)`` is the number of adjacent
-windows that can share one feature stream per column when the groups are staggered by
-``stride * Ic * kh`` beats and the column FIFO has two read pointers (a window of the
-next tile must not need a third): ``(n - 1) * stride < kw``; ``Wo`` because the shared
-windows lie in one output row; ``max_groups`` is the hardware's lane count.
+The n rule:  ``n = min(floor(rows / R), max(2, floor(kw / stride) + 1), Wo, max_groups)``.
+``floor(rows / R)`` is the array; the second term is how many windows can share one feature
+stream per column when the copies are staggered by ``stride * Ic * kh`` beats and the column
+FIFO has two read pointers (:func:`stagger_words`: the copies in one tile read one word,
+so the words per clock are ``min(n, 1 + ceil((n - 1) * stride / kw))``); ``Wo`` because the
+shared windows lie in one output row; ``max_groups`` is the hardware's lane count.
+``ConvConfig(shared_stream=False)`` keeps only the first and last terms.
 
 Input channels are split into chunks of ``icq`` when the feature buffer (``icq`` padded
 channel maps) or the weight buffer (``Oc * icq * kh * kw`` words) would overflow; the
@@ -38,14 +40,14 @@ partial sums of later chunks are added element-wise into the output buffer.
 """
 
 from dataclasses import dataclass, field
-import math
 
 import numpy as np
 
 from .config import SpnnError
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
-           "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound", "check_fits",
+           "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound",
+           "check_fits",
            "plan", "ref_conv", "direct_conv", "rtl_conv", "compute_cycles", "layer_cycles",
            "network_table", "descriptor_fields", "pack_descriptor", "to_signed",
            "to_unsigned"]

@@ -156,8 +156,8 @@ def markdown(results, rtl_rows):
     for key, table in results.items():
         net, aname = key.split("@")
         lines += [f"## {net} on {aname}", "",
-                  "| layer | Oc | Ic | out | k/s | naive | seed | remainder | passes (R, n, blocks) "
-                  "| bound |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| layer | Oc | Ic | out | k/s | naive | seed | remainder "
+                  "| passes (R, n, blocks) | bound |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in table["layers"]:
             lines.append(
                 f"| {r['layer']} | {r['oc']} | {r['ic']} | {r['ho']}x{r['wo']} | "

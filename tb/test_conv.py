@@ -319,6 +319,24 @@ def test_rtl_16x4(sim):
     _check(jobs, outs, stats, result, CFG_16x4)
 
 
+def test_rtl_random_layers(sim):
+    """Random layers and mappings on 8x4, several per job."""
+    from gen.conv import check_fits
+    rng = np.random.default_rng(15)
+    jobs = []
+    while len(jobs) < 6:
+        layer = _random_layer(rng, CFG_8x4)
+        sched = plan(layer, CFG_8x4, str(rng.choice(["naive", "seed", "remainder"])))
+        try:
+            check_fits(sched)
+        except SpnnError:
+            continue
+        x, w = _data(rng, layer)
+        jobs.append((x, w, sched))
+    outs, stats, result = rtl_conv(jobs, CFG_8x4, sim, name="random")
+    _check(jobs, outs, stats, result, CFG_8x4)
+
+
 def test_rtl_backpressure(sim):
     """Idle inputs and a back-pressured output drain: same results, same compute phase."""
     jobs = _jobs(CFG_16x4, SPECS_16x4[:3], 13)
