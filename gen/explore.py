@@ -19,7 +19,9 @@ Skipping removes a MAC from a queue when an operand it skips is zero.  Each PE d
 MAC per cycle; the step ends when the longest queue is empty (the seed's Fig. 4: at every
 window slide all queues wait for the longest), so::
 
-    cycles(step) = max_p |queue_p|          (0 if every queue is empty)
+    cycles(step) = max(max_p |queue_p|, floor)    (0 if every queue is empty, floor 0)
+
+``floor`` is 0 except for ``array``, whose tiles last at least their accumulator drain.
 
 Steps do not overlap; pipeline fill/drain and operand-fetch stalls are not modelled
 (a constant per layer for the dense dataflows; see the ``array`` cross-check for the
@@ -31,9 +33,11 @@ is inactive).  The ``P x cycles`` PE-cycles of a run split exactly into::
     imbalance idle = sum (active_s * cycles_s - performed_s)   active PEs waiting for the
                                      longest queue of their step (the load-imbalance loss)
     mapping idle   = sum ((P - active_s) * cycles_s)   PEs with nothing mapped (tile edges)
+    drain idle     = sum (active_s * (cycles_s - longest_s))   ``array`` only: the tile
+                                     waits for the previous tile's drain
 
 ``parallel_efficiency = performed / (P cycles)``; ``imbalance_loss = imbalance idle /
-(P cycles)``; ``mapping_loss = mapping idle / (P cycles)``: the three sum to 1.
+(P cycles)``; ``mapping_loss``, ``drain_loss`` likewise: the four sum to 1.
 ``utilisation = useful / (P cycles)``.  ``ideal_cycles = ceil(useful / P)`` (every zero
 skipped, perfect balance); ``dense_cycles`` = the same unrolling with ``skip="none"``.
 
@@ -79,9 +83,11 @@ The unrollings (``pe = (a, b)``, ``P = a * b``)
     (``cols`` positions share each weight).  Steps follow ``gen.conv.plan``: per input-channel
     chunk, per pass entry ``(R, n)``, per block of ``R`` channels, per tile; ``n`` groups of
     ``R`` rows each take ``cols`` position slots (row strips or flat raster, as the mapping
-    says); the ``kq = q Kh Kw`` beats of the chunk are the slots.  Skip weights: DoF rows,
-    skip acts: DoF cols, both: rows*cols.  With ``skip="none"`` its cycles are the array's
-    beats, ``gen.conv.compute_cycles`` minus the fixed pipeline fill/drain.
+    says); the ``kq = q Kh Kw`` beats of the chunk are the slots; a tile lasts at least
+    ``ceil(R n / drain_rows)`` cycles (its accumulators drain while the next tile runs).
+    Skip weights: DoF rows, skip acts: DoF cols, both: rows*cols.  With ``skip="none"``
+    the cycles equal ``gen.conv.compute_cycles`` minus, per chunk, the issue-to-accumulator
+    pipeline, one controller cycle and the last tile's drain (tested exactly).
 """
 
 from dataclasses import dataclass
@@ -247,9 +253,9 @@ def prepare(weights, acts, stride=1, pad=0) -> _Layer:
 
 # ------------------------------------------------------------------ step enumeration
 #
-# Each generator yields blocks (m, k, pos, valid): integer index arrays broadcastable to
-# (steps, P, L) and a bool array broadcastable to the same shape.  Invalid entries carry
-# in-range indices (clamped) and valid False.
+# Each generator yields blocks (m, k, pos, valid, floor): integer index arrays
+# broadcastable to (steps, P, L), a bool array broadcastable to the same shape and the
+# minimum cycles of a step.  Invalid entries carry in-range indices (clamped), valid False.
 
 def _chunks(total, per_step):
     step = max(1, _BLOCK // max(1, per_step))
