@@ -32,36 +32,52 @@ Rows are dealt to ``P`` processing elements (PEs) by an allocator:
 
 A row's PE-local index is its position in the order rows were dealt to that PE.
 
-Memory layout (per PE, column-packed; loaded at run time)
----------------------------------------------------------
-* ``entries[a]`` = ``(weight code, local row)``: the PE's non-zeros, column by
-  column (column 0 first), rows ascending inside a column.  No terminator entries.
-* ``ptr[j]`` = ``(start, count)``: where column ``j``'s entries begin in ``entries``
-  and how many there are (``count`` may be 0).
-* ``rowmap[r]`` = ``(pe, local row)`` for original row ``r`` (shared by all PEs):
-  results leave in original row order.
+Memory layout (per PE, column-packed; loaded at run time, two banks)
+--------------------------------------------------------------------
+* ``entries[bank][a]`` = ``(weight code, local row)``: the PE's non-zeros of a block,
+  column by column (column 0 first), rows ascending inside a column.  No terminators.
+* ``ptr[bank][j]`` = ``(start, count)``: where column ``j``'s entries begin in
+  ``entries`` and how many there are (``count`` may be 0).
+* ``rowmap[lane][bank][r div L]`` = ``(pe, local row)`` for row ``r`` of the block
+  row (lane ``r mod L``): results leave in original row order.
+* ``acc[local row]``: the accumulators (``acc_fmt``), kept across the blocks of a
+  block row, cleared behind the drain (and for ``rows_per_pe`` clocks after reset).
 
 The broadcaster reads every PE's ``ptr[j]`` in parallel and pushes ``(x_j, start,
 count)`` only into the FIFOs of PEs with ``count > 0``; a PE then issues one entry
 read per clock, back to back across FIFO items.  So a PE spends exactly one clock
 per non-zero and none on columns (or zero activations) that hold nothing for it.
 
-Weight stream (one word per entry, see :func:`weight_words`)
-------------------------------------------------------------
-A packed word ``{value: w_width, idx: idx_bits, pe: pe_bits, kind: 2}`` (``value`` in
-the LSBs).  ``kind`` 0 = ENTRY (append ``(value, idx)`` to PE ``pe``'s entries and
-count it in the current column), 1 = COL (close the current column: every PE writes
-``ptr[col] = (start, count)``, ``col += 1``), 2 = ROW (``rowmap[row] = (pe, idx)``,
-``row += 1``), 3 = END (the job's sizes are the number of COL and ROW words seen).
-:func:`weight_words` emits all ROW words, then for each column its ENTRY words and
-one COL word, then END: ``rows + nnz + cols + 1`` words.
+Weight stream (see :func:`weight_beats`)
+----------------------------------------
+A beat holds ``w_lanes`` packed words ``{value: w_width, idx: idx_bits, pe: pe_bits,
+kind: 3}`` (``value`` in the LSBs, lane 0 in the beat's LSBs).  Lane ``l`` feeds the
+PEs ``p`` with ``p mod L = l``.  Kinds: 0 ENTRY (append ``(value, idx)`` to PE ``pe``'s
+entries), 1 LAST (the same, then close PE ``pe``'s current column: ``ptr[col] =
+(start, count)``, ``col += 1``), 2 SKIP (close PE ``pe``'s column with count 0),
+3 ROW (``rowmap[lane][row] = (pe, idx)``), 4 END (the whole beat; ``value`` 1 = last
+block of its block row; the block's column count is what the PEs closed), 5 NOP.
+Per lane: the ROW words of its rows (first block of a block row only), then per
+column, per PE of the lane, ENTRY* LAST or one SKIP.  So a block costs
+``max over lanes of (rows + non-zeros + empty (column, PE) pairs of the lane) + 1``
+beats: one word per non-zero.
+
+Checkerboard tiling (:func:`compile_tiled`)
+-------------------------------------------
+A matrix larger than ``pes * rows_per_pe`` rows, ``max_cols`` columns or
+``mem_depth`` entries per PE is cut into blocks, block row by block row; the rows
+of a block row share one allocation, so partial sums stay in the accumulators and
+are drained once, after the block row's last block.  The hardware loads the next
+block into the second bank while it computes on the current one.
 
 Cycle model
 -----------
-:func:`cycle_model` steps the same registers as the RTL (load, accumulator clear,
-activation accept, pointer read, FIFO push, PE issue, multiply, accumulate, result
-drain) clock by clock, reproducing the stream testbench's random idle/back-pressure
-draws, and so predicts the cycle number of every transfer exactly.
+:func:`cycle_model` steps the same registers as the RTL (loader banks, accumulator
+clear, activation accept, pointer read, FIFO push, PE issue, multiply, accumulate,
+result drain) clock by clock, reproducing the stream testbench's random idle and
+back-pressure draws (``w_valid_prob`` is the weight-bandwidth model: random gaps,
+``w_lanes * w_valid_prob`` words per clock on average), and so predicts the cycle
+number of every transfer exactly.
 """
 
 from collections import deque

@@ -29,7 +29,7 @@ class SpmvEngine(wiring.Component):
 
     The arithmetic is exactly :func:`gen.spmv.ref_spmv`; the memory layout and the
     weight-stream words are documented in :mod:`gen.spmv` (built by
-    :func:`gen.spmv.compile_weights` / :func:`gen.spmv.weight_words`).
+    :func:`gen.spmv.compile_tiled` / :func:`gen.spmv.weight_beats`).
 
     Parameters
     ----------
@@ -37,30 +37,36 @@ class SpmvEngine(wiring.Component):
 
     Members
     -------
-    w : In(stream.Signature(word_layout(cfg)))
-        Weight/config words ``{value: w_fmt, idx, pe, kind}``; accepted only in the
-        load phase, which an END word closes.  Valid/ready stream.
+    w : In(stream.Signature(data.ArrayLayout(word_layout(cfg), w_lanes)))
+        Weight beats: ``w_lanes`` words ``{value: w_fmt, idx: u(idx_bits), pe:
+        u(pe_bits), kind: u3}`` (:mod:`gen.spmv` documents the kinds).  A block ends
+        with an END beat; ready while the bank being loaded is free.  Valid/ready.
     x : In(stream.Signature(signed(x_fmt.width)))
-        Activations, ``x_fmt``, one per clock, exactly ``cols`` per job (column order).
-        Valid/ready stream; zero activations are dropped by the non-zero detector.
+        Activations, ``x_fmt``, one per clock, exactly the block's columns per block
+        (column order).  Valid/ready; zero activations are dropped by the non-zero
+        detector.
     o : Out(stream.Signature(signed(out_fmt.width)))
-        Results ``y``, ``out_fmt``, ``rows`` per job in original row order.
-        Valid/ready stream with back-pressure.
+        Results ``y``, ``out_fmt``, the block row's rows after its last block, in
+        original row order.  Valid/ready stream with back-pressure.
 
-    Phases
-    ------
-    load: accept words until END; meanwhile clear every accumulator (``rows_per_pe``
-    clocks, all PEs in parallel).  compute: accept ``x`` (one per clock); stage 1 reads
-    every PE's ``ptr[j]``; stage 2 pushes ``(x_j, start, count)`` into the FIFOs of the
-    PEs with ``count > 0`` and stalls ``x`` only while such a FIFO is full.  drain:
-    when every PE is idle, read ``rowmap[r]`` and that PE's accumulator and send the
-    rounded, saturated result (3-stage pipeline that stalls as a whole).
+    Tile controller
+    ---------------
+    The loader fills weight bank ``lbank`` whenever it is free, independently of the
+    compute side (so the next block loads while the current one computes).  Compute
+    states: INIT (clear every accumulator, ``rows_per_pe`` clocks after reset) ->
+    IDLE (wait for a loaded bank) -> COMPUTE (accept ``x``, one per clock; stage 1
+    reads every PE's ``ptr[j]``; stage 2 pushes ``(x_j, start, count)`` into the FIFOs
+    of the PEs with ``count > 0`` and stalls ``x`` only while such a FIFO is full) ->
+    when every PE is idle: the bank is released and IDLE follows, or, after a block
+    row's last block, DRAIN (read ``rowmap`` and that PE's accumulator, clear it, send
+    the rounded, saturated result; a 3-stage pipeline that stalls as a whole), then
+    release and IDLE.
 
     Latency/throughput
     ------------------
     An activation reaches the FIFOs 1 clock after its transfer; a PE issues one
     non-zero per clock and writes its accumulator 2 clocks after the issue; results
-    follow the last write by 4 clocks and leave one per clock.
+    leave from 5 clocks after the last accumulator write, one per clock.
     :func:`gen.spmv.cycle_model` predicts every transfer's cycle exactly.
     """
 
@@ -76,7 +82,9 @@ class SpmvEngine(wiring.Component):
 
     @property
     def latency(self) -> int:
-        return SpmvConfig.pe_latency + 1
+        """Clocks from an activation's transfer to its first accumulator write (when the
+        PE is idle): FIFO push, issue, multiply, write."""
+        return 2 + SpmvConfig.pe_latency
 
     ii = 1
 
@@ -236,33 +244,39 @@ class SpmvEngine(wiring.Component):
 
     def port_info(self) -> dict:
         cfg = self.cfg
+        word = (f"{{value: {cfg.w_fmt}, idx: u{cfg.idx_bits}, pe: u{cfg.pe_bits}, kind: u3}}"
+                f" x {cfg.w_lanes} lanes")
         return {
-            "w": {"format": f"{{value: {cfg.w_fmt}, idx: u{cfg.idx_bits}, pe: u{cfg.pe_bits}, "
-                            f"kind: u2}}",
-                  "protocol": "valid/ready stream, beats of w_lanes words (ROW, ENTRY, LAST, "
-                              "SKIP, NOP; one END beat per block), "
-                              "accepted in the load phase only"},
+            "w": {"format": word,
+                  "protocol": "valid/ready stream of weight beats (kinds ENTRY, LAST, SKIP, ROW, "
+                              "NOP; one END beat per block); ready while the loading bank "
+                              "is free"},
             "x": {"format": str(cfg.x_fmt),
-                  "protocol": "valid/ready stream, activations in column order, one job = cols"},
+                  "protocol": "valid/ready stream, activations in column order, the block's "
+                              "columns per block"},
             "o": {"format": str(cfg.out_fmt),
-                  "protocol": "valid/ready stream, y in original row order, one job = rows"},
+                  "protocol": "valid/ready stream, y in original row order, a block row's "
+                              "rows after its last block"},
         }
 
     def manifest_extra(self) -> dict:
         cfg = self.cfg
         return {"memory_layout": {
-            "entries": {"per_pe": True, "depth": cfg.mem_depth,
+            "banks": 2,
+            "entries": {"per_pe": True, "depth_per_bank": cfg.mem_depth,
                         "word": f"{{weight: {cfg.w_fmt}, local_row: u{cfg.idx_bits}}}",
-                        "order": "column-packed, column 0 first, no terminators"},
-            "ptr": {"per_pe": True, "depth": cfg.max_cols,
+                        "order": "column-packed, column 0 first, rows ascending, "
+                                 "no terminators"},
+            "ptr": {"per_pe": True, "depth_per_bank": cfg.max_cols,
                     "word": f"{{start: u{cfg.addr_bits}, count: u{cfg.count_bits}}}",
                     "meaning": "column j's entries are entries[start .. start+count-1]"},
-            "rowmap": {"per_pe": False, "depth": cfg.max_rows,
+            "rowmap": {"per_lane": True, "depth_per_bank": cfg.lane_rows,
                        "word": f"{{local_row: u{cfg.idx_bits}, pe: u{cfg.pe_bits}}}",
-                       "meaning": "original row r's accumulator"},
+                       "meaning": "row r of the block row (lane r mod w_lanes, address "
+                                  "r div w_lanes) -> its PE and accumulator"},
             "accumulators": {"per_pe": True, "depth": cfg.rows_per_pe,
                              "format": str(cfg.acc_fmt), "saturating": True},
             "weight_word_kinds": {"ENTRY": KIND_ENTRY, "LAST": KIND_LAST, "SKIP": KIND_SKIP,
-                                  "ROW": KIND_ROW, "NOP": KIND_NOP,
-                                  "END": KIND_END},
+                                  "ROW": KIND_ROW, "END": KIND_END, "NOP": KIND_NOP},
+            "weight_lanes": cfg.w_lanes,
         }}
