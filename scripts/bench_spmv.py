@@ -26,8 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gen.spmv import (ALLOCATORS, SpmvConfig, compile_weights, cycle_model,  # noqa: E402
-                      load_report, ref_spmv, run_jobs)
+from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled,  # noqa: E402
+                      compile_weights, cycle_model, load_report, ref_spmv, run_jobs,
+                      tile_jobs)
 
 OUT = Path("build/bench")
 ROWS, COLS, P = 1024, 153, 32
@@ -84,7 +85,7 @@ def main(argv=None):
     w = seed_matrix(0.117, rng)
     x = rng.integers(1, 2048, COLS) * rng.choice([-1, 1], COLS)
     cfg = SpmvConfig()
-    log(f"[1/5] seed matrix {ROWS}x{COLS}, nnz {np.count_nonzero(w)}, P={P}, "
+    log(f"[1/6] seed matrix {ROWS}x{COLS}, nnz {np.count_nonzero(w)}, P={P}, "
         f"FIFO depth {cfg.fifo_depth}")
     seed_rows, plans = [], {}
     for alloc in ALLOCATORS:
@@ -97,7 +98,7 @@ def main(argv=None):
 
     # ---- RTL once
     if not args.no_rtl:
-        log("[2/5] RTL (Verilator) on the seed matrix, balanced allocator ...")
+        log("[2/6] RTL (Verilator) on the seed matrix, balanced allocator ...")
         t0 = time.time()
         plan = plans["balanced"]
         ys, res = run_jobs([(plan, x)], cfg, "verilator", name="bench_seed")
@@ -118,10 +119,10 @@ def main(argv=None):
         log(f"  RTL == golden: {exact}; RTL transfer cycles == model: {same}; compute "
             f"{rtl_compute} cycles ({time.time() - t0:.0f} s)")
     else:
-        log("[2/5] RTL run skipped (--no-rtl)")
+        log("[2/6] RTL run skipped (--no-rtl)")
 
     # ---- FIFO depth sweep
-    log("[3/5] FIFO depth sweep (cycle model)")
+    log("[3/6] FIFO depth sweep (cycle model)")
     sweep = []
     for depth in (1, 2, 4, 8, 16, 32):
         c = SpmvConfig(fifo_depth=depth)
@@ -134,7 +135,7 @@ def main(argv=None):
     results["fifo_sweep"] = sweep
 
     # ---- Table 2
-    log("[4/5] Table 2: sparsity x distribution x activations x allocator (cycle model)")
+    log("[4/6] Table 2: sparsity x distribution x activations x allocator (cycle model)")
     table2 = []
     for sparsity in (0.883, 0.483, 0.083):
         for skew in (False, True):
@@ -157,8 +158,41 @@ def main(argv=None):
                     f"{a} {row[a]}" for a in ALLOCATORS) + f" (ideal {row['ideal_cycles']})")
     results["table2"] = table2
 
+    # ---- checkerboard tiles and weight bandwidth
+    log("[5/6] checkerboard: 4096 x 9216 at 11.7 %, default memories, weight lanes x "
+        "bandwidth (cycle model)")
+    rng3 = np.random.default_rng(2)
+    trows, tcols = 4096, 9216
+    tnnz = round(0.117 * trows * tcols)
+    wt = np.zeros(trows * tcols, dtype=np.int8)
+    wt[rng3.choice(trows * tcols, tnnz, replace=False)] = 1
+    wt = wt.reshape(trows, tcols)
+    xt = np.ones(tcols, dtype=np.int64)
+    tiles = []
+    for lanes in (1, 8, 16, 32):
+        tcfg = SpmvConfig(w_lanes=lanes)
+        t0 = time.time()
+        blocks = compile_tiled(wt, tcfg, "balanced")
+        jobs = tile_jobs(blocks, xt)
+        for prob in (1.0, 0.5):
+            model = cycle_model(jobs, tcfg, w_valid_prob=prob)
+            beats = sum(beat_count(b) for b in blocks)
+            compute = sum(d["compute_cycles"] for d in model["jobs"])
+            total = model["o"][-1] + 1
+            row = {"lanes": lanes, "w_valid_prob": prob, "words_per_clock": lanes * prob,
+                   "blocks": len(blocks), "block_cols": int(blocks[0].cols),
+                   "beats": beats, "compute_cycles_sum": compute,
+                   "total_cycles": total, "ideal_cycles": math.ceil(tnnz / P),
+                   "ratio": total / math.ceil(tnnz / P),
+                   "serial_estimate": int(beats / prob) + compute}
+            tiles.append(row)
+            log(f"  lanes {lanes:2d} x p {prob}: {len(blocks)} blocks, {beats} beats, "
+                f"total {total} cycles = {row['ratio']:.2f} x ideal {row['ideal_cycles']} "
+                f"(no overlap would be ~{row['serial_estimate']}) [{time.time() - t0:.0f} s]")
+    results["tiled"] = {"rows": trows, "cols": tcols, "nnz": tnnz, "runs": tiles}
+
     # ---- scipy CSR and Table 1
-    log("[5/5] scipy CSR SpMV timing and Table 1")
+    log("[6/6] scipy CSR SpMV timing and Table 1")
     import scipy
     import scipy.sparse
     csr = scipy.sparse.csr_matrix(w.astype(np.float32))
@@ -234,6 +268,16 @@ def markdown(res) -> str:
         lines.append(f"| {r['sparsity']} | {r['rows']} | {r['x']} | {r['nnz']} | "
                      f"{r['ideal_cycles']} | " + " | ".join(str(r[k]) for k in a)
                      + f" | {mm:.3f} | {seed[0]} -> {seed[1]} |")
+    t = res["tiled"]
+    lines += ["", f"Checkerboard {t['rows']} x {t['cols']}, nnz {t['nnz']}, P = 32, "
+              "1024 rows x 256 cols x 1024 entries/PE per bank, double-buffered "
+              "(cycle model; total = first weight beat to last result):", "",
+              "| lanes | valid prob | words/clock | blocks | beats | total cycles | "
+              "total / ideal | serial load+compute |", "|---" * 8 + "|"]
+    for r in t["runs"]:
+        lines.append(f"| {r['lanes']} | {r['w_valid_prob']} | {r['words_per_clock']:g} | "
+                     f"{r['blocks']} | {r['beats']} | {r['total_cycles']} | "
+                     f"{r['ratio']:.2f} | {r['serial_estimate']} |")
     lines += ["", "Table 1 (us):", "", "| design | us |", "|---|---|"]
     for k, v in res["table1_us"].items():
         lines.append(f"| {k} | {v:.2f} |")
