@@ -27,7 +27,7 @@ __all__ = ["main", "RUN_COMMANDS"]
 
 # `spnn run <name>` commands: module gen.run_<name> provides HELP, DESCRIPTION,
 # add_arguments(parser) and run(args) -> int.
-RUN_COMMANDS = ["pwl", "spmv", "fc", "conv"]
+RUN_COMMANDS = ["pwl", "spmv", "fc", "conv", "lstm"]
 # Further top-level commands: module gen.<name> provides register(subparsers), which adds
 # its parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
 EXTRA_COMMANDS = ["synth", "fdcsr_cli", "explore_cli"]

@@ -306,3 +306,84 @@ def test_rtl_reset_between_sequences(sim, cycle_log):
     shifted = [c + reset_at for c in cm["o"]]
     assert res["sinks"]["o"]["cycles"] == shifted
     cycle_log(res["sinks"]["o"]["cycles"][-1], shifted[-1])
+
+
+# ----------------------------------------------------------------------- CLI
+
+def run_cli(args, cwd=None):
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "gen.cli", *args], capture_output=True,
+                          text=True, cwd=cwd)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture
+def cli_files(tmp_path):
+    rng = np.random.default_rng(21)
+    st = _state(rng, H=16, X=8)
+    files = {"model": tmp_path / "m.npz", "seq": tmp_path / "seq.npy"}
+    np.savez(files["model"], **{k: v * 0.5 for k, v in st.items()})
+    np.save(files["seq"], rng.uniform(-1, 1, (3, 8)))
+    bad = dict(st)
+    bad["weight_hh_l0"] = np.zeros((64, 5))
+    np.savez(tmp_path / "shape.npz", **bad)
+    files["shape"] = tmp_path / "shape.npz"
+    np.savez(tmp_path / "keys.npz", foo=np.zeros(3))
+    files["keys"] = tmp_path / "keys.npz"
+    nan = {k: v.copy() for k, v in st.items()}
+    nan["bias_hh_l0"][2] = np.nan
+    np.savez(tmp_path / "nan.npz", **nan)
+    files["nan"] = tmp_path / "nan.npz"
+    np.savez(tmp_path / "pickle.npz", weight_ih_l0=np.array([None], dtype=object))
+    files["pickle"] = tmp_path / "pickle.npz"
+    (tmp_path / "junk.pt").write_bytes(b"not a zip file at all")
+    files["junk"] = tmp_path / "junk.pt"
+    np.save(tmp_path / "seq_bad.npy", np.zeros((3, 5)))
+    files["seq_bad"] = tmp_path / "seq_bad.npy"
+    np.save(tmp_path / "seq_nan.npy", np.full((3, 8), np.nan))
+    files["seq_nan"] = tmp_path / "seq_nan.npy"
+    return files
+
+
+@pytest.mark.parametrize("model, seq, extra, message", [
+    ("keys", "seq", [], "--model: no LSTM weights found"),
+    ("shape", "seq", [], "--model: weight_hh_l0 must have shape (4H, H), not (64, 5)"),
+    ("nan", "seq", [], "--model: bias_hh_l0 holds NaN or infinite values"),
+    ("pickle", "seq", [], "holds pickled objects"),
+    ("junk", "seq", [], "--model: "),
+    ("model", "seq_bad", [], "--input must have shape (T, X) = (T, 8) with T >= 1, not (3, 5)"),
+    ("model", "seq_nan", [], "--input: values must be finite, found NaN"),
+    ("model", "seq", ["--density", "1.5"], "--density must be in (0, 1], not 1.5"),
+    ("model", "seq", ["--pes", "0"], "--pes must be between 1 and 256, not 0"),
+    ("model", "seq", ["--w-fmt", "Q3"], "--w-fmt must be a fixed-point format"),
+    ("model", "seq", ["--mem-depth", "4"], "a PE needs"),
+])
+def test_cli_errors(tmp_path, cli_files, model, seq, extra, message):
+    out = tmp_path / "h.npy"
+    code, _, stderr = run_cli(["run", "lstm", "--model", str(cli_files[model]), "--input",
+                               str(cli_files[seq]), "--out", str(out), *extra])
+    assert code == 2, stderr
+    assert message in stderr and stderr.count("\n") == 1
+    assert not out.exists()
+
+
+def test_cli_end_to_end(sim, tmp_path, cli_files):
+    """Same hardware config as the RTL tests (no extra build): h out, report fields."""
+    out, report = tmp_path / "h.npy", tmp_path / "r.json"
+    code, stdout, stderr = run_cli(
+        ["run", "lstm", "--model", str(cli_files["model"]), "--input", str(cli_files["seq"]),
+         "--density", "0.3", "--pes", "3", "--fifo-depth", "4", "--mem-depth", "256",
+         "--segments", "8", "--out", str(out), "--report", str(report), "--sim", sim])
+    assert code == 0, stderr
+    h = np.load(out)
+    assert h.shape == (3, 16) and h.dtype == np.float64
+    import json
+    rep = json.loads(report.read_text())
+    for field in ("block", "config", "formats", "sim", "cycles", "ideal_cycles", "efficiency",
+                  "utilisation", "samples", "max_abs_error", "cycles_per_step"):
+        assert field in rep
+    assert rep["config"] == {**rep["config"], "pes": 3, "max_hidden": 16, "max_inputs": 8,
+                             "segments": 8, "mem_depth": 256}
+    assert rep["rtl_matches_golden"] and len(rep["cycles_per_step"]) == 3
+    assert rep["max_abs_error"] < 0.05

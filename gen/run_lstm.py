@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``spnn run lstm``: import an LSTM layer, prune, quantise, compile and run a sequence on the RTL."""
+
+import numpy as np
+
+from .config import SpnnError
+from .fixed import decode, parse_format, quantise
+from .lstm import (LstmConfig, compile_lstm, cycle_model, float_lstm, load_model, prune_lstm,
+                   quantise_lstm, ref_lstm, rtl_lstm, step_cycles)
+from .runutil import add_common_arguments, check_finite, load_npy, make_report, write_npy, \
+    write_report
+from .spmv import ALLOCATORS
+
+HELP = "LSTM layer on the sparse PE array (seed 000)"
+DESCRIPTION = """\
+Import one nn.LSTM layer (a PyTorch state_dict .pt, loaded with weights_only=True, or an
+.npz with the keys weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0; the keys may sit
+under one prefix such as "lstm."), optionally prune it by magnitude to --density,
+quantise it (round half up, saturate), compile it for P PEs (one unit permutation for
+all four gates) and run the input sequence (T x X, float) through the engine's RTL.
+
+Writes the hidden-state sequence h_1..h_T (float, T x H, original unit order) and a
+report: cycles per step (measured and cycle model, which must agree), efficiency =
+ceil(nnz / P) / step cycles, formats, and the max deviation of h from the float model
+(the float weights after pruning, unquantised).  The RTL must equal the bit-exact golden
+model; any difference is an internal error.
+
+Examples:
+  spnn run lstm --model m.pt --input seq.npy --out h.npy --report r.json
+  spnn run lstm --model m.npz --input seq.npy --density 0.2 --pes 8 --sim icarus
+  spnn run lstm --model m.pt --input seq.npy --h0 h0.npy --c0 c0.npy --w-fmt Q2.10
+"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--model", required=True, metavar="M.pt|M.npz",
+                        help="nn.LSTM state dict (.pt/.pth) or .npz with the same keys")
+    parser.add_argument("--input", required=True, metavar="SEQ.npy",
+                        help="input sequence, T x X (float)")
+    parser.add_argument("--density", default=None,
+                        help="prune [W_ih W_hh] by magnitude to this density first (0..1)")
+    parser.add_argument("--pes", default="32", help="processing elements P (default 32)")
+    parser.add_argument("--out", metavar="H.npy", help="write h_1..h_T (float, T x H) here")
+    parser.add_argument("--h0", metavar="H0.npy", help="initial hidden state (H,), default 0")
+    parser.add_argument("--c0", metavar="C0.npy", help="initial cell state (H,), default 0")
+    parser.add_argument("--alloc", default="balanced", choices=ALLOCATORS,
+                        help="unit allocator (default balanced)")
+    parser.add_argument("--fifo-depth", default="16", help="activation FIFO depth (default 16)")
+    parser.add_argument("--mem-depth", default=None,
+                        help="weight entries per PE (default: the largest PE load, rounded up "
+                             "to a power of two)")
+    parser.add_argument("--segments", default="32", help="PWL segments (default 32)")
+    for name, default in (("w-fmt", "Q3.9"), ("x-fmt", "Q4.12"), ("c-fmt", "Q5.11"),
+                          ("b-fmt", "Q4.12"), ("pre-fmt", "Q4.12"), ("act-fmt", "Q2.14")):
+        parser.add_argument(f"--{name}", default=default, help=f"format (default {default})")
+    add_common_arguments(parser)
+
+
+def _int(text, name):
+    try:
+        return int(text)
+    except ValueError:
+        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
+
+
+def _vector(path, name, hid):
+    if path is None:
+        return None
+    v = load_npy(path, name)
+    check_finite(v, name)
+    if v.shape not in ((hid,), (1, hid)):
+        raise SpnnError(f"{name} must have shape ({hid},), not {v.shape}")
+    return v.astype(np.float64).ravel()
+
+
+def run(args) -> int:
+    model = load_model(args.model, "--model")
+    H, X = model.hidden, model.inputs
+    xs = load_npy(args.input, "--input")
+    check_finite(xs, "--input")
+    if xs.ndim == 1 and X == 1:
+        xs = xs[:, None]
+    if xs.ndim != 2 or xs.shape[1] != X or xs.shape[0] == 0:
+        raise SpnnError(f"--input must have shape (T, X) = (T, {X}) with T >= 1, "
+                        f"not {xs.shape}")
+    xs = xs.astype(np.float64)
+    h0 = _vector(args.h0, "--h0", H)
+    c0 = _vector(args.c0, "--c0", H)
+    if args.density is not None:
+        try:
+            density = float(args.density)
+        except ValueError:
+            raise SpnnError(f"--density must be a number, not {args.density!r}") from None
+        if not 0.0 < density <= 1.0:
+            raise SpnnError(f"--density must be in (0, 1], not {args.density}")
+        model = prune_lstm(model, density)
+    pes = _int(args.pes, "--pes")
+    fifo = _int(args.fifo_depth, "--fifo-depth")
+    segments = _int(args.segments, "--segments")
+    try:
+        fmts = {k: parse_format(getattr(args, k), "--" + k.replace("_", "-"))
+                for k in ("w_fmt", "x_fmt", "c_fmt", "b_fmt", "pre_fmt", "act_fmt")}
+        probe = LstmConfig(pes=pes, max_inputs=X, max_hidden=H, fifo_depth=fifo,
+                           segments=segments, mem_depth=1 << 20, **fmts)
+        q = quantise_lstm(model, probe)
+        plan = compile_lstm(q, probe, args.alloc)
+        if args.mem_depth is None:
+            mem = max(2, 1 << max(1, int(plan.loads.max(initial=1) - 1).bit_length()))
+        else:
+            mem = _int(args.mem_depth, "--mem-depth")
+        cfg = LstmConfig(pes=pes, max_inputs=X, max_hidden=H, fifo_depth=fifo, mem_depth=mem,
+                         segments=segments, **fmts)
+        plan = compile_lstm(q, cfg, args.alloc)
+    except (TypeError, ValueError) as exc:
+        msg = str(exc)
+        for field in ("pes", "fifo_depth", "mem_depth", "segments", "w_fmt", "x_fmt", "c_fmt",
+                      "b_fmt", "pre_fmt", "act_fmt"):
+            if msg.startswith(field + " "):
+                msg = "--" + field.replace("_", "-") + msg[len(field):]
+        raise SpnnError(msg) from None
+    xq = quantise(xs, cfg.x_fmt)
+    h0q = None if h0 is None else quantise(h0, cfg.x_fmt)
+    c0q = None if c0 is None else quantise(c0, cfg.c_fmt)
+    seqs = [(xq, h0q, c0q)]
+    outs, result = rtl_lstm(plan, seqs, args.sim, seed=args.seed, waves=args.waves)
+    golden, _ = ref_lstm(q, xq, cfg, h0q, c0q)
+    if not np.array_equal(outs[0], golden):
+        bad = np.argwhere(outs[0] != golden)[0]
+        raise SystemExit(f"spnn: internal error: RTL differs from the golden model at step "
+                         f"{bad[0]}, unit {bad[1]}")
+    model_c = cycle_model(plan, seqs)
+    if result["sinks"]["o"]["cycles"] != model_c["o"]:
+        raise SystemExit("spnn: internal error: RTL output cycles differ from the cycle model")
+    h = decode(outs[0], cfg.x_fmt)
+    hf, _ = float_lstm(model, xs, h0, c0)
+    err = float(np.max(np.abs(h - hf)))
+    if args.out:
+        write_npy(args.out, h)
+    T = len(xs)
+    per_step = step_cycles(model_c)
+    ideal_step = plan.ideal_cycles
+    first = result["sources"]["x"]["cycles"][2 * H]
+    cycles = result["sinks"]["o"]["cycles"][-1] - first + 1
+    mean_step = float(np.mean(per_step))
+    report = make_report(
+        "lstm", cfg, cfg.formats(), args.sim, cycles, ideal_step * T, T * H, err,
+        utilisation=ideal_step / mean_step,
+        hidden=H, inputs=X, steps=T, density=model.density, nnz=plan.nnz,
+        pes=pes, cycles_per_step=per_step, ideal_cycles_per_step=ideal_step,
+        step_efficiency=ideal_step / mean_step, load=plan.load_report(),
+        ew_latency=cfg.ew_latency, rtl_matches_golden=True, cycles_match_model=True,
+        max_abs_error_vs_quantised_float=float(np.max(np.abs(
+            h - float_lstm(_dequant(q, cfg), decode(xq, cfg.x_fmt),
+                           None if h0q is None else decode(h0q, cfg.x_fmt),
+                           None if c0q is None else decode(c0q, cfg.c_fmt))[0]))),
+        saturated_weights=int(np.sum(np.abs(q.w_ih) == -cfg.w_fmt.min_code)
+                              + np.sum(q.w_ih == cfg.w_fmt.max_code)
+                              + np.sum(np.abs(q.w_hh) == -cfg.w_fmt.min_code)
+                              + np.sum(q.w_hh == cfg.w_fmt.max_code)),
+    )
+    if args.report:
+        write_report(args.report, report)
+    print(f"lstm H={H} X={X} T={T}: {mean_step:.0f} cycles/step (ideal {ideal_step}, "
+          f"efficiency {ideal_step / mean_step:.3f}), max |h - float| {err:.3g}")
+    return 0
+
+
+def _dequant(q, cfg):
+    from .lstm import LstmFloat
+    return LstmFloat(decode(q.w_ih, cfg.w_fmt), decode(q.w_hh, cfg.w_fmt),
+                     decode(q.b, cfg.b_fmt))
