@@ -503,15 +503,17 @@ def vivado_files(block, cfg, out_dir="build/verilog", freq: float = DEFAULT_FREQ
         "",
         "targets:",
         "  default:",
+        "    description: the RTL alone, for use as a dependency",
         "    filesets: [rtl]",
         f"    toplevel: {module}",
         "  synth:",
-        "    default_tool: vivado",
+        "    description: Vivado out-of-context synthesis (edalize flow API)",
+        "    flow: vivado",
+        "    flow_options:",
+        f"      part: {part}",
+        "      pnr: none",
         "    filesets: [rtl, constraints]",
         f"    toplevel: {module}",
-        "    tools:",
-        "      vivado:",
-        f"        part: {part}",
     ]
     core_path = out / f"{module}.core"
     core_path.write_text("\n".join(core) + "\n")

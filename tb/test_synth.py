@@ -9,7 +9,6 @@ generated TCL/XDC/core files are checked statically against the manifest.
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -56,26 +55,9 @@ def test_cli_rejects(argv, message, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name, cfg", DEFAULTS)
-def test_harness_wraps_every_port(name, cfg, tmp_path):
-    """The timing harness instantiates the block with every port connected, 5 pins."""
-    block = BLOCKS[name]
-    module = block.module_name(cfg)
-    from gen.emit import emit
-    emit(block, cfg, tmp_path)
-    ports = verilog_ports((tmp_path / f"{module}.v").read_text(), module)
-    manifest = json.loads((tmp_path / f"{module}.json").read_text())
-    assert {(p["name"], p["direction"], p["width"]) for p in manifest["ports"]} == set(ports)
-    text = harness_verilog(module, ports)
-    top = re.search(r"^module (\w+)\((.*?)\);", text, re.M | re.S)
-    assert top.group(1) == f"{module}_harness"
-    assert sorted(p.strip() for p in top.group(2).split(",")) == \
-        ["clk", "load", "rst", "si", "so"]
-    inst = re.search(rf"^\s*{module} dut \((.*?)\);", text, re.M | re.S).group(1)
-    assert sorted(re.findall(r"\.(\w+)\(", inst)) == sorted(n for n, _, _ in ports)
-
-
-@pytest.mark.parametrize("name, cfg", DEFAULTS)
-def test_vivado_files_name_real_things(name, cfg, tmp_path):
+def test_generated_files(name, cfg, tmp_path):
+    """Vivado TCL, XDC and FuseSoC core name real files and ports; the timing harness
+    instantiates the block with every port connected (one emission per block)."""
     block = BLOCKS[name]
     module = block.module_name(cfg)
     vivado_files(block, cfg, tmp_path, freq=200.0)
@@ -119,3 +101,14 @@ def test_vivado_files_name_real_things(name, cfg, tmp_path):
     for fname in files:
         assert (tmp_path / fname).is_file(), fname
     assert set(re.findall(r"^    toplevel: (\S+)$", core, re.M)) == {module}
+
+    # Timing harness: five pins, every port of the block connected.
+    ports = verilog_ports((tmp_path / f"{module}.v").read_text(), module)
+    assert {(p["name"], p["direction"], p["width"]) for p in manifest["ports"]} == set(ports)
+    text = harness_verilog(module, ports)
+    top = re.search(r"^module (\w+)\((.*?)\);", text, re.M | re.S)
+    assert top.group(1) == f"{module}_harness"
+    assert sorted(p.strip() for p in top.group(2).split(",")) == \
+        ["clk", "load", "rst", "si", "so"]
+    inst = re.search(rf"^\s*{module} dut \((.*?)\);", text, re.M | re.S).group(1)
+    assert sorted(re.findall(r"\.(\w+)\(", inst)) == sorted(n for n, _, _ in ports)
