@@ -22,7 +22,10 @@ class ConvArray(wiring.Component):
 
     The host (:func:`gen.conv.plan`) maps each layer to *passes*: ``count`` blocks of
     ``R`` output channels, each run as ``n`` copies (groups of ``R`` rows) on ``n``
-    different sets of output positions.  The array executes the descriptor: position
+    different sets of output positions.  The groups run in lockstep and every
+    (group, column) lane has its own read port on the feature buffer (the seed instead
+    staggers the groups by ``stride * Ic * kh`` beats so that they share one stream; see
+    ``docs/conv.md``).  The array executes the descriptor: position
     table, then per input-channel chunk weight load, feature load (padding inserted),
     compute (tiles of ``K`` beats), with the partial sums of later chunks added into the
     output buffer; finally a stats word and the outputs (ping-pong buffers: the next
