@@ -402,7 +402,8 @@ class FcConfig:
 
     @property
     def module_name(self) -> str:
-        return f"fc_fdcsr_n{self.batch}_k{self.nz_per_clock}"
+        return (f"fc_fdcsr_n{self.batch}_k{self.nz_per_clock}"
+                f"_w{self.row_width}x{self.segs_per_beat}")
 
     # Pipeline after a group's decode step: decoder output register (1) -> FIFO write
     # (1) -> pop + activation read (1) -> multiply (1) -> accumulate into the y register

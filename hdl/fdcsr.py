@@ -116,33 +116,47 @@ class FdcsrDecoder(wiring.Component):
         both_offs = offs + [p.offsets[j] for j in range(c)]
 
         # Saturating prefix count over the pending bits: rank[i] = min(k, #pending below i).
+        # Two levels keep the carry chain short: segment popcounts (adder trees) give each
+        # segment's starting rank through a chain of 2 * segs small adders, then a chain of
+        # row_width saturating increments runs inside every segment in parallel.
         ranks = []
-        run = Const(0, rank_shape)
-        for i in range(2 * nbits):
-            ranks.append(run)
-            nxt = Signal(rank_shape, name=f"rank{i + 1}")
-            m.d.comb += nxt.eq(Mux(pend[i] & (run != k), run + 1, run))
-            run = nxt
-        count = run                                    # min(k, popcount(pend))
-        sel = [[pend[i] & (ranks[i] == s) for i in range(2 * nbits)] for s in range(k)]
+        start = Const(0, rank_shape)
+        for j in range(2 * c):
+            run = start
+            for b in range(w):
+                i = j * w + b
+                ranks.append(run)
+                nxt = Signal(rank_shape, name=f"rank{i + 1}")
+                m.d.comb += nxt.eq(Mux(pend[i] & (run != k), run + 1, run))
+                run = nxt
+            seg_count = _popcount([pend[j * w + b] for b in range(w)])
+            nstart = Signal(rank_shape, name=f"seg_rank{j + 1}")
+            m.d.comb += nstart.eq(Mux(start + seg_count >= k, k, start + seg_count))
+            start = nstart
+        count = start                                  # min(k, popcount(pend))
+        # Intermediate results are named signals so the emitted Verilog computes each once.
+        sel = []
+        for s in range(k):
+            sel_s = Signal(2 * nbits, name=f"sel{s}")
+            m.d.comb += sel_s.eq(Cat(*[pend[i] & (ranks[i] == s) for i in range(2 * nbits)]))
+            sel.append(sel_s)
         taken = Signal(2 * nbits)
-        m.d.comb += taken.eq(_or([Mux(pend[i] & (ranks[i] < k), 1 << i, 0)
-                                  for i in range(2 * nbits)], 2 * nbits))
-        rem_after = rem & ~taken[:nbits]
-        finishing = rem_after == 0
+        m.d.comb += taken.eq(Cat(*[pend[i] & (ranks[i] < k) for i in range(2 * nbits)]))
+        finishing = Signal()
+        m.d.comb += finishing.eq((rem & ~taken[:nbits]) == 0)
 
         # Address of slot 0: the offset of its segment plus its rank among the segment's
         # original mask bits (one adder after two one-hot selects).
         seg_hit, in_rank = [], []
         for j in range(2 * c):
             below = Const(0, unsigned(w.bit_length()))
-            hits = []
             for b in range(w):
                 i = j * w + b
-                hits.append(sel[0][i])
                 in_rank.append(Mux(sel[0][i], below, 0))
-                below = below + both_orig[i]
-            seg_hit.append(Mux(_or(hits, 1), both_offs[j], 0))
+                nbelow = Signal(unsigned(w.bit_length()), name=f"below{i + 1}")
+                m.d.comb += nbelow.eq(below + both_orig[i])
+                below = nbelow
+            seg_hit.append(Mux(sel[0][j * w:(j + 1) * w].any(), both_offs[j], 0))
         addr0 = _or(seg_hit, self.addr_width) + _or(in_rank, w.bit_length())
         # Inside a row the next beat starts nbits columns later, so bit i of `pend` is
         # column col_base + i in both halves.
@@ -150,11 +164,13 @@ class FdcsrDecoder(wiring.Component):
                                (2 * nbits - 1).bit_length()) for s in range(k)]
 
         emit = (count != 0) | (last & finishing)
-        can_step = ~self.o.valid | self.o.ready
+        can_step = Signal()
+        m.d.comb += can_step.eq(~self.o.valid | self.o.ready)
         # A group that the next beat of the row could top up waits for that beat, so the
         # grouping (hence the memory requests) never depends on when `i` is offered.
         need_next = ~last & (ranks[nbits] != k)
-        step = has & can_step & (~need_next | self.i.valid)
+        step = Signal()
+        m.d.comb += step.eq(has & can_step & (~need_next | self.i.valid))
         m.d.comb += self.i.ready.eq(~has | (step & finishing))
 
         with m.If(can_step):
@@ -168,7 +184,7 @@ class FdcsrDecoder(wiring.Component):
                 for s in range(k):
                     m.d.sync += self.o.payload.cols[s].eq(cols[s])
         with m.If(step):
-            m.d.sync += rem.eq(rem_after)
+            m.d.sync += rem.eq(rem & ~taken[:nbits])
             with m.If(finishing):
                 m.d.sync += has.eq(0)
         with m.If(self.i.valid & self.i.ready):
@@ -186,6 +202,17 @@ class FdcsrDecoder(wiring.Component):
             "o": {"format": None, "protocol": "valid/ready stream of non-zero groups: count, "
                   "first value address, columns, last-of-row"},
         }
+
+
+def _popcount(bits):
+    """Number of set bits, as a balanced adder tree."""
+    terms = list(bits)
+    while len(terms) > 1:
+        nxt = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            nxt.append(terms[-1])
+        terms = nxt
+    return terms[0]
 
 
 def _or(terms, width):
