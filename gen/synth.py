@@ -50,6 +50,7 @@ __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_v
            "synth", "markdown_table", "write_summary", "vivado_files", "register"]
 
 DEFAULT_FREQ = 150.0
+ROUTER2_CELLS = 10000
 VIVADO_PART = "xc7vx690tffg1761-2"
 
 TARGETS = {
@@ -274,8 +275,12 @@ def _critical_path(report: dict) -> dict | None:
 # ------------------------------------------------------------------------------ the flow
 
 def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/reports",
-          seed: int = 1, timeout: float = 3600.0) -> dict:
+          seed: int = 1, timeout: float = 3600.0, router: str | None = None) -> dict:
     """Synthesise one block configuration for ``target``; write and return the result dict.
+
+    ``router`` is nextpnr's router; ``None`` picks ``router1`` (the better Fmax on
+    small designs) below :data:`ROUTER2_CELLS` cells and ``router2`` (which copes
+    with congestion far faster) above.
 
     Work files (Verilog, Yosys script, logs, netlist, nextpnr report) go to
     ``<out_dir>/synth/<module>-<config id>-<target>/``; the result to the same path
@@ -333,7 +338,13 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
     }
 
     if spec["pnr"]:
+        if router is None:
+            router = "router2" if stat["design"].get("num_cells", 0) > ROUTER2_CELLS \
+                else "router1"
+        if router not in ("router1", "router2"):
+            raise SpnnError(f"router must be router1 or router2, not {router!r}")
         cmd = [_tool(spec["pnr"][0]), *spec["pnr"][1:], "--json", "netlist.json",
+               "--router", router,
                "--freq", f"{freq:g}", "--seed", str(seed), "--timing-allow-fail",
                "--report", "report.json", "-l", "nextpnr.log", "-q"]
         _run(cmd, work, "nextpnr.out", timeout)
@@ -345,6 +356,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
             "fmax_mhz": round(min(achieved), 2) if achieved else None,
             "timing_met": bool(achieved) and min(achieved) >= freq,
             "seed": seed,
+            "router": router,
             "harness": {"kind": "serial shift chains", "ff": harness_ff},
             "utilisation": {k: {"used": v["used"], "available": v["available"]}
                             for k, v in report.get("utilization", {}).items() if v["used"]},
@@ -531,7 +543,8 @@ def _cmd_synth(args) -> int:
     for block, cfg in jobs:
         print(f"synth {block.module_name(cfg)} ({block.name}) for {args.target} ...",
               flush=True)
-        result = synth(block, cfg, args.target, args.freq, args.output, args.seed)
+        result = synth(block, cfg, args.target, args.freq, args.output, args.seed,
+                       router=args.router)
         res = result["resources"]
         line = ", ".join(f"{k} {v:g}" for k, v in res.items())
         if "fmax_mhz" in result:
@@ -568,6 +581,9 @@ def register(subparsers):
     p.add_argument("--target", required=True, choices=list(TARGETS),
                    help="xc7 (resources), ecp5 (Fmax, LFE5U-85F speed 8), ice40 (UP5K)")
     p.add_argument("--seed", type=int, default=1, help="nextpnr placement seed (default 1)")
+    p.add_argument("--router", choices=["router1", "router2"], default=None,
+                   help=f"nextpnr router (default: router1 up to {ROUTER2_CELLS} cells, "
+                   "router2 above)")
     p.add_argument("-o", "--output", default="build/reports",
                    help="report folder (default build/reports)")
     p.set_defaults(handler=_cmd_synth)

@@ -36,14 +36,15 @@ GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
 OUT = Path("build/bench")
 
 
-def bench_config(block, cfg, seeds, freq, work):
+def bench_config(block, cfg, seeds, freq, work, timeout):
     entry = {"block": block.name, "module": block.module_name(cfg),
              "config": config_to_dict(cfg)}
     try:
         runs = []
         for seed in seeds:
-            r = synth(block, cfg, "ecp5", freq, work, seed=seed)
-            print(f"    ecp5 seed {seed}: Fmax {r['fmax_mhz']} MHz  [{r['seconds']} s]",
+            r = synth(block, cfg, "ecp5", freq, work, seed=seed, timeout=timeout)
+            print(f"    ecp5 seed {seed}: Fmax {r['fmax_mhz']} MHz ({r['router']})  "
+                  f"[{r['seconds']} s]",
                   flush=True)
             runs.append(r)
         fmax = [r["fmax_mhz"] for r in runs]
@@ -58,9 +59,10 @@ def bench_config(block, cfg, seeds, freq, work):
             "harness_ff": best["harness"]["ff"],
             "utilisation": best["utilisation"],
             "critical_path": runs[0]["critical_path"],
+            "router": runs[0]["router"],
             "device": TARGETS["ecp5"]["description"],
         }
-        r = synth(block, cfg, "xc7", freq, work)
+        r = synth(block, cfg, "xc7", freq, work, timeout=timeout)
         print(f"    xc7: " + ", ".join(f"{k} {v:g}" for k, v in r["resources"].items())
               + f"  [{r['seconds']} s]", flush=True)
         entry["xc7"] = {"resources": r["resources"], "cells": r["cells"],
@@ -114,12 +116,58 @@ def markdown(results, freq, seeds) -> str:
     return "\n".join(lines) + "\n"
 
 
+def spmv_seed_matrix(results):
+    """Seed 000's Table 1 matrix (1024 x 153, 18,331 non-zeros) at the measured ECP5 Fmax.
+
+    The cycle counts come from build/bench/spmv.json (scripts/bench_spmv.py: RTL cycles,
+    equal to the cycle model); None when that file or an spmv Fmax is missing.
+    """
+    path = OUT / "spmv.json"
+    fmax = [e["ecp5"] for e in results if e["block"] == "spmv" and "ecp5" in e]
+    if not path.exists() or not fmax:
+        return None
+    bench = json.loads(path.read_text())
+    rtl = bench.get("rtl", {})
+    if "compute_cycles" not in rtl:
+        return None
+    mhz = fmax[0]["fmax_median_mhz"]
+    out = {"matrix": bench.get("matrix"), "compute_cycles": rtl["compute_cycles"],
+           "total_cycles": rtl.get("total_cycles"), "fmax_mhz": mhz,
+           "compute_us_at_fmax": round(rtl["compute_cycles"] / mhz, 2),
+           "compute_us_at_100mhz": round(rtl["compute_cycles"] / SEED_MHZ, 2),
+           "table1_us": bench.get("table1_us", {})}
+    if rtl.get("total_cycles"):
+        out["total_us_at_fmax"] = round(rtl["total_cycles"] / mhz, 2)
+    return out
+
+
+def spmv_markdown(seed):
+    if not seed:
+        return ""
+    lines = ["", f"SpMV, seed 000 Table 1 matrix ({seed['matrix']}), spnn engine at the "
+             f"measured ECP5 Fmax ({seed['fmax_mhz']} MHz, median) vs the seed's 100 MHz; "
+             "cycles from build/bench/spmv.json:", "",
+             "| design | time us |", "|---|---:|"]
+    for name, us in seed["table1_us"].items():
+        lines.append(f"| {name} (from bench_spmv) | {us:.2f} |")
+    lines.append(f"| spnn compute, {seed['compute_cycles']} cycles at 100 MHz | "
+                 f"{seed['compute_us_at_100mhz']:.2f} |")
+    lines.append(f"| spnn compute, {seed['compute_cycles']} cycles at {seed['fmax_mhz']} MHz "
+                 f"(ECP5-85 speed 8) | {seed['compute_us_at_fmax']:.2f} |")
+    if "total_us_at_fmax" in seed:
+        lines.append(f"| spnn incl. result drain, {seed['total_cycles']} cycles at "
+                     f"{seed['fmax_mhz']} MHz | {seed['total_us_at_fmax']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3, help="nextpnr seeds 1..N (default 3)")
     parser.add_argument("--freq", type=float, default=DEFAULT_FREQ,
                         help=f"ECP5 clock constraint in MHz (default {DEFAULT_FREQ:g})")
+    parser.add_argument("--timeout", type=float, default=1800,
+                        help="seconds allowed per tool run (default 1800)")
     parser.add_argument("--blocks", default="", help="comma-separated block names (default all)")
     args = parser.parse_args(argv)
     names = [n for n in args.blocks.split(",") if n] or list(BLOCKS)
@@ -141,11 +189,13 @@ def main(argv=None) -> int:
         for cfg in configs:
             print(f"[{time.monotonic() - t0:6.0f} s] {name}: {block.module_name(cfg)}",
                   flush=True)
-            results.append(bench_config(block, cfg, seeds, args.freq, OUT))
+            results.append(bench_config(block, cfg, seeds, args.freq, OUT, args.timeout))
     summary = {"seeds": seeds, "freq_target_mhz": args.freq, "goal_mhz": GOAL_MHZ,
-               "seed_design_mhz": SEED_MHZ, "results": results}
+               "seed_design_mhz": SEED_MHZ, "results": results,
+               "spmv_seed_matrix": spmv_seed_matrix(results)}
     (OUT / "synth.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    (OUT / "synth.md").write_text(markdown(results, args.freq, seeds))
+    (OUT / "synth.md").write_text(markdown(results, args.freq, seeds)
+                                  + spmv_markdown(summary["spmv_seed_matrix"]))
     print(f"\nwrote {OUT / 'synth.json'} and {OUT / 'synth.md'} "
           f"[{time.monotonic() - t0:.0f} s]\n")
     print((OUT / "synth.md").read_text())
