@@ -337,6 +337,19 @@ def test_rtl_random_layers(sim):
     _check(jobs, outs, stats, result, CFG_8x4)
 
 
+def test_rtl_edge_layers(sim):
+    """K = 1, one output position, Wo = 1, stride 3, remainder of one channel."""
+    specs = [(3, 1, 1, 1, 1, 1, 0, "remainder", None, "random"),
+             (17, 1, 3, 3, 3, 1, 0, "remainder", None, "random"),
+             (1, 1, 4, 4, 1, 1, 0, "naive", None, "random"),
+             (1, 2, 2, 9, 1, 2, 1, "remainder", None, "random"),
+             (9, 1, 1, 8, 1, 1, 0, "remainder", None, "random"),
+             (8, 3, 5, 5, 3, 3, 1, "seed", None, "random")]
+    jobs = _jobs(CFG_8x4, specs, 16)
+    outs, stats, result = rtl_conv(jobs, CFG_8x4, sim, name="edge")
+    _check(jobs, outs, stats, result, CFG_8x4)
+
+
 def test_rtl_backpressure(sim):
     """Idle inputs and a back-pressured output drain: same results, same compute phase."""
     jobs = _jobs(CFG_16x4, SPECS_16x4[:3], 13)
