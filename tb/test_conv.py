@@ -16,7 +16,7 @@ import pytest
 
 from gen.config import SpnnError
 from gen.conv import (READ_POINTERS, ConvConfig, ConvLayer, column_bound, compute_cycles,
-                      direct_conv, layer_cycles, n_rule, network_table, plan, ref_conv,
+                      descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan, ref_conv,
                       rtl_conv, schedule_cover, stagger_reads, stagger_words, _slot_valid)
 from gen.networks import NETWORKS, layer_macs
 
@@ -44,6 +44,16 @@ CFG_16x4 = ConvConfig(rows=16, cols=4, max_groups=4, drain_rows=2,
 def test_config_errors(kwargs, exc, message):
     with pytest.raises(exc, match=f"^{message}$"):
         ConvConfig(**kwargs)
+
+
+def test_component_errors_and_ports():
+    from hdl.conv import ConvArray
+    with pytest.raises(TypeError, match="^cfg must be a ConvConfig, not 'x'$"):
+        ConvArray("x")
+    array = ConvArray(CFG_8x4)
+    assert set(array.port_info()) == {"c", "w", "x", "o", "s"}
+    width = sum(w for _, w in descriptor_fields(CFG_8x4))
+    assert len(array.c.payload.as_value()) == width
 
 
 def test_layer_errors():
