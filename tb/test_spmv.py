@@ -269,6 +269,8 @@ def _jobs_a(rng):
     onehot[4] = fmt.max_code
     jobs.append((w, onehot, "lpt"))                               # one-hot x
     jobs.append((np.zeros((6, 5), dtype=np.int64), xs(5), "zigzag"))  # empty matrix
+    jobs.append((np.zeros((0, 5), dtype=np.int64), xs(5), "lpt"))    # no rows
+    jobs.append((np.ones((4, 0), dtype=np.int64), xs(0), "lpt"))     # no columns
     jobs.append((_sparse(rng, 2, 11, 0.8, fmt), xs(11), "zigzag"))    # P > rows
     # same-accumulator hazard: dense rows, so every PE updates one accumulator in
     # consecutive clocks across consecutive columns
