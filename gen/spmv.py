@@ -661,14 +661,15 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 b = full[cbank]
                 state = "COMPUTE"
                 c = {"b": b, "plan": jobs[b][0], "x": xs[b], "cols_in": 0, "s1v": False,
-                     "s1j": 0}
+                     "s1j": 0, "s2v": False, "s2j": 0}
         elif state == "COMPUTE":
             plan, x, counts = c["plan"], c["x"], c["plan"].counts
             if any(vc):
                 info[c["b"]]["last_write"] = cycle
-            done = (c["cols_in"] == plan.cols and not c["s1v"]
+            done = (c["cols_in"] == plan.cols and not c["s1v"] and not c["s2v"]
                     and not any(fifo) and not any(rem) and not any(vb) and not any(vc))
-            stall = c["s1v"] and any(counts[p, c["s1j"]] > 0 and len(fifo[p]) == D
+            # stage 1: pointer memory read; stage 2: registered pointers, push / stall
+            stall = c["s2v"] and any(counts[p, c["s2j"]] > 0 and len(fifo[p]) == D
                                      for p in range(P))
             advance = not stall
             took = xsrc.take(advance and c["cols_in"] < plan.cols, cycle)
@@ -682,11 +683,12 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                     vb[p] = True
                 else:
                     vb[p] = False
-            if advance and c["s1v"]:
+            if advance and c["s2v"]:
                 for p in range(P):
-                    if counts[p, c["s1j"]] > 0:
-                        fifo[p].append(int(counts[p, c["s1j"]]))
+                    if counts[p, c["s2j"]] > 0:
+                        fifo[p].append(int(counts[p, c["s2j"]]))
             if advance:
+                c["s2v"], c["s2j"] = c["s1v"], c["s1j"]
                 if took:
                     if info[c["b"]]["compute_start"] is None:
                         info[c["b"]]["compute_start"] = cycle

@@ -165,19 +165,20 @@ class SpmvEngine(wiring.Component):
 
         # ---- compute: non-zero detector, pointer read, broadcast
         cols_in = Signal(unsigned(cfg.col_bits))
-        s1_valid = Signal()
-        s1_x = Signal(signed(cfg.x_fmt.width))
+        s1_valid, s2_valid = Signal(), Signal()
+        s1_x, s2_x = Signal(signed(cfg.x_fmt.width)), Signal(signed(cfg.x_fmt.width))
         stall = Signal()
-        m.d.comb += stall.eq(s1_valid & Cat(pe.full & (pe.ptr_count != 0) for pe in pes).any())
+        m.d.comb += stall.eq(s2_valid & Cat(pe.full & pe.ptr_nz for pe in pes).any())
         advance = ~stall
         m.d.comb += self.x.ready.eq(in_compute & advance & (cols_in != cur_cols))
         x_take = self.x.valid & self.x.ready
         for pe in pes:
             m.d.comb += [pe.ptr_addr.eq(cols_in), pe.ptr_en.eq(advance),
-                         pe.push.eq(in_compute & advance & s1_valid & (pe.ptr_count != 0)),
-                         pe.push_x.eq(s1_x)]
+                         pe.push.eq(in_compute & advance & s2_valid & pe.ptr_nz),
+                         pe.push_x.eq(s2_x)]
         with m.If(in_compute & advance):
-            m.d.sync += [s1_valid.eq(x_take & (self.x.payload != 0)), s1_x.eq(self.x.payload)]
+            m.d.sync += [s1_valid.eq(x_take & (self.x.payload != 0)), s1_x.eq(self.x.payload),
+                         s2_valid.eq(s1_valid), s2_x.eq(s1_x)]
         with m.If(x_take):
             m.d.sync += cols_in.eq(cols_in + 1)
         all_idle = Cat(pe.idle for pe in pes).all()
@@ -227,9 +228,10 @@ class SpmvEngine(wiring.Component):
                     m.d.sync += state.eq(IDLE)
             with m.Case(IDLE):
                 with m.If(full.bit_select(cbank, 1)):
-                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0), s1_valid.eq(0)]
+                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0), s1_valid.eq(0),
+                                 s2_valid.eq(0)]
             with m.Case(COMPUTE):
-                with m.If((cols_in == cur_cols) & ~s1_valid & all_idle):
+                with m.If((cols_in == cur_cols) & ~s1_valid & ~s2_valid & all_idle):
                     with m.If(cur_last):
                         m.d.sync += [state.eq(DRAIN), k.eq(0), k_lane.eq(0), k_div.eq(0),
                                      v0.eq(0), v1.eq(0)]

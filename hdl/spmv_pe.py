@@ -57,9 +57,13 @@ class SpmvPE(Elaboratable):
     clr_en, clr_addr : in
         Write 0 into accumulator ``clr_addr`` (after reset, and behind the drain).
     ptr_en, ptr_addr : in
-        Read ``ptr[ptr_addr]``; ``ptr_count``/``ptr_start`` are valid one clock later and
-        hold while ``ptr_en`` is low.
+        Read ``ptr[ptr_addr]``; the memory output is registered once more (both only
+        while ``ptr_en``), so ``ptr_count``/``ptr_start``/``ptr_nz`` belong to the
+        address given two enabled clocks earlier and no memory output reaches the
+        broadcaster's stall logic.
     ptr_count : out, unsigned(count_bits).  ptr_start : out, unsigned(addr_bits).
+    ptr_nz : out, 1
+        ``ptr_count != 0`` (registered).
     push, push_x : in
         Push ``(push_x, ptr_start, ptr_count)`` into the activation FIFO (only when not
         ``full``).
@@ -95,6 +99,7 @@ class SpmvPE(Elaboratable):
         self.ptr_addr = Signal(unsigned(cfg.col_bits))
         self.ptr_count = Signal(unsigned(cfg.count_bits))
         self.ptr_start = Signal(unsigned(cfg.addr_bits))
+        self.ptr_nz = Signal()
         self.push = Signal()
         self.push_x = Signal(signed(xw))
         self.full = Signal()
@@ -142,8 +147,11 @@ class SpmvPE(Elaboratable):
             with m.Else():
                 m.d.sync += count.eq(new_count)
 
-        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(self.ptr_en),
-                     self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:])]
+        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)),
+                     ptr_r.en.eq(self.ptr_en)]
+        with m.If(self.ptr_en):
+            m.d.sync += [self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:]),
+                         self.ptr_nz.eq(ptr_r.data[ab:] != 0)]
 
         # ---- activation FIFO: (x, start, count)
         width = xw + ab + cb

@@ -223,13 +223,15 @@ def test_model_spends_one_cycle_per_nonzero_and_none_on_empty_columns():
     x = np.ones(60, dtype=np.int64)
     job = cycle_model([(plan, x)], cfg)["jobs"][0]
     ideal = plan.nnz // 2
-    # 4 clocks of pipeline fill/drain, no cycle for the empty (column, PE) pairs
-    assert job["compute_cycles"] == ideal + 4
+    # 5 clocks of pipeline fill (pointer read, pointer register/push, issue, multiply,
+    # write), no cycle for the empty (column, PE) pairs
+    assert job["compute_cycles"] == ideal + 5
     # zero activations cost the PEs nothing: only the one-per-clock input remains
     x0 = np.zeros(60, dtype=np.int64)
     x0[59] = 1
     job = cycle_model([(plan, x0)], cfg)["jobs"][0]
-    assert job["compute_cycles"] == 60 + 4 + 3
+    # the last activation is accepted at clock 59 and its 4 entries written at 64..67
+    assert job["compute_cycles"] == 59 + 5 + 4
 
 
 def test_model_seed_matrix_meets_target():
