@@ -42,6 +42,8 @@ UNITS = {
 }
 DOF_SIZES = {"synapse": [(2, 2), (3, 3), (5, 5)], "neuron": [(2, 2), (4, 4), (8, 8)],
              "fmap": [(2, 2), (4, 4), (4, 8)], "array": [(4, 4), (16, 4), (8, 8)]}
+LOCK = "both-lockstep"      # skip both, one timeline per step (no imbalance)
+MODES = SKIPS + (LOCK,)
 SUM_KEYS = ("cycles", "dense_cycles", "ideal_cycles", "performed_macs", "useful_macs",
             "dense_macs", "imbalance_idle_pe_cycles", "mapping_idle_pe_cycles",
             "drain_idle_pe_cycles")
@@ -100,7 +102,8 @@ def dof_trend(rows):
     """Rank correlation of the degree of freedom and the imbalance share, per sparsity."""
     out = []
     for s in sorted({r["sparsity"] for r in rows}):
-        sel = [r for r in rows if r["sparsity"] == s and r["skip"] != "none"]
+        sel = [r for r in rows if r["sparsity"] == s and r["skip"] in ("weights", "acts",
+                                                                          "both")]
         out.append({"sparsity": s, "configs": len(sel),
                     "spearman": spearman([r["dof"] for r in sel],
                                          [active_imbalance(r) for r in sel])})
@@ -113,24 +116,26 @@ def sweep(levels):
         for unroll, sizes in UNITS.items():
             for a, b in sizes:
                 t0 = time.time()
-                per_layer = {s: [] for s in SKIPS}
+                per_layer = {s: [] for s in MODES}
                 layer_rows = []
                 for name, w, x, stride, pad in layers:
                     cfg = ExploreConfig(unroll, a, b, stride=stride, pad=pad,
                                         mapping="remainder")
                     rep = explore_modes(w, x, cfg)
-                    for s in SKIPS:
+                    rep[LOCK] = explore(w, x, cfg, "both", lockstep=True)
+                    for s in MODES:
                         per_layer[s].append(rep[s])
                         layer_rows.append({"layer": name, "skip": s,
                                            **{k: rep[s][k] for k in (
                                                "cycles", "dense_cycles", "ideal_cycles",
                                                "parallel_efficiency", "imbalance_loss",
                                                "mapping_loss", "utilisation")}})
-                for s in SKIPS:
+                for s in MODES:
+                    dof = 1 if s == LOCK else seed_dof(unroll, a, b, s)
                     rows.append({"sparsity": lv["sparsity"], "unroll": unroll, "pe": [a, b],
-                                 "pes": a * b, "skip": s, "dof": seed_dof(unroll, a, b, s),
+                                 "pes": a * b, "skip": s, "dof": dof,
                                  **totals(per_layer[s], a * b)})
-                both = rows[-1]
+                both = rows[-2]
                 log(f"  sparsity {lv['sparsity']:.2f} {unroll:7s} {a}x{b}: skip both "
                     f"eff {both['parallel_efficiency']:.3f} imbalance "
                     f"{both['imbalance_loss']:.3f} speedup {both['speedup']:.2f} "
@@ -238,10 +243,13 @@ def write_md(manifest, rows, dof, trend, rec, rtl, path):
             for v in lv["layers"].values()) + " |")
     sps = sorted({r["sparsity"] for r in rows})
     for skip, title in (("both", "skip zero weights and zero activations"),
+                        (LOCK, "skip both in lockstep (a slot is dropped only when no PE "
+                         "of the step needs it: no imbalance, zero operands executed)"),
                         ("weights", "skip zero weights"), ("acts", "skip zero activations"),
                         ("none", "dense")):
         L += ["", f"## Parallel efficiency, {title}", "",
-              "Cell: busy PE-cycles % (load-imbalance loss %) speedup over dense.", "",
+              "Cell: busy / useful PE-cycles % (load-imbalance loss %) speedup over "
+              "dense.", "",
               "| unrolling | PEs | DoF | " + " | ".join(f"w sparsity {s:.2f}" for s in sps)
               + " |", "|---|---|---|" + "---|" * len(sps)]
         for unroll, sizes in UNITS.items():
@@ -250,9 +258,11 @@ def write_md(manifest, rows, dof, trend, rec, rtl, path):
                 for s in sps:
                     r = next(r for r in rows if r["sparsity"] == s and r["unroll"] == unroll
                              and r["pe"] == [a, b] and r["skip"] == skip)
-                    cells.append(f"{100 * r['parallel_efficiency']:.1f} "
+                    cells.append(f"{100 * r['parallel_efficiency']:.1f} / "
+                                 f"{100 * r['utilisation']:.1f} "
                                  f"({100 * r['imbalance_loss']:.1f}) {r['speedup']:.2f}x")
-                L.append(f"| {unroll} {a}x{b} | {a * b} | {seed_dof(unroll, a, b, skip)} | "
+                dof_v = 1 if skip == LOCK else seed_dof(unroll, a, b, skip)
+                L.append(f"| {unroll} {a}x{b} | {a * b} | {dof_v} | "
                          + " | ".join(cells) + " |")
     L += ["", "## Parallel degree of freedom: seed vs model", "",
           "Seed column (Fig. 5; `array` derived the same way) against the number of "
@@ -271,7 +281,8 @@ def write_md(manifest, rows, dof, trend, rec, rtl, path):
         L.append(f"| {t['sparsity']:.2f} | {t['configs']} | {t['spearman']:.3f} |")
     L += ["", "At 80 % weight sparsity:", "",
           "| unrolling | skip | DoF | imbalance share |", "|---|---|---|---|"]
-    sel = sorted((r for r in rows if abs(r["sparsity"] - 0.8) < 1e-9 and r["skip"] != "none"),
+    sel = sorted((r for r in rows if abs(r["sparsity"] - 0.8) < 1e-9
+                  and r["skip"] in ("weights", "acts", "both")),
                  key=lambda r: (r["dof"], r["unroll"]))
     for r in sel:
         L.append(f"| {r['unroll']} {r['pe'][0]}x{r['pe'][1]} | {r['skip']} | {r['dof']} | "
