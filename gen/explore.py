@@ -513,7 +513,8 @@ def dense_cycles_formula(L_or_shape, cfg: ExploreConfig, sched=None) -> int:
         return L.b * L.po * -(-L.m // cfg.b) * -(-L.n // cfg.a) * L.kk
     if cfg.unroll == "array":
         sched = sched if sched is not None else array_plan(L, cfg)
-        return L.b * sum(p.count * p.tiles * max(q * L.kk, -(-(p.r * p.n) // sched.cfg.drain_rows))
+        drain = sched.cfg.drain_rows
+        return L.b * sum(p.count * p.tiles * max(q * L.kk, -(-(p.r * p.n) // drain))
                          for p in sched.passes for q in sched.chunk_sizes)
     # synapse: per kernel tile, the set of padded rows/cols used by some kernel row/col
     hp, wp = L.xpad.shape[2:]
@@ -567,9 +568,9 @@ def measured_dof(unroll: str, a: int, b: int, skip: str, density=0.5, seed=0) ->
 
     Builds a random layer whose sizes fill every tile (weight and activation density
     ``density``; for ``fmap`` the weight density makes a tree's ``Tn``-wide word non-zero
-    with probability ``density``), keeps the steps in which every PE is active, and counts the distinct
-    columns of the step x PE queue-length matrix: PEs that share the skipped operand always
-    have equal queues and fall into one class.
+    with probability ``density``), keeps the steps in which every PE is active, and counts
+    the distinct columns of the step x PE queue-length matrix: PEs that share the skipped
+    operand always have equal queues and fall into one class.
     """
     rng = np.random.default_rng(seed)
     if unroll == "synapse":

@@ -50,7 +50,8 @@ def _print(rep):
     print(f"layer   M={lay['m']} N={lay['n']} kernel {lay['kh']}x{lay['kw']} input "
           f"{lay['h']}x{lay['w']} stride {lay['stride']} pad {lay['pad']} -> "
           f"{lay['ho']}x{lay['wo']}, {lay['images']} image(s)")
-    print(f"unroll  {rep['unroll']} {na} x {nb} = {rep['pe'][0]} x {rep['pe'][1]} ({rep['pes']} PEs), "
+    print(f"unroll  {rep['unroll']} {na} x {nb} = {rep['pe'][0]} x {rep['pe'][1]} "
+          f"({rep['pes']} PEs), "
           f"skip {rep['skip']}{' lockstep' if rep['lockstep'] else ''}, "
           f"degree of freedom {rep['dof_seed']}")
     print(f"density weights {rep['weight_density']:.4f}  activations "

@@ -400,7 +400,8 @@ def main() -> int:
     for t in trend:
         log(f"  sparsity {t['sparsity']:.2f}: Spearman(DoF, imbalance share) "
             f"{t['spearman']:.3f}")
-    result = {"data": manifest, "dof_trend": trend, "units": {k: [list(p) for p in v] for k, v in UNITS.items()},
+    result = {"data": manifest, "dof_trend": trend,
+              "units": {k: [list(p) for p in v] for k, v in UNITS.items()},
               "rows": rows, "dof_check": dof, "array_beat_skipping": rec,
               "array_rtl_context": rtl,
               "seconds": round(time.time() - t0, 1)}
