@@ -100,9 +100,10 @@ def test_back_pressure(sim, which):
         _check(w, x, cfg, sim, f"bp{i}", valid_prob=vp, ready_prob=rp, seed=i)
 
 
-def test_reset_mid_layer(sim):
+@pytest.mark.parametrize("which", sorted(CONFIGS))
+def test_reset_mid_layer(sim, which):
     """Reset half-way through the rows; the restarted job is exact and on the model's time."""
-    cfg = ONE
+    cfg = CONFIGS[which]
     rng = np.random.default_rng(30)
     w = _w(rng, cfg, 10, 60, 0.2)
     x = _x(rng, cfg, 60, cfg.batch)
@@ -111,6 +112,34 @@ def test_reset_mid_layer(sim):
     y, res, sched = _check(w, x, cfg, sim, "reset", reset_at=reset_at)
     assert len(res["before_reset"]["y"]["data"]) == 5
     _assert_cycles(res, sched, offset=res["sources"]["cmd"]["cycles"][0])
+
+
+def test_back_to_back_jobs(sim):
+    """Two layers of different sizes through one engine: the second `cmd` is taken the
+    clock after the first job's last result, and each job follows the model."""
+    from gen.fdcsr import fc_job, unpack_y
+    from gen.sim import run_job
+    cfg = ONE
+    rng = np.random.default_rng(60)
+    w1, w2 = _w(rng, cfg, 5, 70, 0.2), _w(rng, cfg, 4, 33, 0.5)
+    x1, x2 = _x(rng, cfg, 70, cfg.batch), _x(rng, cfg, 33, cfg.batch)
+    j1, s1, _ = fc_job(w1, x1, cfg)
+    j2, s2, _ = fc_job(w2, x2, cfg)
+    job = dict(j1)
+    job["sources"] = [dict(a, data=a["data"] + b["data"])
+                      for a, b in zip(j1["sources"], j2["sources"])]
+    job["sinks"] = [dict(a, count=a["count"] + b["count"])
+                    for a, b in zip(j1["sinks"], j2["sinks"])]
+    job["max_cycles"] = j1["max_cycles"] + j2["max_cycles"]
+    res = run_job("fc", cfg, job, sim=sim, name="two_jobs")
+    y = unpack_y(res["sinks"]["y"]["data"], cfg)
+    np.testing.assert_array_equal(y[:5], ref_fc(w1, x1, cfg))
+    np.testing.assert_array_equal(y[5:], ref_fc(w2, x2, cfg))
+    cmd = res["sources"]["cmd"]["cycles"]
+    assert cmd[0] == 0 and cmd[1] == res["sinks"]["y"]["cycles"][4] + 1
+    ycyc = np.array(res["sinks"]["y"]["cycles"])
+    np.testing.assert_array_equal(ycyc[:5], s1["y_cycles"])
+    np.testing.assert_array_equal(ycyc[5:] - cmd[1], s2["y_cycles"])
 
 
 def test_cycles_scale_with_nonzeros():
