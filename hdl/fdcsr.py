@@ -38,9 +38,11 @@ class FdcsrDecoder(wiring.Component):
     Selection is by *rank*: a saturating prefix popcount over the pending mask bits of
     both beats gives each bit its rank, and output slot ``s`` takes the bit of rank ``s``
     (a one-hot select, no scan over zeros).
-    Address of a selected element (the seed's rule): ``offsets[seg] +
-    popcount(masks[seg] & ((1 << bit) - 1))``; the ``count`` non-zeros of one group have
-    consecutive addresses ``addr .. addr + count - 1``.
+    Addresses are the seed's running sum: a beat starts at its first offset (the address
+    of its first non-zero) and every group advances the address by its count, which for a
+    consistent file equals ``offsets[seg] + popcount(masks[seg] & ((1 << bit) - 1))`` for
+    every element (``gen.fdcsr.load`` validates the offsets).  The ``count`` non-zeros of one
+    group have consecutive addresses ``addr .. addr + count - 1``.
 
     Parameters
     ----------
@@ -99,8 +101,7 @@ class FdcsrDecoder(wiring.Component):
 
         has = Signal()
         rem = Signal(nbits)          # mask bits not yet issued
-        orig = Signal(nbits)         # the beat's masks (for in-segment ranks)
-        offs = [Signal(self.addr_width, name=f"off{j}") for j in range(c)]
+        run_addr = Signal(self.addr_width)   # address of the held beat's next non-zero
         col_base = Signal(self.col_width)
         last = Signal()
 
@@ -112,8 +113,6 @@ class FdcsrDecoder(wiring.Component):
         nxt_masks = Mux(merge, p.masks.as_value(), 0)
         pend = Signal(2 * nbits)
         m.d.comb += pend.eq(Cat(rem, nxt_masks))
-        both_orig = Cat(orig, p.masks.as_value())
-        both_offs = offs + [p.offsets[j] for j in range(c)]
 
         # Saturating prefix count over the pending bits: rank[i] = min(k, #pending below i).
         # Two levels keep the carry chain short: segment popcounts (adder trees) give each
@@ -145,19 +144,13 @@ class FdcsrDecoder(wiring.Component):
         finishing = Signal()
         m.d.comb += finishing.eq((rem & ~taken[:nbits]) == 0)
 
-        # Address of slot 0: the offset of its segment plus its rank among the segment's
-        # original mask bits (one adder after two one-hot selects).
-        seg_hit, in_rank = [], []
-        for j in range(2 * c):
-            below = Const(0, unsigned(w.bit_length()))
-            for b in range(w):
-                i = j * w + b
-                in_rank.append(Mux(sel[0][i], below, 0))
-                nbelow = Signal(unsigned(w.bit_length()), name=f"below{i + 1}")
-                m.d.comb += nbelow.eq(below + both_orig[i])
-                below = nbelow
-            seg_hit.append(Mux(sel[0][j * w:(j + 1) * w].any(), both_offs[j], 0))
-        addr0 = _or(seg_hit, self.addr_width) + _or(in_rank, w.bit_length())
+        # Address of slot 0: the seed's running sum.  A beat starts at its first offset
+        # (the address of its first non-zero, whichever segment holds it); each group
+        # advances the address by its count.  For a consistent file this equals
+        # offsets[seg] + popcount(masks[seg] below the bit) for every element.
+        held_empty = rem == 0
+        addr0 = Signal(self.addr_width)
+        m.d.comb += addr0.eq(Mux(held_empty, p.offsets[0], run_addr))
         # Inside a row the next beat starts nbits columns later, so bit i of `pend` is
         # column col_base + i in both halves.
         cols = [col_base + _or([Mux(sel[s][i], i, 0) for i in range(2 * nbits)],
@@ -184,15 +177,16 @@ class FdcsrDecoder(wiring.Component):
                 for s in range(k):
                     m.d.sync += self.o.payload.cols[s].eq(cols[s])
         with m.If(step):
-            m.d.sync += rem.eq(rem & ~taken[:nbits])
+            m.d.sync += [rem.eq(rem & ~taken[:nbits]), run_addr.eq(addr0 + count)]
             with m.If(finishing):
                 m.d.sync += has.eq(0)
         with m.If(self.i.valid & self.i.ready):
-            # taken[nbits:] is non-zero only when this same clock's step merged into p.
+            # taken[nbits:] is non-zero only when this same clock's step merged into p;
+            # otherwise the new beat starts at its own first offset.
+            merged = taken[nbits:].any()
             m.d.sync += [has.eq(1), rem.eq(p.masks.as_value() & ~taken[nbits:]),
-                         orig.eq(p.masks.as_value()), col_base.eq(p.col_base),
-                         last.eq(p.last)]
-            m.d.sync += [offs[j].eq(p.offsets[j]) for j in range(c)]
+                         col_base.eq(p.col_base), last.eq(p.last),
+                         run_addr.eq(Mux(merged, addr0 + count, p.offsets[0]))]
         return m
 
     def port_info(self) -> dict:
