@@ -224,8 +224,8 @@ class SpmvConfig:
         return -(-self.max_rows // self.w_lanes)
 
     # Pipeline constants used by the cycle model (see hdl/spmv.py).
-    pe_latency = 2        # PE issue -> accumulator write (entry read, multiply/acc read)
-    drain_latency = 3     # row issue -> result valid (rowmap read, acc read, output reg)
+    pe_latency = 4        # PE issue -> accumulator write (entry reg, multiply, acc reg, add)
+    drain_latency = 5     # row issue -> result valid (rowmap, its reg, acc, its reg, out reg)
 
 
 # ------------------------------------------------------------------ compiler
@@ -606,7 +606,7 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     update or None), ``done`` (the clock the PEs are seen idle), ``drain_start`` (last
     blocks only) and ``compute_cycles`` = ``done - compute_start`` (first activation
     to the last busy clock, = the last accumulator write when there is one).  With
-    the result stream never stalled the first result leaves at ``drain_start + 3``.
+    the result stream never stalled the first result leaves at ``drain_start + 5``.
     """
     rng = random.Random(seed)
     nbeats = [beat_count(plan) for plan, _ in jobs]
@@ -625,7 +625,8 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     # compute side
     state, clr, cbank = "INIT", 0, 0
     fifo = [deque() for _ in range(P)]
-    rem, vb, vc = [0] * P, [False] * P, [False] * P
+    rem = [0] * P
+    pipe = [[False] * SpmvConfig.pe_latency for _ in range(P)]   # PE stages after issue
     cycle = 0
     c = None
     while True:
@@ -664,25 +665,25 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                      "s1j": 0, "s2v": False, "s2j": 0}
         elif state == "COMPUTE":
             plan, x, counts = c["plan"], c["x"], c["plan"].counts
-            if any(vc):
+            if any(stages[-1] for stages in pipe):
                 info[c["b"]]["last_write"] = cycle
             done = (c["cols_in"] == plan.cols and not c["s1v"] and not c["s2v"]
-                    and not any(fifo) and not any(rem) and not any(vb) and not any(vc))
+                    and not any(fifo) and not any(rem) and not any(any(st) for st in pipe))
             # stage 1: pointer memory read; stage 2: registered pointers, push / stall
             stall = c["s2v"] and any(counts[p, c["s2j"]] > 0 and len(fifo[p]) == D
                                      for p in range(P))
             advance = not stall
             took = xsrc.take(advance and c["cols_in"] < plan.cols, cycle)
             for p in range(P):
-                vc[p] = vb[p]
                 if rem[p] > 0:
                     rem[p] -= 1
-                    vb[p] = True
+                    issued = True
                 elif fifo[p]:
                     rem[p] = fifo[p].popleft() - 1
-                    vb[p] = True
+                    issued = True
                 else:
-                    vb[p] = False
+                    issued = False
+                pipe[p] = [issued] + pipe[p][:-1]
             if advance and c["s2v"]:
                 for p in range(P):
                     if counts[p, c["s2j"]] > 0:
@@ -702,17 +703,18 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 if plan.last:
                     state = "DRAIN"
                     info[c["b"]]["drain_start"] = cycle + 1
-                    c.update(k=0, v0=False, v1=False, ov=False)
+                    c.update(k=0, dv=[False] * (SpmvConfig.drain_latency - 1), ov=False)
                 else:
                     state, release = "IDLE", True
         else:  # DRAIN
             if c["ov"] and o_ready:
                 o_cycles.append(cycle)
             adv = (not c["ov"]) or o_ready
-            finished = c["k"] == c["plan"].rows and not (c["v0"] or c["v1"] or c["ov"])
+            finished = c["k"] == c["plan"].rows and not (any(c["dv"]) or c["ov"])
             if adv:
                 issue = c["k"] < c["plan"].rows
-                c["ov"], c["v1"], c["v0"] = c["v1"], c["v0"], issue
+                c["ov"] = c["dv"][-1]
+                c["dv"] = [issue] + c["dv"][:-1]
                 c["k"] += issue
             if finished:
                 state, release = "IDLE", True

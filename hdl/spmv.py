@@ -64,9 +64,11 @@ class SpmvEngine(wiring.Component):
 
     Latency/throughput
     ------------------
-    An activation reaches the FIFOs 1 clock after its transfer; a PE issues one
-    non-zero per clock and writes its accumulator 2 clocks after the issue; results
-    leave from 5 clocks after the last accumulator write, one per clock.
+    An activation is pushed into the FIFOs 2 clocks after its transfer (pointer read,
+    pointer register); a PE issues one non-zero per clock and writes its accumulator
+    4 clocks after the issue; the first result leaves 7 clocks after the last
+    accumulator write, then one per clock.  Every memory output is registered
+    before logic uses it.
     :func:`gen.spmv.cycle_model` predicts every transfer's cycle exactly.
     """
 
@@ -84,7 +86,7 @@ class SpmvEngine(wiring.Component):
     def latency(self) -> int:
         """Clocks from an activation's transfer to its first accumulator write (when the
         PE is idle): FIFO push, issue, multiply, write."""
-        return 2 + SpmvConfig.pe_latency
+        return 3 + SpmvConfig.pe_latency
 
     ii = 1
 
@@ -183,18 +185,21 @@ class SpmvEngine(wiring.Component):
             m.d.sync += cols_in.eq(cols_in + 1)
         all_idle = Cat(pe.idle for pe in pes).all()
 
-        # ---- drain: rowmap read -> accumulator read (and clear) -> round/saturate -> o
+        # ---- drain: rowmap read -> register -> accumulator read (and clear) -> register
+        #      -> round/saturate -> o.  Stalls as a whole while o is back-pressured.
         k = Signal(unsigned(cfg.row_bits))
         k_lane = Signal(range(max(L, 2)))   # k mod L
-        k_div = Signal(unsigned(rb))     # k div L
-        v0, v1 = Signal(), Signal()
-        lane0 = Signal(range(max(L, 2)))
-        sel = Signal(unsigned(cfg.pe_bits))
+        k_div = Signal(unsigned(rb))        # k div L
+        dv = [Signal(name=f"drain_v{i}") for i in range(4)]
+        lane0, lane1 = Signal(range(max(L, 2))), Signal(range(max(L, 2)))
+        sel1, sel2 = Signal(unsigned(cfg.pe_bits)), Signal(unsigned(cfg.pe_bits))
+        map_q = [Signal(unsigned(cfg.pe_bits + cfg.idx_bits), name=f"map_q{lane}")
+                 for lane in range(L)]
         adv_d = ~self.o.valid | self.o.ready
         issue = adv_d & (k != cur_rows)
         for _, map_r in maps:
             m.d.comb += [map_r.addr.eq(Cat(k_div, mbank)), map_r.en.eq(adv_d)]
-        map_data = Array(map_r.data for _, map_r in maps)[lane0] if L > 1 else maps[0][1].data
+        map_data = Array(map_q)[lane1] if L > 1 else map_q[0]
         map_idx = map_data[:cfg.idx_bits]
         map_pe = map_data[cfg.idx_bits:]
         clr = Signal(range(R + 1))
@@ -202,15 +207,18 @@ class SpmvEngine(wiring.Component):
             m.d.comb += [pe.drain.eq(in_drain), pe.acc_en.eq(adv_d), pe.acc_addr.eq(map_idx)]
             with m.If(state == INIT):
                 m.d.comb += [pe.clr_en.eq(1), pe.clr_addr.eq(clr)]
-            with m.Elif(in_drain & adv_d & v0 & (map_pe == p)):
+            with m.Elif(in_drain & adv_d & dv[1] & (map_pe == p)):
                 # clear behind the read (the read port is not transparent)
                 m.d.comb += [pe.clr_en.eq(1), pe.clr_addr.eq(map_idx)]
-        acc_sel = Array(pe.acc_data for pe in pes)[sel] if P > 1 else pes[0].acc_data
+        acc_sel = Array(pe.acc_data for pe in pes)[sel2] if P > 1 else pes[0].acc_data
         result = saturate(round_shift(acc_sel, cfg.acc_frac - cfg.out_fmt.frac_bits),
                           cfg.out_fmt)
         with m.If(in_drain & adv_d):
-            m.d.sync += [v0.eq(issue), v1.eq(v0), self.o.valid.eq(v1), k.eq(k + issue),
-                         lane0.eq(k_lane), sel.eq(map_pe), self.o.payload.eq(result)]
+            m.d.sync += [dv[0].eq(issue), dv[1].eq(dv[0]), dv[2].eq(dv[1]), dv[3].eq(dv[2]),
+                         self.o.valid.eq(dv[3]), k.eq(k + issue),
+                         lane0.eq(k_lane), lane1.eq(lane0), sel1.eq(map_pe), sel2.eq(sel1),
+                         self.o.payload.eq(result)]
+            m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
             with m.If(issue):
                 if L > 1:
                     with m.If(k_lane == L - 1):
@@ -233,13 +241,13 @@ class SpmvEngine(wiring.Component):
             with m.Case(COMPUTE):
                 with m.If((cols_in == cur_cols) & ~s1_valid & ~s2_valid & all_idle):
                     with m.If(cur_last):
-                        m.d.sync += [state.eq(DRAIN), k.eq(0), k_lane.eq(0), k_div.eq(0),
-                                     v0.eq(0), v1.eq(0)]
+                        m.d.sync += [state.eq(DRAIN), k.eq(0), k_lane.eq(0), k_div.eq(0)]
+                        m.d.sync += [v.eq(0) for v in dv]
                     with m.Else():
                         m.d.comb += release.eq(1)
                         m.d.sync += state.eq(IDLE)
             with m.Case(DRAIN):
-                with m.If((k == cur_rows) & ~v0 & ~v1 & ~self.o.valid):
+                with m.If((k == cur_rows) & ~Cat(*dv).any() & ~self.o.valid):
                     m.d.comb += release.eq(1)
                     m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
         return m

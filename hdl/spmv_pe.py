@@ -71,15 +71,16 @@ class SpmvPE(Elaboratable):
         The FIFO holds ``fifo_depth`` items.
     drain, acc_en, acc_addr : in
         While ``drain``, the accumulator read port is the drain's (address
-        ``acc_addr``, enable ``acc_en``); ``acc_data`` follows one clock later.
+        ``acc_addr``, enable ``acc_en``); ``acc_data`` follows two enabled clocks later.
     acc_data : out, signed(acc_width), accumulator format.
     idle : out, 1
         FIFO empty and nothing in flight.
 
-    Pipeline: issue (entry read; one per clock, back to back across FIFO items) ->
-    multiply (registered product) and accumulator read -> saturating add and write.
-    A write to the row read in the same clock is forwarded from a register, so
-    back-to-back updates of one accumulator neither stall nor lose an update.
+    Pipeline: A issue (entry read; one per clock, back to back across FIFO items) ->
+    B entry register -> C multiply and accumulator read -> D accumulator register ->
+    E saturating add and write (4 clocks from issue to write).  The writes of the two
+    clocks before E are forwarded from registers, so back-to-back updates of one
+    accumulator neither stall nor lose an update.
     """
 
     def __init__(self, cfg: SpmvConfig):
@@ -181,28 +182,48 @@ class SpmvPE(Elaboratable):
         with m.Else():
             m.d.sync += v_b.eq(0)
 
-        # ---- stage B: multiply (registered), accumulator read
-        w_b = ent_r.data[:ww].as_signed()
-        row_b = ent_r.data[ww:]
-        prod = Signal(signed(ww + xw))
+        # Every memory output is registered before any logic uses it (ECP5/Xilinx block
+        # RAM clock-to-out is slow): B registers the entry, C multiplies and reads the
+        # accumulator, D registers the accumulator, E adds and writes.
+        # ---- stage B: register the entry
+        w_c = Signal(signed(ww))
         row_c = Signal(unsigned(ib))
+        x_c = Signal(signed(xw))
         v_c = Signal()
-        m.d.sync += [prod.eq(w_b * x_b), row_c.eq(row_b), v_c.eq(v_b)]
-        m.d.comb += [acc_r.addr.eq(Mux(self.drain, self.acc_addr, row_b)),
-                     acc_r.en.eq(Mux(self.drain, self.acc_en, 1)),
-                     self.acc_data.eq(acc_r.data)]
+        m.d.sync += [w_c.eq(ent_r.data[:ww]), row_c.eq(ent_r.data[ww:]), x_c.eq(x_b),
+                     v_c.eq(v_b)]
 
-        # ---- stage C: saturating add with forwarding of the previous clock's write
-        fwd_v = Signal()
-        fwd_row = Signal(unsigned(ib))
-        fwd_val = Signal(signed(cfg.acc_width))
-        old = Mux(fwd_v & (fwd_row == row_c), fwd_val, acc_r.data)
-        new = saturate(old + prod, QFormat(cfg.acc_width, 0))
-        m.d.sync += [fwd_v.eq(v_c), fwd_row.eq(row_c), fwd_val.eq(new)]
-        with m.If(v_c):
-            m.d.comb += [acc_w.addr.eq(row_c), acc_w.data.eq(new), acc_w.en.eq(1)]
+        # ---- stage C: multiply (registered), accumulator read
+        prod_d = Signal(signed(ww + xw))
+        row_d = Signal(unsigned(ib))
+        v_d = Signal()
+        m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
+        m.d.comb += [acc_r.addr.eq(Mux(self.drain, self.acc_addr, row_c)),
+                     acc_r.en.eq(Mux(self.drain, self.acc_en, 1))]
+
+        # ---- stage D: register the accumulator (also the drain's output register)
+        prod_e = Signal(signed(ww + xw))
+        row_e = Signal(unsigned(ib))
+        v_e = Signal()
+        m.d.sync += [prod_e.eq(prod_d), row_e.eq(row_d), v_e.eq(v_d)]
+        with m.If(Mux(self.drain, self.acc_en, 1)):
+            m.d.sync += self.acc_data.eq(acc_r.data)
+
+        # ---- stage E: saturating add and write.  The accumulator was read two clocks
+        # before this one, so the writes of the previous two clocks are forwarded (the
+        # newer one first): back-to-back updates of one row neither stall nor get lost.
+        fwd = [(Signal(name=f"fwd{i}_v"), Signal(unsigned(ib), name=f"fwd{i}_row"),
+                Signal(signed(cfg.acc_width), name=f"fwd{i}_val")) for i in (1, 2)]
+        old = self.acc_data
+        for valid, row, value in reversed(fwd):
+            old = Mux(valid & (row == row_e), value, old)
+        new = saturate(old + prod_e, QFormat(cfg.acc_width, 0))
+        (v1, r1, x1), (v2, r2, x2) = fwd
+        m.d.sync += [v1.eq(v_e), r1.eq(row_e), x1.eq(new), v2.eq(v1), r2.eq(r1), x2.eq(x1)]
+        with m.If(v_e):
+            m.d.comb += [acc_w.addr.eq(row_e), acc_w.data.eq(new), acc_w.en.eq(1)]
         with m.Elif(self.clr_en):
             m.d.comb += [acc_w.addr.eq(self.clr_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
 
-        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c)
+        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c & ~v_d & ~v_e)
         return m
