@@ -279,7 +279,9 @@ def test_rtl_x1_saturation_backpressure(sim, cycle_log):
     rng = np.random.default_rng(12)
     q, s1 = _case(rng, 7, 1, 6, density=0.8, scale=20.0)
     xs = np.where(rng.random((6, 1)) < 0.5, RTL_CFG.x_fmt.max_code, RTL_CFG.x_fmt.min_code)
-    seqs = [(xs, s1[1], s1[2]), s1]
+    fmt = RTL_CFG.c_fmt
+    c0 = np.where(np.arange(7) % 2 == 0, fmt.max_code, fmt.min_code)   # c saturates
+    seqs = [(xs, s1[1], c0), s1]
     plan = compile_lstm(q, RTL_CFG)
     probs = dict(w_valid_prob=0.7, x_valid_prob=0.6, o_ready_prob=0.5, seed=3)
     outs, res = rtl_lstm(plan, seqs, sim, name="sat_bp", **probs)
