@@ -45,6 +45,7 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=32)
     ap.add_argument("--density", type=float, default=0.18, help="kept fraction (0.18 = 82 %% sparse)")
     ap.add_argument("--epochs", type=int, default=60)
+    ap.add_argument("--finetune", type=int, default=25, help="fine-tuning epochs per step")
     ap.add_argument("--pes", type=int, default=8)
     ap.add_argument("--no-rtl", action="store_true", help="skip the RTL run")
     ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
@@ -118,8 +119,9 @@ def main(argv=None):
         masks = {"weight_ih_l0": torch.tensor(pruned.w_ih != 0, dtype=torch.float32),
                  "weight_hh_l0": torch.tensor(pruned.w_hh != 0, dtype=torch.float32)}
         apply_masks()
-        train(15, 3e-3)
+        train(args.finetune, 3e-3)
         log(f"[prune] density {dens:.3f}: {float_acc():.2f} %")
+    train(args.finetune, 1e-3)
     acc_pruned = float_acc()
     layer = model_from_dict({k: v.detach().numpy() for k, v in net.lstm.state_dict().items()})
     sparsity = 1.0 - layer.density
