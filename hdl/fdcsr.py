@@ -114,33 +114,21 @@ class FdcsrDecoder(wiring.Component):
         pend = Signal(2 * nbits)
         m.d.comb += pend.eq(Cat(rem, nxt_masks))
 
-        # Saturating prefix count over the pending bits: rank[i] = min(k, #pending below i).
-        # Two levels keep the carry chain short: segment popcounts (adder trees) give each
-        # segment's starting rank through a chain of 2 * segs small adders, then a chain of
-        # row_width saturating increments runs inside every segment in parallel.
-        ranks = []
-        start = Const(0, rank_shape)
-        for j in range(2 * c):
-            run = start
-            for b in range(w):
-                i = j * w + b
-                ranks.append(run)
-                nxt = Signal(rank_shape, name=f"rank{i + 1}")
-                m.d.comb += nxt.eq(Mux(pend[i] & (run != k), run + 1, run))
-                run = nxt
-            seg_count = _popcount([pend[j * w + b] for b in range(w)])
-            nstart = Signal(rank_shape, name=f"seg_rank{j + 1}")
-            m.d.comb += nstart.eq(Mux(start + seg_count >= k, k, start + seg_count))
-            start = nstart
-        count = start                                  # min(k, popcount(pend))
-        # Intermediate results are named signals so the emitted Verilog computes each once.
-        sel = []
+        # Slot s takes the lowest pending bit left after slots 0..s-1: x & (~x + 1) isolates
+        # the lowest set bit with one carry chain (fast carry logic on an FPGA), with no
+        # scan over the zeros.
+        sel, left = [], pend
         for s in range(k):
             sel_s = Signal(2 * nbits, name=f"sel{s}")
-            m.d.comb += sel_s.eq(Cat(*[pend[i] & (ranks[i] == s) for i in range(2 * nbits)]))
+            m.d.comb += sel_s.eq(left & (~left + 1)[:2 * nbits])
+            nleft = Signal(2 * nbits, name=f"left{s + 1}")
+            m.d.comb += nleft.eq(left & ~sel_s)
             sel.append(sel_s)
+            left = nleft
+        count = Signal(rank_shape)                     # min(k, popcount(pend))
+        m.d.comb += count.eq(sum(sel_s.any() for sel_s in sel))
         taken = Signal(2 * nbits)
-        m.d.comb += taken.eq(Cat(*[pend[i] & (ranks[i] < k) for i in range(2 * nbits)]))
+        m.d.comb += taken.eq(pend & ~left)
         finishing = Signal()
         m.d.comb += finishing.eq((rem & ~taken[:nbits]) == 0)
 
@@ -161,7 +149,7 @@ class FdcsrDecoder(wiring.Component):
         m.d.comb += can_step.eq(~self.o.valid | self.o.ready)
         # A group that the next beat of the row could top up waits for that beat, so the
         # grouping (hence the memory requests) never depends on when `i` is offered.
-        need_next = ~last & (ranks[nbits] != k)
+        need_next = ~last & ~sel[k - 1][:nbits].any()      # the held beat has < k left
         step = Signal()
         m.d.comb += step.eq(has & can_step & (~need_next | self.i.valid))
         m.d.comb += self.i.ready.eq(~has | (step & finishing))
@@ -196,17 +184,6 @@ class FdcsrDecoder(wiring.Component):
             "o": {"format": None, "protocol": "valid/ready stream of non-zero groups: count, "
                   "first value address, columns, last-of-row"},
         }
-
-
-def _popcount(bits):
-    """Number of set bits, as a balanced adder tree."""
-    terms = list(bits)
-    while len(terms) > 1:
-        nxt = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
-        if len(terms) % 2:
-            nxt.append(terms[-1])
-        terms = nxt
-    return terms[0]
 
 
 def _or(terms, width):
