@@ -98,6 +98,8 @@ class FcEngine(wiring.Component):
         x_count = Signal(17)
         beat = Signal(17)           # beat index within the current row (meta side)
         meta_rows = Signal(16)      # rows whose meta has been accepted
+        meta_open = Signal()        # more meta beats belong to this job (a register: off
+                                    # the decoder's look-ahead path)
         y_rows = Signal(16)         # rows whose result has been transferred
         running = Signal()
 
@@ -123,14 +125,15 @@ class FcEngine(wiring.Component):
         with m.If(self.x.valid & self.x.ready):
             m.d.sync += x_count.eq(x_count + 1)
             with m.If(x_count == cols - 1):
-                m.d.sync += [beat.eq(0), meta_rows.eq(0), y_rows.eq(0), loading.eq(0)]
+                m.d.sync += [beat.eq(0), meta_rows.eq(0), y_rows.eq(0), loading.eq(0),
+                             meta_open.eq(1)]
         with m.If(running & self.y.valid & self.y.ready & (y_rows == rows - 1)):
             m.d.sync += idle.eq(1)
 
         # ------------------------------------------------------------------- decoder
         m.submodules.dec = dec = FdcsrDecoder(cfg.row_width, cfg.segs_per_beat, k,
                                               cfg.addr_width, cw)
-        take_meta = running & (meta_rows != rows)
+        take_meta = meta_open
         last_beat = beat == beats_per_row - 1
         m.d.comb += [
             dec.i.valid.eq(self.meta.valid & take_meta),
@@ -144,6 +147,8 @@ class FcEngine(wiring.Component):
             m.d.sync += beat.eq(Mux(last_beat, 0, beat + 1))
             with m.If(last_beat):
                 m.d.sync += meta_rows.eq(meta_rows + 1)
+                with m.If(meta_rows == rows - 1):
+                    m.d.sync += meta_open.eq(0)
 
         # Groups wait in a FIFO for their values; the request leaves on vaddr together
         # with the FIFO write (so a response always finds its group).

@@ -35,9 +35,9 @@ class FdcsrDecoder(wiring.Component):
     loses no slot; such a step waits for the next beat to be offered, so the grouping
     never depends on stream timing).  A beat with nothing left costs one clock (which may
     issue the next beat's non-zeros).  Exact model: :func:`gen.fdcsr.decode_walk`.
-    Selection is by *rank*: a saturating prefix popcount over the pending mask bits of
-    both beats gives each bit its rank, and output slot ``s`` takes the bit of rank ``s``
-    (a one-hot select, no scan over zeros).
+    Selection: over the pending bits of both beats, slot ``s`` takes the lowest bit left
+    after slots ``0..s-1``, isolated as ``x & (~x + 1)`` (one carry chain per slot, no scan
+    over the zeros).
     Addresses are the seed's running sum: a beat starts at its first offset (the address
     of its first non-zero) and every group advances the address by its count, which for a
     consistent file equals ``offsets[seg] + popcount(masks[seg] & ((1 << bit) - 1))`` for
@@ -97,7 +97,7 @@ class FdcsrDecoder(wiring.Component):
         m = Module()
         w, c, k = self.row_width, self.segs, self.k
         nbits = w * c
-        rank_shape = unsigned(k.bit_length())
+        count_shape = unsigned(k.bit_length())
 
         has = Signal()
         rem = Signal(nbits)          # mask bits not yet issued
@@ -125,7 +125,7 @@ class FdcsrDecoder(wiring.Component):
             m.d.comb += nleft.eq(left & ~sel_s)
             sel.append(sel_s)
             left = nleft
-        count = Signal(rank_shape)                     # min(k, popcount(pend))
+        count = Signal(count_shape)                     # min(k, popcount(pend))
         m.d.comb += count.eq(sum(sel_s.any() for sel_s in sel))
         taken = Signal(2 * nbits)
         m.d.comb += taken.eq(pend & ~left)
