@@ -58,9 +58,10 @@ import numpy as np
 from .fixed import QFormat, quantise, requantise
 from .pwl import PwlConfig, fit_table, ref_pwl
 
-__all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "prune_lstm",
-           "quantise_lstm", "float_lstm", "ref_lstm", "compile_lstm", "weight_words",
-           "seq_words", "cycle_model", "rtl_lstm", "GATES",
+__all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "model_from_dict",
+           "prune_lstm", "quantise_lstm", "float_lstm", "ref_lstm", "compile_lstm", "plan_quant",
+           "weight_words", "seq_words", "pack_word", "cycle_model", "step_cycles", "rtl_lstm",
+           "GATES",
            "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_BIAS", "KIND_END",
            "XK_X", "XK_H0", "XK_C0"]
 
@@ -895,5 +896,3 @@ def step_cycles(model: dict) -> list:
     plus the 2 clocks to the next step's first input (the step period at full rate)."""
     return [s["end"] + 2 - s["start"] for s in model["steps"]]
 
-
-__all__ += ["step_cycles", "plan_quant", "model_from_dict", "pack_word"]
