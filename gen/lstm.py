@@ -106,11 +106,11 @@ class LstmConfig:
         PWL segments, power of two between 2 and 256.
     """
 
-    pes: int = 4
-    max_inputs: int = 16
-    max_hidden: int = 32
+    pes: int = 2
+    max_inputs: int = 8
+    max_hidden: int = 8
     fifo_depth: int = 8
-    mem_depth: int = 1024
+    mem_depth: int = 256
     w_fmt: QFormat = QFormat(3, 9)
     b_fmt: QFormat = QFormat(4, 12)
     x_fmt: QFormat = QFormat(4, 12)
