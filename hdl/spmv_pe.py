@@ -1,15 +1,25 @@
 # SPDX-License-Identifier: Apache-2.0
 """One processing element of the sparse matrix-vector engine (see :mod:`hdl.spmv`)."""
 
-from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed, unsigned
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 
-from gen.fixed import QFormat
 from gen.spmv import SpmvConfig, _clog2
-from .fixed import saturate
 
 __all__ = ["SpmvPE"]
+
+
+def _saturating_add(acc, addend, width):
+    """``saturate(acc + addend)`` to ``width`` bits (``acc`` is ``width`` bits wide,
+    ``addend`` at most): the result of :func:`hdl.fixed.saturate` on the full sum, with
+    the overflow found from the two top bits of the ``width + 1``-bit sum instead of
+    two comparisons after the adder (a shorter path)."""
+    total = (acc.as_signed() + addend.as_signed())[:width + 1].as_signed()
+    overflow = total[width] != total[width - 1]
+    hi = Const((1 << (width - 1)) - 1, signed(width))
+    lo = Const(-(1 << (width - 1)), signed(width))
+    return Mux(overflow, Mux(total[width], lo, hi), total[:width].as_signed())
 
 
 class _OneFifo(Elaboratable):
@@ -212,14 +222,15 @@ class SpmvPE(Elaboratable):
         # ---- stage E: saturating add and write.  The accumulator was read two clocks
         # before this one, so the writes of the previous two clocks are forwarded (the
         # newer one first): back-to-back updates of one row neither stall nor get lost.
-        fwd = [(Signal(name=f"fwd{i}_v"), Signal(unsigned(ib), name=f"fwd{i}_row"),
-                Signal(signed(cfg.acc_width), name=f"fwd{i}_val")) for i in (1, 2)]
-        old = self.acc_data
-        for valid, row, value in reversed(fwd):
-            old = Mux(valid & (row == row_e), value, old)
-        new = saturate(old + prod_e, QFormat(cfg.acc_width, 0))
-        (v1, r1, x1), (v2, r2, x2) = fwd
-        m.d.sync += [v1.eq(v_e), r1.eq(row_e), x1.eq(new), v2.eq(v1), r2.eq(r1), x2.eq(x1)]
+        # The row comparisons are made one stage early (in D) and registered.
+        fwd1_v, fwd1_row = Signal(), Signal(unsigned(ib))
+        fwd1_val, fwd2_val = Signal(signed(cfg.acc_width)), Signal(signed(cfg.acc_width))
+        hit1, hit2 = Signal(), Signal()
+        m.d.sync += [hit1.eq(v_e & (row_e == row_d)), hit2.eq(fwd1_v & (fwd1_row == row_d))]
+        old = Mux(hit1, fwd1_val, Mux(hit2, fwd2_val, self.acc_data))
+        new = _saturating_add(old, prod_e, cfg.acc_width)
+        m.d.sync += [fwd1_v.eq(v_e), fwd1_row.eq(row_e), fwd1_val.eq(new),
+                     fwd2_val.eq(fwd1_val)]
         with m.If(v_e):
             m.d.comb += [acc_w.addr.eq(row_e), acc_w.data.eq(new), acc_w.en.eq(1)]
         with m.Elif(self.clr_en):
