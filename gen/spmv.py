@@ -336,15 +336,17 @@ class SpmvPlan:
 
     def memory_images(self) -> dict:
         """Hex text images: ``pe<p>_entries.hex`` (``{row, weight}``), ``pe<p>_ptr.hex``
-        (``{count, start}``) and ``rowmap.hex`` (``{pe, idx}``), one word per line."""
+        (``{nonzero, count, start}``) and ``rowmap.hex`` (``{pe, idx}``, original row
+        order), one word per line, MSBs first (as the RTL memories hold them)."""
         cfg = self.cfg
         wmask = (1 << cfg.w_fmt.width) - 1
         out = {}
         for p in range(cfg.pes):
             out[f"pe{p}_entries.hex"] = "".join(
                 f"{(row << cfg.w_fmt.width) | (w & wmask):x}\n" for w, row in self.entries[p])
+            nz_shift = cfg.addr_bits + cfg.count_bits
             out[f"pe{p}_ptr.hex"] = "".join(
-                f"{(int(c) << cfg.addr_bits) | int(s):x}\n"
+                f"{(int(c > 0) << nz_shift) | (int(c) << cfg.addr_bits) | int(s):x}\n"
                 for s, c in zip(self.starts[p], self.counts[p]))
         out["rowmap.hex"] = "".join(f"{(int(pe) << cfg.idx_bits) | int(i):x}\n"
                                     for pe, i in zip(self.row_pe, self.row_local))

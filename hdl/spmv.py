@@ -278,7 +278,8 @@ class SpmvEngine(wiring.Component):
                         "order": "column-packed, column 0 first, rows ascending, "
                                  "no terminators"},
             "ptr": {"per_pe": True, "depth_per_bank": cfg.max_cols,
-                    "word": f"{{start: u{cfg.addr_bits}, count: u{cfg.count_bits}}}",
+                    "word": f"{{start: u{cfg.addr_bits}, count: u{cfg.count_bits}, "
+                            f"nonzero: u1}}",
                     "meaning": "column j's entries are entries[start .. start+count-1]"},
             "rowmap": {"per_lane": True, "depth_per_bank": cfg.lane_rows,
                        "word": f"{{local_row: u{cfg.idx_bits}, pe: u{cfg.pe_bits}}}",

@@ -130,7 +130,8 @@ class SpmvPE(Elaboratable):
         pb = _clog2(cfg.max_cols)
         m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=2 << ab,
                                                 init=[])
-        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb), depth=2 << pb, init=[])
+        # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)
+        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=2 << pb, init=[])
         m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width), depth=cfg.rows_per_pe,
                                         init=[])
         ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
@@ -153,7 +154,8 @@ class SpmvPE(Elaboratable):
                 m.d.sync += wptr.eq(new_wptr)
             with m.If(self.ld_close):
                 m.d.comb += [ptr_w.addr.eq(Cat(col[:pb], self.ld_bank)),
-                             ptr_w.data.eq(Cat(start, new_count)), ptr_w.en.eq(1)]
+                             ptr_w.data.eq(Cat(start, new_count, new_count != 0)),
+                             ptr_w.en.eq(1)]
                 m.d.sync += [start.eq(new_wptr), count.eq(0), col.eq(col + 1)]
             with m.Else():
                 m.d.sync += count.eq(new_count)
@@ -161,8 +163,9 @@ class SpmvPE(Elaboratable):
         m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)),
                      ptr_r.en.eq(self.ptr_en)]
         with m.If(self.ptr_en):
-            m.d.sync += [self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:]),
-                         self.ptr_nz.eq(ptr_r.data[ab:] != 0)]
+            m.d.sync += [self.ptr_start.eq(ptr_r.data[:ab]),
+                         self.ptr_count.eq(ptr_r.data[ab:ab + cb]),
+                         self.ptr_nz.eq(ptr_r.data[ab + cb])]
 
         # ---- activation FIFO: (x, start, count)
         width = xw + ab + cb
