@@ -487,45 +487,69 @@ def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
     """Exact cycle model of the engine for one job (all streams always valid/ready).
 
     Cycle 0 is the ``cmd`` transfer; ``x`` transfers at 1..cols; the first ``meta``
-    beat at ``cols + 1``.  The decoder then runs as :func:`decode_walk` describes: up to
+    beat at ``cols + 1`` enters a two-entry skid buffer, and the decoder takes it at
+    ``cols + 2``.  The decoder then runs as :func:`decode_walk` describes: up to
     ``k = nz_per_clock`` non-zeros per clock, a beat boundary inside a row costs nothing
     (look-ahead), a beat with nothing left costs one clock, each beat is accepted in
     the clock that finishes the previous one.  Row ``r``'s result transfers on ``y`` at
-    ``cols + 1 + F_r + latency`` where ``F_r`` is the clock that finishes the row's last
-    beat.  So ``cycles = cols + 2 + S + latency`` with ``S`` the decoder clocks (fixed
-    overhead ``cols + 7``: activation load and pipeline).
+    ``cols + 2 + F_r + latency`` where ``F_r`` is the clock that finishes the row's last
+    beat.  So ``cycles = cols + 3 + S + latency`` with ``S`` the decoder clocks (fixed
+    overhead ``cols + 8``: activation load, skid buffer and pipeline).  ``meta`` transfers
+    whenever the skid buffer has a free spare entry (:func:`_skid_transfers`).
     Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
     ``(addr, count)`` in order, and totals.
     """
     k = cfg.nz_per_clock
     _, _, beat_nnz = _beats(fd, cfg)
     finish, groups = decode_walk(beat_nnz, k)
-    first_meta = fd.cols + 1
+    first_decode = fd.cols + 2        # beat 0: meta at cols + 1, skid buffer, decoder
     bpr = beat_nnz.shape[1]
-    meta_cycles = first_meta + np.concatenate([[0], finish[:-1]])
+    accept = first_decode + np.concatenate([[0], finish[:-1]])   # decoder takes beat b
+    meta_cycles = _skid_transfers(accept, fd.cols + 1)
     row_end = finish.reshape(fd.rows, bpr)[:, -1]
-    y_cycles = first_meta + row_end + cfg.latency
+    y_cycles = first_decode + row_end + cfg.latency
     requests, addr = [], 0
     for n in groups:
         requests.append((addr, n))
         addr += n
     decode_clocks = int(finish[-1]) if len(finish) else 0
-    return {"y_cycles": y_cycles.astype(np.int64), "meta_cycles": meta_cycles.astype(np.int64),
+    return {"y_cycles": y_cycles.astype(np.int64), "meta_cycles": meta_cycles,
             "requests": requests, "decode_clocks": decode_clocks,
-            "cycles": int(y_cycles[-1]) + 1, "fixed_overhead": fd.cols + 2 + cfg.latency,
+            "cycles": int(y_cycles[-1]) + 1, "fixed_overhead": fd.cols + 3 + cfg.latency,
             "ideal_cycles": -(-fd.nnz // k), "beats": int(beat_nnz.size)}
+
+
+def _skid_transfers(accept, first):
+    """Cycles of the ``meta`` transfers into the two-entry skid buffer, given the cycles
+    ``accept`` in which the decoder takes each beat: a transfer happens whenever the
+    buffer's spare entry is free (a registered ready), from cycle ``first`` on."""
+    out = np.zeros(len(accept), dtype=np.int64)
+    held = []                   # beats in the buffer, oldest first
+    cycle, nxt = first, 0
+    while nxt < len(accept):
+        room = len(held) < 2
+        if held and accept[held[0]] == cycle:
+            held.pop(0)
+        if room:
+            out[nxt] = cycle
+            held.append(nxt)
+            nxt += 1
+        cycle += 1
+    # The decoder must find each beat in the buffer when it wants it.
+    assert np.all(accept >= out + 1), "skid buffer model inconsistent"
+    return out
 
 
 def dense_cycles(rows, cols, cfg: FcConfig) -> int:
     """The same engine without zero skipping (every weight issued, ``k`` per clock)."""
-    return cols + 2 + cfg.latency + rows * (-(-cols // cfg.nz_per_clock))
+    return cols + 3 + cfg.latency + rows * (-(-cols // cfg.nz_per_clock))
 
 
 def model_cycles_from_counts(beat_nnz, cols, cfg: FcConfig) -> int:
     """:func:`fc_schedule`'s total from per-beat non-zero counts (rows x beats_per_row),
     for layers too large to encode."""
     finish, _ = decode_walk(beat_nnz, cfg.nz_per_clock)
-    return cols + 2 + cfg.latency + int(finish[-1])
+    return cols + 3 + cfg.latency + int(finish[-1])
 
 
 # ---------------------------------------------------------------- RTL payload packing

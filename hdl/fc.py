@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.fdcsr import FcConfig
-from .fdcsr import FdcsrDecoder, group_layout
+from .fdcsr import FdcsrDecoder, beat_layout, group_layout
 
 __all__ = ["FcEngine"]
 
@@ -133,17 +133,38 @@ class FcEngine(wiring.Component):
         # ------------------------------------------------------------------- decoder
         m.submodules.dec = dec = FdcsrDecoder(cfg.row_width, cfg.segs_per_beat, k,
                                               cfg.addr_width, cw)
-        take_meta = meta_open
+        # `meta` enters through a two-entry skid buffer, so `meta.ready` is a register and
+        # the decoder's one-clock step (whose look-ahead reads the buffer head) does not
+        # reach the input handshake or the row counters.
+        blayout = beat_layout(cfg.row_width, cfg.segs_per_beat, cfg.addr_width, cw)
+        main, spare = Signal(blayout), Signal(blayout)
+        main_valid, spare_valid = Signal(), Signal()
         last_beat = beat == beats_per_row - 1
+        incoming = Signal(blayout)
         m.d.comb += [
-            dec.i.valid.eq(self.meta.valid & take_meta),
-            self.meta.ready.eq(dec.i.ready & take_meta),
-            dec.i.payload.masks.eq(self.meta.payload.masks),
-            dec.i.payload.offsets.eq(self.meta.payload.offsets),
-            dec.i.payload.col_base.eq(beat << beat_shift),
-            dec.i.payload.last.eq(last_beat),
+            self.meta.ready.eq(meta_open & ~spare_valid),
+            incoming.masks.eq(self.meta.payload.masks),
+            incoming.offsets.eq(self.meta.payload.offsets),
+            incoming.col_base.eq(beat << beat_shift),
+            incoming.last.eq(last_beat),
+            dec.i.valid.eq(main_valid),
+            dec.i.payload.eq(main),
         ]
-        with m.If(self.meta.valid & self.meta.ready):
+        push = self.meta.valid & self.meta.ready
+        take_beat = dec.i.valid & dec.i.ready
+        with m.If(take_beat):
+            with m.If(spare_valid):
+                m.d.sync += [main.eq(spare), spare_valid.eq(0)]
+            with m.Elif(push):
+                m.d.sync += main.eq(incoming)
+            with m.Else():
+                m.d.sync += main_valid.eq(0)
+        with m.Elif(push):
+            with m.If(main_valid):
+                m.d.sync += [spare.eq(incoming), spare_valid.eq(1)]
+            with m.Else():
+                m.d.sync += [main.eq(incoming), main_valid.eq(1)]
+        with m.If(push):
             m.d.sync += beat.eq(Mux(last_beat, 0, beat + 1))
             with m.If(last_beat):
                 m.d.sync += meta_rows.eq(meta_rows + 1)
@@ -242,4 +263,4 @@ class FcEngine(wiring.Component):
         cfg = self.cfg
         return {"lanes": cfg.lanes, "fdcsr": {"row_width": cfg.row_width,
                                               "segs_per_beat": cfg.segs_per_beat},
-                "cycle_model": "cols + 2 + latency + sum over beats of max(1, ceil(p / k))"}
+                "cycle_model": "cols + 3 + latency + decoder clocks (gen.fdcsr.decode_walk)"}

@@ -55,7 +55,7 @@ def _model_cycles(seed=0):
                 counts[:, -1] = rng.binomial(cols % cfg.beat_cols, density, size=rows)
             nnz = int(counts.sum())
             decode = int(decode_walk(counts, k)[0][-1])
-            sparse = cols + 2 + cfg.latency + decode
+            sparse = cols + 3 + cfg.latency + decode
             dense = dense_cycles(rows, cols, cfg)
             ideal = -(-nnz // k)
             out.append({"layer": name, "rows": rows, "cols": cols, "density": density,
@@ -63,7 +63,7 @@ def _model_cycles(seed=0):
                         "decode_clocks": decode, "ideal": ideal, "cycles": sparse,
                         "dense_cycles": dense, "decode_over_ideal": decode / ideal,
                         "speedup": dense / sparse,
-                        "fixed_overhead": cols + 2 + cfg.latency})
+                        "fixed_overhead": cols + 3 + cfg.latency})
             print(f"  {name:12s} k={k}: {sparse} cycles vs dense {dense} "
                   f"({dense / sparse:.1f}x), decode / ideal {decode / ideal:.3f}", flush=True)
     return out
@@ -124,7 +124,7 @@ def _markdown(bw, model, rtl):
               "## Cycles, full-size layers (model): zero-skipping vs dense issue", "",
               "N lanes per non-zero (any batch N); k non-zeros per clock; S = segments per "
               "meta beat.  `decode/ideal` = decoder clocks / ceil(nnz / k); total = decoder "
-              "clocks + fixed overhead (cols + 7: activation load and pipeline).", "",
+              "clocks + fixed overhead (cols + 8: activation load, skid buffer and pipeline).", "",
               "| layer | k | S | nnz | FD-CSR cycles | dense cycles | speed-up | decode/ideal |",
               "|---|---|---|---|---|---|---|---|"]
     for r in model:

@@ -192,11 +192,13 @@ def test_schedule_counts():
     sched = fc_schedule(encode(w), cfg)
     assert sched["decode_clocks"] == 3 + 1 + 2 + 1 + 3
     assert sched["requests"] == [(0, 2), (2, 2), (4, 1), (5, 2), (7, 2), (9, 2), (11, 2)]
-    first = 40 + 1
+    first = 40 + 2                # meta at cols + 1, the decoder takes it a clock later
     lat = cfg.latency
     assert sched["y_cycles"].tolist() == [first + 4 + lat, first + 6 + lat, first + 10 + lat]
-    assert sched["cycles"] == 40 + 2 + 10 + lat
-    assert sched["meta_cycles"].tolist() == [first + c for c in (0, 3, 4, 5, 6, 7)]
+    assert sched["cycles"] == 40 + 3 + 10 + lat
+    # The decoder takes beats at first + (0, 3, 4, 5, 6, 7); the skid buffer holds two, so
+    # meta runs two beats ahead and then waits for a free spare entry (registered ready).
+    assert sched["meta_cycles"].tolist() == [41, 42, 43, 46, 47, 48]
 
 
 def test_decode_walk_look_ahead():
