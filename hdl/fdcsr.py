@@ -101,7 +101,12 @@ class FdcsrDecoder(wiring.Component):
 
         has = Signal()
         rem = Signal(nbits)          # mask bits not yet issued
-        run_addr = Signal(self.addr_width)   # address of the held beat's next non-zero
+        # Address of the held beat's next non-zero = base + prev_count; the sum is formed
+        # from registers, so the new group's count only has to reach a register.
+        base = Signal(self.addr_width)
+        prev_count = Signal(unsigned(k.bit_length()))
+        run_addr = Signal(self.addr_width)
+        m.d.comb += run_addr.eq(base + prev_count)
         col_base = Signal(self.col_width)
         last = Signal()
 
@@ -165,7 +170,7 @@ class FdcsrDecoder(wiring.Component):
                 for s in range(k):
                     m.d.sync += self.o.payload.cols[s].eq(cols[s])
         with m.If(step):
-            m.d.sync += [rem.eq(rem & ~taken[:nbits]), run_addr.eq(addr0 + count)]
+            m.d.sync += [rem.eq(rem & ~taken[:nbits]), base.eq(addr0), prev_count.eq(count)]
             with m.If(finishing):
                 m.d.sync += has.eq(0)
         with m.If(self.i.valid & self.i.ready):
@@ -174,7 +179,8 @@ class FdcsrDecoder(wiring.Component):
             merged = taken[nbits:].any()
             m.d.sync += [has.eq(1), rem.eq(p.masks.as_value() & ~taken[nbits:]),
                          col_base.eq(p.col_base), last.eq(p.last),
-                         run_addr.eq(Mux(merged, addr0 + count, p.offsets[0]))]
+                         base.eq(Mux(merged, addr0, p.offsets[0])),
+                         prev_count.eq(Mux(merged, count, 0))]
         return m
 
     def port_info(self) -> dict:
