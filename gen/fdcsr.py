@@ -406,9 +406,10 @@ class FcConfig:
                 f"_w{self.row_width}x{self.segs_per_beat}")
 
     # Pipeline after a group's decode step: decoder output register (1) -> FIFO write
-    # (1) -> pop + activation read (1) -> multiply (1) -> accumulate into the y register
-    # (1): row r's result transfers 5 clocks after its last decode step.
-    latency = 5
+    # (1) -> pop + activation read (1) -> operand registers (1) -> multiply (1) ->
+    # accumulate into the y register (1): row r's result transfers 6 clocks after its last
+    # decode step.
+    latency = 6
 
 
 def _check_codes(a, fmt, name):

@@ -55,7 +55,8 @@ class FcEngine(wiring.Component):
     a run of empty beats); row ``r``'s result transfers :attr:`latency` clocks after its
     last decode step.  Exact model:
     :func:`gen.fdcsr.fc_schedule`.  Pipeline: decode, FIFO (``fifo_depth`` groups waiting
-    for values), pop + activation read, multiply (registered), accumulate.
+    for values), pop + activation read, operand registers, multiply (registered),
+    accumulate.
     """
 
     ii = 1
@@ -212,19 +213,29 @@ class FcEngine(wiring.Component):
                 m.d.sync += s1_w[s].eq(Mux(head_needs & (s < head.count),
                                            self.vdata.payload[s], 0))
 
-        # Stage 2: registered products.
+        # Stage 2: register the activation words and weights (memory output -> multiplier
+        # inputs, so neither the BRAM read nor the DSP sits on a combined path).
+        x_valid, x_last = Signal(), Signal()
+        x_words = [Signal(n * cfg.x_fmt.width, name=f"xw{s}") for s in range(k)]
+        x_w = [Signal(signed(cfg.w_fmt.width), name=f"x_w{s}") for s in range(k)]
+        with m.If(advance):
+            m.d.sync += [x_valid.eq(s1_valid), x_last.eq(s1_last)]
+            for s in range(k):
+                m.d.sync += [x_words[s].eq(reads[s].data), x_w[s].eq(s1_w[s])]
+
+        # Stage 3: registered products.
         pw = cfg.w_fmt.width + cfg.x_fmt.width
         xwid = cfg.x_fmt.width
         p_valid, p_last = Signal(), Signal()
         prods = [[Signal(signed(pw), name=f"p{s}_{j}") for j in range(n)] for s in range(k)]
         with m.If(advance):
-            m.d.sync += [p_valid.eq(s1_valid), p_last.eq(s1_last)]
+            m.d.sync += [p_valid.eq(x_valid), p_last.eq(x_last)]
             for s in range(k):
                 for j in range(n):
-                    xv = reads[s].data[j * xwid:(j + 1) * xwid].as_signed()
-                    m.d.sync += prods[s][j].eq(s1_w[s] * xv)
+                    xv = x_words[s][j * xwid:(j + 1) * xwid].as_signed()
+                    m.d.sync += prods[s][j].eq(x_w[s] * xv)
 
-        # Stage 3: accumulate; the row's last group moves the sums to the y register.
+        # Stage 4: accumulate; the row's last group moves the sums to the y register.
         aw = cfg.acc_width
         acc = [Signal(signed(aw), name=f"acc{j}") for j in range(n)]
         m.d.comb += advance.eq(~(p_valid & p_last & self.y.valid & ~self.y.ready))
