@@ -495,7 +495,7 @@ def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
     the clock that finishes the previous one.  Row ``r``'s result transfers on ``y`` at
     ``cols + 2 + F_r + latency`` where ``F_r`` is the clock that finishes the row's last
     beat.  So ``cycles = cols + 3 + S + latency`` with ``S`` the decoder clocks (fixed
-    overhead ``cols + 8``: activation load, skid buffer and pipeline).  ``meta`` transfers
+    overhead ``cols + 9``: activation load, skid buffer and pipeline).  ``meta`` transfers
     whenever the skid buffer has a free spare entry (:func:`_skid_transfers`).
     Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
     ``(addr, count)`` in order, and totals.

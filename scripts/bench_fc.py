@@ -124,7 +124,7 @@ def _markdown(bw, model, rtl):
               "## Cycles, full-size layers (model): zero-skipping vs dense issue", "",
               "N lanes per non-zero (any batch N); k non-zeros per clock; S = segments per "
               "meta beat.  `decode/ideal` = decoder clocks / ceil(nnz / k); total = decoder "
-              "clocks + fixed overhead (cols + 8: activation load, skid buffer and pipeline).", "",
+              "clocks + fixed overhead (cols + 9: activation load, skid buffer and pipeline).", "",
               "| layer | k | S | nnz | FD-CSR cycles | dense cycles | speed-up | decode/ideal |",
               "|---|---|---|---|---|---|---|---|"]
     for r in model:
