@@ -166,7 +166,9 @@ def run(args) -> int:
     )
     if args.report:
         write_report(args.report, report)
-    print(f"fc: {rows}x{cols} @ {cols}x{n}, {fd.nnz} non-zeros ({100 * fd.nnz / (rows * cols):.1f}"
-          f" %), {cfg.lanes} lanes x {passes} pass(es): {cycles} cycles (model {passes * sched['cycles']}, "
-          f"ideal {ideal} + overhead, dense engine {dense}); max |error| vs float {err:.3g}")
+    model = passes * sched["cycles"]
+    print(f"fc: {rows}x{cols} @ {cols}x{n}, {fd.nnz} non-zeros "
+          f"({100 * fd.nnz / (rows * cols):.1f} %), {cfg.lanes} lanes x {passes} pass(es): "
+          f"{cycles} cycles (model {model}, ideal {ideal} + overhead, dense engine {dense}); "
+          f"max |error| vs float {err:.3g}")
     return 0
