@@ -84,8 +84,8 @@ class SpmvEngine(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Clocks from an activation's transfer to its first accumulator write (when the
-        PE is idle): FIFO push, issue, multiply, write."""
+        """Clocks from an activation's transfer to its first accumulator write (PE idle):
+        pointer read, pointer register and push, issue, then the PE's 4 stages."""
         return 3 + SpmvConfig.pe_latency
 
     ii = 1
