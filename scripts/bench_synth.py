@@ -37,12 +37,28 @@ GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
 OUT = Path("build/bench")
 
 
+_VERILOG = {}
+
+
+def _same_verilog(block, cfg, work: Path) -> bool:
+    """Whether ``work`` holds exactly the Verilog the block emits now."""
+    from gen.emit import to_verilog
+    module = block.module_name(cfg)
+    key = (block.name, config_id(cfg))
+    if key not in _VERILOG:
+        _VERILOG[key] = to_verilog(block.build(cfg), module)
+    old = work / f"{module}.v"
+    return old.exists() and old.read_text() == _VERILOG[key]
+
+
 def run(block, cfg, target, freq, seed, timeout, reuse):
-    """One synth() run, or with ``reuse`` its earlier result from the same tools."""
-    path = OUT / "synth" / f"{result_tag(block.module_name(cfg), cfg, target, seed)}.json"
+    """One synth() run, or with ``reuse`` its earlier result (same Verilog, tools, clock)."""
+    tag = result_tag(block.module_name(cfg), cfg, target, seed)
+    path = OUT / "synth" / f"{tag}.json"
     if reuse and path.exists():
         old = json.loads(path.read_text())
-        same = old.get("tools") == _versions() and old.get("config_id") == config_id(cfg)
+        same = old.get("tools") == _versions() and old.get("config_id") == config_id(cfg) \
+            and _same_verilog(block, cfg, OUT / "synth" / tag)
         if same and (target == "xc7" or old.get("freq_target_mhz") == freq):
             old["resources"] = _classify(target, old["cells"])   # current classes
             old.setdefault("yosys_flow", "default")
@@ -202,7 +218,7 @@ def main(argv=None) -> int:
                         "seconds gets one seed only (default 300)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse per-run results already under build/bench/synth/ (same "
-                        "config, tools and clock constraint)")
+                        "emitted Verilog, tools and clock constraint)")
     parser.add_argument("--blocks", default="", help="comma-separated block names (default all)")
     args = parser.parse_args(argv)
     names = [n for n in args.blocks.split(",") if n] or list(BLOCKS)
