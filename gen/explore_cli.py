@@ -2,7 +2,6 @@
 """``spnn explore conv``: cycles, efficiency and load-imbalance loss of a sparse convolution."""
 
 import argparse
-import json
 
 from .config import SpnnError
 from .explore import SKIPS, UNROLLS, ExploreConfig, explore, parse_pe

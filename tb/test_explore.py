@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from gen.cli import main
-from gen.config import SpnnError
 from gen.explore import (SKIPS, UNROLLS, ExploreConfig, dense_cycles_formula, explore,
                          explore_modes, measured_dof, prepare, queue_lengths, seed_dof)
 

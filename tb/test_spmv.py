@@ -462,7 +462,7 @@ def test_cli_integer_run_is_exact(npys, capsys):
                  "--fifo-depth", "2", "--density", "0.3", "--report", rep,
                  "--sim", "icarus"]) == 0
     report = json.loads(open(rep).read())
-    wf, xf = np.load(npys["Wf"]), np.load(npys["xf"])
+    wf = np.load(npys["Wf"])
     # |x| < 8, |w| < 1: quantisation errors 2**-8 (w) and 2**-13 (x) per product
     bound = 13 * (2 ** -8 * 8 + 2 ** -13)
     assert report["max_abs_error"] <= bound and report["max_abs_error_vs_quantised_product"] == 0
