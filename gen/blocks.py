@@ -28,42 +28,46 @@ class Block:
     module_name: Callable
 
 
+def _attr(module: str, name: str):
+    """``module.name``, imported on first use (keeps ``import gen.blocks`` light)."""
+    import importlib
+    return getattr(importlib.import_module(module), name)
+
+
+def _block(name, summary, config, component, defaults=None):
+    """A Block whose config class lives in ``gen.<config[0]>`` and gateware in ``hdl.<...>``."""
+    config_cls = _attr(f"gen.{config[0]}", config[1])
+    return Block(
+        name, summary, config_cls,
+        build=lambda cfg: _attr(f"hdl.{component[0]}", component[1])(cfg),
+        defaults=defaults or (lambda: [config_cls()]),
+        module_name=lambda cfg: cfg.module_name,
+    )
+
+
 def _pwl_build(cfg):
     from hdl.pwl import PwlUnit
     from .pwl import fit_table
     return PwlUnit(fit_table(cfg))
 
 
-def _pwl_defaults():
-    from .pwl import PwlConfig
-    return [PwlConfig(func="sigmoid"), PwlConfig(func="tanh")]
-
-
 def _registry():
     from .pwl import PwlConfig
-    from .spmv import SpmvConfig
-    return {
-        "spmv": Block("spmv", "load-balanced sparse matrix-vector engine (seed 000)",
-                      SpmvConfig, lambda cfg: __import__("hdl.spmv").spmv.SpmvEngine(cfg),
-                      lambda: [SpmvConfig()], lambda cfg: cfg.module_name),
-        "pwl": Block("pwl", "piecewise-linear sigmoid/tanh unit", PwlConfig, _pwl_build,
-                     _pwl_defaults, lambda cfg: cfg.module_name),
-        "conv": Block("conv", "remainder-aware im2col MAC array for convolution (seed 002)",
-                      __import__("gen.conv").conv.ConvConfig,
-                      lambda cfg: __import__("hdl.conv").conv.ConvArray(cfg),
-                      lambda: [__import__("gen.conv").conv.ConvConfig()],
-                      lambda cfg: cfg.module_name),
-        "fc": Block("fc", "batched FC engine on FD-CSR weights, skips zeros (seed 001)",
-                    __import__("gen.fdcsr").fdcsr.FcConfig,
-                    lambda cfg: __import__("hdl.fc").fc.FcEngine(cfg),
-                    lambda: [__import__("gen.fdcsr").fdcsr.FcConfig()],
-                    lambda cfg: cfg.module_name),
-        "lstm": Block("lstm", "LSTM layer on the sparse PE array with PWL gates (seed 000)",
-                      __import__("gen.lstm").lstm.LstmConfig,
-                      lambda cfg: __import__("hdl.lstm").lstm.LstmEngine(cfg),
-                      lambda: [__import__("gen.lstm").lstm.LstmConfig()],
-                      lambda cfg: cfg.module_name),
-    }
+    pwl = Block("pwl", "piecewise-linear sigmoid/tanh unit", PwlConfig, _pwl_build,
+                lambda: [PwlConfig(func="sigmoid"), PwlConfig(func="tanh")],
+                lambda cfg: cfg.module_name)
+    blocks = [
+        pwl,
+        _block("spmv", "load-balanced sparse matrix-vector engine (seed 000)",
+               ("spmv", "SpmvConfig"), ("spmv", "SpmvEngine")),
+        _block("lstm", "LSTM layer on the sparse PE array with PWL gates (seed 000)",
+               ("lstm", "LstmConfig"), ("lstm", "LstmEngine")),
+        _block("conv", "remainder-aware im2col MAC array for convolution (seed 002)",
+               ("conv", "ConvConfig"), ("conv", "ConvArray")),
+        _block("fc", "batched FC engine on FD-CSR weights, skips zeros (seed 001)",
+               ("fdcsr", "FcConfig"), ("fc", "FcEngine")),
+    ]
+    return {block.name: block for block in blocks}
 
 
 BLOCKS = _registry()

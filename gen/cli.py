@@ -4,7 +4,12 @@
 Commands:
   spnn verilog   emit Verilog + JSON manifests (``--all`` = every block's defaults)
   spnn run       run your data through a block's RTL (cycle-accurate) and report
+                 (blocks: pwl, spmv, lstm, conv, fc)
   spnn info      list blocks, or show one block's ports, parameters and timing
+  spnn synth     Yosys/nextpnr: xc7 resources, ECP5/iCE40 Fmax
+  spnn vivado    Vivado batch TCL, XDC and a FuseSoC core for a block
+  spnn encode / spnn decode   FD-CSR weight files
+  spnn explore   sparse convolution dataflow explorer (unrolling and load imbalance)
 
 Examples:
   spnn verilog --all
