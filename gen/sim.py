@@ -13,6 +13,7 @@ runs in its own sub-folder.  ``<build>`` is ``$SPNN_BUILD_DIR`` or ``./build``.
 """
 
 from contextlib import contextmanager
+import contextvars
 import fcntl
 import hashlib
 import importlib.util
@@ -24,7 +25,8 @@ import shutil
 from .blocks import Block, get_block
 from .config import SpnnError
 
-__all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError"]
+__all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError",
+           "watching"]
 
 SIMS = ("icarus", "verilator")
 
@@ -146,6 +148,21 @@ def _build(block_name, cfg, sim, waves):
     return runner, sim_dir, module
 
 
+_WATCH = contextvars.ContextVar("spnn_watch", default=())
+
+
+@contextmanager
+def watching(signals):
+    """Within this block every :func:`run_job` also traces ``signals`` (per-cycle values in
+    ``result["trace"]``) - lets waveform regressions watch controller state through a
+    block's ``rtl_<block>`` twin without changing its signature."""
+    token = _WATCH.set(tuple(signals))
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
 def _write_gtkw(block_name, cfg, path):
     from .emit import gtkw_for
     block = block_name if isinstance(block_name, Block) else get_block(block_name)
@@ -170,6 +187,8 @@ def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = Fa
     test_dir.mkdir(parents=True, exist_ok=True)
     job_file = test_dir / "job.json"
     result_file = test_dir / "result.json"
+    if _WATCH.get():
+        job = dict(job, watch=list(job.get("watch", [])) + list(_WATCH.get()))
     job_file.write_text(json.dumps(job))
     if result_file.exists():
         result_file.unlink()

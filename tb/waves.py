@@ -11,8 +11,10 @@ to ``build/waves/<case>.diff`` and exits 1.  ``update`` rewrites the golden file
 and prints what changed.  ``make waves-check`` / ``make waves-update`` call these;
 ``tb/test_waves.py`` runs the check under both simulators as part of ``make test``.
 
-A case is a function returning ``(block_name, config, job, ports, watch)``; add
-cases for a new block to :data:`CASES`.
+A case is a function returning ``(block_name, config, job, ports, watch)`` for a raw
+stream job, or ``(block_name, None, run, None, watch)`` where ``run(sim)`` calls the
+block's ``rtl_<block>`` twin and returns its simulation result; add cases for a new
+block to :data:`CASES`.
 """
 
 import argparse
@@ -38,18 +40,59 @@ def _pwl_case(func, n, seed, valid_prob, ready_prob, reset_at=None):
     return case
 
 
+def _rtl_case(block, watch, run):
+    """A case that runs a block's ``rtl_<block>`` twin (``run(sim)`` -> sim result) while
+    tracing ``watch``; the ports are whatever streams the result logged."""
+    def case():
+        return block, None, run, None, watch
+    return case
+
+
+def _spmv(sim):
+    from gen.spmv import rtl_spmv
+    from tb.test_spmv import CFG_A
+    rng = np.random.default_rng(21)
+    w = rng.integers(-128, 128, (13, 20)) * (rng.random((13, 20)) < 0.3)
+    x = rng.integers(-100, 100, 20) * (rng.random(20) < 0.7)
+    return rtl_spmv(w, x, CFG_A, sim, o_ready_prob=0.7, name="waves-spmv")[1]
+
+
+def _conv(sim):
+    from gen.conv import rtl_conv
+    from tb.test_conv import CFG_8x4, SPECS_8x4, _jobs
+    return rtl_conv(_jobs(CFG_8x4, SPECS_8x4[1:2], 22), CFG_8x4, sim, ready_prob=0.8,
+                    name="waves-conv")[2]
+
+
+def _fc(sim):
+    from gen.fdcsr import prune_random, rtl_fc
+    from tb.test_fc import ONE
+    rng = np.random.default_rng(23)
+    w = prune_random((6, 40), 0.3, rng, ONE.w_fmt.width)
+    x = rng.integers(-100, 100, (40, 3))
+    return rtl_fc(w, x, ONE, sim, ready_prob=0.7, seed=23, name="waves-fc")[1]
+
+
 CASES = {
     "pwl_sigmoid_backpressure": _pwl_case("sigmoid", 48, 11, 0.7, 0.6),
     "pwl_tanh_reset": _pwl_case("tanh", 40, 12, 0.9, 0.8, reset_at=25),
+    "spmv_small": _rtl_case("spmv", ["state"], _spmv),
+    "conv_8x4_n2": _rtl_case("conv", ["ctl_state"], _conv),
+    "fc_one": _rtl_case("fc", [], _fc),
 }
 
 
-def fresh_trace(name, sim="verilator", block_override=None):
+def fresh_trace(name, sim="verilator"):
     """Run case ``name`` and return its trace lines."""
-    from gen.sim import run_job
+    from gen.sim import run_job, watching
     from gen.traces import trace_lines
     block, cfg, job, ports, watch = CASES[name]()
-    result = run_job(block_override or block, cfg, job, sim=sim, name=f"waves-{name}")
+    if cfg is None:                      # a case driven through the block's rtl_ twin
+        with watching(watch):
+            result = job(sim)
+        ports = sorted(result["log"])
+    else:
+        result = run_job(block, cfg, job, sim=sim, name=f"waves-{name}")
     return trace_lines(result, ports, watch, title=f"case={name}")
 
 
