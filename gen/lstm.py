@@ -239,7 +239,7 @@ class LstmConfig:
 
     @property
     def pwl_latency(self) -> int:
-        return self.segments.bit_length() - 1 + 4
+        return self.pwl_config("sigmoid").latency   # the PwlUnit pipeline depth
 
     @property
     def ew_latency(self) -> int:

@@ -125,8 +125,8 @@ class PwlConfig:
     @property
     def latency(self) -> int:
         """Clocks from an input transfer to its result (magnitude, log2(segments) search
-        stages, ROM read, multiply-add, round/mirror)."""
-        return self.segments.bit_length() - 1 + 4
+        stages, ROM read, multiply, add, round/clamp, mirror)."""
+        return self.segments.bit_length() - 1 + 6
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,14 @@ class PwlUnit(wiring.Component):
 
     Latency/throughput
     ------------------
-    :attr:`latency` = ``log2(segments) + 4`` clocks from an input transfer to its
+    :attr:`latency` = ``log2(segments) + 6`` clocks from an input transfer to its
     result being valid (when ``o`` is never stalled); one sample per clock.  The
     pipeline stalls as a whole while ``o.valid & ~o.ready``; ``i.ready`` is
     ``~o.valid | o.ready`` (combinational from ``o.ready``).
 
     Stages: magnitude and clamp; one binary-search comparison per stage over the
-    segment boundaries; table ROM read; multiply-add; round, saturate and mirror.
+    segment boundaries; table ROM read; multiply; add intercept; round, saturate and clamp;
+    mirror.
     """
 
     def __init__(self, table: PwlTable):
@@ -114,31 +115,44 @@ class PwlUnit(wiring.Component):
         with m.If(advance):
             m.d.sync += [r_mag.eq(mag), r_neg.eq(neg), r_valid.eq(valid)]
 
-        # Multiply-add at full precision.
+        # Multiply (registered, maps onto the DSP's output register), then add the intercept.
         shift_in = table.product_frac - table.icpt_frac
-        acc_bound = max(abs(s) for s in table.slopes) * cfg.a_max \
-            + (max(abs(b) for b in table.intercepts) << shift_in)
-        acc = Signal(signed(acc_bound.bit_length() + 1))
+        slope_max = max(abs(s) for s in table.slopes)
+        product = Signal(signed((slope_max * cfg.a_max).bit_length() + 1), name="product")
+        intercept = Signal(signed(table.icpt_width), name="intercept")
+        m_neg, m_valid = Signal(name="m_neg"), Signal(name="m_valid")
+        with m.If(advance):
+            m.d.sync += [
+                product.eq(slope_rd.data * r_mag.as_signed()),
+                intercept.eq(icpt_rd.data),
+                m_neg.eq(r_neg), m_valid.eq(r_valid),
+            ]
+        acc_bound = slope_max * cfg.a_max + (max(abs(b) for b in table.intercepts) << shift_in)
+        acc = Signal(signed(acc_bound.bit_length() + 1), name="acc")
         p_neg, p_valid = Signal(name="p_neg"), Signal(name="p_valid")
         with m.If(advance):
             m.d.sync += [
-                acc.eq(slope_rd.data * r_mag.as_signed() + (icpt_rd.data << shift_in)),
-                p_neg.eq(r_neg), p_valid.eq(r_valid),
+                acc.eq(product + (intercept << shift_in)),
+                p_neg.eq(m_neg), p_valid.eq(m_valid),
             ]
 
-        # Round, saturate, mirror.
+        # Round, saturate and clamp to 1.0 (one stage), then mirror (the next): splitting the
+        # two keeps the carry chains of the rounding adder and the mirror apart.
         one = Const(1 << cfg.out_fmt.frac_bits, signed(cfg.out_fmt.width + 2))
         rounded = saturate(round_shift(acc, table.product_frac - cfg.out_fmt.frac_bits),
                            cfg.out_fmt)
-        positive = Mux(rounded > one, one, rounded)  # the minimax line may overshoot 1.0
-        if cfg.func == "sigmoid":
-            mirrored = one - positive
-        else:
-            mirrored = -positive
+        positive = Signal(signed(cfg.out_fmt.width + 1), name="positive")
+        q_neg, q_valid = Signal(name="q_neg"), Signal(name="q_valid")
         with m.If(advance):
             m.d.sync += [
-                self.o.payload.eq(saturate(Mux(p_neg, mirrored, positive), cfg.out_fmt)),
-                self.o.valid.eq(p_valid),
+                positive.eq(Mux(rounded > one, one, rounded)),  # a minimax line may overshoot
+                q_neg.eq(p_neg), q_valid.eq(p_valid),
+            ]
+        mirrored = (one - positive) if cfg.func == "sigmoid" else -positive
+        with m.If(advance):
+            m.d.sync += [
+                self.o.payload.eq(saturate(Mux(q_neg, mirrored, positive), cfg.out_fmt)),
+                self.o.valid.eq(q_valid),
             ]
         return m
 
@@ -158,7 +172,7 @@ class PwlUnit(wiring.Component):
         """Internal signals worth a look in a waveform viewer: {group: [(name, width)]}."""
         k = self.search_stages
         valids = [("valid", 1)] + [(f"valid_{j}", 1) for j in range(k)] + \
-                 [("r_valid", 1), ("p_valid", 1)]
+                 [("r_valid", 1), ("m_valid", 1), ("p_valid", 1), ("q_valid", 1)]
         return {"pipeline (stall, stage valid bits)": [("advance", 1)] + valids,
                 "datapath": [("mag", self.table.config.in_fmt.width), (f"seg_{k - 1}", k),
                              ("r_mag", self.table.config.in_fmt.width)]}

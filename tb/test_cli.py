@@ -42,7 +42,7 @@ def test_verilog_all_is_deterministic(tmp_path):
 def test_manifest_contents(tmp_path):
     main(["verilog", "pwl", "--set", "func=tanh", "--set", "segments=16", "-o", str(tmp_path)])
     man = json.loads((tmp_path / "pwl_tanh.json").read_text())
-    assert man["module"] == "pwl_tanh" and man["latency"] == 8
+    assert man["module"] == "pwl_tanh" and man["latency"] == 10
     assert man["parameters"]["segments"] == 16
     ports = {p["name"]: p for p in man["ports"]}
     assert ports["i__payload"]["format"] == "Q4.12" and ports["i__payload"]["width"] == 16
@@ -132,7 +132,7 @@ def test_run_pwl_end_to_end(sim, tmp_path, inputs):
                   "utilisation", "samples", "max_abs_error"):
         assert field in rep
     assert rep["samples"] == 301 and rep["sim"] == sim
-    assert rep["cycles"] == rep["ideal_cycles"] == 301 + 9
+    assert rep["cycles"] == rep["ideal_cycles"] == 301 + 11
     assert rep["formats"]["input"]["name"] == "Q4.12"
     assert rep["max_abs_error"] < 2 ** -11
 
