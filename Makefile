@@ -5,8 +5,10 @@ PYTHON  ?= python3
 VENV    ?= .venv
 PY      := $(VENV)/bin/python
 SPNN    := $(VENV)/bin/spnn
-STAMP   := $(VENV)/.installed-dev
-MLSTAMP := $(VENV)/.installed-ml
+comma   := ,
+EXTRAS  ?= dev
+STAMP   := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+MLSTAMP := $(VENV)/.installed-dev-ml
 SIM     ?=
 WAVES   ?= 0
 BLOCK   ?= pwl
@@ -18,6 +20,7 @@ help:
 	@echo "spnn make targets"
 	@echo "  make verilog      emit every block's default Verilog + manifests into build/verilog/"
 	@echo "  make test         all tests: pure Python + cocotb under Icarus and Verilator"
+	@echo "                    (EXTRAS=dev,ml also installs PyTorch for the float-reference tests)"
 	@echo "  make sim BLOCK=pwl [SIM=icarus|verilator] [WAVES=1]"
 	@echo "                    one block's tests (WAVES=1 dumps waveforms under build/sim/)"
 	@echo "  make bench        benchmarks -> build/bench/*.json, *.md (installs the ml extra)"
@@ -26,13 +29,9 @@ help:
 	@echo "  make waves-update rewrite tb/golden/*.trace and print what changed"
 	@echo "  make clean        remove build/ (keeps .venv); make distclean also removes .venv"
 
-$(STAMP): pyproject.toml
+$(VENV)/.installed-%: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	@touch $@
-
-$(MLSTAMP): $(STAMP)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,ml]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[$(subst -,$(comma),$*)]'
 	@touch $@
 
 verilog: $(STAMP)

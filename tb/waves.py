@@ -73,12 +73,22 @@ def _fc(sim):
     return rtl_fc(w, x, ONE, sim, ready_prob=0.7, seed=23, name="waves-fc")[1]
 
 
+def _lstm(sim):
+    from gen.lstm import compile_lstm, rtl_lstm
+    from tb.test_lstm import RTL_CFG, _case
+    rng = np.random.default_rng(24)
+    q, seq = _case(rng, 7, 3, 2)
+    return rtl_lstm(compile_lstm(q, RTL_CFG), [seq], sim, o_ready_prob=0.7, seed=24,
+                    name="waves-lstm")[1]
+
+
 CASES = {
     "pwl_sigmoid_backpressure": _pwl_case("sigmoid", 48, 11, 0.7, 0.6),
     "pwl_tanh_reset": _pwl_case("tanh", 40, 12, 0.9, 0.8, reset_at=25),
     "spmv_small": _rtl_case("spmv", ["state"], _spmv),
     "conv_8x4_n2": _rtl_case("conv", ["ctl_state"], _conv),
     "fc_one": _rtl_case("fc", [], _fc),
+    "lstm_small": _rtl_case("lstm", ["state"], _lstm),
 }
 
 
