@@ -189,7 +189,9 @@ def spmv_seed_matrix(results):
 def spmv_markdown(seed):
     if not seed:
         return ""
-    lines = ["", f"SpMV, seed 000 Table 1 matrix ({seed['matrix']}), spnn engine at the "
+    m = seed["matrix"] or {}
+    shape = f"{m.get('rows')} x {m.get('cols')}, {m.get('pes')} PEs" if m else "?"
+    lines = ["", f"SpMV, seed 000 Table 1 matrix ({shape}), spnn engine at the "
              f"measured ECP5 Fmax ({seed['fmax_mhz']} MHz, median) vs the seed's 100 MHz; "
              "cycles from build/bench/spmv.json:", "",
              "| design | time us |", "|---|---:|"]
@@ -203,6 +205,14 @@ def spmv_markdown(seed):
         lines.append(f"| spnn incl. result drain, {seed['total_cycles']} cycles at "
                      f"{seed['fmax_mhz']} MHz | {seed['total_us_at_fmax']:.2f} |")
     return "\n".join(lines) + "\n"
+
+
+def rewrite_markdown() -> None:
+    """Regenerate build/bench/synth.md from build/bench/synth.json (no tool runs)."""
+    summary = json.loads((OUT / "synth.json").read_text())
+    (OUT / "synth.md").write_text(markdown(summary["results"], summary["freq_target_mhz"],
+                                           summary["seeds"])
+                                  + spmv_markdown(summary["spmv_seed_matrix"]))
 
 
 def main(argv=None) -> int:
@@ -220,7 +230,13 @@ def main(argv=None) -> int:
                         help="reuse per-run results already under build/bench/synth/ (same "
                         "emitted Verilog, tools and clock constraint)")
     parser.add_argument("--blocks", default="", help="comma-separated block names (default all)")
+    parser.add_argument("--markdown-only", action="store_true",
+                        help="only regenerate synth.md from synth.json")
     args = parser.parse_args(argv)
+    if args.markdown_only:
+        rewrite_markdown()
+        print((OUT / "synth.md").read_text())
+        return 0
     names = [n for n in args.blocks.split(",") if n] or list(BLOCKS)
     unknown = sorted(set(names) - set(BLOCKS))
     if unknown:
