@@ -99,6 +99,10 @@ def bench_config(block, cfg, seeds, freq, timeout, reuse, slow):
             "notes": runs[0]["notes"],
             "device": TARGETS["ecp5"]["description"],
         }
+    except Exception as exc:   # record and go on with xc7 and the next block
+        entry["error"] = f"ecp5: {type(exc).__name__}: {exc}".splitlines()[0]
+        print(f"    FAILED: {entry['error']}", flush=True)
+    try:
         r = run(block, cfg, "xc7", freq, 1, timeout, reuse)
         print("    xc7: " + ", ".join(f"{k} {v:g}" for k, v in r["resources"].items())
               + f"  [{r['seconds']} s{', reused' if r.get('reused') else ''}]", flush=True)
@@ -107,8 +111,9 @@ def bench_config(block, cfg, seeds, freq, timeout, reuse, slow):
                         "device": TARGETS["xc7"]["description"]}
         entry["tools"] = r["tools"]
     except Exception as exc:   # record and go on with the next block
-        entry["error"] = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        print(f"    FAILED: {entry['error']}", flush=True)
+        error = f"xc7: {type(exc).__name__}: {exc}".splitlines()[0]
+        entry["error"] = f"{entry['error']}; {error}" if "error" in entry else error
+        print(f"    FAILED: {error}", flush=True)
     return entry
 
 
