@@ -598,12 +598,19 @@ def _cmd_synth(args) -> int:
     jobs = _configs_for(args)     # validates everything before anything runs
     if args.freq <= 0 or args.freq > 1000:
         raise SpnnError(f"--freq must be between 1 and 1000 MHz, not {args.freq:g}")
-    results = []
+    results, failed = [], 0
     for block, cfg in jobs:
         print(f"synth {block.module_name(cfg)} ({block.name}) for {args.target} ...",
               flush=True)
-        result = synth(block, cfg, args.target, args.freq, args.output, args.seed,
-                       router=args.router)
+        try:
+            result = synth(block, cfg, args.target, args.freq, args.output, args.seed,
+                           router=args.router)
+        except SpnnError as exc:
+            if len(jobs) == 1:
+                raise
+            print(f"  FAILED: {exc}", flush=True)     # --all: go on with the next block
+            failed += 1
+            continue
         res = result["resources"]
         line = ", ".join(f"{k} {v:g}" for k, v in res.items())
         if "fmax_mhz" in result:
@@ -611,6 +618,9 @@ def _cmd_synth(args) -> int:
         print(f"  {line}  [{result['seconds']} s]", flush=True)
         results.append(result)
     print(write_summary(args.output))
+    if failed:
+        sys.stderr.write(f"spnn: error: {failed} of {len(jobs)} configurations failed\n")
+        return 1
     return 0
 
 
