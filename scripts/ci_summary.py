@@ -53,6 +53,10 @@ def main(build="build") -> int:
         for name in failures[:15]:
             print("  " + name)
     print("=" * 72)
+    total = {state: sum(c[state] for c in counts.values())
+             for state in ("passed", "failed", "skipped")}
+    print(f"tests: {total['passed']} passed, {total['failed']} failed, "
+          f"{total['skipped']} skipped")
     return 0
 
 
