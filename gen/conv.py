@@ -47,7 +47,7 @@ from .config import SpnnError
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
            "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound",
-           "check_fits",
+           "check_fits", "tile_boxes", "skipped_beats",
            "plan", "ref_conv", "direct_conv", "rtl_conv", "compute_cycles", "layer_cycles",
            "network_table", "descriptor_fields", "pack_descriptor", "to_signed",
            "to_unsigned"]
@@ -208,6 +208,7 @@ class Schedule:
     icq: int            # input channels per chunk
     slots: int          # position slots (strips: Ho * ceil(Wo/cols) * cols; flat: Ho * Wo)
     nlim: int = field(default=0)
+    skip_pad: bool = field(default=False)   # drop kernel rows/cols that are padding for the tile
 
     @property
     def chunks(self):
@@ -224,7 +225,11 @@ class Schedule:
 
     @property
     def busy_mac_cycles(self):
-        return self.layer.macs
+        if not self.skip_pad:
+            return self.layer.macs
+        kk = sum(self.chunk_sizes)
+        return sum(p.r * lanes * nky * nkx * kk
+                   for p, (ky0, nky, kx0, nkx, lanes) in _tile_list(self))
 
     @property
     def compute_cycles(self):
@@ -244,7 +249,8 @@ class Schedule:
                             "tiles_per_block": p.tiles} for p in self.passes],
                 "n_per_pass": [p.n for p in self.passes for _ in range(p.count)],
                 "n_limit": self.nlim, "input_channel_chunks": self.chunk_sizes,
-                "slots": self.slots, "tiles": self.tiles,
+                "slots": self.slots, "tiles": self.tiles, "skip_pad": self.skip_pad,
+                "skipped_beats": skipped_beats(self),
                 "busy_mac_cycles": self.busy_mac_cycles, "compute_cycles": self.compute_cycles,
                 "utilisation": self.utilisation}
 
@@ -363,12 +369,15 @@ def _icq(layer, cfg, limit_buffers):
 
 
 def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
-         limit_buffers: bool = True, icq: int | None = None) -> Schedule:
+         limit_buffers: bool = True, icq: int | None = None,
+         skip_pad: bool = False) -> Schedule:
     """The schedule of ``layer`` on ``cfg`` under ``mapping``.
 
     ``limit_buffers=False`` ignores the buffer depths (no input-channel split) - used for
     the network tables, whose arrays would be built with buffers sized for them.
-    ``icq`` forces a chunk size (tests of the split).
+    ``icq`` forces a chunk size (tests of the split).  ``skip_pad`` drops, per tile, the
+    kernel rows and columns whose features are zero padding for every active lane (see
+    :func:`tile_boxes`); it needs ``pad < min(kh, kw)`` so that every window keeps a beat.
     """
     if mapping not in MAPPINGS:
         raise SpnnError(f"mapping must be one of {', '.join(MAPPINGS)}, not {mapping!r}")
@@ -392,7 +401,69 @@ def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
         icq = _icq(layer, cfg, limit_buffers)
     elif not 1 <= icq <= layer.ic:
         raise SpnnError(f"icq must be between 1 and {layer.ic}, not {icq}")
-    return Schedule(layer, cfg, mapping, flat, tuple(passes), icq, slots, n_limit(layer, cfg))
+    if not isinstance(skip_pad, bool):
+        raise TypeError(f"skip_pad must be a bool, not {skip_pad!r}")
+    if skip_pad and layer.pad >= min(layer.kh, layer.kw):
+        raise SpnnError(f"skip_pad needs pad < min(kh, kw), not pad {layer.pad} with a "
+                        f"{layer.kh}x{layer.kw} kernel")
+    return Schedule(layer, cfg, mapping, flat, tuple(passes), icq, slots, n_limit(layer, cfg),
+                    skip_pad)
+
+
+def _lane_geometry(sched):
+    """Per slot: ``(oy * stride, ox * stride, valid)`` as the position table holds them."""
+    layer, cols = sched.layer, sched.cfg.cols
+    total = -(-sched.slots // cols) * cols
+    idx = np.arange(total)
+    wv = layer.wo if sched.flat else sched.slots // layer.ho
+    oy, ox = idx // wv, idx % wv
+    return oy * layer.stride, ox * layer.stride, _slot_valid(sched)
+
+
+def _tile_list(sched):
+    """``(pass, (ky0, nky, kx0, nkx, valid lanes))`` per tile in issue order."""
+    layer, cols = sched.layer, sched.cfg.cols
+    ty, tx, valid = _lane_geometry(sched)
+    total = len(valid)
+    out = []
+    for p in sched.passes:
+        boxes = []
+        for t in range(p.tiles):
+            lo, hi = t * p.n * cols, min((t + 1) * p.n * cols, total)
+            v = valid[lo:hi]
+            lanes = int(v.sum())
+            if not sched.skip_pad:
+                boxes.append((0, layer.kh, 0, layer.kw, lanes))
+                continue
+            y, x = ty[lo:hi][v], tx[lo:hi][v]
+            ky0 = int(np.maximum(0, layer.pad - y).min())
+            ky1 = int(np.minimum(layer.kh, layer.pad + layer.h - y).max())
+            kx0 = int(np.maximum(0, layer.pad - x).min())
+            kx1 = int(np.minimum(layer.kw, layer.pad + layer.w - x).max())
+            boxes.append((ky0, ky1 - ky0, kx0, kx1 - kx0, lanes))
+        out += [(p, b) for _ in range(p.count) for b in boxes]
+    return out
+
+
+def tile_boxes(sched):
+    """Kernel box of each tile in issue order: ``(ky0, nky, kx0, nkx)``.
+
+    Without ``skip_pad`` every tile runs the whole ``kh x kw`` kernel.  With it, a tile
+    runs only kernel rows ``ky0 .. ky0 + nky - 1`` and columns ``kx0 .. kx0 + nkx - 1``:
+    the bounding box, over the tile's valid lanes (output positions ``oy, ox``), of the
+    kernel offsets that land inside the unpadded input
+    (``pad <= oy * stride + ky < pad + H``, same for x).  Every beat outside the box reads
+    zero padding in every lane, so dropping it leaves the sums unchanged.  Per chunk of
+    ``q`` input channels a tile takes ``q * nky * nkx`` beats (channel-major order as before).
+    """
+    return [b[:4] for _, b in _tile_list(sched)]
+
+
+def skipped_beats(sched) -> int:
+    """Beats of the whole layer (all chunks) dropped by ``skip_pad`` (0 without it)."""
+    kk = sched.layer.kh * sched.layer.kw
+    saved = sum(kk - nky * nkx for ky0, nky, kx0, nkx in tile_boxes(sched))
+    return saved * sched.layer.ic
 
 
 def schedule_cover(sched) -> np.ndarray:
@@ -447,6 +518,19 @@ def _chunk_compute_cycles(sched, kq):
     while the previous tile is still draining), which shifts every later beat.
     """
     cfg = sched.cfg
+    if sched.skip_pad:
+        # per-tile beats: the same recurrence, one tile at a time
+        q = kq // (sched.layer.kh * sched.layer.kw)
+        cap, d_prev = None, 0
+        for p, (ky0, nky, kx0, nkx, lanes) in _tile_list(sched):
+            kj = q * nky * nkx
+            d = -(-(p.r * p.n) // cfg.drain_rows)
+            if cap is None:
+                cap = kj - 1 + ISSUE_TO_ACC
+            else:
+                cap = max(cap + kj, cap + d_prev)
+            d_prev = d
+        return cap + d_prev + 2
     cap_prev, d_prev = None, 0
     t_end = None
     arrive = kq - 1 + ISSUE_TO_ACC
@@ -605,7 +689,7 @@ def descriptor_fields(cfg: ConvConfig):
          ("pad", 8), ("kq", 24), ("kq_last", 24), ("swp", 24)]
     for i in range(cfg.max_passes):
         f += [(f"p{i}_r", 16), (f"p{i}_n", 4), (f"p{i}_count", 16), (f"p{i}_tiles", slots)]
-    f += [("npasses", 4)]
+    f += [("npasses", 4), ("skip", 1)]
     return f
 
 
@@ -622,7 +706,7 @@ def descriptor(sched) -> dict:
          "slots": sched.slots, "pad": layer.pad, "npasses": len(sched.passes),
          "kq": sched.icq * layer.kh * layer.kw,
          "kq_last": sched.chunk_sizes[-1] * layer.kh * layer.kw,
-         "swp": layer.stride * wp}
+         "swp": layer.stride * wp, "skip": int(sched.skip_pad)}
     for i in range(cfg.max_passes):
         p = sched.passes[i] if i < len(sched.passes) else Pass(0, 0, 0, 0)
         d.update({f"p{i}_r": p.r, f"p{i}_n": p.n, f"p{i}_count": p.count,

@@ -27,7 +27,9 @@ class ConvArray(wiring.Component):
     staggers the groups by ``stride * Ic * kh`` beats so that they share one stream; see
     ``docs/conv.md``).  The array executes the descriptor: position
     table, then per input-channel chunk weight load, feature load (padding inserted),
-    compute (tiles of ``K`` beats), with the partial sums of later chunks added into the
+    compute (tiles of ``K`` beats; with the descriptor bit ``skip`` only the tile's box of
+    kernel rows/columns that are not padding for every lane, see
+    :func:`gen.conv.tile_boxes`), with the partial sums of later chunks added into the
     output buffer; finally a stats word and the outputs (ping-pong buffers: the next
     layer computes while this one drains).
 
@@ -84,6 +86,7 @@ class ConvArray(wiring.Component):
         WA = _bits(cfg.weight_depth)
         OA = _bits(cfg.out_depth)
         TA = _bits(cfg.max_slots + MC)
+        TW = _bits(cfg.max_dim + 2 * 64) + 1      # oy * stride, ox * stride of a window
         PW = cfg.data_width + cfg.weight_width
         AW = cfg.acc_width
 
@@ -98,8 +101,10 @@ class ConvArray(wiring.Component):
                                           init=[])
         m.submodules.wmem = wmem = Memory(shape=signed(cfg.weight_width),
                                           depth=cfg.weight_depth, init=[])
-        # Position table: feature base address of each slot's window + valid bit.
-        m.submodules.tmem = tmem = Memory(shape=unsigned(FA + 1), depth=cfg.max_slots, init=[])
+        # Position table: feature base address of each slot's window, valid bit, and the
+        # window's top-left corner in the padded map (oy * stride, ox * stride).
+        m.submodules.tmem = tmem = Memory(shape=unsigned(FA + 1 + 2 * TW), depth=cfg.max_slots,
+                                          init=[])
         omem = [[Memory(shape=signed(AW), depth=cfg.out_depth, init=[]) for _ in range(MC)]
                 for _ in range(2)]
         for b in range(2):
@@ -122,18 +127,20 @@ class ConvArray(wiring.Component):
         addr = Signal(24)
         base_row = Signal(24)
         bx = Signal(24)
+        by = Signal(24)
 
         # -------- issue stage (compute)
         issuing = Signal()
         e = Signal(range(NP + 1))
         blk = Signal(16)
         t = Signal(16)
-        k = Signal(24)
-        kx = Signal(8)
+        kc = Signal(16)                # input channel in the chunk
+        kx = Signal(8)                 # kernel column / row relative to the tile's box
         ky = Signal(8)
         off_ic = Signal(FA + 1)
         off_ky = Signal(FA + 1)
         kO = Signal(WA + 1)
+        w_ic, w_ky, w_kx = Signal(WA + 1), Signal(WA + 1), Signal(WA + 1)
         cb = Signal(16)
         u0 = Signal(TA)
         u0oc = Signal(OA + 16)
@@ -149,7 +156,14 @@ class ConvArray(wiring.Component):
 
         adv = Signal()
         last_k = Signal()
-        m.d.comb += last_k.eq(k == kq - 1)
+        # kernel box of the current tile (skip_pad): rows ky0 .. ky0 + nky - 1, cols likewise
+        ky0, nky, kx0, nkx = Signal(8), Signal(8), Signal(8), Signal(8)
+        f_box = Signal(FA + 1)
+        w_box = Signal(WA + 1)
+        m.d.comb += [last_k.eq((kc == icc - 1) & (ky == nky - 1) & (kx == nkx - 1)),
+                     f_box.eq(ky0 * d.wp + kx0),
+                     w_box.eq((ky0 * d.kw + kx0) * d.oc),
+                     kO.eq(w_ic + w_ky + w_kx + w_box)]
 
         # Row -> group and channel offset (groups are consecutive R-row ranges).
         row_g = []
@@ -168,16 +182,42 @@ class ConvArray(wiring.Component):
         # Lanes: group g, column c -> slot (u0 + g) * MC + c.
         lane_valid = [[Signal(name=f"lane{g}_{c}_v") for c in range(MC)] for g in range(NG)]
         f_r = [[None] * MC for _ in range(NG)]
+        box_ylo, box_yhi, box_xlo, box_xhi = d.kh, Const(0, 8), d.kw, Const(0, 8)
         for g in range(NG):
             for c in range(MC):
                 slot = Signal(TA + LOGMC, name=f"lane{g}_{c}_slot")
                 m.d.comb += slot.eq(Cat(Const(c, LOGMC), u0 + g) if LOGMC else u0 + g)
                 tr = tmem.read_port(domain="comb")
                 m.d.comb += tr.addr.eq(slot)
-                m.d.comb += lane_valid[g][c].eq(issuing & (g < N) & (slot < d.slots) & tr.data[FA])
+                ok = Signal(name=f"lane{g}_{c}_ok")
+                m.d.comb += ok.eq((g < N) & (slot < d.slots) & tr.data[FA])
+                m.d.comb += lane_valid[g][c].eq(issuing & ok)
+                # kernel offsets of this window inside the unpadded map: [lo, hi)
+                ty = tr.data[FA + 1:FA + 1 + TW]
+                tx = tr.data[FA + 1 + TW:FA + 1 + 2 * TW]
+                bounds = []
+                for tt, dim, kk in ((ty, d.h, d.kh), (tx, d.w, d.kw)):
+                    lo, hi = Signal(8, name=f"lane{g}_{c}_lo{len(bounds)}"), \
+                        Signal(8, name=f"lane{g}_{c}_hi{len(bounds)}")
+                    end = d.pad + dim - tt
+                    m.d.comb += [lo.eq(Mux(d.pad > tt, d.pad - tt, 0)),
+                                 hi.eq(Mux(end < kk, end, kk))]
+                    bounds += [lo, hi]
+                nyl, nyh, nxl, nxh = (Signal(8, name=f"box{g}_{c}_{i}") for i in range(4))
+                m.d.comb += [nyl.eq(Mux(ok & (bounds[0] < box_ylo), bounds[0], box_ylo)),
+                             nyh.eq(Mux(ok & (bounds[1] > box_yhi), bounds[1], box_yhi)),
+                             nxl.eq(Mux(ok & (bounds[2] < box_xlo), bounds[2], box_xlo)),
+                             nxh.eq(Mux(ok & (bounds[3] > box_xhi), bounds[3], box_xhi))]
+                box_ylo, box_yhi, box_xlo, box_xhi = nyl, nyh, nxl, nxh
                 fr = fmem.read_port(domain="sync")
-                m.d.comb += [fr.addr.eq(tr.data[:FA] + off_ic + off_ky + kx), fr.en.eq(adv)]
+                m.d.comb += [fr.addr.eq(tr.data[:FA] + off_ic + off_ky + kx + f_box),
+                             fr.en.eq(adv)]
                 f_r[g][c] = fr
+        with m.If(d.skip):
+            m.d.comb += [ky0.eq(box_ylo), nky.eq(box_yhi - box_ylo),
+                         kx0.eq(box_xlo), nkx.eq(box_xhi - box_xlo)]
+        with m.Else():
+            m.d.comb += [ky0.eq(0), nky.eq(d.kh), kx0.eq(0), nkx.eq(d.kw)]
         w_r = []
         for r in range(MR):
             wr = wmem.read_port(domain="sync")
@@ -303,9 +343,12 @@ class ConvArray(wiring.Component):
                         m.d.sync += st_busy.eq(0)
 
         # ---------------------------------------------------------------- issue counters
+        kwoc, kkoc = Signal(WA + 1), Signal(WA + 1)
+        m.d.comb += [kwoc.eq(d.kw * d.oc), kkoc.eq(d.kh * d.kw * d.oc)]
         with m.If(issuing & adv):
             with m.If(last_k):
-                m.d.sync += [k.eq(0), kx.eq(0), ky.eq(0), off_ic.eq(0), off_ky.eq(0), kO.eq(0)]
+                m.d.sync += [kc.eq(0), kx.eq(0), ky.eq(0), off_ic.eq(0), off_ky.eq(0),
+                             w_ic.eq(0), w_ky.eq(0), w_kx.eq(0)]
                 with m.If(t == ptiles[e] - 1):
                     m.d.sync += [t.eq(0), u0.eq(0), u0oc.eq(0), cb.eq(cb + R)]
                     with m.If(blk == pcount[e] - 1):
@@ -317,15 +360,16 @@ class ConvArray(wiring.Component):
                 with m.Else():
                     m.d.sync += [t.eq(t + 1), u0.eq(u0 + N), u0oc.eq(u0oc + nOC)]
             with m.Else():
-                m.d.sync += [k.eq(k + 1), kO.eq(kO + d.oc)]
-                with m.If(kx == d.kw - 1):
-                    m.d.sync += kx.eq(0)
-                    with m.If(ky == d.kh - 1):
-                        m.d.sync += [ky.eq(0), off_ky.eq(0), off_ic.eq(off_ic + d.hwp)]
+                with m.If(kx == nkx - 1):
+                    m.d.sync += [kx.eq(0), w_kx.eq(0)]
+                    with m.If(ky == nky - 1):
+                        m.d.sync += [ky.eq(0), off_ky.eq(0), w_ky.eq(0), kc.eq(kc + 1),
+                                     off_ic.eq(off_ic + d.hwp), w_ic.eq(w_ic + kkoc)]
                     with m.Else():
-                        m.d.sync += [ky.eq(ky + 1), off_ky.eq(off_ky + d.wp)]
+                        m.d.sync += [ky.eq(ky + 1), off_ky.eq(off_ky + d.wp),
+                                     w_ky.eq(w_ky + kwoc)]
                 with m.Else():
-                    m.d.sync += kx.eq(kx + 1)
+                    m.d.sync += [kx.eq(kx + 1), w_kx.eq(w_kx + d.oc)]
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
@@ -337,15 +381,15 @@ class ConvArray(wiring.Component):
                 with m.If(self.c.valid):
                     m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
                                  first_chunk.eq(1), a0.eq(0), a1.eq(0), addr.eq(0),
-                                 base_row.eq(0), bx.eq(0)]
+                                 base_row.eq(0), bx.eq(0), by.eq(0)]
                     m.next = "TABLE"
             with m.State("TABLE"):
                 # slot = oy * wv + ox (a1 = oy, a0 = ox); base = oy*s*Wp + ox*s
                 m.d.comb += [t_w.addr.eq(addr), t_w.en.eq(1),
-                             t_w.data.eq(Cat((base_row + bx)[:FA], a0 < d.wo))]
+                             t_w.data.eq(Cat((base_row + bx)[:FA], a0 < d.wo, by[:TW], bx[:TW]))]
                 m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1), bx.eq(bx + d.stride)]
                 with m.If(a0 + 1 == d.wv):
-                    m.d.sync += [a0.eq(0), bx.eq(0), a1.eq(a1 + 1),
+                    m.d.sync += [a0.eq(0), bx.eq(0), a1.eq(a1 + 1), by.eq(by + d.stride),
                                  base_row.eq(base_row + d.swp)]
                 with m.If(addr + 1 == d.slots):
                     m.next = "CHUNK"
@@ -381,9 +425,9 @@ class ConvArray(wiring.Component):
                             m.d.sync += [a1.eq(0), a2.eq(a2 + 1)]
                             with m.If(a2 == icc - 1):
                                 m.d.sync += [issuing.eq(1), e.eq(0), blk.eq(0), t.eq(0),
-                                             k.eq(0), kx.eq(0), ky.eq(0), off_ic.eq(0),
-                                             off_ky.eq(0), kO.eq(0), cb.eq(0), u0.eq(0),
-                                             u0oc.eq(0)]
+                                             kc.eq(0), kx.eq(0), ky.eq(0), off_ic.eq(0),
+                                             off_ky.eq(0), w_ic.eq(0), w_ky.eq(0),
+                                             w_kx.eq(0), cb.eq(0), u0.eq(0), u0oc.eq(0)]
                                 m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)

@@ -17,7 +17,8 @@ import pytest
 from gen.config import SpnnError
 from gen.conv import (READ_POINTERS, ConvConfig, ConvLayer, column_bound, compute_cycles,
                       descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan, ref_conv,
-                      rtl_conv, schedule_cover, stagger_reads, stagger_words, _slot_valid)
+                      rtl_conv, schedule_cover, skipped_beats, stagger_reads, stagger_words,
+                      tile_boxes, _slot_valid)
 from gen.networks import NETWORKS, layer_macs
 
 BIG = ConvConfig(rows=128, cols=16, max_groups=8, drain_rows=8)
@@ -214,6 +215,65 @@ def test_compute_cycles_closed_form():
     assert compute_cycles(sched) == (sched.tiles - 1) * 16 + 3 + 1 + 16 + 2
 
 
+def _brute_boxes(sched):
+    """Per tile: bounding box of the kernel offsets that are real input for some lane."""
+    layer, cols = sched.layer, sched.cfg.cols
+    valid = _slot_valid(sched)
+    wv = sched.slots // layer.ho
+    boxes = []
+    for p in sched.passes:
+        per = []
+        for t in range(p.tiles):
+            real = np.zeros((layer.kh, layer.kw), dtype=bool)
+            for slot in range(t * p.n * cols, (t + 1) * p.n * cols):
+                if slot >= len(valid) or not valid[slot]:
+                    continue
+                oy, ox = divmod(slot, wv)
+                for ky, kx in itertools.product(range(layer.kh), range(layer.kw)):
+                    y, x = oy * layer.stride + ky - layer.pad, ox * layer.stride + kx - layer.pad
+                    real[ky, kx] |= 0 <= y < layer.h and 0 <= x < layer.w
+            ys, xs = np.flatnonzero(real.any(1)), np.flatnonzero(real.any(0))
+            per.append((ys[0], ys[-1] - ys[0] + 1, xs[0], xs[-1] - xs[0] + 1))
+        boxes += per * p.count
+    return boxes
+
+
+def test_skip_pad_beats():
+    """Padding-beat skipping: boxes == brute force, beat count, exact cycle saving."""
+    cfg = ConvConfig(rows=8, cols=4)
+    # 5x5 input, 3x3 pad 1, 8 channels (n = 1), flat columns: 7 tiles of 4 positions
+    layer = ConvLayer(8, 3, 5, 5, 3, 3, 1, 1)
+    sched = plan(layer, cfg, skip_pad=True)
+    boxes = tile_boxes(sched)
+    assert boxes[0] == (1, 2, 0, 3)              # (0,0)..(0,3): top kernel row is padding
+    assert boxes[1:5] == [(0, 3, 0, 3)] * 4      # tiles straddling output rows: nothing
+    assert boxes[5] == (0, 2, 0, 3)              # (4,0)..(4,3): bottom row
+    assert boxes[6] == (0, 2, 0, 2)              # (4,4) alone: bottom row, right column
+    assert boxes == _brute_boxes(sched)
+    beats = sum(9 - nky * nkx for _, nky, _, nkx in boxes) * layer.ic
+    assert skipped_beats(sched) == beats == 3 * (3 + 3 + 5)
+    base = plan(layer, cfg)
+    assert skipped_beats(base) == 0
+    assert tile_boxes(base) == [(0, 3, 0, 3)] * base.tiles
+    assert compute_cycles(base) - compute_cycles(sched) == skipped_beats(sched)
+    # busy MAC-cycles drop by the skipped lane-beats (every lane of a dropped beat is padding)
+    assert sched.busy_mac_cycles < base.busy_mac_cycles == layer.macs
+    # brute force on more shapes, mappings and strides; no padding -> nothing skipped
+    for spec in [(20, 3, 6, 6, 3, 1, 1), (9, 4, 7, 7, 5, 2, 2), (3, 2, 6, 5, 3, 1, 1),
+                 (40, 2, 3, 3, 3, 1, 1), (11, 3, 5, 6, 3, 2, 0), (2, 1, 9, 4, 3, 2, 2)]:
+        lay = ConvLayer(*spec[:4], spec[4], spec[4], *spec[5:])
+        for mapping in ("naive", "seed", "remainder"):
+            sk = plan(lay, CFG_16x4, mapping, skip_pad=True)
+            assert tile_boxes(sk) == _brute_boxes(sk), (spec, mapping)
+            if lay.pad == 0:
+                assert skipped_beats(sk) == 0
+                assert compute_cycles(sk) == compute_cycles(plan(lay, CFG_16x4, mapping))
+    with pytest.raises(SpnnError, match="skip_pad needs pad < min"):
+        plan(ConvLayer(1, 1, 4, 4, 3, 3, 1, 3), cfg, skip_pad=True)
+    with pytest.raises(TypeError, match="skip_pad must be a bool"):
+        plan(layer, cfg, skip_pad=1)
+
+
 def test_input_channel_split():
     cfg = ConvConfig(rows=8, cols=4, feat_depth=200, weight_depth=4096)
     layer = ConvLayer(4, 7, 8, 8, 3, 3, 1, 1)      # one padded map = 100 words
@@ -358,6 +418,37 @@ def test_rtl_edge_layers(sim):
     jobs = _jobs(CFG_8x4, specs, 16)
     outs, stats, result = rtl_conv(jobs, CFG_8x4, sim, name="edge")
     _check(jobs, outs, stats, result, CFG_8x4)
+
+
+SKIP_SPECS = [
+    # oc, ic, h, w, k, s, p, icq: padded layers, each run without and with skip_pad
+    (5, 3, 5, 5, 3, 1, 1, None),        # n = 1
+    (8, 3, 5, 5, 3, 1, 1, None),        # one full block
+    (2, 2, 6, 6, 5, 1, 2, 1),           # k5 pad 2, n = 4, Ic split 1+1
+    (9, 3, 7, 7, 3, 2, 1, 2),           # stride 2, 8 + remainder 1, split 2+1: drain-bound
+]
+
+
+def test_rtl_skip_pad(sim):
+    """Padding-beat skipping (a descriptor bit): outputs unchanged, cycles == model, and
+    exactly the model's skipped beats fewer compute cycles than the same layer without it."""
+    rng = np.random.default_rng(21)
+    jobs = []
+    for oc, ic, h, w, k, s, p, icq in SKIP_SPECS:
+        layer = ConvLayer(oc, ic, h, w, k, k, s, p)
+        x, wt = _data(rng, layer)
+        for skip in (False, True):
+            jobs.append((x, wt, plan(layer, CFG_8x4, icq=icq, skip_pad=skip)))
+    outs, stats, result = rtl_conv(jobs, CFG_8x4, sim, name="skip")
+    _check(jobs, outs, stats, result, CFG_8x4)
+    saved = [stats[i]["cycles"] - stats[i + 1]["cycles"] for i in range(0, len(jobs), 2)]
+    beats = [skipped_beats(jobs[i + 1][2]) for i in range(0, len(jobs), 2)]
+    assert beats == [15, 33, 20, 18]
+    # every skipped beat is a clock saved, except where a shortened tile (1 channel x 2 x 2
+    # beats) now waits for the 8-row drain of the previous one
+    assert saved == [15, 33, 20, 16]
+    for i in range(0, len(jobs), 2):
+        np.testing.assert_array_equal(outs[i], outs[i + 1])
 
 
 def test_rtl_backpressure(sim):
