@@ -42,6 +42,8 @@ def add_arguments(parser):
                         help="MAC array ROWSxCOLS, COLS a power of two (default 16x4)")
     parser.add_argument("--mapping", default="remainder",
                         help=f"{' | '.join(reversed(MAPPINGS))} (default remainder)")
+    parser.add_argument("--skip-pad", action="store_true",
+                        help="skip beats whose features are all zero padding (needs pad < kernel)")
     parser.add_argument("--data-width", default="8", help="feature bits, signed (default 8)")
     parser.add_argument("--weight-width", default="8", help="weight bits, signed (default 8)")
     add_common_arguments(parser)
@@ -121,7 +123,7 @@ def _setup(args):
             if msg.startswith(field):
                 msg = flag + msg[len(field):]
         raise SpnnError(msg) from None
-    sched = plan(layer, cfg, args.mapping)
+    sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     check_fits(sched)
     return cfg, layer, sched, x, w
 

@@ -497,6 +497,18 @@ def test_cli_run(tmp_path, capsys):
     assert report["rtl_matches_model"] is True
     assert report["n_per_pass"] == report["schedule"]["n_per_pass"] != []
     assert "utilisation" in capsys.readouterr().out
+    # --skip-pad (stride 1, pad 1): same result, fewer cycles, RTL == model either way.
+    w, x = rng.integers(-128, 128, (6, 2, 3, 3)), rng.integers(-128, 128, (2, 6, 6))
+    reports = []
+    for extra in ([], ["--skip-pad"]):
+        out, rep = tmp_path / f"y{len(extra)}.npy", tmp_path / f"r{len(extra)}.json"
+        assert main(["run", "conv", "--weights", _save(tmp_path, "w1.npy", w), "--input",
+                     _save(tmp_path, "x1.npy", x), "--array", "8x4", *extra, "--out", str(out),
+                     "--report", str(rep), "--sim", "icarus"]) == 0
+        np.testing.assert_array_equal(np.load(out), ref_conv(x, w, 1, 1))
+        reports.append(json.loads(rep.read_text()))
+    assert all(r["rtl_matches_model"] for r in reports)
+    assert reports[1]["cycles"] < reports[0]["cycles"]
 
 
 @pytest.mark.parametrize("case, message", [
