@@ -8,7 +8,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.fdcsr import FcConfig
-from .fdcsr import FdcsrDecoder, beat_layout, group_layout
+from .fdcsr import FdcsrDecoder, beat_layout, group_layout, popcount
 
 __all__ = ["FcEngine"]
 
@@ -151,6 +151,8 @@ class FcEngine(wiring.Component):
             dec.i.valid.eq(main_valid),
             dec.i.payload.eq(main),
         ]
+        for j in range(cfg.segs_per_beat):     # per-segment popcounts for the decoder
+            m.d.comb += incoming.pcs[j].eq(popcount(self.meta.payload.masks[j]))
         push = self.meta.valid & self.meta.ready
         take_beat = dec.i.valid & dec.i.ready
         with m.If(take_beat):

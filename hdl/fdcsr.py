@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """FD-CSR decoder: (mask, offset) beats -> value addresses and columns of the non-zeros only."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["FdcsrDecoder", "beat_layout", "group_layout"]
+__all__ = ["FdcsrDecoder", "beat_layout", "group_layout", "popcount"]
 
 
 def beat_layout(row_width, segs, addr_width, col_width):
@@ -14,6 +14,7 @@ def beat_layout(row_width, segs, addr_width, col_width):
         "offsets": data.ArrayLayout(unsigned(addr_width), segs),
         "col_base": unsigned(col_width),
         "last": unsigned(1),
+        "pcs": data.ArrayLayout(unsigned(row_width.bit_length()), segs),
     })
 
 
@@ -98,9 +99,12 @@ class FdcsrDecoder(wiring.Component):
         w, c, k = self.row_width, self.segs, self.k
         nbits = w * c
         count_shape = unsigned(k.bit_length())
+        cnt_shape = unsigned(nbits.bit_length())
 
         has = Signal()
         rem = Signal(nbits)          # mask bits not yet issued
+        cnt = Signal(cnt_shape)      # popcount(rem), a register: the step/ready control
+                                     # never waits for the selection carry chains
         # Address of the held beat's next non-zero = base + prev_count; the sum is formed
         # from registers, so the new group's count only has to reach a register.
         base = Signal(self.addr_width)
@@ -114,50 +118,83 @@ class FdcsrDecoder(wiring.Component):
         # sits above it, so a group can be completed with the next beat's first non-zeros
         # (no clock is lost to a beat boundary inside a row).
         p = self.i.payload
-        merge = has & ~last & self.i.valid
-        nxt_masks = Mux(merge, p.masks.as_value(), 0)
-        pend = Signal(2 * nbits)
-        m.d.comb += pend.eq(Cat(rem, nxt_masks))
+        merge = Signal()
+        m.d.comb += merge.eq(has & ~last & self.i.valid)
+        nxt = p.masks.as_value()
+        # The next beat's non-zeros: the sum of its per-segment popcounts (formed when the
+        # beat was buffered, so only this short adder tree is left for this clock).
+        nnz = Signal(cnt_shape)
+        m.d.comb += nnz.eq(_sum([p.pcs[j] for j in range(c)]))
 
-        # Slot s takes the lowest pending bit left after slots 0..s-1: x & (~x + 1) isolates
-        # the lowest set bit with one carry chain (fast carry logic on an FPGA), with no
-        # scan over the zeros.
-        sel, left = [], pend
+        # Counts from registers only, in narrow arithmetic: the held beat has `cnt` bits
+        # left; when that is at most k (`finishing`), a merge tops the group up with
+        # min(k - cnt, nnz) bits of the next beat.
+        finishing = Signal()                            # the held beat empties this step
+        m.d.comb += finishing.eq(cnt <= k)
+        cnt_lo = cnt[:count_shape.width]                # == cnt while finishing
+        deficit = Signal(count_shape)
+        m.d.comb += deficit.eq(k - cnt_lo)
+        merging = Signal()                              # the step tops up from `i`
+        m.d.comb += merging.eq(finishing & merge)
+        short = Signal()                                # nnz < deficit
+        surplus = Signal(unsigned(cnt_shape.width + 1))
+        m.d.comb += [surplus.eq(nnz - deficit), short.eq(surplus[-1])]
+        from_next = Signal(count_shape)                 # slots served by the next beat
+        m.d.comb += from_next.eq(Mux(merging, Mux(short, nnz, deficit), 0))
+        count = Signal(count_shape)                     # min(k, pending non-zeros)
+        m.d.comb += count.eq(Mux(finishing, cnt_lo + from_next, k))
+        nonempty = Signal()                             # count != 0
+        m.d.comb += nonempty.eq((cnt != 0) | (merging & nxt.any()))
+
+        # Slot s takes the lowest bit left after slots 0..s-1: x & (~x + 1) isolates the
+        # lowest set bit with one carry chain (fast carry logic on an FPGA), with no scan
+        # over the zeros.  The held and the next beat have separate chains (half length);
+        # which one serves slot s follows from `cnt`.
+        # The next beat's chains start from its register (`merge`, which depends on
+        # i.valid, only gates their results).
+        sel_a, sel_b = [], []
+        left_a, left_b = rem, nxt
         for s in range(k):
-            sel_s = Signal(2 * nbits, name=f"sel{s}")
-            m.d.comb += sel_s.eq(left & (~left + 1)[:2 * nbits])
-            nleft = Signal(2 * nbits, name=f"left{s + 1}")
-            m.d.comb += nleft.eq(left & ~sel_s)
-            sel.append(sel_s)
-            left = nleft
-        count = Signal(count_shape)                     # min(k, popcount(pend))
-        m.d.comb += count.eq(sum(sel_s.any() for sel_s in sel))
-        taken = Signal(2 * nbits)
-        m.d.comb += taken.eq(pend & ~left)
-        finishing = Signal()
-        m.d.comb += finishing.eq((rem & ~taken[:nbits]) == 0)
+            sa = Signal(nbits, name=f"sel{s}_a")
+            sb = Signal(nbits, name=f"sel{s}_b")
+            m.d.comb += [sa.eq(left_a & (~left_a + 1)[:nbits]),
+                         sb.eq(Mux(cnt <= s, left_b & (~left_b + 1)[:nbits], 0))]
+            na = Signal(nbits, name=f"left{s + 1}_a")
+            nb = Signal(nbits, name=f"left{s + 1}_b")
+            m.d.comb += [na.eq(left_a & ~sa), nb.eq(left_b & ~sb)]
+            sel_a.append(sa)
+            sel_b.append(Mux(merge, sb, 0))
+            left_a, left_b = na, nb
+        taken_b = Signal(nbits)
+        m.d.comb += taken_b.eq(_or(sel_b, nbits))
 
         # Address of slot 0: the seed's running sum.  A beat starts at its first offset
         # (the address of its first non-zero, whichever segment holds it); each group
         # advances the address by its count.  For a consistent file this equals
         # offsets[seg] + popcount(masks[seg] below the bit) for every element.
-        held_empty = rem == 0
+        held_empty = cnt == 0
         addr0 = Signal(self.addr_width)
         m.d.comb += addr0.eq(Mux(held_empty, p.offsets[0], run_addr))
-        # Inside a row the next beat starts nbits columns later, so bit i of `pend` is
-        # column col_base + i in both halves.
-        cols = [col_base + _or([Mux(sel[s][i], i, 0) for i in range(2 * nbits)],
-                               (2 * nbits - 1).bit_length()) for s in range(k)]
 
-        emit = (count != 0) | (last & finishing)
+        emit = nonempty | (last & finishing)
         can_step = Signal()
         m.d.comb += can_step.eq(~self.o.valid | self.o.ready)
         # A group that the next beat of the row could top up waits for that beat, so the
         # grouping (hence the memory requests) never depends on when `i` is offered.
-        need_next = ~last & ~sel[k - 1][:nbits].any()      # the held beat has < k left
+        need_next = ~last & (cnt < k)                     # the held beat has < k left
         step = Signal()
         m.d.comb += step.eq(has & can_step & (~need_next | self.i.valid))
         m.d.comb += self.i.ready.eq(~has | (step & finishing))
+
+        # The output register holds the one-hot selections; the columns are encoded from
+        # them after the register (inside a row the next beat starts nbits columns later,
+        # so bit i of the next beat is column col_base + nbits + i).
+        osel = [Signal(2 * nbits, name=f"osel{s}") for s in range(k)]
+        ocol_base = Signal(self.col_width)
+        for s in range(k):
+            m.d.comb += self.o.payload.cols[s].eq(
+                ocol_base + _or([Mux(osel[s][i], i, 0) for i in range(2 * nbits)],
+                                (2 * nbits - 1).bit_length()))
 
         with m.If(can_step):
             m.d.sync += self.o.valid.eq(step & emit)
@@ -166,18 +203,21 @@ class FdcsrDecoder(wiring.Component):
                     self.o.payload.count.eq(count),
                     self.o.payload.addr.eq(addr0),
                     self.o.payload.last.eq(last & finishing),
+                    ocol_base.eq(col_base),
                 ]
                 for s in range(k):
-                    m.d.sync += self.o.payload.cols[s].eq(cols[s])
+                    m.d.sync += osel[s].eq(Cat(sel_a[s], sel_b[s]))
         with m.If(step):
-            m.d.sync += [rem.eq(rem & ~taken[:nbits]), base.eq(addr0), prev_count.eq(count)]
+            m.d.sync += [rem.eq(left_a), cnt.eq(Mux(finishing, 0, cnt - k)),
+                         base.eq(addr0), prev_count.eq(count)]
             with m.If(finishing):
                 m.d.sync += has.eq(0)
         with m.If(self.i.valid & self.i.ready):
-            # taken[nbits:] is non-zero only when this same clock's step merged into p;
+            # from_next is non-zero only when this same clock's step merged into p;
             # otherwise the new beat starts at its own first offset.
-            merged = taken[nbits:].any()
-            m.d.sync += [has.eq(1), rem.eq(p.masks.as_value() & ~taken[nbits:]),
+            merged = from_next != 0
+            m.d.sync += [has.eq(1), rem.eq(nxt & ~taken_b),
+                         cnt.eq(Mux(merging, Mux(short, 0, surplus[:-1]), nnz)),
                          col_base.eq(p.col_base), last.eq(p.last),
                          base.eq(Mux(merged, addr0, p.offsets[0])),
                          prev_count.eq(Mux(merged, count, 0))]
@@ -190,6 +230,33 @@ class FdcsrDecoder(wiring.Component):
             "o": {"format": None, "protocol": "valid/ready stream of non-zero groups: count, "
                   "first value address, columns, last-of-row"},
         }
+
+
+def popcount(value):
+    """Number of set bits of ``value``: a look-up per 4-bit nibble (one LUT4 per count
+    bit), then a balanced adder tree (depth log2 of the nibble count)."""
+    n = len(value)
+    if n == 0:
+        return Const(0, 1)
+    table = Array(Const(bin(v).count("1"), 3) for v in range(16))
+    terms = [table[value[i:min(i + 4, n)]] for i in range(0, n, 4)]
+    while len(terms) > 1:
+        nxt = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            nxt.append(terms[-1])
+        terms = nxt
+    return terms[0]
+
+
+def _sum(terms):
+    """Add a list of values with a balanced tree (depth log2(n))."""
+    terms = list(terms)
+    while len(terms) > 1:
+        nxt = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
+        if len(terms) % 2:
+            nxt.append(terms[-1])
+        terms = nxt
+    return terms[0]
 
 
 def _or(terms, width):
