@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import SpnnError
+from .fixed import to_signed, to_unsigned  # noqa: F401 - re-exported for callers
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
            "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound",
@@ -668,15 +669,6 @@ def direct_conv(x, w, stride=1, pad=0):
 
 
 # ------------------------------------------------------------------ RTL twin
-
-def to_unsigned(codes, width):
-    return [int(c) & ((1 << width) - 1) for c in np.asarray(codes, dtype=np.int64).ravel()]
-
-
-def to_signed(patterns, width):
-    p = np.asarray(patterns, dtype=np.int64)
-    return np.where(p >= 1 << (width - 1), p - (1 << width), p)
-
 
 def descriptor_fields(cfg: ConvConfig):
     """``(name, width)`` of the layer descriptor (the ``c`` stream payload), LSB first."""

@@ -36,11 +36,10 @@ exact cycle model :func:`fc_schedule` and the RTL twin :func:`rtl_fc`.
 """
 
 from dataclasses import dataclass
-import math
 
 import numpy as np
 
-from .fixed import QFormat
+from .fixed import QFormat, check_codes, index_bits
 
 __all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
            "storage_bits", "SCHEMES", "SEED_LAYERS", "prune_random", "bandwidth_table",
@@ -239,17 +238,13 @@ SCHEMES = {
 }
 
 
-def _clog2(n):
-    return max(1, math.ceil(math.log2(n))) if n > 1 else 1
-
-
 def storage_bits(shape, nnz, value_bits=16, row_width=16, pes=32, local_row_bits=4) -> dict:
     """Bits of a ``rows x cols`` matrix with ``nnz`` non-zeros in each scheme, plus the
     field widths used (see :data:`SCHEMES`)."""
     rows, cols = shape
     segs = rows * (-(-cols // row_width))
-    col_bits = _clog2(cols)
-    ptr_bits = _clog2(nnz + 1)
+    col_bits = index_bits(cols)
+    ptr_bits = index_bits(nnz + 1)
     block_rows = pes << local_row_bits
     entry = value_bits + local_row_bits
     blocks = -(-rows // block_rows)
@@ -412,22 +407,13 @@ class FcConfig:
     latency = 6
 
 
-def _check_codes(a, fmt, name):
-    a = np.asarray(a)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"{name} must hold integer codes, not {a.dtype}")
-    a = a.astype(np.int64)
-    if a.size and (a.min() < fmt.min_code or a.max() > fmt.max_code):
-        raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] for "
-                         f"{fmt}, found {a.min()}..{a.max()}")
-    return a
 
 
 def ref_fc(w, x, cfg: FcConfig):
     """Golden model: integer codes ``W`` (rows x cols) and ``X`` (cols x N) -> ``W @ X``
     (int64), exactly what the RTL outputs (no rounding: the accumulator is wide enough)."""
-    w = _check_codes(w, cfg.w_fmt, "weights")
-    x = _check_codes(x, cfg.x_fmt, "activations")
+    w = check_codes(w, cfg.w_fmt, "weights")
+    x = check_codes(x, cfg.x_fmt, "activations")
     # Python ints via object dtype would be exact too; int64 suffices for <= 2*24+16 bits.
     return w @ x
 
@@ -573,8 +559,8 @@ def _unpack_signed(word, width, count):
 def fc_job(w, x, cfg: FcConfig, *, valid_prob=1.0, ready_prob=1.0, seed=0, reset_at=None):
     """The stream job (see :func:`gen.sim.run_job`) computing ``W @ X`` on the engine, and
     the schedule; ``x`` may have fewer than ``batch`` columns (zero-padded)."""
-    w = _check_codes(w, cfg.w_fmt, "weights")
-    x = _check_codes(x, cfg.x_fmt, "activations")
+    w = check_codes(w, cfg.w_fmt, "weights")
+    x = check_codes(x, cfg.x_fmt, "activations")
     if w.ndim != 2 or x.ndim != 2 or w.shape[1] != x.shape[0]:
         raise ValueError(f"weights (rows x cols) and activations (cols x N) must agree, "
                          f"not {w.shape} and {x.shape}")

@@ -26,7 +26,7 @@ import re
 import numpy as np
 
 __all__ = ["QFormat", "parse_format", "round_shift", "saturate", "quantise", "decode",
-           "requantise"]
+           "requantise", "check_codes", "to_unsigned", "to_signed", "index_bits"]
 
 _FORMAT_RE = re.compile(r"^(?:[Qq](\d+)\.(\d+)|int(\d+))$")
 
@@ -142,3 +142,32 @@ def decode(codes, fmt: QFormat):
 def requantise(codes, frac_bits: int, fmt: QFormat):
     """Codes with ``frac_bits`` fraction bits -> codes of ``fmt`` (round half up, saturate)."""
     return saturate(round_shift(codes, frac_bits - fmt.frac_bits), fmt)
+
+
+def check_codes(values, fmt: QFormat, name: str):
+    """Integer codes of ``fmt`` as int64; a wrong dtype is a TypeError and a code outside the
+    format a ValueError, both naming ``name``."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer codes, not {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size and (arr.min() < fmt.min_code or arr.max() > fmt.max_code):
+        raise ValueError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] for "
+                         f"{fmt}, found {arr.min()}..{arr.max()}")
+    return arr
+
+
+def to_unsigned(codes, width: int) -> list:
+    """Signed codes -> the unsigned ``width``-bit patterns a simulator port carries."""
+    return [int(c) & ((1 << width) - 1) for c in np.asarray(codes, dtype=np.int64).ravel()]
+
+
+def to_signed(patterns, width: int):
+    """Unsigned ``width``-bit patterns (any Python ints, up to 64 bits) -> signed int64 codes."""
+    return np.array([v - (1 << width) if v >> (width - 1) else v for v in map(int, patterns)],
+                    dtype=np.int64)
+
+
+def index_bits(n: int) -> int:
+    """Bits of an index over ``n`` items (at least 1)."""
+    return max(1, (int(n) - 1).bit_length())

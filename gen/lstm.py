@@ -55,7 +55,7 @@ import random
 
 import numpy as np
 
-from .fixed import QFormat, quantise, requantise
+from .fixed import QFormat, check_codes, index_bits, quantise, requantise
 from .pwl import PwlConfig, fit_table, ref_pwl
 
 __all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "model_from_dict",
@@ -68,10 +68,6 @@ __all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "mo
 GATES = ("i", "f", "g", "o")
 KIND_ENTRY, KIND_COL, KIND_ROW, KIND_BIAS, KIND_END = 0, 1, 2, 3, 4
 XK_X, XK_H0, XK_C0 = 0, 1, 2
-
-
-def _clog2(n: int) -> int:
-    return max(1, (int(n) - 1).bit_length())
 
 
 @dataclass(frozen=True)
@@ -157,7 +153,7 @@ class LstmConfig:
 
     @property
     def lbits(self) -> int:
-        return _clog2(self.rows_per_pe)
+        return index_bits(self.rows_per_pe)
 
     @property
     def idx_bits(self) -> int:
@@ -165,7 +161,7 @@ class LstmConfig:
 
     @property
     def pe_bits(self) -> int:
-        return _clog2(self.pes)
+        return index_bits(self.pes)
 
     @property
     def max_slots(self) -> int:
@@ -181,7 +177,7 @@ class LstmConfig:
 
     @property
     def addr_bits(self) -> int:
-        return _clog2(self.mem_depth)
+        return index_bits(self.mem_depth)
 
     @property
     def count_bits(self) -> int:
@@ -439,24 +435,15 @@ def float_lstm(model: LstmFloat, xs, h0=None, c0=None):
     return out, c
 
 
-def _check_codes(arr, fmt, what):
-    arr = np.asarray(arr)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{what} must be integer codes, not {arr.dtype}")
-    arr = arr.astype(np.int64)
-    if arr.size and (arr.min() < fmt.min_code or arr.max() > fmt.max_code):
-        raise ValueError(f"{what} codes must lie in [{fmt.min_code}, {fmt.max_code}] for "
-                         f"{fmt}, found {arr.min()}..{arr.max()}")
-    return arr
 
 
 def ref_lstm(q: LstmQuant, xs, cfg: LstmConfig, h0=None, c0=None):
     """Golden model: input codes ``xs`` (T x X, ``x_fmt``), optional ``h0`` (``x_fmt``) and
     ``c0`` (``c_fmt``) codes -> ``(h codes T x H in x_fmt, c_T codes in c_fmt)``."""
     hid, nx = q.hidden, q.inputs
-    xs = _check_codes(xs, cfg.x_fmt, "xs").reshape(-1, nx)
-    h = np.zeros(hid, np.int64) if h0 is None else _check_codes(h0, cfg.x_fmt, "h0").ravel()
-    c = np.zeros(hid, np.int64) if c0 is None else _check_codes(c0, cfg.c_fmt, "c0").ravel()
+    xs = check_codes(xs, cfg.x_fmt, "xs").reshape(-1, nx)
+    h = np.zeros(hid, np.int64) if h0 is None else check_codes(h0, cfg.x_fmt, "h0").ravel()
+    c = np.zeros(hid, np.int64) if c0 is None else check_codes(c0, cfg.c_fmt, "c0").ravel()
     tabs = cfg.tables()
     a = cfg.act_fmt.frac_bits
     F = cfg.prod_frac
@@ -532,9 +519,9 @@ def compile_lstm(q: LstmQuant, cfg: LstmConfig, alloc: str = "balanced") -> Lstm
     if nx > cfg.max_inputs:
         raise ValueError(f"input size must be at most max_inputs = {cfg.max_inputs}, "
                          f"not {nx}")
-    _check_codes(q.w_ih, cfg.w_fmt, "w_ih")
-    _check_codes(q.w_hh, cfg.w_fmt, "w_hh")
-    _check_codes(q.b, cfg.b_fmt, "bias")
+    check_codes(q.w_ih, cfg.w_fmt, "w_ih")
+    check_codes(q.w_hh, cfg.w_fmt, "w_hh")
+    check_codes(q.b, cfg.b_fmt, "bias")
     P = cfg.pes
     w = np.hstack([q.w_ih, q.w_hh]).astype(np.int64)            # (4H, X + H)
     gates = w.reshape(4, hid, nx + hid)

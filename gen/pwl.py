@@ -32,7 +32,7 @@ import math
 
 import numpy as np
 
-from .fixed import QFormat, decode, round_shift, saturate
+from .fixed import QFormat, decode, round_shift, saturate, to_signed, to_unsigned
 
 __all__ = ["PwlConfig", "PwlTable", "fit_table", "ref_pwl", "rtl_pwl", "float_func", "FUNCS",
            "to_signed", "to_unsigned"]
@@ -297,17 +297,6 @@ def fit_table(cfg: PwlConfig) -> PwlTable:
     table = min(candidates, key=lambda t: (t.max_abs_error, t.mean_abs_error))
     _CACHE[cfg] = table
     return table
-
-
-def to_unsigned(codes, width):
-    """Signed codes -> the unsigned bit patterns a simulator port carries."""
-    return [int(c) & ((1 << width) - 1) for c in np.asarray(codes, dtype=np.int64)]
-
-
-def to_signed(patterns, width):
-    """Unsigned bit patterns -> signed codes (int64 array)."""
-    p = np.asarray(patterns, dtype=np.int64)
-    return np.where(p >= 1 << (width - 1), p - (1 << width), p)
 
 
 def rtl_pwl(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0, seed=0,

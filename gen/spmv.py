@@ -87,7 +87,7 @@ import random
 
 import numpy as np
 
-from .fixed import QFormat, requantise, saturate
+from .fixed import QFormat, check_codes, index_bits, requantise, saturate, to_signed
 
 __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
            "compile_tiled", "tile_jobs", "gather_tiled",
@@ -97,10 +97,6 @@ __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights"
 
 ALLOCATORS = ("interleave", "zigzag", "lpt", "balanced")
 KIND_ENTRY, KIND_LAST, KIND_SKIP, KIND_ROW, KIND_END, KIND_NOP = 0, 1, 2, 3, 4, 5
-
-
-def _clog2(n: int) -> int:
-    return max(1, (int(n) - 1).bit_length())
 
 
 @dataclass(frozen=True)
@@ -187,15 +183,15 @@ class SpmvConfig:
 
     @property
     def pe_bits(self) -> int:
-        return _clog2(self.pes)
+        return index_bits(self.pes)
 
     @property
     def idx_bits(self) -> int:
-        return _clog2(self.rows_per_pe)
+        return index_bits(self.rows_per_pe)
 
     @property
     def addr_bits(self) -> int:
-        return _clog2(self.mem_depth)
+        return index_bits(self.mem_depth)
 
     @property
     def count_bits(self) -> int:
@@ -352,18 +348,20 @@ class SpmvPlan:
         return out
 
 
-def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPlan:
-    """Integer weight codes (rows x cols) -> an :class:`SpmvPlan`; checks the sizes fit."""
+def _weight_codes(w_codes, cfg: SpmvConfig):
+    """A 2-D matrix of ``w_fmt`` codes as int64 (ValueError / TypeError otherwise)."""
     w = np.asarray(w_codes)
     if w.ndim != 2:
         raise ValueError(f"weights must be a 2-D matrix, not {w.ndim}-D")
     if w.dtype.kind not in "iu":
         raise TypeError(f"weight codes must be integers, not {w.dtype}")
-    w = w.astype(np.int64)
+    return check_codes(w, cfg.w_fmt, "weight")
+
+
+def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPlan:
+    """Integer weight codes (rows x cols) -> an :class:`SpmvPlan`; checks the sizes fit."""
+    w = _weight_codes(w_codes, cfg)
     rows, cols = w.shape
-    if w.size and (w.min() < cfg.w_fmt.min_code or w.max() > cfg.w_fmt.max_code):
-        raise ValueError(f"weight codes must lie in [{cfg.w_fmt.min_code}, "
-                         f"{cfg.w_fmt.max_code}] for {cfg.w_fmt}, found {w.min()}..{w.max()}")
     if rows > cfg.max_rows:
         raise ValueError(f"rows must be at most pes * rows_per_pe = {cfg.max_rows}, "
                          f"not {rows}")
@@ -422,16 +420,8 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
     the result equals :func:`ref_spmv` of the whole matrix.  Returns a list of
     :class:`SpmvPlan` (``first``/``last`` mark the ends of each block row).
     """
-    w = np.asarray(w_codes)
-    if w.ndim != 2:
-        raise ValueError(f"weights must be a 2-D matrix, not {w.ndim}-D")
-    if w.dtype.kind not in "iu":
-        raise TypeError(f"weight codes must be integers, not {w.dtype}")
-    w = w.astype(np.int64)
+    w = _weight_codes(w_codes, cfg)
     rows, cols = w.shape
-    if w.size and (w.min() < cfg.w_fmt.min_code or w.max() > cfg.w_fmt.max_code):
-        raise ValueError(f"weight codes must lie in [{cfg.w_fmt.min_code}, "
-                         f"{cfg.w_fmt.max_code}] for {cfg.w_fmt}, found {w.min()}..{w.max()}")
     br = cfg.max_rows if block_rows is None else int(block_rows)
     bc = cfg.max_cols if block_cols is None else int(block_cols)
     if not 1 <= br <= cfg.max_rows:
@@ -743,12 +733,6 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
 
 # ------------------------------------------------------------------ RTL twin
 
-def _signed(patterns, width):
-    p = np.asarray([int(v) for v in patterns], dtype=object)
-    return np.array([int(v) - (1 << width) if int(v) >> (width - 1) else int(v) for v in p],
-                    dtype=np.int64)
-
-
 def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
              o_ready_prob=1.0, seed=0, reset_at=None, name="run", waves=False,
              max_cycles=None):
@@ -773,7 +757,7 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
            "sinks": [{"port": "o", "count": n_out, "ready_prob": o_ready_prob}],
            "seed": seed, "reset_at": reset_at, "max_cycles": max_cycles}
     result = run_job("spmv", cfg, job, sim=sim, name=name, waves=waves)
-    y = _signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
+    y = to_signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
     ys, pos = [], 0
     for plan, _ in jobs:
         n = plan.rows if plan.last else 0

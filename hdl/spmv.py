@@ -7,7 +7,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.spmv import (KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW, KIND_SKIP,
-                      SpmvConfig, _clog2)
+                      SpmvConfig)
+from gen.fixed import index_bits
 from .fixed import round_shift, saturate
 from .spmv_pe import SpmvPE
 
@@ -100,7 +101,7 @@ class SpmvEngine(wiring.Component):
             m.submodules[f"pe{p}"] = pe
             pes.append(pe)
         L = cfg.w_lanes
-        rb = _clog2(cfg.lane_rows)
+        rb = index_bits(cfg.lane_rows)
         maps = []
         for lane in range(L):
             mem = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits), depth=2 << rb, init=[])

@@ -5,7 +5,8 @@ from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed, 
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 
-from gen.spmv import SpmvConfig, _clog2
+from gen.fixed import index_bits
+from gen.spmv import SpmvConfig
 
 __all__ = ["SpmvPE"]
 
@@ -127,7 +128,7 @@ class SpmvPE(Elaboratable):
                               cfg.count_bits)
 
         # ---- memories; entries and pointers are double-buffered (bank = address MSB)
-        pb = _clog2(cfg.max_cols)
+        pb = index_bits(cfg.max_cols)
         m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=2 << ab,
                                                 init=[])
         # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)

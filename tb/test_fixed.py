@@ -71,3 +71,17 @@ def test_amaranth_helpers_match_numpy(shift, fmt):
     sim.add_testbench(bench)
     sim.run()
     assert_array_equal(got, expected)
+
+
+def test_bit_patterns_and_code_checks():
+    from gen.fixed import check_codes, index_bits, to_signed, to_unsigned
+    codes = np.array([0, 1, -1, -128, 127])
+    assert to_unsigned(codes, 8) == [0, 1, 255, 128, 127]
+    assert_array_equal(to_signed(to_unsigned(codes, 8), 8), codes)
+    assert_array_equal(to_signed([(1 << 64) - 1, 1 << 63], 64), [-1, -(1 << 63)])
+    assert [index_bits(n) for n in (0, 1, 2, 3, 4, 5, 1024, 1025)] == [1, 1, 1, 2, 2, 3, 10, 11]
+    with pytest.raises(TypeError, match="^x must hold integer codes, not float64$"):
+        check_codes(np.zeros(2), QFormat(8, 0), "x")
+    with pytest.raises(ValueError, match=r"^x codes must lie in \[-128, 127\] for Q8.0, "
+                                         r"found -129..3$"):
+        check_codes(np.array([-129, 3]), QFormat(8, 0), "x")
