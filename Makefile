@@ -50,7 +50,7 @@ bench: $(MLSTAMP)
 	  echo "== $$script"; $(PY) $$script; done
 
 synth: $(STAMP)
-	$(PY) scripts/bench_synth.py --reuse
+	$(PY) scripts/bench_synth.py --reuse --docs
 
 waves-check: $(STAMP)
 	$(PY) -m tb.waves check $(if $(SIM),--sim $(SIM))
