@@ -44,7 +44,7 @@ from .fixed import QFormat, check_codes, index_bits
 __all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
            "storage_bits", "SCHEMES", "SEED_LAYERS", "prune_random", "bandwidth_table",
            "FcConfig", "ref_fc", "decode_walk", "fc_schedule", "model_cycles_from_counts",
-           "fc_job", "rtl_fc", "dense_cycles", "unpack_y", "unpack_requests"]
+           "fc_job", "rtl_fc", "dense_cycles", "fixed_overhead", "unpack_y", "unpack_requests"]
 
 FORMAT_NAME = "fdcsr"
 FORMAT_VERSION = 1
@@ -400,6 +400,11 @@ class FcConfig:
         return (f"fc_fdcsr_n{self.batch}_k{self.nz_per_clock}"
                 f"_w{self.row_width}x{self.segs_per_beat}")
 
+    # Clocks from a ``meta`` transfer to the decoder taking that beat when nothing waits:
+    # the input register stage (per-segment popcounts), then the skid buffer's main entry
+    # (the beat's non-zero count).
+    meta_latency = 2
+
     # Pipeline after a group's decode step: decoder output register (1) -> FIFO write
     # (1) -> pop + activation read (1) -> operand registers (1) -> multiply (1) ->
     # accumulate into the y register (1): row r's result transfers 6 clocks after its last
@@ -407,6 +412,11 @@ class FcConfig:
     latency = 6
 
 
+def fixed_overhead(cols, cfg: FcConfig) -> int:
+    """Clocks of one job besides the decoder's: ``cmd`` (1), the activation load
+    (``cols``), ``meta`` to the decoder (:attr:`FcConfig.meta_latency`) and the pipeline
+    (:attr:`FcConfig.latency`); a job takes ``fixed_overhead + decoder clocks``."""
+    return cols + 2 + cfg.meta_latency + cfg.latency
 
 
 def ref_fc(w, x, cfg: FcConfig):
@@ -474,25 +484,27 @@ def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
     """Exact cycle model of the engine for one job (all streams always valid/ready).
 
     Cycle 0 is the ``cmd`` transfer; ``x`` transfers at 1..cols; the first ``meta``
-    beat at ``cols + 1`` enters a two-entry skid buffer, and the decoder takes it at
-    ``cols + 2``.  The decoder then runs as :func:`decode_walk` describes: up to
-    ``k = nz_per_clock`` non-zeros per clock, a beat boundary inside a row costs nothing
-    (look-ahead), a beat with nothing left costs one clock, each beat is accepted in
-    the clock that finishes the previous one.  Row ``r``'s result transfers on ``y`` at
-    ``cols + 2 + F_r + latency`` where ``F_r`` is the clock that finishes the row's last
-    beat.  So ``cycles = cols + 3 + S + latency`` with ``S`` the decoder clocks (fixed
-    overhead ``cols + 9``: activation load, skid buffer and pipeline).  ``meta`` transfers
-    whenever the skid buffer has a free spare entry (:func:`_skid_transfers`).
+    beat at ``cols + 1`` enters the input register stage, then the two-entry skid buffer,
+    and the decoder takes it at ``cols + 1 + meta_latency`` (``cols + 3``).  The decoder
+    then runs as :func:`decode_walk` describes: up to ``k = nz_per_clock`` non-zeros per
+    clock, a beat boundary inside a row costs nothing (look-ahead), a beat with nothing
+    left costs one clock, each beat is accepted in the clock that finishes the previous
+    one.  Row ``r``'s result transfers on ``y`` at ``cols + 1 + meta_latency + F_r +
+    latency`` where ``F_r`` is the clock that finishes the row's last beat.  So ``cycles
+    = S + fixed_overhead(cols)`` with ``S`` the decoder clocks (:func:`fixed_overhead`:
+    ``cols + 10``, activation load, input stage, skid buffer and pipeline).  ``meta``
+    transfers whenever the input stage is empty or moves on (:func:`_meta_transfers`).
     Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
     ``(addr, count)`` in order, and totals.
     """
     k = cfg.nz_per_clock
     _, _, beat_nnz = _beats(fd, cfg)
     finish, groups = decode_walk(beat_nnz, k)
-    first_decode = fd.cols + 2        # beat 0: meta at cols + 1, skid buffer, decoder
+    first_meta = fd.cols + 1              # meta_open is set by the last x transfer
+    first_decode = first_meta + cfg.meta_latency
     bpr = beat_nnz.shape[1]
     accept = first_decode + np.concatenate([[0], finish[:-1]])   # decoder takes beat b
-    meta_cycles = _skid_transfers(accept, fd.cols + 1)
+    meta_cycles = _meta_transfers(accept, first_meta)
     row_end = finish.reshape(fd.rows, bpr)[:, -1]
     y_cycles = first_decode + row_end + cfg.latency
     requests, addr = [], 0
@@ -500,43 +512,59 @@ def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
         requests.append((addr, n))
         addr += n
     decode_clocks = int(finish[-1]) if len(finish) else 0
+    overhead = fixed_overhead(fd.cols, cfg)
+    assert int(y_cycles[-1]) + 1 == overhead + decode_clocks
     return {"y_cycles": y_cycles.astype(np.int64), "meta_cycles": meta_cycles,
             "requests": requests, "decode_clocks": decode_clocks,
-            "cycles": int(y_cycles[-1]) + 1, "fixed_overhead": fd.cols + 3 + cfg.latency,
+            "cycles": int(y_cycles[-1]) + 1, "fixed_overhead": overhead,
             "ideal_cycles": -(-fd.nnz // k), "beats": int(beat_nnz.size)}
 
 
-def _skid_transfers(accept, first):
-    """Cycles of the ``meta`` transfers into the two-entry skid buffer, given the cycles
-    ``accept`` in which the decoder takes each beat: a transfer happens whenever the
-    buffer's spare entry is free (a registered ready), from cycle ``first`` on."""
-    out = np.zeros(len(accept), dtype=np.int64)
-    held = []                   # beats in the buffer, oldest first
-    cycle, nxt = first, 0
-    while nxt < len(accept):
-        room = len(held) < 2
-        if held and accept[held[0]] == cycle:
-            held.pop(0)
-        if room:
+def _meta_transfers(accept, first):
+    """Cycles of the ``meta`` transfers, replaying the input register stage ``s0`` and the
+    two-entry skid buffer (main, spare) clock by clock, given the cycles ``accept`` in
+    which the decoder takes each beat.  ``meta`` transfers while ``s0`` is empty or moves
+    into the skid buffer (whose spare entry is free); both are registered conditions."""
+    n = len(accept)
+    out = np.zeros(n, dtype=np.int64)
+    s0 = main = spare = None            # beat index held, or None
+    cycle, nxt, dec = first, 0, 0       # dec: the beat the decoder takes next
+    while dec < n:
+        take = dec < n and accept[dec] == cycle
+        # The decoder must find each beat at the head of the skid buffer when it wants it.
+        assert not take or main == dec, "front-end model inconsistent"
+        push = s0 is not None and spare is None
+        meta = nxt < n and (s0 is None or spare is None)
+        if not (take or push or meta):
+            cycle = int(accept[dec])    # nothing moves until the decoder takes a beat
+            continue
+        if take:
+            dec += 1
+            main, spare = (spare, None) if spare is not None else (s0 if push else None, None)
+        elif push:
+            if main is None:
+                main = s0
+            else:
+                spare = s0
+        if meta:
             out[nxt] = cycle
-            held.append(nxt)
-            nxt += 1
+            s0, nxt = nxt, nxt + 1
+        elif push:
+            s0 = None
         cycle += 1
-    # The decoder must find each beat in the buffer when it wants it.
-    assert np.all(accept >= out + 1), "skid buffer model inconsistent"
     return out
 
 
 def dense_cycles(rows, cols, cfg: FcConfig) -> int:
     """The same engine without zero skipping (every weight issued, ``k`` per clock)."""
-    return cols + 3 + cfg.latency + rows * (-(-cols // cfg.nz_per_clock))
+    return fixed_overhead(cols, cfg) + rows * (-(-cols // cfg.nz_per_clock))
 
 
 def model_cycles_from_counts(beat_nnz, cols, cfg: FcConfig) -> int:
     """:func:`fc_schedule`'s total from per-beat non-zero counts (rows x beats_per_row),
     for layers too large to encode."""
     finish, _ = decode_walk(beat_nnz, cfg.nz_per_clock)
-    return cols + 3 + cfg.latency + int(finish[-1])
+    return fixed_overhead(cols, cfg) + int(finish[-1])
 
 
 # ---------------------------------------------------------------- RTL payload packing

@@ -7,10 +7,57 @@ from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from gen.fdcsr import FcConfig
-from .fdcsr import FdcsrDecoder, beat_layout, group_layout, popcount
+from gen.fdcsr import FcConfig, fixed_overhead
+from .fdcsr import FdcsrDecoder, _sum, beat_layout, group_layout, popcount
 
-__all__ = ["FcEngine"]
+__all__ = ["FcEngine", "SkidBuffer"]
+
+
+class SkidBuffer(wiring.Component):
+    """Two-entry skid buffer: a registered stage whose ``i.ready`` is a register too.
+
+    Parameters
+    ----------
+    shape : shape-like
+        The payload of both streams.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+        Input; ``i.ready`` is high while the spare entry is free (a register).
+    o : Out(stream.Signature(shape))
+        Output from the main entry (``o.valid`` and ``o.payload`` are registers).
+
+    Latency/throughput
+    ------------------
+    One transfer per clock; a transfer on ``i`` is offered on ``o`` the next clock.
+    """
+
+    latency = 1
+    ii = 1
+
+    def __init__(self, shape):
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        shape = self.i.payload.shape()
+        spare, spare_valid = Signal(shape), Signal()
+        push = self.i.valid & self.i.ready
+        m.d.comb += self.i.ready.eq(~spare_valid)
+        with m.If(self.o.valid & self.o.ready):
+            with m.If(spare_valid):
+                m.d.sync += [self.o.payload.eq(spare), spare_valid.eq(0)]
+            with m.Elif(push):
+                m.d.sync += self.o.payload.eq(self.i.payload)
+            with m.Else():
+                m.d.sync += self.o.valid.eq(0)
+        with m.Elif(push):
+            with m.If(self.o.valid):
+                m.d.sync += [spare.eq(self.i.payload), spare_valid.eq(1)]
+            with m.Else():
+                m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(1)]
+        return m
 
 
 class FcEngine(wiring.Component):
@@ -134,61 +181,70 @@ class FcEngine(wiring.Component):
         # ------------------------------------------------------------------- decoder
         m.submodules.dec = dec = FdcsrDecoder(cfg.row_width, cfg.segs_per_beat, k,
                                               cfg.addr_width, cw)
-        # `meta` enters through a two-entry skid buffer, so `meta.ready` is a register and
-        # the decoder's one-clock step (whose look-ahead reads the buffer head) does not
-        # reach the input handshake or the row counters.
-        blayout = beat_layout(cfg.row_width, cfg.segs_per_beat, cfg.addr_width, cw)
-        main, spare = Signal(blayout), Signal(blayout)
-        main_valid, spare_valid = Signal(), Signal()
+        # `meta` enters a register stage (s0: the beat, its column, end-of-row flag and
+        # per-segment popcounts), then a two-entry skid buffer that adds the segment counts
+        # into the beat's non-zero count.  Both ready signals are registers, so the
+        # decoder's one-clock step (whose look-ahead reads the skid head) reaches neither
+        # the input hand-shake, the row counters nor a popcount.
+        s = cfg.segs_per_beat
+        s0_layout = data.StructLayout({
+            "masks": data.ArrayLayout(unsigned(cfg.row_width), s),
+            "offsets": data.ArrayLayout(unsigned(cfg.addr_width), s),
+            "col_base": unsigned(cw),
+            "last": unsigned(1),
+            "pcs": data.ArrayLayout(unsigned(cfg.row_width.bit_length()), s),
+        })
+        s0, s0_valid = Signal(s0_layout), Signal()
+        m.submodules.skid = skid = SkidBuffer(beat_layout(cfg.row_width, s, cfg.addr_width,
+                                                          cw))
         last_beat = beat == beats_per_row - 1
-        incoming = Signal(blayout)
-        m.d.comb += [
-            self.meta.ready.eq(meta_open & ~spare_valid),
-            incoming.masks.eq(self.meta.payload.masks),
-            incoming.offsets.eq(self.meta.payload.offsets),
-            incoming.col_base.eq(beat << beat_shift),
-            incoming.last.eq(last_beat),
-            dec.i.valid.eq(main_valid),
-            dec.i.payload.eq(main),
-        ]
-        for j in range(cfg.segs_per_beat):     # per-segment popcounts for the decoder
-            m.d.comb += incoming.pcs[j].eq(popcount(self.meta.payload.masks[j]))
-        push = self.meta.valid & self.meta.ready
-        take_beat = dec.i.valid & dec.i.ready
-        with m.If(take_beat):
-            with m.If(spare_valid):
-                m.d.sync += [main.eq(spare), spare_valid.eq(0)]
-            with m.Elif(push):
-                m.d.sync += main.eq(incoming)
-            with m.Else():
-                m.d.sync += main_valid.eq(0)
-        with m.Elif(push):
-            with m.If(main_valid):
-                m.d.sync += [spare.eq(incoming), spare_valid.eq(1)]
-            with m.Else():
-                m.d.sync += [main.eq(incoming), main_valid.eq(1)]
-        with m.If(push):
-            m.d.sync += beat.eq(Mux(last_beat, 0, beat + 1))
+        m.d.comb += self.meta.ready.eq(meta_open & (~s0_valid | skid.i.ready))
+        push = s0_valid & skid.i.ready
+        with m.If(self.meta.valid & self.meta.ready):
+            m.d.sync += [
+                s0.masks.eq(self.meta.payload.masks),
+                s0.offsets.eq(self.meta.payload.offsets),
+                s0.col_base.eq(beat << beat_shift),
+                s0.last.eq(last_beat),
+                s0_valid.eq(1),
+                beat.eq(Mux(last_beat, 0, beat + 1)),
+            ]
+            for j in range(s):
+                m.d.sync += s0.pcs[j].eq(popcount(self.meta.payload.masks[j]))
             with m.If(last_beat):
                 m.d.sync += meta_rows.eq(meta_rows + 1)
                 with m.If(meta_rows == rows - 1):
                     m.d.sync += meta_open.eq(0)
+        with m.Elif(push):
+            m.d.sync += s0_valid.eq(0)
+        m.d.comb += [
+            skid.i.valid.eq(s0_valid),
+            skid.i.payload.masks.eq(s0.masks),
+            skid.i.payload.offsets.eq(s0.offsets),
+            skid.i.payload.col_base.eq(s0.col_base),
+            skid.i.payload.last.eq(s0.last),
+            skid.i.payload.nnz.eq(_sum([s0.pcs[j] for j in range(s)])),
+        ]
+        wiring.connect(m, skid.o, dec.i)
 
-        # Groups wait in a FIFO for their values; the request leaves on vaddr together
-        # with the FIFO write (so a response always finds its group).
+        # Groups wait in a FIFO for their values; the request goes to `vaddr` through a
+        # skid buffer in the same clock as the FIFO write (so a response always finds its
+        # group, and `vaddr.ready` does not reach the decoder).
         glayout = group_layout(k, cfg.addr_width, cw)
         m.submodules.fifo = fifo = SyncFIFO(width=glayout.size, depth=cfg.fifo_depth)
+        m.submodules.vskid = vskid = SkidBuffer(self.vaddr.payload.shape())
         g = dec.o.payload
         needs_values = g.count != 0
-        accept = dec.o.valid & fifo.w_rdy & (~needs_values | self.vaddr.ready)
+        accept = dec.o.valid & fifo.w_rdy & (~needs_values | vskid.i.ready)
         m.d.comb += [
-            self.vaddr.valid.eq(dec.o.valid & needs_values & fifo.w_rdy),
-            self.vaddr.payload.addr.eq(g.addr),
-            self.vaddr.payload.count.eq(g.count),
+            vskid.i.valid.eq(accept & needs_values),
+            vskid.i.payload.addr.eq(g.addr),
+            vskid.i.payload.count.eq(g.count),
             dec.o.ready.eq(accept),
             fifo.w_en.eq(accept),
             fifo.w_data.eq(g.as_value()),
         ]
+        wiring.connect(m, vskid.o, wiring.flipped(self.vaddr))
 
         # ------------------------------------------------------------------ datapath
         advance = Signal()
@@ -276,4 +332,5 @@ class FcEngine(wiring.Component):
         cfg = self.cfg
         return {"lanes": cfg.lanes, "fdcsr": {"row_width": cfg.row_width,
                                               "segs_per_beat": cfg.segs_per_beat},
-                "cycle_model": "cols + 3 + latency + decoder clocks (gen.fdcsr.decode_walk)"}
+                "cycle_model": f"cols + {fixed_overhead(0, cfg)} + decoder clocks "
+                               "(gen.fdcsr.fixed_overhead, gen.fdcsr.decode_walk)"}

@@ -14,7 +14,7 @@ def beat_layout(row_width, segs, addr_width, col_width):
         "offsets": data.ArrayLayout(unsigned(addr_width), segs),
         "col_base": unsigned(col_width),
         "last": unsigned(1),
-        "pcs": data.ArrayLayout(unsigned(row_width.bit_length()), segs),
+        "nnz": unsigned((row_width * segs).bit_length()),
     })
 
 
@@ -108,8 +108,10 @@ class FdcsrDecoder(wiring.Component):
 
         has = Signal()
         rem = Signal(nbits)          # mask bits not yet issued
-        cnt = Signal(cnt_shape)      # popcount(rem), a register: the step/ready control
-                                     # never waits for the selection carry chains
+        cnt = Signal(cnt_shape)      # popcount(rem)
+        # le[j] = (cnt <= j), j = 0..k, registered beside cnt: the step / ready control
+        # reads these flags and never waits for a comparison or a selection carry chain.
+        le = Signal(k + 1, init=(1 << (k + 1)) - 1)
         # Address of the held beat's next non-zero = base + prev_count; the sum is formed
         # from registers, so the new group's count only has to reach a register.
         base = Signal(self.addr_width)
@@ -126,16 +128,12 @@ class FdcsrDecoder(wiring.Component):
         merge = Signal()
         m.d.comb += merge.eq(has & ~last & self.i.valid)
         nxt = p.masks.as_value()
-        # The next beat's non-zeros: the sum of its per-segment popcounts (formed when the
-        # beat was buffered, so only this short adder tree is left for this clock).
-        nnz = Signal(cnt_shape)
-        m.d.comb += nnz.eq(_sum([p.pcs[j] for j in range(c)]))
+        nnz = p.nnz                 # the next beat's non-zeros, counted upstream
 
         # Counts from registers only, in narrow arithmetic: the held beat has `cnt` bits
         # left; when that is at most k (`finishing`), a merge tops the group up with
         # min(k - cnt, nnz) bits of the next beat.
-        finishing = Signal()                            # the held beat empties this step
-        m.d.comb += finishing.eq(cnt <= k)
+        finishing = le[k]                               # the held beat empties this step
         cnt_lo = cnt[:count_shape.width]                # == cnt while finishing
         deficit = Signal(count_shape)
         m.d.comb += deficit.eq(k - cnt_lo)
@@ -149,12 +147,12 @@ class FdcsrDecoder(wiring.Component):
         count = Signal(count_shape)                     # min(k, pending non-zeros)
         m.d.comb += count.eq(Mux(finishing, cnt_lo + from_next, k))
         nonempty = Signal()                             # count != 0
-        m.d.comb += nonempty.eq((cnt != 0) | (merging & nxt.any()))
+        m.d.comb += nonempty.eq(~le[0] | (merging & (nnz != 0)))
 
         # Slot s takes the lowest bit left after slots 0..s-1: x & (~x + 1) isolates the
         # lowest set bit with one carry chain (fast carry logic on an FPGA), with no scan
         # over the zeros.  The held and the next beat have separate chains (half length);
-        # which one serves slot s follows from `cnt`.
+        # which one serves slot s follows from `cnt` (flag le[s]).
         # The next beat's chains start from its register (`merge`, which depends on
         # i.valid, only gates their results).
         sel_a, sel_b = [], []
@@ -163,7 +161,7 @@ class FdcsrDecoder(wiring.Component):
             sa = Signal(nbits, name=f"sel{s}_a")
             sb = Signal(nbits, name=f"sel{s}_b")
             m.d.comb += [sa.eq(left_a & (~left_a + 1)[:nbits]),
-                         sb.eq(Mux(cnt <= s, left_b & (~left_b + 1)[:nbits], 0))]
+                         sb.eq(Mux(le[s], left_b & (~left_b + 1)[:nbits], 0))]
             na = Signal(nbits, name=f"left{s + 1}_a")
             nb = Signal(nbits, name=f"left{s + 1}_b")
             m.d.comb += [na.eq(left_a & ~sa), nb.eq(left_b & ~sb)]
@@ -177,7 +175,7 @@ class FdcsrDecoder(wiring.Component):
         # (the address of its first non-zero, whichever segment holds it); each group
         # advances the address by its count.  For a consistent file this equals
         # offsets[seg] + popcount(masks[seg] below the bit) for every element.
-        held_empty = cnt == 0
+        held_empty = le[0]
         addr0 = Signal(self.addr_width)
         m.d.comb += addr0.eq(Mux(held_empty, p.offsets[0], run_addr))
 
@@ -186,10 +184,20 @@ class FdcsrDecoder(wiring.Component):
         m.d.comb += can_step.eq(~self.o.valid | self.o.ready)
         # A group that the next beat of the row could top up waits for that beat, so the
         # grouping (hence the memory requests) never depends on when `i` is offered.
-        need_next = ~last & (cnt < k)                     # the held beat has < k left
+        need_next = ~last & le[k - 1]                     # the held beat has < k left
         step = Signal()
         m.d.comb += step.eq(has & can_step & (~need_next | self.i.valid))
         m.d.comb += self.i.ready.eq(~has | (step & finishing))
+        load = Signal()
+        m.d.comb += load.eq(self.i.valid & self.i.ready)
+
+        # The next values of cnt and le for a step and for a load are formed side by side
+        # from registers; the hand-shake only picks one (it is the last multiplexer).
+        cnt_step = Mux(finishing, 0, cnt - k)
+        le_step = Cat(finishing | (cnt <= j + k) for j in range(k + 1))
+        cnt_load = Mux(merging, Mux(short, 0, surplus[:-1]), nnz)
+        le_load = Cat(Mux(merging, short | (surplus[:-1] <= j), nnz <= j)
+                      for j in range(k + 1))
 
         # The output register holds the one-hot selections; the columns are encoded from
         # them after the register (inside a row the next beat starts nbits columns later,
@@ -213,16 +221,15 @@ class FdcsrDecoder(wiring.Component):
                 for s in range(k):
                     m.d.sync += osel[s].eq(Cat(sel_a[s], sel_b[s]))
         with m.If(step):
-            m.d.sync += [rem.eq(left_a), cnt.eq(Mux(finishing, 0, cnt - k)),
+            m.d.sync += [rem.eq(left_a), cnt.eq(cnt_step), le.eq(le_step),
                          base.eq(addr0), prev_count.eq(count)]
             with m.If(finishing):
                 m.d.sync += has.eq(0)
-        with m.If(self.i.valid & self.i.ready):
+        with m.If(load):
             # from_next is non-zero only when this same clock's step merged into p;
             # otherwise the new beat starts at its own first offset.
             merged = from_next != 0
-            m.d.sync += [has.eq(1), rem.eq(nxt & ~taken_b),
-                         cnt.eq(Mux(merging, Mux(short, 0, surplus[:-1]), nnz)),
+            m.d.sync += [has.eq(1), rem.eq(nxt & ~taken_b), cnt.eq(cnt_load), le.eq(le_load),
                          col_base.eq(p.col_base), last.eq(p.last),
                          base.eq(Mux(merged, addr0, p.offsets[0])),
                          prev_count.eq(Mux(merged, count, 0))]

@@ -23,7 +23,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gen.fdcsr import (SEED_LAYERS, SEED_REDUCTION, FcConfig, bandwidth_table,  # noqa: E402
-                       decode_walk, dense_cycles, encode, fc_schedule, prune_random, ref_fc, rtl_fc)
+                       decode_walk, dense_cycles, encode, fc_schedule, fixed_overhead,
+                       prune_random, ref_fc, rtl_fc)
 
 OUT = Path("build/bench")
 ENGINES = ((1, 4), (2, 8), (4, 8))   # (non-zeros per clock, segments per beat)
@@ -55,7 +56,7 @@ def _model_cycles(seed=0):
                 counts[:, -1] = rng.binomial(cols % cfg.beat_cols, density, size=rows)
             nnz = int(counts.sum())
             decode = int(decode_walk(counts, k)[0][-1])
-            sparse = cols + 3 + cfg.latency + decode
+            sparse = fixed_overhead(cols, cfg) + decode
             dense = dense_cycles(rows, cols, cfg)
             ideal = -(-nnz // k)
             out.append({"layer": name, "rows": rows, "cols": cols, "density": density,
@@ -63,7 +64,7 @@ def _model_cycles(seed=0):
                         "decode_clocks": decode, "ideal": ideal, "cycles": sparse,
                         "dense_cycles": dense, "decode_over_ideal": decode / ideal,
                         "speedup": dense / sparse,
-                        "fixed_overhead": cols + 3 + cfg.latency})
+                        "fixed_overhead": fixed_overhead(cols, cfg)})
             print(f"  {name:12s} k={k}: {sparse} cycles vs dense {dense} "
                   f"({dense / sparse:.1f}x), decode / ideal {decode / ideal:.3f}", flush=True)
     return out
@@ -124,7 +125,8 @@ def _markdown(bw, model, rtl):
               "## Cycles, full-size layers (model): zero-skipping vs dense issue", "",
               "N lanes per non-zero (any batch N); k non-zeros per clock; S = segments per "
               "meta beat.  `decode/ideal` = decoder clocks / ceil(nnz / k); total = decoder "
-              "clocks + fixed overhead (cols + 9: activation load, skid buffer and pipeline).", "",
+              f"clocks + fixed overhead (cols + {fixed_overhead(0, FcConfig())}: activation "
+              "load, meta input stage, skid buffer and pipeline).", "",
               "| layer | k | S | nnz | FD-CSR cycles | dense cycles | speed-up | decode/ideal |",
               "|---|---|---|---|---|---|---|---|"]
     for r in model:

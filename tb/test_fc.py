@@ -251,9 +251,7 @@ def test_decoder_unit(k, width, segs):
                 word |= int(offsets[r, b, j]) << (segs * width + j * 12)
             word |= (b * width * segs) << (segs * width + segs * 12)
             word |= int(b == bpr - 1) << (segs * width + segs * 12 + 8)
-            for j in range(segs):           # per-segment popcounts
-                word |= bin(int(masks[r, b, j])).count('1') << (
-                    segs * width + segs * 12 + 9 + j * width.bit_length())
+            word |= int(counts[r, b]) << (segs * width + segs * 12 + 9)   # nnz
             beats.append(word)
     dut = FdcsrDecoder(width, segs, k, 12, 8)
     got = []

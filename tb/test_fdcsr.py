@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 
 from gen.fdcsr import (FcConfig, FdCsr, SEED_LAYERS, bandwidth_table, decode, decode_walk,
-                       encode,
-                       fc_job, fc_schedule, load, prune_random, ref_fc, save,
-                       segment_popcounts, storage_bits)
+                       encode, fc_job, fc_schedule, fixed_overhead, load, prune_random, ref_fc,
+                       save, segment_popcounts, storage_bits)
 from gen.fixed import QFormat
 
 
@@ -192,13 +191,18 @@ def test_schedule_counts():
     sched = fc_schedule(encode(w), cfg)
     assert sched["decode_clocks"] == 3 + 1 + 2 + 1 + 3
     assert sched["requests"] == [(0, 2), (2, 2), (4, 1), (5, 2), (7, 2), (9, 2), (11, 2)]
-    first = 40 + 2                # meta at cols + 1, the decoder takes it a clock later
+    first_meta = 40 + 1           # meta opens after the last of the 40 x transfers
+    first = first_meta + cfg.meta_latency       # input stage + skid buffer -> decoder
     lat = cfg.latency
     assert sched["y_cycles"].tolist() == [first + 4 + lat, first + 6 + lat, first + 10 + lat]
-    assert sched["cycles"] == 40 + 3 + 10 + lat
-    # The decoder takes beats at first + (0, 3, 4, 5, 6, 7); the skid buffer holds two, so
-    # meta runs two beats ahead and then waits for a free spare entry (registered ready).
-    assert sched["meta_cycles"].tolist() == [41, 42, 43, 46, 47, 48]
+    assert sched["cycles"] == first + 10 + lat + 1 == fixed_overhead(40, cfg) + 10
+    # The decoder takes beats at first + (0, 3, 4, 5, 6, 7).  The front end (input stage +
+    # two-entry skid buffer, registered ready signals) holds three beats, so meta runs
+    # back to back from first_meta until beat b has to wait for the decoder to take beat
+    # b - 3 (the clock after).
+    accept = [first + d for d in (0, 3, 4, 5, 6, 7)]
+    expect = [max(first_meta + b, accept[b - 3] + 1 if b >= 3 else 0) for b in range(6)]
+    assert sched["meta_cycles"].tolist() == expect
 
 
 def test_decode_walk_look_ahead():
