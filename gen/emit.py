@@ -8,6 +8,7 @@ manifest is written with sorted keys and no paths or timestamps.
 
 import json
 import os
+import re
 from pathlib import Path
 
 os.environ["AMARANTH_USE_YOSYS"] = "builtin"
@@ -23,7 +24,54 @@ __all__ = ["to_verilog", "manifest", "emit"]
 
 
 def to_verilog(component, name: str) -> str:
-    return verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
+    text = verilog.convert(component, name=name, emit_src=False, strip_internal_attrs=True)
+    return compact_zero_init(text)
+
+
+# One memory's initial block as Amaranth's Yosys back end writes it: a line per word.
+_INIT_BLOCK = re.compile(
+    r"^  initial begin\n"
+    r"((?:    (?:\\\S+ |[A-Za-z_][A-Za-z0-9_$]*)\[\d+\] = \d+'[hdb][0-9a-fA-F_]+;\n)+)"
+    r"  end\n", re.M)
+_INIT_LINE = re.compile(r"^    (\\\S+ |[A-Za-z_][A-Za-z0-9_$]*)\[(\d+)\] = (\d+)'[hdb]([0-9a-fA-F_]+);$")
+
+
+def compact_zero_init(text: str) -> str:
+    """Replace each all-zero memory initialisation (one line per word) by a ``for`` loop.
+
+    Amaranth writes every word of every memory's initial value, so a design with large
+    run-time-loaded memories (SpMV/LSTM weight banks) becomes megabytes of ``mem[i] = 0;``.
+    A block is rewritten only when it initialises words ``0 .. N-1`` of one memory, in
+    order, all to zero; the loop (in a named block with its own ``integer``) gives the same
+    initial state to simulators and synthesis tools.  Memories with other contents (tables)
+    are left as written.
+    """
+    count = 0
+
+    def replace(match):
+        nonlocal count
+        lines = match.group(1).splitlines()
+        parsed = [_INIT_LINE.match(line) for line in lines]
+        if not all(parsed) or len(parsed) < 4:
+            return match.group(0)
+        names = {m.group(1) for m in parsed}
+        widths = {m.group(3) for m in parsed}
+        if len(names) != 1 or len(widths) != 1:
+            return match.group(0)
+        if [int(m.group(2)) for m in parsed] != list(range(len(parsed))):
+            return match.group(0)
+        if any(m.group(4).strip("0_") for m in parsed):
+            return match.group(0)
+        name, width = names.pop(), widths.pop()
+        label = f"spnn_zero_init_{count}"
+        count += 1
+        return (f"  initial begin : {label}\n"
+                f"    integer i;\n"
+                f"    for (i = 0; i < {len(parsed)}; i = i + 1)\n"
+                f"      {name}[i] = {width}'d0;\n"
+                f"  end\n")
+
+    return _INIT_BLOCK.sub(replace, text)
 
 
 def manifest(block: Block, cfg, component) -> dict:

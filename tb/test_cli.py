@@ -2,6 +2,7 @@
 """The spnn command line: help, deterministic emission, one-line errors with exit code 2."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -144,3 +145,50 @@ def test_run_pwl_end_to_end(sim, tmp_path, inputs):
     from gen.pwl import PwlConfig, fit_table, ref_pwl
     expected = ref_pwl(np.arange(-500, 500), fit_table(PwlConfig(func="tanh")))
     np.testing.assert_array_equal(np.load(raw), expected)
+
+
+ZERO_INIT = """  reg [9:0] rowmap [3:0];
+  initial begin
+    rowmap[0] = 10'h000;
+    rowmap[1] = 10'h000;
+    rowmap[2] = 10'h000;
+    rowmap[3] = 10'h000;
+  end
+  reg [7:0] \\pe.table  [3:0];
+  initial begin
+    \\pe.table [0] = 8'h00;
+    \\pe.table [1] = 8'h00;
+    \\pe.table [2] = 8'h00;
+    \\pe.table [3] = 8'h00;
+  end
+"""
+
+
+def test_compact_zero_init():
+    from gen.emit import compact_zero_init
+    out = compact_zero_init(ZERO_INIT)
+    assert out == ZERO_INIT.replace(
+        "  initial begin\n" + "".join(f"    rowmap[{i}] = 10'h000;\n" for i in range(4)),
+        "  initial begin : spnn_zero_init_0\n    integer i;\n"
+        "    for (i = 0; i < 4; i = i + 1)\n      rowmap[i] = 10'd0;\n").replace(
+        "  initial begin\n" + "".join(f"    \\pe.table [{i}] = 8'h00;\n" for i in range(4)),
+        "  initial begin : spnn_zero_init_1\n    integer i;\n"
+        "    for (i = 0; i < 4; i = i + 1)\n      \\pe.table [i] = 8'd0;\n")
+    # anything but words 0..N-1 of one memory, all zero, is left as written
+    for old, new in (("rowmap[2] = 10'h000", "rowmap[2] = 10'h001"),
+                     ("rowmap[2] = 10'h000", "rowmap[5] = 10'h000"),
+                     ("rowmap[2] = 10'h000", "other[2] = 10'h000")):
+        text = ZERO_INIT.replace(old, new)
+        assert compact_zero_init(text).count("spnn_zero_init") == 1
+        assert "    rowmap[0] = 10'h000;\n" in compact_zero_init(text)
+
+
+def test_emitted_memories_have_compact_init():
+    """The default FC engine's run-time-loaded memories start at zero through loops."""
+    from gen.blocks import BLOCKS
+    from gen.emit import to_verilog
+    block = BLOCKS["fc"]
+    cfg = block.defaults()[0]
+    text = to_verilog(block.build(cfg), block.module_name(cfg))
+    assert "spnn_zero_init_0" in text
+    assert not re.search(r"^    \S+\[\d+\] = \d+'[hdb]0+;$", text, re.M)
