@@ -324,7 +324,25 @@ def _tiles(slots, n, cols):
     return -(-slots // (n * cols))
 
 
-def _split_remainder(rem, layer, cfg, slots, entries):
+def pass_layout(layer: ConvLayer, cols: int, n: int, flat: bool):
+    """``(G, wv, tiles)`` of a pass with ``n`` copies: window groups per output row
+    ``G = ceil(Wo / n)`` (copy ``g`` of a group takes output column ``j * n + g``), groups per
+    row in the column mapping ``wv`` (``G``, or padded to a multiple of ``cols`` for row
+    strips) and tiles per block ``ceil(Ho * wv / cols)`` (column ``c`` of tile ``t`` takes
+    group ``t * cols + c``)."""
+    g = -(-layer.wo // n)
+    wv = g if flat else -(-g // cols) * cols
+    return g, wv, -(-(layer.ho * wv) // cols)
+
+
+def stagger_delay(layer: ConvLayer, q: int) -> int:
+    """Beats copy ``g`` runs behind copy ``g - 1`` in a chunk of ``q`` input channels:
+    ``min(stride, kw) * q * kh`` (``stride * q * kh`` makes the copies read one word; when
+    ``stride > kw`` only ``n = 2`` is allowed and the copies simply follow each other)."""
+    return min(layer.stride, layer.kw) * q * layer.kh
+
+
+def _split_remainder(rem, layer, cfg, flat, entries):
     """Best split of ``rem`` channels into <= ``entries`` sub-passes (fewest beats)."""
     nlim = n_limit(layer, cfg)
     best = None
@@ -346,26 +364,27 @@ def _split_remainder(rem, layer, cfg, slots, entries):
             if r < 1:
                 continue
             n_eff = n_rule(r, layer, cfg)
-            t = _tiles(slots, n_eff, cfg.cols)
-            c = t * max(layer.k, drain(r, n_eff))
+            t = pass_layout(layer, cfg.cols, n_eff, flat)[2]
+            c = (t * max(layer.k, n_eff * drain(r, 1)) + (n_eff - 1) * stagger_delay(layer, layer.ic)
+                 + cfg.cols + 1)
             search(left - r, depth + 1, acc + [Pass(r, n_eff, 1, t)], cost + c)
 
     search(rem, 0, [], 0)
     return best[1]
 
 
-def _icq(layer, cfg, limit_buffers):
+def _icq(layer, cfg, limit_buffers, blocks):
     if not limit_buffers:
         return layer.ic
     hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
     per_ch_feat = hp * wp
-    per_ch_w = layer.oc * layer.kh * layer.kw
+    per_ch_w = blocks * layer.kh * layer.kw      # words per row bank and input channel
     icq = min(layer.ic, cfg.feat_depth // per_ch_feat, cfg.weight_depth // per_ch_w)
     if icq < 1:
         raise SpnnError(
             f"layer does not fit the buffers even with one input channel per chunk: "
             f"one padded map needs {per_ch_feat} of {cfg.feat_depth} feature words and "
-            f"{per_ch_w} of {cfg.weight_depth} weight words")
+            f"{per_ch_w} of {cfg.weight_depth} words of each row's weight bank")
     return icq
 
 
@@ -388,18 +407,18 @@ def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
     full, rem = divmod(layer.oc, mr)
     passes = []
     if full:
-        passes.append(Pass(mr, 1, full, _tiles(slots, 1, mc)))
+        passes.append(Pass(mr, 1, full, pass_layout(layer, mc, 1, flat)[2]))
     if rem:
         if mapping == "naive":
-            passes.append(Pass(rem, 1, 1, _tiles(slots, 1, mc)))
+            passes.append(Pass(rem, 1, 1, pass_layout(layer, mc, 1, flat)[2]))
         elif mapping == "seed":
             # the seed's reading: n = min(floor(rows / R), ceil(kw / stride))
             n = max(1, min(mr // rem, -(-layer.kw // layer.stride), cfg.max_groups))
-            passes.append(Pass(rem, n, 1, _tiles(slots, n, mc)))
+            passes.append(Pass(rem, n, 1, pass_layout(layer, mc, n, flat)[2]))
         else:
-            passes += _split_remainder(rem, layer, cfg, slots, cfg.max_passes - len(passes))
+            passes += _split_remainder(rem, layer, cfg, flat, cfg.max_passes - len(passes))
     if icq is None:
-        icq = _icq(layer, cfg, limit_buffers)
+        icq = _icq(layer, cfg, limit_buffers, sum(p.count for p in passes))
     elif not 1 <= icq <= layer.ic:
         raise SpnnError(f"icq must be between 1 and {layer.ic}, not {icq}")
     if not isinstance(skip_pad, bool):
@@ -411,32 +430,37 @@ def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
                     skip_pad)
 
 
-def _lane_geometry(sched):
-    """Per slot: ``(oy * stride, ox * stride, valid)`` as the position table holds them."""
+def pass_lanes(sched, p):
+    """Output position of every lane of one block of pass ``p``: ``(oy, ox, valid)``,
+    arrays of shape ``(tiles, n, cols)``.  Column ``c`` of tile ``t`` takes window group
+    ``u = t * cols + c`` (``oy, j = divmod(u, wv)``) and copy ``g`` its window ``j * n + g``:
+    the copies of one column are adjacent windows of one output row (the shared stream)."""
     layer, cols = sched.layer, sched.cfg.cols
-    total = -(-sched.slots // cols) * cols
-    idx = np.arange(total)
-    wv = layer.wo if sched.flat else sched.slots // layer.ho
-    oy, ox = idx // wv, idx % wv
-    return oy * layer.stride, ox * layer.stride, _slot_valid(sched)
+    _, wv, tiles = pass_layout(layer, cols, p.n, sched.flat)
+    u = np.arange(tiles)[:, None, None] * cols + np.arange(cols)[None, None, :]
+    oy, j = u // wv, u % wv
+    ox = j * p.n + np.arange(p.n)[None, :, None]
+    valid = (oy < layer.ho) & (ox < layer.wo)
+    return (np.broadcast_to(oy, valid.shape), ox, valid)
 
 
 def _tile_list(sched):
-    """``(pass, (ky0, nky, kx0, nkx, valid lanes))`` per tile in issue order."""
-    layer, cols = sched.layer, sched.cfg.cols
-    ty, tx, valid = _lane_geometry(sched)
-    total = len(valid)
+    """``(pass, (ky0, nky, kx0, nkx, valid lanes))`` per tile in issue order.
+
+    Padding-beat skipping (``skip_pad``) applies to the tiles of ``n = 1`` passes only: a
+    tile of staggered copies keeps the whole kernel (the copies share one feature stream)."""
+    layer = sched.layer
     out = []
     for p in sched.passes:
+        oy, ox, valid = pass_lanes(sched, p)
         boxes = []
-        for t in range(p.tiles):
-            lo, hi = t * p.n * cols, min((t + 1) * p.n * cols, total)
-            v = valid[lo:hi]
+        for t in range(valid.shape[0]):
+            v = valid[t]
             lanes = int(v.sum())
-            if not sched.skip_pad:
+            if not sched.skip_pad or p.n != 1:
                 boxes.append((0, layer.kh, 0, layer.kw, lanes))
                 continue
-            y, x = ty[lo:hi][v], tx[lo:hi][v]
+            y, x = oy[t][v] * layer.stride, ox[t][v] * layer.stride
             ky0 = int(np.maximum(0, layer.pad - y).min())
             ky1 = int(np.minimum(layer.kh, layer.pad + layer.h - y).max())
             kx0 = int(np.maximum(0, layer.pad - x).min())
@@ -449,13 +473,14 @@ def _tile_list(sched):
 def tile_boxes(sched):
     """Kernel box of each tile in issue order: ``(ky0, nky, kx0, nkx)``.
 
-    Without ``skip_pad`` every tile runs the whole ``kh x kw`` kernel.  With it, a tile
-    runs only kernel rows ``ky0 .. ky0 + nky - 1`` and columns ``kx0 .. kx0 + nkx - 1``:
-    the bounding box, over the tile's valid lanes (output positions ``oy, ox``), of the
-    kernel offsets that land inside the unpadded input
+    Without ``skip_pad`` every tile runs the whole ``kh x kw`` kernel.  With it, a tile of
+    an ``n = 1`` pass runs only kernel rows ``ky0 .. ky0 + nky - 1`` and columns
+    ``kx0 .. kx0 + nkx - 1``: the bounding box, over the tile's valid lanes (output
+    positions ``oy, ox``), of the kernel offsets that land inside the unpadded input
     (``pad <= oy * stride + ky < pad + H``, same for x).  Every beat outside the box reads
     zero padding in every lane, so dropping it leaves the sums unchanged.  Per chunk of
-    ``q`` input channels a tile takes ``q * nky * nkx`` beats (channel-major order as before).
+    ``q`` input channels a tile takes ``q * nky * nkx`` beats.  Tiles of staggered passes
+    (``n > 1``) keep the whole kernel.
     """
     return [b[:4] for _, b in _tile_list(sched)]
 
@@ -468,27 +493,18 @@ def skipped_beats(sched) -> int:
 
 
 def schedule_cover(sched) -> np.ndarray:
-    """How often each (output channel, slot) is computed, enumerated as the RTL does.
-
-    Pass entries in order, blocks of ``R`` consecutive channels, tiles ``t``; group ``g``
-    of tile ``t`` takes slot row ``t * n + g`` (slots ``(t * n + g) * cols + c``).  A correct
-    schedule gives 1 at every valid slot and 0 elsewhere.
-    """
-    cfg = sched.cfg
-    total = -(-sched.slots // cfg.cols) * cfg.cols
-    valid = _slot_valid(sched)
-    count = np.zeros((sched.layer.oc, total), dtype=np.int64)
+    """How often each (output channel, output position) is computed, enumerated as the RTL
+    does (pass entries in order, blocks of ``R`` consecutive channels, the lanes of
+    :func:`pass_lanes`).  A correct schedule gives 1 everywhere; shape ``(Oc, Ho * Wo)``."""
+    layer = sched.layer
+    count = np.zeros((layer.oc, layer.positions), dtype=np.int64)
     cb = 0
     for p in sched.passes:
+        oy, ox, valid = pass_lanes(sched, p)
+        pos = (oy * layer.wo + ox)[valid]
+        hits = np.bincount(pos, minlength=layer.positions)
         for _ in range(p.count):
-            for t in range(p.tiles):
-                for g in range(p.n):
-                    lo = (t * p.n + g) * cfg.cols
-                    if lo >= total:
-                        continue
-                    cols = np.arange(lo, lo + cfg.cols)
-                    cols = cols[valid[cols]]
-                    count[cb:cb + p.r, cols] += 1
+            count[cb:cb + p.r] += hits[None, :]
             cb += p.r
     return count
 
@@ -507,54 +523,87 @@ def column_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
 # ------------------------------------------------------------------ cycle model
 
 # Pipeline of the array: a beat issued in cycle t reads the buffers (t), multiplies (t+1)
-# and accumulates (t+2); see hdl/conv.py.
+# and reaches the accumulators (t+2), where the tile's last beat is captured; see hdl/conv.py.
 ISSUE_TO_ACC = 2
+# Pass set-up: the controller walks the window groups of the pass's first tile (one column
+# per clock) and loads the pass registers before the first beat.
+def pass_setup_cycles(cfg) -> int:
+    return cfg.cols + 2
 
 
-def _chunk_compute_cycles(sched, kq):
-    """Cycles of one chunk's compute phase (first issue .. last drain), exact for the RTL.
+# Clocks from the last drain write of a chunk to the end of its compute phase.
+_DRAIN_TO_END = 3
 
-    Tile j's last beat reaches the accumulators at ``arrive_j``; it is captured into the
-    drain registers at ``cap_j = max(arrive_j, cap_{j-1} + D_{j-1})`` (the pipeline stalls
-    while the previous tile is still draining), which shifts every later beat.
-    """
-    cfg = sched.cfg
-    if sched.skip_pad:
-        # per-tile beats: the same recurrence, one tile at a time
-        q = kq // (sched.layer.kh * sched.layer.kw)
-        cap, d_prev = None, 0
-        for p, (ky0, nky, kx0, nkx, lanes) in _tile_list(sched):
-            kj = q * nky * nkx
-            d = -(-(p.r * p.n) // cfg.drain_rows)
-            if cap is None:
-                cap = kj - 1 + ISSUE_TO_ACC
-            else:
-                cap = max(cap + kj, cap + d_prev)
-            d_prev = d
-        return cap + d_prev + 2
-    cap_prev, d_prev = None, 0
-    t_end = None
-    arrive = kq - 1 + ISSUE_TO_ACC
-    for p in sched.passes:
-        d = -(-(p.r * p.n) // cfg.drain_rows)
+
+def _chunk_events(sched, q):
+    """Nominal (stall-free) capture clock of every (tile, copy) of one chunk, in order:
+    ``(clock, group, pass index, first of pass, drain clocks)``, and the issue length."""
+    layer, cfg = sched.layer, sched.cfg
+    kk = layer.kh * layer.kw
+    dly = stagger_delay(layer, q)
+    tiles = _tile_list(sched)
+    events = []
+    clk, at = 0, 0
+    for pi, p in enumerate(sched.passes):
         m = p.count * p.tiles
-        first = arrive if cap_prev is None else max(arrive, cap_prev + d_prev)
-        last = first + (m - 1) * max(kq, d)
-        cap_prev, d_prev = last, d
-        arrive = last + kq
-        t_end = last + d
-    # cycles 0 .. t_end, plus the cycle in which the controller sees the array empty
-    return t_end + 2
+        ks = [q * b[1] * b[3] for _, b in tiles[at:at + m]]
+        at += m
+        p0 = clk + pass_setup_cycles(cfg)
+        cum = np.cumsum(ks)
+        dg = -(-p.r // cfg.drain_rows)
+        for t in range(m):
+            for g in range(p.n):
+                events.append((p0 + g * dly + int(cum[t]) - 1 + ISSUE_TO_ACC, g, pi,
+                               t == 0 and g == 0, dg))
+        clk = p0 + (p.n - 1) * dly + int(cum[-1])
+    return events
+
+
+def _chunk_compute_cycles(sched, q):
+    """Cycles of one chunk's compute phase, exact for the RTL.
+
+    The copies of a pass are staggered by :func:`stagger_delay` beats; each (tile, copy)
+    ends with a *capture* of the copy's ``R`` accumulator rows into their shadow registers,
+    which the drain writes out ``drain_rows`` per clock (``ceil(R / drain_rows)`` clocks),
+    one capture after the other in capture order.  A capture waits (the whole array stalls)
+    while the same copy's previous capture is not yet drained; the first capture of a pass
+    waits until everything before it is drained (the rows change groups between passes).
+    """
+    events = _chunk_events(sched, q)
+    shift, df_last = 0, -1
+    df_group = {}                     # (pass, group) -> last drain clock of its latest capture
+    i = 0
+    while i < len(events):
+        j = i
+        while j < len(events) and events[j][0] == events[i][0]:
+            j += 1
+        clock = events[i][0] + shift
+        for nominal, g, pi, first, dg in events[i:j]:
+            need = df_last if first else df_group.get((pi, g), -1)
+            clock = max(clock, need)
+        shift = clock - events[i][0]
+        for nominal, g, pi, first, dg in events[i:j]:
+            start = max(clock + 1, df_last + 1)
+            df_last = start + dg - 1
+            df_group[(pi, g)] = df_last
+        i = j
+    return df_last + _DRAIN_TO_END
 
 
 def compute_cycles(sched) -> int:
     """Compute-phase cycles of the whole layer (all chunks), as counted by the RTL."""
-    kk = sched.layer.kh * sched.layer.kw
-    return sum(_chunk_compute_cycles(sched, q * kk) for q in sched.chunk_sizes)
+    return sum(_chunk_compute_cycles(sched, q) for q in sched.chunk_sizes)
+
+
+def stagger_cycles(sched) -> int:
+    """Issue clocks the stagger adds to the layer: ``(n - 1) * D`` per pass and chunk."""
+    return sum((p.n - 1) * stagger_delay(sched.layer, q)
+               for q in sched.chunk_sizes for p in sched.passes)
 
 
 # FSM overheads in cycles (measured once, then pinned by tests): see hdl/conv.py.
-_CFG_TO_TABLE = 1
+_CFG_TO_CHUNK = 1
+_STAT_TO_OUT = 2
 
 
 def layer_cycles(sched) -> dict:
@@ -565,21 +614,21 @@ def layer_cycles(sched) -> dict:
     """
     layer = sched.layer
     hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
-    t = _CFG_TO_TABLE + sched.slots            # position table
+    t = _CFG_TO_CHUNK
     kk = layer.kh * layer.kw
     for q in sched.chunk_sizes:
         t += 1                                 # chunk set-up state
         t += layer.oc * q * kk                 # weight load
         t += q * hp * wp                       # feature load (padding written as zeros)
-        t += _chunk_compute_cycles(sched, q * kk)
+        t += _chunk_compute_cycles(sched, q)
     stat = t
-    first_out = stat + 2 + _first_valid_slot(sched)      # stat, hand-off, stream
-    total_slots = -(-sched.slots // sched.cfg.cols) * sched.cfg.cols
-    last_out = stat + 2 + layer.oc * total_slots - 1 - _trailing_invalid(sched)
+    first_out = stat + _STAT_TO_OUT
+    last_out = first_out + layer.oc * layer.positions - 1
     return {"stat": stat, "first_out": first_out, "last_out": last_out}
 
 
 def _slot_valid(sched):
+    """Valid slots of the ``n = 1`` column mapping (flat or strips), for reference."""
     cols = sched.cfg.cols
     total = -(-sched.slots // cols) * cols
     layer = sched.layer
@@ -591,15 +640,6 @@ def _slot_valid(sched):
         for oy in range(layer.ho):
             valid[oy * wv: oy * wv + layer.wo] = True
     return valid
-
-
-def _first_valid_slot(sched):
-    return int(np.flatnonzero(_slot_valid(sched))[0])
-
-
-def _trailing_invalid(sched):
-    v = _slot_valid(sched)
-    return int(len(v) - 1 - np.flatnonzero(v)[-1])
 
 
 # ------------------------------------------------------------------ network tables
@@ -673,15 +713,18 @@ def direct_conv(x, w, stride=1, pad=0):
 def descriptor_fields(cfg: ConvConfig):
     """``(name, width)`` of the layer descriptor (the ``c`` stream payload), LSB first."""
     dim = (cfg.max_dim + 64).bit_length() + 1
-    slots = cfg.max_slots.bit_length() + 1
     f = [("oc", 16), ("h", dim), ("w", dim), ("kh", 8), ("kw", 8), ("stride", 8),
-         ("ho", dim), ("wo", dim), ("wv", dim), ("hp", dim), ("wp", dim),
+         ("ho", dim), ("wo", dim), ("hp", dim), ("wp", dim),
          ("hwp", cfg.feat_depth.bit_length() + 1),
-         ("icq", 16), ("icq_last", 16), ("chunks", 16), ("slots", slots),
-         ("pad", 8), ("kq", 24), ("kq_last", 24), ("swp", 24)]
+         ("icq", 16), ("icq_last", 16), ("chunks", 16), ("pad", 8),
+         ("kq", 24), ("kq_last", 24), ("dq", 24), ("dq_last", 24),
+         ("qkh", 24), ("qkh_last", 24), ("swp", 24)]
     for i in range(cfg.max_passes):
-        f += [(f"p{i}_r", 16), (f"p{i}_n", 4), (f"p{i}_count", 16), (f"p{i}_tiles", slots)]
-    f += [("npasses", 4), ("skip", 1)]
+        f += [(f"p{i}_r", 16), (f"p{i}_n", 4), (f"p{i}_count", 16), (f"p{i}_tiles", 24),
+              (f"p{i}_cend", 17), (f"p{i}_noc", 24), (f"p{i}_ns", 16), (f"p{i}_wvn", 16),
+              (f"p{i}_wvns", 24), (f"p{i}_a", 16), (f"p{i}_as", 24), (f"p{i}_aswp", 24),
+              (f"p{i}_bn", 16), (f"p{i}_bns", 24)]
+    f += [("npasses", 4), ("flat", 1), ("skip", 1)]
     return f
 
 
@@ -691,18 +734,29 @@ def descriptor(sched) -> dict:
         raise SpnnError(f"schedule needs {len(sched.passes)} passes, the array holds "
                         f"{cfg.max_passes}")
     hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
+    s, kk = layer.stride, layer.kh * layer.kw
+    last = sched.chunk_sizes[-1]
     d = {"oc": layer.oc, "h": layer.h, "w": layer.w, "kh": layer.kh, "kw": layer.kw,
-         "stride": layer.stride, "ho": layer.ho, "wo": layer.wo,
-         "wv": sched.slots // layer.ho, "hp": hp, "wp": wp, "hwp": hp * wp,
-         "icq": sched.icq, "icq_last": sched.chunk_sizes[-1], "chunks": sched.chunks,
-         "slots": sched.slots, "pad": layer.pad, "npasses": len(sched.passes),
-         "kq": sched.icq * layer.kh * layer.kw,
-         "kq_last": sched.chunk_sizes[-1] * layer.kh * layer.kw,
-         "swp": layer.stride * wp, "skip": int(sched.skip_pad)}
+         "stride": s, "ho": layer.ho, "wo": layer.wo, "hp": hp, "wp": wp, "hwp": hp * wp,
+         "icq": sched.icq, "icq_last": last, "chunks": sched.chunks, "pad": layer.pad,
+         "npasses": len(sched.passes), "kq": sched.icq * kk, "kq_last": last * kk,
+         "dq": stagger_delay(layer, sched.icq), "dq_last": stagger_delay(layer, last),
+         "qkh": sched.icq * layer.kh, "qkh_last": last * layer.kh,
+         "swp": s * wp, "flat": int(sched.flat), "skip": int(sched.skip_pad)}
+    cend = 0
     for i in range(cfg.max_passes):
-        p = sched.passes[i] if i < len(sched.passes) else Pass(0, 0, 0, 0)
-        d.update({f"p{i}_r": p.r, f"p{i}_n": p.n, f"p{i}_count": p.count,
-                  f"p{i}_tiles": p.tiles})
+        if i < len(sched.passes):
+            p = sched.passes[i]
+            _, wv, _ = pass_layout(layer, cfg.cols, p.n, sched.flat)
+            a, b = divmod(cfg.cols, wv)
+            cend += p.r * p.count
+            d.update({f"p{i}_r": p.r, f"p{i}_n": p.n, f"p{i}_count": p.count,
+                      f"p{i}_tiles": p.tiles, f"p{i}_cend": cend, f"p{i}_noc": p.n * layer.oc,
+                      f"p{i}_ns": p.n * s, f"p{i}_wvn": wv * p.n, f"p{i}_wvns": wv * p.n * s,
+                      f"p{i}_a": a, f"p{i}_as": a * s, f"p{i}_aswp": a * s * wp,
+                      f"p{i}_bn": b * p.n, f"p{i}_bns": b * p.n * s})
+        else:
+            d.update({f"{k}": 0 for k, _ in descriptor_fields(cfg) if k.startswith(f"p{i}_")})
     return d
 
 
@@ -732,13 +786,21 @@ def check_fits(sched):
     if sched.icq * hp * wp > cfg.feat_depth:
         raise SpnnError(f"{sched.icq} padded input maps ({sched.icq * hp * wp} words) exceed "
                         f"feat_depth {cfg.feat_depth}")
-    if layer.oc * sched.icq * layer.kh * layer.kw > cfg.weight_depth:
-        raise SpnnError(f"weights of one chunk ({layer.oc * sched.icq * layer.kh * layer.kw} "
-                        f"words) exceed weight_depth {cfg.weight_depth}")
-    srows = -(-sched.slots // cfg.cols)
+    blocks = sum(p.count for p in sched.passes)
+    if blocks * sched.icq * layer.kh * layer.kw > cfg.weight_depth:
+        raise SpnnError(f"weights of one chunk ({blocks} blocks x "
+                        f"{sched.icq * layer.kh * layer.kw} words per row) exceed weight_depth "
+                        f"{cfg.weight_depth}")
+    srows = max(p.tiles * p.n for p in sched.passes)
     if srows * layer.oc > cfg.out_depth:
         raise SpnnError(f"{layer.oc} channels x {srows} slot rows exceed out_depth "
                         f"{cfg.out_depth}")
+    share = max(READ_POINTERS, (READ_POINTERS - 1) * layer.kw // layer.stride + 1)
+    for p in sched.passes:
+        if p.n > min(share, cfg.max_groups):
+            raise SpnnError(f"n = {p.n} copies cannot share the staggered feature stream of a "
+                            f"{layer.kw}-wide kernel at stride {layer.stride} (at most "
+                            f"{min(share, cfg.max_groups)}; plan with shared_stream=True)")
     if layer.oc >= 1 << 16:
         raise SpnnError(f"oc must be below 65536, not {layer.oc}")
     bound = layer.k * (1 << (cfg.data_width - 1)) * (1 << (cfg.weight_width - 1))

@@ -1,7 +1,17 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Remainder-aware output-stationary MAC array for im2col convolution (seed 002)."""
+"""Remainder-aware output-stationary MAC array for im2col convolution (seed 002).
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+The ``n`` copies (groups of ``R`` rows) of a pass run *staggered*, as in the seed: copy
+``g`` of column ``c`` computes the window one stride right of copy ``g - 1`` and runs
+``D = min(stride, kw) * q * kh`` beats behind it (beats in <kernel column, input channel,
+kernel row> order), so all copies working on one tile read the same feature word each
+beat.  Each column therefore has a feature bank with two synchronous read ports (the tile
+in flight and the next one); each row has its own weight bank (one synchronous read port)
+filled by the weight mapping; the output banks (one per column, ping-pong) are synchronous
+too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -12,26 +22,52 @@ __all__ = ["ConvArray", "STAT_BUSY_BITS"]
 
 STAT_BUSY_BITS = 48
 
+# per-pass descriptor fields the array keeps in registers while the pass runs
+_PASS_FIELDS = ("r", "n", "count", "tiles", "noc", "ns", "wvn", "wvns", "a", "as", "aswp",
+                "bn", "bns")
+
 
 def _bits(n):
     return max(1, int(n).bit_length())
+
+
+def _sel(items, idx):
+    """``items[idx]`` as a tree of 2-way multiplexers (continuous assignments in Verilog,
+    which Icarus evaluates at time 0; out-of-range indices give the last item)."""
+    items = list(items)
+    if len(items) == 1:
+        return items[0]
+    nbits = (len(items) - 1).bit_length()
+    items = items + [items[-1]] * ((1 << nbits) - len(items))
+    level = items
+    for b in range(nbits):
+        level = [Mux(idx[b], level[2 * i + 1], level[2 * i]) for i in range(len(level) // 2)]
+    out = level[0]
+    if len(idx) > nbits:
+        out = Mux(idx[nbits:].any(), items[len(list(items)) - 1], out)
+    return out
+
+
+def _any(sigs):
+    sigs = list(sigs)
+    return Cat(*sigs).any() if sigs else Const(0, 1)
 
 
 class ConvArray(wiring.Component):
     """An ``rows x cols`` MAC array running one convolution layer per descriptor.
 
     The host (:func:`gen.conv.plan`) maps each layer to *passes*: ``count`` blocks of
-    ``R`` output channels, each run as ``n`` copies (groups of ``R`` rows) on ``n``
-    different sets of output positions.  The groups run in lockstep and every
-    (group, column) lane has its own read port on the feature buffer (the seed instead
-    staggers the groups by ``stride * Ic * kh`` beats so that they share one stream; see
-    ``docs/conv.md``).  The array executes the descriptor: position
-    table, then per input-channel chunk weight load, feature load (padding inserted),
-    compute (tiles of ``K`` beats; with the descriptor bit ``skip`` only the tile's box of
-    kernel rows/columns that are not padding for every lane, see
-    :func:`gen.conv.tile_boxes`), with the partial sums of later chunks added into the
-    output buffer; finally a stats word and the outputs (ping-pong buffers: the next
-    layer computes while this one drains).
+    ``R`` output channels, each run as ``n`` staggered copies (groups of ``R`` rows).
+    Column ``c`` of tile ``t`` takes the window group ``t * cols + c`` of the pass layout
+    (:func:`gen.conv.pass_layout`); copy ``g`` takes window ``j * n + g`` of that group's
+    output row and starts ``g * D`` beats after copy 0, ``D`` = descriptor ``dq``.  Per
+    input-channel chunk: weight load (the weight mapping writes each weight into the banks
+    of the rows that use it), feature load (padding inserted, one copy per column and read
+    port), compute (a pass set-up of ``cols + 2`` clocks, then the staggered tiles; with the
+    descriptor bit ``skip`` the tiles of ``n = 1`` passes run only their box of kernel
+    rows/columns that are not padding for every lane, see :func:`gen.conv.tile_boxes`),
+    the partial sums of later chunks added into the output banks; finally a stats word and
+    the outputs (ping-pong banks: the next layer computes while this one drains).
 
     Parameters
     ----------
@@ -54,11 +90,11 @@ class ConvArray(wiring.Component):
 
     Latency/throughput
     ------------------
-    Exact timeline in :func:`gen.conv.layer_cycles` (streams never idle): position table
-    (1 + slots), per chunk: one weight and one padded feature word per clock, then the
-    compute phase of :func:`gen.conv.compute_cycles` (one beat per clock; the pipeline
-    stalls only when a tile ends before the previous tile has drained).  The output
-    stream runs one slot per clock in parallel with the next layer.
+    Exact timeline in :func:`gen.conv.layer_cycles` (streams never idle): per chunk one
+    weight and one padded feature word per clock, then the compute phase of
+    :func:`gen.conv.compute_cycles` (one beat per clock per copy; the array stalls as a
+    whole only when a copy finishes a tile before its previous tile has drained).  The
+    output stream runs one value per clock in parallel with the next layer.
     """
 
     def __init__(self, cfg: ConvConfig):
@@ -81,38 +117,28 @@ class ConvArray(wiring.Component):
         m = Module()
         cfg = self.cfg
         MR, MC, NG, NP, DR = cfg.rows, cfg.cols, cfg.max_groups, cfg.max_passes, cfg.drain_rows
-        LOGMC = MC.bit_length() - 1
-        FA = _bits(cfg.feat_depth)
-        WA = _bits(cfg.weight_depth)
-        OA = _bits(cfg.out_depth)
-        TA = _bits(cfg.max_slots + MC)
-        TW = _bits(cfg.max_dim + 2 * 64) + 1      # oy * stride, ox * stride of a window
-        PW = cfg.data_width + cfg.weight_width
         AW = cfg.acc_width
+        DIMW = (cfg.max_dim + 64).bit_length() + 1
+        fw = dict(descriptor_fields(cfg))
 
         d = Signal(self.desc_layout)
-        pr = Array(getattr(d, f"p{i}_r") for i in range(NP))
-        pn = Array(getattr(d, f"p{i}_n") for i in range(NP))
-        pcount = Array(getattr(d, f"p{i}_count") for i in range(NP))
-        ptiles = Array(getattr(d, f"p{i}_tiles") for i in range(NP))
+        pvl = {f: [getattr(d, f"p{i}_{f}") for i in range(NP)] for f in _PASS_FIELDS}
 
         # ---------------------------------------------------------------- memories
-        m.submodules.fmem = fmem = Memory(shape=signed(cfg.data_width), depth=cfg.feat_depth,
-                                          init=[])
-        m.submodules.wmem = wmem = Memory(shape=signed(cfg.weight_width),
-                                          depth=cfg.weight_depth, init=[])
-        # Position table: feature base address of each slot's window, valid bit, and the
-        # window's top-left corner in the padded map (oy * stride, ox * stride).
-        m.submodules.tmem = tmem = Memory(shape=unsigned(FA + 1 + 2 * TW), depth=cfg.max_slots,
-                                          init=[])
+        fmem = [[Memory(shape=signed(cfg.data_width), depth=cfg.feat_depth, init=[])
+                 for _ in range(2)] for _ in range(MC)]
+        wmem = [Memory(shape=signed(cfg.weight_width), depth=cfg.weight_depth, init=[])
+                for _ in range(MR)]
         omem = [[Memory(shape=signed(AW), depth=cfg.out_depth, init=[]) for _ in range(MC)]
                 for _ in range(2)]
+        for c in range(MC):
+            for p in range(2):
+                m.submodules[f"fmem{c}_{p}"] = fmem[c][p]
+        for r in range(MR):
+            m.submodules[f"wmem{r}"] = wmem[r]
         for b in range(2):
             for c in range(MC):
                 m.submodules[f"omem{b}_{c}"] = omem[b][c]
-        f_w = fmem.write_port()
-        w_w = wmem.write_port()
-        t_w = tmem.write_port()
 
         # ---------------------------------------------------------------- control state
         sel = Signal()                 # output buffer written by the compute side
@@ -120,303 +146,497 @@ class ConvArray(wiring.Component):
         first_chunk = Signal()
         icc = Signal(16)               # channels in this chunk
         kq = Signal(24)                # beats per tile in this chunk
+        dq = Signal(24)                # stagger between copies
+        cqkh = Signal(24)              # icc * kh
         busy = Signal(STAT_BUSY_BITS)
         ccyc = Signal(32)
-        # counters shared by table/load phases
-        a0, a1, a2 = Signal(24), Signal(24), Signal(24)
-        addr = Signal(24)
-        base_row = Signal(24)
-        bx = Signal(24)
-        by = Signal(24)
+        in_compute = Signal()
 
-        # -------- issue stage (compute)
-        issuing = Signal()
+        # pass registers (loaded in the first set-up clock of a pass)
         e = Signal(range(NP + 1))
-        blk = Signal(16)
-        t = Signal(16)
-        kc = Signal(16)                # input channel in the chunk
-        kx = Signal(8)                 # kernel column / row relative to the tile's box
-        ky = Signal(8)
-        off_ic = Signal(FA + 1)
-        off_ky = Signal(FA + 1)
-        kO = Signal(WA + 1)
-        w_ic, w_ky, w_kx = Signal(WA + 1), Signal(WA + 1), Signal(WA + 1)
-        cb = Signal(16)
-        u0 = Signal(TA)
-        u0oc = Signal(OA + 16)
+        cp = {f: Signal(fw[f"p0_{f}"], name=f"cp_{f}") for f in _PASS_FIELDS}
+        issuing = Signal()
+        setup = Signal()
+        sk = Signal(range(MC + 2))
+        setup_last = Signal()
 
-        R = pr[e]
-        N = pn[e]
-        mulR = [Signal(16 + 4, name=f"mulR{j}") for j in range(NG + 1)]   # j * R
-        mulOC = [Signal(16 + 4, name=f"mulOC{j}") for j in range(NG + 1)]  # j * Oc
-        for j in range(NG + 1):
-            m.d.comb += [mulR[j].eq(R * j), mulOC[j].eq(d.oc * j)]
-        nR = Array(mulR)[N]
-        nOC = Array(mulOC)[N]
+        # ------------------------------------------------ column states (window groups)
+        def cstate(name):
+            return {"oy": Signal(16, name=f"{name}_oy"), "ty": Signal(16, name=f"{name}_ty"),
+                    "rb": Signal(24, name=f"{name}_rb"), "jn": Signal(16, name=f"{name}_jn"),
+                    "jns": Signal(24, name=f"{name}_jns")}
+
+        def advance(cs, a, as_, aswp, bn, bns, wvn, wvns):
+            """Column state ``a`` rows and ``bn / n`` groups further (one wrap at most)."""
+            jn = cs["jn"] + bn
+            wrap = jn >= wvn
+            return {"oy": cs["oy"] + a + wrap, "ty": cs["ty"] + as_ + Mux(wrap, d.stride, 0),
+                    "rb": cs["rb"] + aswp + Mux(wrap, d.swp, 0),
+                    "jn": Mux(wrap, jn - wvn, jn), "jns": Mux(wrap, cs["jns"] + bns - wvns,
+                                                             cs["jns"] + bns)}
+
+        ws = cstate("walk")
+        pinit = [cstate(f"pinit{c}") for c in range(MC)]
+        cur = [cstate(f"cur{c}") for c in range(MC)]
+        SL = {"base": 24, "oyv": 1, "jn": 16}
+        slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
+                 for c in range(MC)] for p in range(2)]
+        BX = {"ky0": 8, "nky": 8, "kx0": 8, "nkx": 8, "fbox": 24, "wbox": 24}
+        sbox = [{k: Signal(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
+
+        # ------------------------------------------------ groups (copies)
+        def gsig(name, width):
+            return [Signal(width, name=f"g{g}_{name}") for g in range(NG)]
+        act, par = gsig("act", 1), gsig("par", 1)
+        kx, ky, ic = gsig("kx", 8), gsig("ky", 8), gsig("ic", 16)
+        fx, fc, fy = gsig("fx", 24), gsig("fc", 24), gsig("fy", 24)
+        wx, wc, wy = gsig("wx", 24), gsig("wc", 24), gsig("wy", 8)
+        tt, blk = gsig("t", 24), gsig("blk", 16)
+        wblk, cb, gob = gsig("wblk", 24), gsig("cb", 16), gsig("gob", 24)
+        gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
+        pb, sg, st_at = Signal(24), Signal(range(NG + 1)), Signal(24)
+        sgs, sgoc, sgrb = Signal(16), Signal(24), Signal(16)
+        wpass, cbpass = Signal(24), Signal(16)
 
         adv = Signal()
-        last_k = Signal()
-        # kernel box of the current tile (skip_pad): rows ky0 .. ky0 + nky - 1, cols likewise
-        ky0, nky, kx0, nkx = Signal(8), Signal(8), Signal(8), Signal(8)
-        f_box = Signal(FA + 1)
-        w_box = Signal(WA + 1)
-        m.d.comb += [last_k.eq((kc == icc - 1) & (ky == nky - 1) & (kx == nkx - 1)),
-                     f_box.eq(ky0 * d.wp + kx0),
-                     w_box.eq((ky0 * d.kw + kx0) * d.oc),
-                     kO.eq(w_ic + w_ky + w_kx + w_box)]
+        last_k = gsig("lastk", 1)
+        gdone = gsig("done", 1)
+        foff = gsig("foff", 24)
+        waddr = gsig("waddr", 24)
+        gbox = []
+        for g in range(NG):
+            bx = {k: Mux(par[g], sbox[1][k], sbox[0][k]) for k in BX}
+            gbox.append(bx)
+            m.d.comb += [
+                last_k[g].eq((kx[g] == bx["nkx"] - 1) & (ic[g] == icc - 1)
+                             & (ky[g] == bx["nky"] - 1)),
+                gdone[g].eq(act[g] & last_k[g] & (tt[g] == cp["tiles"] - 1)
+                            & (blk[g] == cp["count"] - 1)),
+                foff[g].eq(fx[g] + fc[g] + fy[g] + bx["fbox"]),
+                waddr[g].eq(wblk[g] + wx[g] + wc[g] + wy[g] + bx["wbox"]),
+            ]
 
-        # Row -> group and channel offset (groups are consecutive R-row ranges).
-        row_g = []
-        row_w_addr = []
-        row_en = []
-        for r in range(MR):
-            g = sum((Const(r) >= mulR[j]).as_unsigned() for j in range(1, NG))
-            gs = Signal(range(NG), name=f"row{r}_g")
-            m.d.comb += gs.eq(g)
-            row_g.append(gs)
-            en = Signal(name=f"row{r}_en")
-            m.d.comb += en.eq(issuing & (r < nR))
-            row_en.append(en)
-            row_w_addr.append((kO + cb + r - Array(mulR)[gs])[:WA])
+        # rows -> groups (registered per pass)
+        row_g = [Signal(range(NG), name=f"row{r}_g") for r in range(MR)]
+        row_act = [Signal(name=f"row{r}_act") for r in range(MR)]
+        mulR = [Signal(20, name=f"mulR{j}") for j in range(NG + 1)]
+        for j in range(NG + 1):
+            m.d.comb += mulR[j].eq(cp["r"] * j)
+        nR = _sel(mulR, cp["n"])
+        with m.If(setup):
+            for r in range(MR):
+                m.d.sync += [row_g[r].eq(sum((Const(r) >= mulR[j]).as_unsigned()
+                                             for j in range(1, NG))),
+                             row_act[r].eq(Const(r) < nR)]
 
-        # Lanes: group g, column c -> slot (u0 + g) * MC + c.
-        lane_valid = [[Signal(name=f"lane{g}_{c}_v") for c in range(MC)] for g in range(NG)]
-        f_r = [[None] * MC for _ in range(NG)]
-        box_ylo, box_yhi, box_xlo, box_xhi = d.kh, Const(0, 8), d.kw, Const(0, 8)
+        # lane validity per group and column: copy g of column c is window jn + g
+        lanev = [[Signal(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
         for g in range(NG):
             for c in range(MC):
-                slot = Signal(TA + LOGMC, name=f"lane{g}_{c}_slot")
-                m.d.comb += slot.eq(Cat(Const(c, LOGMC), u0 + g) if LOGMC else u0 + g)
-                tr = tmem.read_port(domain="comb")
-                m.d.comb += tr.addr.eq(slot)
-                ok = Signal(name=f"lane{g}_{c}_ok")
-                m.d.comb += ok.eq((g < N) & (slot < d.slots) & tr.data[FA])
-                m.d.comb += lane_valid[g][c].eq(issuing & ok)
-                # kernel offsets of this window inside the unpadded map: [lo, hi)
-                ty = tr.data[FA + 1:FA + 1 + TW]
-                tx = tr.data[FA + 1 + TW:FA + 1 + 2 * TW]
-                bounds = []
-                for tt, dim, kk in ((ty, d.h, d.kh), (tx, d.w, d.kw)):
-                    lo, hi = Signal(8, name=f"lane{g}_{c}_lo{len(bounds)}"), \
-                        Signal(8, name=f"lane{g}_{c}_hi{len(bounds)}")
-                    end = d.pad + dim - tt
-                    m.d.comb += [lo.eq(Mux(d.pad > tt, d.pad - tt, 0)),
-                                 hi.eq(Mux(end < kk, end, kk))]
-                    bounds += [lo, hi]
-                nyl, nyh, nxl, nxh = (Signal(8, name=f"box{g}_{c}_{i}") for i in range(4))
-                m.d.comb += [nyl.eq(Mux(ok & (bounds[0] < box_ylo), bounds[0], box_ylo)),
-                             nyh.eq(Mux(ok & (bounds[1] > box_yhi), bounds[1], box_yhi)),
-                             nxl.eq(Mux(ok & (bounds[2] < box_xlo), bounds[2], box_xlo)),
-                             nxh.eq(Mux(ok & (bounds[3] > box_xhi), bounds[3], box_xhi))]
-                box_ylo, box_yhi, box_xlo, box_xhi = nyl, nyh, nxl, nxh
-                fr = fmem.read_port(domain="sync")
-                m.d.comb += [fr.addr.eq(tr.data[:FA] + off_ic + off_ky + kx + f_box),
-                             fr.en.eq(adv)]
-                f_r[g][c] = fr
-        with m.If(d.skip):
-            m.d.comb += [ky0.eq(box_ylo), nky.eq(box_yhi - box_ylo),
-                         kx0.eq(box_xlo), nkx.eq(box_xhi - box_xlo)]
-        with m.Else():
-            m.d.comb += [ky0.eq(0), nky.eq(d.kh), kx0.eq(0), nkx.eq(d.kw)]
-        w_r = []
-        for r in range(MR):
-            wr = wmem.read_port(domain="sync")
-            m.d.comb += [wr.addr.eq(row_w_addr[r]), wr.en.eq(adv)]
-            w_r.append(wr)
+                s_oyv = Mux(par[g], slot[1][c]["oyv"], slot[0][c]["oyv"])
+                s_jn = Mux(par[g], slot[1][c]["jn"], slot[0][c]["jn"])
+                m.d.comb += lanev[g][c].eq(act[g] & s_oyv & (s_jn + g < d.wo))
 
-        # -------- stage 1 (memory data), stage 2 (product)
-        s1_valid, s1_last = Signal(name="s1_valid"), Signal(name="s1_last")
-        s1_rowen = Signal(MR)
-        s1_g = [Signal(range(NG), name=f"s1_g{r}") for r in range(MR)]
-        s1_lanev = Signal(NG * MC)
-        info_fields = {"u0": TA, "u0oc": OA + 16, "nr": 20, "r": 16, "cb": 16}
-        s1_info = {n: Signal(wd, name=f"s1_{n}") for n, wd in info_fields.items()}
-        s2_info = {n: Signal(wd, name=f"s2_{n}") for n, wd in info_fields.items()}
-        s2_valid, s2_last = Signal(name="s2_valid"), Signal(name="s2_last")
-        s2_en = Signal(MR * MC)
-        prod = [[Signal(signed(PW), name=f"prod{r}_{c}") for c in range(MC)] for r in range(MR)]
+        # feature read ports: port p serves the copies on tiles of parity p; all of them
+        # read the same word, take the address of the lowest such copy
+        fo = [Signal(24, name=f"fo{p}") for p in range(2)]
+        for p in range(2):
+            expr = Const(0, 24)
+            for g in reversed(range(NG)):
+                expr = Mux(act[g] & (par[g] == p), foff[g], expr)
+            m.d.comb += fo[p].eq(expr)
+        fread = [[fmem[c][p].read_port(domain="sync") for p in range(2)] for c in range(MC)]
+        for c in range(MC):
+            for p in range(2):
+                m.d.comb += [fread[c][p].addr.eq(slot[p][c]["base"] + fo[p]),
+                             fread[c][p].en.eq(adv)]
+        wread = [wmem[r].read_port(domain="sync") for r in range(MR)]
+        for r in range(MR):
+            m.d.comb += [wread[r].addr.eq(_sel(waddr, row_g[r])), wread[r].en.eq(adv)]
+
+        # ---------------------------------------------------------------- pipeline
+        s1_rv, s1_rl, s1_rp = Signal(MR), Signal(MR), Signal(MR)
+        s2_rv, s2_rl = Signal(MR), Signal(MR)
+        s1_en = [Signal(MC, name=f"s1_en{r}") for r in range(MR)]
+        s2_en = [Signal(MC, name=f"s2_en{r}") for r in range(MR)]
+        s1_gl, s2_gl = Signal(NG), Signal(NG)
+        s1_first, s2_first = Signal(), Signal()
+        s1_v, s2_v = Signal(), Signal()
+        s1_gob, s2_gob = gsig("s1_gob", 24), gsig("s2_gob", 24)
+        s1_grb, s2_grb = gsig("s1_grb", 16), gsig("s2_grb", 16)
+        s1_R, s2_R = Signal(16), Signal(16)
+        s1_N, s2_N = Signal(4), Signal(4)
+        prod = [[Signal(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
+                 for c in range(MC)] for r in range(MR)]
         acc = [[Signal(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
         shadow = [[Signal(signed(AW), name=f"sh{r}_{c}") for c in range(MC)] for r in range(MR)]
 
-        lanev = Array(Array(s1_lanev[g * MC + c] for c in range(MC)) for g in range(NG))
-        fdata = Array(Array(f_r[g][c].data for c in range(MC)) for g in range(NG))
-        ens = []
-        for r in range(MR):
-            for c in range(MC):
-                en = Signal(name=f"en{r}_{c}")
-                m.d.comb += en.eq(s1_valid & s1_rowen[r] & lanev[s1_g[r]][c])
-                ens.append(en)
         with m.If(adv):
-            m.d.sync += [
-                s1_valid.eq(issuing), s1_last.eq(last_k),
-                s1_rowen.eq(Cat(*row_en)),
-                s1_lanev.eq(Cat(*[lane_valid[g][c] for g in range(NG) for c in range(MC)])),
-                s1_info["u0"].eq(u0), s1_info["u0oc"].eq(u0oc), s1_info["nr"].eq(nR),
-                s1_info["r"].eq(R), s1_info["cb"].eq(cb),
-                s2_valid.eq(s1_valid), s2_last.eq(s1_last), s2_en.eq(Cat(*ens)),
-            ]
-            m.d.sync += [s1_g[r].eq(row_g[r]) for r in range(MR)]
-            m.d.sync += [s2_info[n].eq(s1_info[n]) for n in info_fields]
+            rv, rl, rp = [], [], []
+            for r in range(MR):
+                g = row_g[r]
+                v = row_act[r] & _sel(act, g)
+                rv.append(v)
+                rl.append(v & _sel(last_k, g))
+                rp.append(_sel(par, g))
+                m.d.sync += s1_en[r].eq(Cat(*[v & _sel([lanev[gg][c] for gg in range(NG)], g)
+                                              for c in range(MC)]))
+            m.d.sync += [s1_rv.eq(Cat(*rv)), s1_rl.eq(Cat(*rl)), s1_rp.eq(Cat(*rp)),
+                         s1_gl.eq(Cat(*[act[g] & last_k[g] for g in range(NG)])),
+                         s1_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
+                         s1_v.eq(_any(act)), s1_R.eq(cp["r"]), s1_N.eq(cp["n"]),
+                         s2_rv.eq(s1_rv), s2_rl.eq(s1_rl), s2_gl.eq(s1_gl),
+                         s2_first.eq(s1_first), s2_v.eq(s1_v), s2_R.eq(s1_R), s2_N.eq(s1_N)]
+            m.d.sync += [s1_gob[g].eq(gob[g]) for g in range(NG)]
+            m.d.sync += [s2_gob[g].eq(s1_gob[g]) for g in range(NG)]
+            m.d.sync += [s1_grb[g].eq(grb[g]) for g in range(NG)]
+            m.d.sync += [s2_grb[g].eq(s1_grb[g]) for g in range(NG)]
+            m.d.sync += [s2_en[r].eq(s1_en[r]) for r in range(MR)]
             for r in range(MR):
                 for c in range(MC):
-                    m.d.sync += prod[r][c].eq(Mux(ens[r * MC + c],
-                                                  w_r[r].data * fdata[s1_g[r]][c], 0))
+                    f = Mux(s1_rp[r], fread[c][1].data, fread[c][0].data)
+                    m.d.sync += prod[r][c].eq(Mux(s1_en[r][c], wread[r].data * f, 0))
 
-        # -------- drain of captured tiles into the output buffer
-        d_r = Signal(20)
-        d_info = {n: Signal(wd, name=f"d_{n}") for n, wd in info_fields.items()}
-        drain_busy = Signal()
-        drain_last = Signal()
-        m.d.comb += [drain_busy.eq(d_r < d_info["nr"]),
-                     drain_last.eq(d_r + DR >= d_info["nr"])]
-        m.d.comb += adv.eq(~(s2_valid & s2_last & drain_busy & ~drain_last))
+        # ---------------------------------------------------------------- drain
+        pending = Signal(NG)
+        dg = Signal(range(NG))
+        di = Signal(16)
+        cap_gob, cap_R = gsig("cap_gob", 24), gsig("cap_R", 16)
+        cap_N, cap_rb = gsig("cap_N", 4), gsig("cap_rb", 16)
+        working = Signal()
+        fin = Signal()
+        d_R = _sel(cap_R, dg)
+        m.d.comb += [working.eq(pending.bit_select(dg, 1)), fin.eq(working & (di + DR >= d_R))]
+        fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
+        for g in range(NG):
+            m.d.comb += fin_g[g].eq(fin & (dg == g))
+        all_clear = Signal()
+        m.d.comb += all_clear.eq(~_any(pending[g] & ~fin_g[g] for g in range(NG)))
+        blocked = []
+        for g in range(NG):
+            b = s2_gl[g] & pending[g] & ~fin_g[g]
+            if g == 0:
+                b = b | (s2_gl[0] & s2_first & ~all_clear)
+            blocked.append(b)
+        m.d.comb += adv.eq(~_any(blocked))
 
-        capture = Signal()
-        m.d.comb += capture.eq(adv & s2_valid & s2_last)
-        with m.If(adv & s2_valid):
+        # accumulate / capture
+        with m.If(adv):
             for r in range(MR):
                 for c in range(MC):
                     total = acc[r][c] + prod[r][c]
-                    with m.If(s2_last):
+                    with m.If(s2_rl[r]):
                         m.d.sync += [shadow[r][c].eq(total), acc[r][c].eq(0)]
-                    with m.Else():
+                    with m.Elif(s2_rv[r]):
                         m.d.sync += acc[r][c].eq(total)
-            m.d.sync += busy.eq(busy + sum(s2_en[i] for i in range(MR * MC)))
-        with m.If(capture):
-            m.d.sync += d_r.eq(0)
-            m.d.sync += [d_info[n].eq(s2_info[n]) for n in info_fields]
-        with m.Elif(drain_busy):
-            m.d.sync += d_r.eq(d_r + DR)
+        # busy MAC-cycles: popcount of the enables, one register stage
+        pc = Signal(_bits(MR * MC))
+        pc_rows = [Signal(_bits(MC), name=f"pc{r}") for r in range(MR)]
+        for r in range(MR):
+            m.d.comb += pc_rows[r].eq(sum(s2_en[r][c] for c in range(MC)))
+        m.d.sync += pc.eq(Mux(adv, sum(pc_rows), 0))
+        m.d.sync += busy.eq(busy + pc)
 
-        dmulR = [d_info["r"] * j for j in range(NG)]
-        shadow_rows = Array(Array(shadow[r][c] for c in range(MC)) for r in range(MR))
+        newpend = Signal(NG)
+        for g in range(NG):
+            cap = adv & s2_gl[g]
+            with m.If(cap):
+                m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_R[g].eq(s2_R), cap_N[g].eq(s2_N),
+                             cap_rb[g].eq(s2_grb[g])]
+            m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
+        m.d.sync += pending.eq(newpend)
+        with m.If(fin):
+            m.d.sync += [di.eq(0), dg.eq(Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1))]
+        with m.Elif(working):
+            m.d.sync += di.eq(di + DR)
+
+        # drain read (stage A) -> add and write (stage B)
+        wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
+        wb_addr = [Signal(24, name=f"wb{j}_addr") for j in range(DR)]
+        wb_new = [[Signal(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
+        d_gob, d_rb = _sel(cap_gob, dg), _sel(cap_rb, dg)
+        oaddr = []
         for j in range(DR):
-            rr = Signal(20, name=f"dr{j}")
-            m.d.comb += rr.eq(d_r + j)
-            g = Signal(range(NG), name=f"dr{j}_g")
-            m.d.comb += g.eq(sum((rr >= dmulR[i]).as_unsigned() for i in range(1, NG)))
-            i_off = Signal(20, name=f"dr{j}_i")
-            m.d.comb += i_off.eq(rr - Array(dmulR)[g])
-            oaddr = Signal(OA + 16, name=f"dr{j}_addr")
-            m.d.comb += oaddr.eq(d_info["u0oc"] + Array(mulOC[:NG])[g] + d_info["cb"] + i_off)
+            ij = Signal(16, name=f"dr{j}_i")
+            m.d.comb += ij.eq(di + j)
+            oa = Signal(24, name=f"dr{j}_addr")
+            m.d.comb += oa.eq(d_gob + ij)
+            oaddr.append(oa)
+            rr = Signal(16, name=f"dr{j}_row")
+            m.d.comb += rr.eq(d_rb + ij)
+            m.d.sync += [wb_v[j].eq(working & (ij < d_R)), wb_addr[j].eq(oa)]
             for c in range(MC):
-                slot = Signal(TA + LOGMC, name=f"dr{j}_{c}_slot")
-                m.d.comb += slot.eq(Cat(Const(c, LOGMC), d_info["u0"] + g) if LOGMC
-                                    else d_info["u0"] + g)
-                tr = tmem.read_port(domain="comb")
-                m.d.comb += tr.addr.eq(slot)
-                ok = drain_busy & (rr < d_info["nr"]) & (slot < d.slots) & tr.data[FA]
-                new = shadow_rows[rr[:_bits(MR)]][c] if MR > 1 else shadow_rows[0][c]
-                for b in range(2):
-                    rp = omem[b][c].read_port(domain="comb")
-                    wp = omem[b][c].write_port()
-                    m.d.comb += [rp.addr.eq(oaddr), wp.addr.eq(oaddr),
-                                 wp.data.eq(Mux(first_chunk, new, rp.data + new)),
-                                 wp.en.eq(ok & (sel == b))]
+                m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
+        wb_any = _any(wb_v)
 
         # ---------------------------------------------------------------- streamer
         st_busy, st_sel = Signal(), Signal()
-        st_oc, st_slots, st_wv, st_wo = Signal(16), Signal(TA), Signal(16), Signal(16)
-        st_o, st_slot, st_ox, st_addr = Signal(16), Signal(TA + LOGMC), Signal(16), Signal(OA + 16)
-        st_c = Signal(range(MC)) if MC > 1 else Const(0, 1)
-        st_valid = Signal()
-        m.d.comb += st_valid.eq(st_busy & (st_slot < st_slots) & (st_ox < st_wo))
-        st_data = []
-        for c in range(MC):
-            for b in range(2):
-                rp = omem[b][c].read_port(domain="comb")
-                m.d.comb += rp.addr.eq(st_addr)
-                st_data.append((b, c, rp.data))
-        sel_data = Array(Array(dd for bb, cc, dd in st_data if bb == b) for b in range(2))
-        m.d.comb += [self.o.valid.eq(st_valid), self.o.payload.eq(sel_data[st_sel][st_c])]
-        with m.If(st_busy & (~st_valid | self.o.ready)):
-            m.d.sync += [st_slot.eq(st_slot + 1),
-                         st_ox.eq(Mux(st_ox + 1 == st_wv, 0, st_ox + 1))]
-            if MC > 1:
-                m.d.sync += st_c.eq(st_c + 1)
-            with m.If(st_c == MC - 1):
-                m.d.sync += st_addr.eq(st_addr + st_oc)
-                with m.If(st_slot + 1 >= st_slots):
-                    m.d.sync += [st_slot.eq(0), st_ox.eq(0), st_addr.eq(st_o + 1),
-                                 st_o.eq(st_o + 1)]
-                    with m.If(st_o == st_oc - 1):
-                        m.d.sync += st_busy.eq(0)
+        st_oc, st_ho, st_wo = Signal(16), Signal(DIMW), Signal(DIMW)
+        st_flat = Signal()
+        st_pn = [Signal(4, name=f"st_pn{i}") for i in range(NP)]
+        st_pnoc = [Signal(24, name=f"st_pnoc{i}") for i in range(NP)]
+        st_pcend = [Signal(17, name=f"st_pcend{i}") for i in range(NP)]
+        st_o, st_oy, st_ox = Signal(16), Signal(DIMW), Signal(DIMW)
+        st_g, st_e = Signal(4), Signal(range(NP + 1))
+        st_c = Signal(range(MC)) if MC > 1 else Signal(1)
+        st_n, st_noc, st_cend = Signal(4), Signal(24), Signal(17)
+        st_at, st_addr = Signal(24), Signal(24)
+        nx = {k: Signal.like(v, name=f"nx_{k}") for k, v in
+              {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
+               "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_at,
+               "addr": st_addr}.items()}
+        cur_v = {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
+                 "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_at,
+                 "addr": st_addr}
+        m.d.sync += [v.eq(nx[k]) for k, v in cur_v.items()]
+        handoff = Signal()
+        st_step = Signal()
+        m.d.comb += st_step.eq(st_busy & self.o.ready)
+        rowend = st_ox == st_wo - 1
+        ch_end = st_step & rowend & (st_oy == st_ho - 1)        # next output channel
+        grp = st_step & ~ch_end & ((st_g == st_n - 1) | rowend)  # next window group
+        cop = st_step & ~ch_end & ~grp                            # next copy of the group
+        wrap = grp & ((st_c == MC - 1) | (~st_flat & rowend))
+        new_e = ch_end & (st_o + 1 == st_cend)
+        ne = st_e + 1
+        mv = st_step & ~ch_end
+        at_wrap = st_at + st_noc
 
-        # ---------------------------------------------------------------- issue counters
-        kwoc, kkoc = Signal(WA + 1), Signal(WA + 1)
-        m.d.comb += [kwoc.eq(d.kw * d.oc), kkoc.eq(d.kh * d.kw * d.oc)]
-        with m.If(issuing & adv):
-            with m.If(last_k):
-                m.d.sync += [kc.eq(0), kx.eq(0), ky.eq(0), off_ic.eq(0), off_ky.eq(0),
-                             w_ic.eq(0), w_ky.eq(0), w_kx.eq(0)]
-                with m.If(t == ptiles[e] - 1):
-                    m.d.sync += [t.eq(0), u0.eq(0), u0oc.eq(0), cb.eq(cb + R)]
-                    with m.If(blk == pcount[e] - 1):
-                        m.d.sync += [blk.eq(0), e.eq(e + 1)]
-                        with m.If(e == d.npasses - 1):
-                            m.d.sync += issuing.eq(0)
+        def nxv(hand, chan, keep, *pairs):
+            expr = keep
+            for cond, val in reversed(pairs):
+                expr = Mux(cond, val, expr)
+            return Mux(handoff, hand, Mux(ch_end, chan, expr))
+        m.d.comb += [
+            nx["busy"].eq(Mux(handoff, 1, Mux(ch_end & (st_o == st_oc - 1), 0, st_busy))),
+            nx["o"].eq(nxv(0, st_o + 1, st_o)),
+            nx["oy"].eq(nxv(0, 0, st_oy, (mv, st_oy + rowend))),
+            nx["ox"].eq(nxv(0, 0, st_ox, (mv, Mux(rowend, 0, st_ox + 1)))),
+            nx["g"].eq(nxv(0, 0, st_g, (grp, 0), (cop, st_g + 1))),
+            nx["c"].eq(nxv(0, 0, st_c, (wrap, 0), (grp, st_c + 1))),
+            nx["at"].eq(nxv(0, st_o + 1, st_at, (wrap, at_wrap))),
+            nx["addr"].eq(nxv(0, st_o + 1, st_addr, (wrap, at_wrap), (grp, st_at),
+                              (cop, st_addr + st_oc))),
+            nx["e"].eq(Mux(handoff, 0, Mux(new_e, ne, st_e))),
+            nx["n"].eq(Mux(handoff, d.p0_n, Mux(new_e, _sel(st_pn, ne), st_n))),
+            nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(new_e, _sel(st_pnoc, ne), st_noc))),
+            nx["cend"].eq(Mux(handoff, d.p0_cend, Mux(new_e, _sel(st_pcend, ne), st_cend))),
+        ]
+
+        # output banks: read port 0 is the drain's while computing into the bank, else the
+        # streamer's (next-state address: the data matches the current stream position)
+        st_data = [[None] * MC for _ in range(2)]
+        for b in range(2):
+            own = (sel == b) & in_compute
+            for c in range(MC):
+                for j in range(DR):
+                    rp = omem[b][c].read_port(domain="sync")
+                    wp = omem[b][c].write_port()
+                    m.d.comb += [rp.addr.eq(Mux(own, oaddr[j], nx["addr"]) if j == 0
+                                            else oaddr[j]),
+                                 wp.addr.eq(wb_addr[j]),
+                                 wp.data.eq(Mux(first_chunk, wb_new[j][c],
+                                                rp.data + wb_new[j][c])),
+                                 wp.en.eq(wb_v[j] & (sel == b))]
+                    if j == 0:
+                        st_data[b][c] = rp.data
+        m.d.comb += [self.o.valid.eq(st_busy),
+                     self.o.payload.eq(_sel([_sel(st_data[b], st_c) for b in range(2)], st_sel))]
+
+        # ---------------------------------------------------------------- issue control
+        with m.If(adv & issuing):
+            with m.If(setup):
+                m.d.sync += sk.eq(sk + 1)
+                with m.If(sk == 0):
+                    m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
+                    m.d.sync += [v.eq(0) for v in ws.values()]
+                for c in range(MC):
+                    with m.If(sk == c + 1):
+                        m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws]
+                with m.If(sk != 0):
+                    # one window group to the right, wrapping to the next output row
+                    jn1 = ws["jn"] + cp["n"]
+                    with m.If(jn1 >= cp["wvn"]):
+                        m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0), ws["oy"].eq(ws["oy"] + 1),
+                                     ws["ty"].eq(ws["ty"] + d.stride),
+                                     ws["rb"].eq(ws["rb"] + d.swp)]
                     with m.Else():
-                        m.d.sync += blk.eq(blk + 1)
-                with m.Else():
-                    m.d.sync += [t.eq(t + 1), u0.eq(u0 + N), u0oc.eq(u0oc + nOC)]
+                        m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
+                with m.If(setup_last):
+                    m.d.sync += [setup.eq(0), sk.eq(0)]
             with m.Else():
-                with m.If(kx == nkx - 1):
-                    m.d.sync += [kx.eq(0), w_kx.eq(0)]
-                    with m.If(ky == nky - 1):
-                        m.d.sync += [ky.eq(0), off_ky.eq(0), w_ky.eq(0), kc.eq(kc + 1),
-                                     off_ic.eq(off_ic + d.hwp), w_ic.eq(w_ic + kkoc)]
+                m.d.sync += pb.eq(pb + 1)
+                with m.If((sg < cp["n"]) & (pb + 1 == st_at)):
+                    m.d.sync += [sg.eq(sg + 1), st_at.eq(st_at + dq), sgs.eq(sgs + d.stride),
+                                 sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
+                    for g in range(1, NG):
+                        with m.If(sg == g):
+                            m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0),
+                                         blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
+                                         fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
+                                         wx[g].eq(0), wc[g].eq(0), wy[g].eq(0),
+                                         wblk[g].eq(wpass), cb[g].eq(cbpass),
+                                         gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
+                                         goc[g].eq(sgoc), grb[g].eq(sgrb)]
+                # pass end: every started copy finishes
+                with m.If((sg == cp["n"]) & _any(act)
+                          & ~_any(act[g] & ~gdone[g] for g in range(NG))):
+                    with m.If(e == d.npasses - 1):
+                        m.d.sync += issuing.eq(0)
                     with m.Else():
-                        m.d.sync += [ky.eq(ky + 1), off_ky.eq(off_ky + d.wp),
-                                     w_ky.eq(w_ky + kwoc)]
-                with m.Else():
-                    m.d.sync += [kx.eq(kx + 1), w_kx.eq(w_kx + d.oc)]
+                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
+        m.d.comb += setup_last.eq(setup & (sk == MC + 1))
+
+        # per-group beat counters
+        with m.If(adv & issuing & ~setup):
+            for g in range(NG):
+                bx = gbox[g]
+                with m.If(act[g]):
+                    with m.If(last_k[g]):
+                        m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
+                                     fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
+                                     wy[g].eq(0), par[g].eq(~par[g])]
+                        with m.If(tt[g] == cp["tiles"] - 1):
+                            m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
+                                         wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
+                                         gob[g].eq(goc[g] + cb[g] + cp["r"])]
+                            with m.If(blk[g] == cp["count"] - 1):
+                                m.d.sync += act[g].eq(0)
+                        with m.Else():
+                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"])]
+                    with m.Elif(ky[g] == bx["nky"] - 1):
+                        m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
+                        with m.If(ic[g] == icc - 1):
+                            m.d.sync += [ic[g].eq(0), fc[g].eq(0), wc[g].eq(0),
+                                         kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
+                                         wx[g].eq(wx[g] + cqkh)]
+                        with m.Else():
+                            m.d.sync += [ic[g].eq(ic[g] + 1), fc[g].eq(fc[g] + d.hwp),
+                                         wc[g].eq(wc[g] + d.kh)]
+                    with m.Else():
+                        m.d.sync += [ky[g].eq(ky[g] + 1), fy[g].eq(fy[g] + d.wp),
+                                     wy[g].eq(wy[g] + 1)]
+
+        # group 0 start (last set-up clock) and column-state / slot updates
+        g0_next = Signal()
+        m.d.comb += g0_next.eq(adv & act[0] & last_k[0] & ~gdone[0] & ~setup)
+        from_init = Signal()
+        m.d.comb += from_init.eq(setup_last | (tt[0] == cp["tiles"] - 1))
+        src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
+        with m.If(adv & setup_last):
+            m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+                         ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fc[0].eq(0), fy[0].eq(0),
+                         wx[0].eq(0), wc[0].eq(0), wy[0].eq(0), gob[0].eq(cb[0]),
+                         gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
+                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), pb.eq(0), sg.eq(1),
+                         st_at.eq(dq), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
+        with m.If((adv & setup_last) | g0_next):
+            tgt = Mux(setup_last, 0, ~par[0])
+            # lanes of the tile for the padding box (n = 1 passes only)
+            skipbox = d.skip & (cp["n"] == 1)
+            ylo, yhi, xlo, xhi = d.kh, Const(0, 8), d.kw, Const(0, 8)
+            for c in range(MC):
+                s = src[c]
+                ok = (s["oy"] < d.ho) & (s["jn"] < d.wo)
+                lo_y = Mux(d.pad > s["ty"], d.pad - s["ty"], 0)[:8]
+                end_y = (d.pad + d.h - s["ty"])[:DIMW + 1]
+                hi_y = Mux((d.pad + d.h) < s["ty"] + d.kh, end_y, d.kh)[:8]
+                lo_x = Mux(d.pad > s["jns"], d.pad - s["jns"], 0)[:8]
+                end_x = (d.pad + d.w - s["jns"])[:DIMW + 1]
+                hi_x = Mux((d.pad + d.w) < s["jns"] + d.kw, end_x, d.kw)[:8]
+                ylo = Mux(ok & (lo_y < ylo), lo_y, ylo)
+                yhi = Mux(ok & (hi_y > yhi), hi_y, yhi)
+                xlo = Mux(ok & (lo_x < xlo), lo_x, xlo)
+                xhi = Mux(ok & (hi_x > xhi), hi_x, xhi)
+            ky0 = Mux(skipbox, ylo, 0)[:8]
+            nky = Mux(skipbox, yhi - ylo, d.kh)[:8]
+            kx0 = Mux(skipbox, xlo, 0)[:8]
+            nkx = Mux(skipbox, xhi - xlo, d.kw)[:8]
+            for p in range(2):
+                with m.If(tgt == p):
+                    m.d.sync += [sbox[p]["ky0"].eq(ky0), sbox[p]["nky"].eq(nky),
+                                 sbox[p]["kx0"].eq(kx0), sbox[p]["nkx"].eq(nkx),
+                                 sbox[p]["fbox"].eq(ky0 * d.wp + kx0),
+                                 sbox[p]["wbox"].eq(kx0 * cqkh + ky0)]
+                    for c in range(MC):
+                        s = src[c]
+                        m.d.sync += [slot[p][c]["base"].eq(s["rb"] + s["jns"]),
+                                     slot[p][c]["oyv"].eq(s["oy"] < d.ho),
+                                     slot[p][c]["jn"].eq(s["jn"])]
+            for c in range(MC):
+                nxt = advance(src[c], cp["a"], cp["as"], cp["aswp"], cp["bn"], cp["bns"],
+                              cp["wvn"], cp["wvns"])
+                m.d.sync += [cur[c][k].eq(nxt[k]) for k in ws]
+
+        # ---------------------------------------------------------------- loaders
+        a0, a1, a2 = Signal(24), Signal(24), Signal(24)
+        addr = Signal(24)
+        le, lb, li = Signal(range(NP + 1)), Signal(16), Signal(16)
+        lbase, la_x, la_c, lky, lkx, lic = (Signal(24, name=n) for n in
+                                            ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
+        lR, lN, lcount = _sel(pvl["r"], le), _sel(pvl["n"], le), _sel(pvl["count"], le)
+        w_en = Signal()
+        for r in range(MR):
+            wp = wmem[r].write_port()
+            hit = _any((li + lR * g == r) & (g < lN) for g in range(NG))
+            m.d.comb += [wp.addr.eq(lbase + la_x + la_c + lky), wp.data.eq(self.w.payload),
+                         wp.en.eq(w_en & hit)]
+        f_addr, f_data, f_en = Signal(24), Signal(signed(cfg.data_width)), Signal()
+        for c in range(MC):
+            for p in range(2):
+                wp = fmem[c][p].write_port()
+                m.d.comb += [wp.addr.eq(f_addr), wp.data.eq(f_data), wp.en.eq(f_en)]
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
         last_chunk = Signal()
         x_ready = Signal()
         m.d.comb += last_chunk.eq(q == d.chunks - 1)
+        interior = ((a1 >= d.pad) & (a1 < d.pad + d.h) & (a0 >= d.pad) & (a0 < d.pad + d.w))
+        step = ~interior | self.x.valid
+        m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
+                     f_data.eq(Mux(interior, self.x.payload, 0))]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
                     m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
-                                 first_chunk.eq(1), a0.eq(0), a1.eq(0), addr.eq(0),
-                                 base_row.eq(0), bx.eq(0), by.eq(0)]
-                    m.next = "TABLE"
-            with m.State("TABLE"):
-                # slot = oy * wv + ox (a1 = oy, a0 = ox); base = oy*s*Wp + ox*s
-                m.d.comb += [t_w.addr.eq(addr), t_w.en.eq(1),
-                             t_w.data.eq(Cat((base_row + bx)[:FA], a0 < d.wo, by[:TW], bx[:TW]))]
-                m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1), bx.eq(bx + d.stride)]
-                with m.If(a0 + 1 == d.wv):
-                    m.d.sync += [a0.eq(0), bx.eq(0), a1.eq(a1 + 1), by.eq(by + d.stride),
-                                 base_row.eq(base_row + d.swp)]
-                with m.If(addr + 1 == d.slots):
+                                 first_chunk.eq(1)]
                     m.next = "CHUNK"
             with m.State("CHUNK"):
                 m.d.sync += [icc.eq(Mux(last_chunk, d.icq_last, d.icq)),
                              kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
-                             a0.eq(0), a1.eq(0), a2.eq(0), addr.eq(0)]
+                             dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
+                             cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
+                             a0.eq(0), a1.eq(0), a2.eq(0), addr.eq(0),
+                             le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
+                             lky.eq(0), lkx.eq(0), lic.eq(0)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
-                # a0 = o, a1 = k; weights stored k-major: addr = k * Oc + o
-                m.d.comb += [w_w.addr.eq(addr), w_w.data.eq(self.w.payload),
-                             w_w.en.eq(self.w.valid)]
+                # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
                 with m.If(self.w.valid):
-                    with m.If(a1 == kq - 1):
-                        m.d.sync += [a1.eq(0), a0.eq(a0 + 1), addr.eq(a0 + 1)]
-                        with m.If(a0 == d.oc - 1):
-                            m.d.sync += [a0.eq(0), a1.eq(0), a2.eq(0), addr.eq(0)]
-                            m.next = "XLOAD"
+                    with m.If(lkx == d.kw - 1):
+                        m.d.sync += [lkx.eq(0), la_x.eq(0)]
+                        with m.If(lky == d.kh - 1):
+                            m.d.sync += lky.eq(0)
+                            with m.If(lic == icc - 1):
+                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1)]
+                                with m.If(li == lR - 1):
+                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq)]
+                                    with m.If(lb == lcount - 1):
+                                        m.d.sync += [lb.eq(0), le.eq(le + 1)]
+                                with m.If(a0 == d.oc - 1):
+                                    m.d.sync += a0.eq(0)
+                                    m.next = "XLOAD"
+                                with m.Else():
+                                    m.d.sync += a0.eq(a0 + 1)
+                            with m.Else():
+                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh)]
+                        with m.Else():
+                            m.d.sync += lky.eq(lky + 1)
                     with m.Else():
-                        m.d.sync += [a1.eq(a1 + 1), addr.eq(addr + d.oc)]
+                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh)]
             with m.State("XLOAD"):
                 # a0 = xp, a1 = yp, a2 = ic over the padded maps; borders written as zeros
-                interior = ((a1 >= d.pad) & (a1 < d.pad + d.h)
-                            & (a0 >= d.pad) & (a0 < d.pad + d.w))
-                step = ~interior | self.x.valid
-                m.d.comb += [x_ready.eq(interior), f_w.addr.eq(addr),
-                             f_w.data.eq(Mux(interior, self.x.payload, 0)), f_w.en.eq(step)]
                 with m.If(step):
                     m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1)]
                     with m.If(a0 == d.wp - 1):
@@ -424,14 +644,12 @@ class ConvArray(wiring.Component):
                         with m.If(a1 == d.hp - 1):
                             m.d.sync += [a1.eq(0), a2.eq(a2 + 1)]
                             with m.If(a2 == icc - 1):
-                                m.d.sync += [issuing.eq(1), e.eq(0), blk.eq(0), t.eq(0),
-                                             kc.eq(0), kx.eq(0), ky.eq(0), off_ic.eq(0),
-                                             off_ky.eq(0), w_ic.eq(0), w_ky.eq(0),
-                                             w_kx.eq(0), cb.eq(0), u0.eq(0), u0oc.eq(0)]
+                                m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0), e.eq(0),
+                                             wblk[0].eq(0), cb[0].eq(0), dg.eq(0), di.eq(0)]
                                 m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & ~s1_valid & ~s2_valid & ~drain_busy):
+                with m.If(~issuing & ~s1_v & ~s2_v & ~pending.any() & ~wb_any):
                     with m.If(last_chunk):
                         m.next = "STAT"
                     with m.Else():
@@ -442,16 +660,19 @@ class ConvArray(wiring.Component):
                     m.next = "HANDOFF"
             with m.State("HANDOFF"):
                 with m.If(~st_busy):
-                    m.d.sync += [st_busy.eq(1), st_sel.eq(sel), sel.eq(~sel),
-                                 st_oc.eq(d.oc), st_slots.eq(d.slots), st_wv.eq(d.wv),
-                                 st_wo.eq(d.wo), st_o.eq(0), st_slot.eq(0), st_ox.eq(0),
-                                 st_addr.eq(0)]
-                    if MC > 1:
-                        m.d.sync += st_c.eq(0)
+                    m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_oc.eq(d.oc), st_ho.eq(d.ho),
+                                 st_wo.eq(d.wo), st_flat.eq(d.flat)]
+                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n")) for i in range(NP)]
+                    m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
+                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend")) for i in range(NP)]
                     m.next = "IDLE"
         # Port handshakes as plain assignments (Icarus does not evaluate an always @*
         # block at time 0 if none of its inputs ever changes).
-        m.d.comb += [self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
+        m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
+                     handoff.eq(fsm.ongoing("HANDOFF") & ~st_busy),
+                     w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
+                     f_en.eq(fsm.ongoing("XLOAD") & step),
+                     self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
                      self.x.ready.eq(fsm.ongoing("XLOAD") & x_ready),
                      self.s.valid.eq(fsm.ongoing("STAT"))]
         return m
