@@ -405,11 +405,11 @@ class FcConfig:
     # (the beat's non-zero count).
     meta_latency = 2
 
-    # Pipeline after a group's decode step: decoder output register (1) -> FIFO write
-    # (1) -> pop + activation read (1) -> operand registers (1) -> multiply (1) ->
-    # accumulate into the y register (1): row r's result transfers 6 clocks after its last
-    # decode step.
-    latency = 6
+    # Pipeline after a group's decode step: decoder output register (1) -> skid buffer
+    # (1) -> FIFO write (1) -> pop + activation read (1) -> memory output registers (1) ->
+    # operand registers at the multipliers (1) -> multiply (1) -> accumulate into the y
+    # register (1): row r's result transfers 8 clocks after its last decode step.
+    latency = 8
 
 
 def fixed_overhead(cols, cfg: FcConfig) -> int:
@@ -492,7 +492,7 @@ def fc_schedule(fd: FdCsr, cfg: FcConfig) -> dict:
     one.  Row ``r``'s result transfers on ``y`` at ``cols + 1 + meta_latency + F_r +
     latency`` where ``F_r`` is the clock that finishes the row's last beat.  So ``cycles
     = S + fixed_overhead(cols)`` with ``S`` the decoder clocks (:func:`fixed_overhead`:
-    ``cols + 10``, activation load, input stage, skid buffer and pipeline).  ``meta``
+    ``cols + 12``, activation load, input stage, skid buffer and pipeline).  ``meta``
     transfers whenever the input stage is empty or moves on (:func:`_meta_transfers`).
     Returns the per-row ``y`` cycles, the ``meta`` cycles, the memory requests
     ``(addr, count)`` in order, and totals.

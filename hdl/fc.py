@@ -140,9 +140,11 @@ class FcEngine(wiring.Component):
         beat_shift = cfg.beat_cols.bit_length() - 1
 
         # ---------------------------------------------------------------- job control
-        rows = Signal(16)
-        cols = Signal(17)
-        beats_per_row = Signal(17)
+        # Sizes minus one, formed at the `cmd` transfer: the end-of-loop tests below are
+        # then equalities of registers, with no subtraction in front.
+        rows_m1 = Signal(16)
+        cols_m1 = Signal(17)
+        bpr_m1 = Signal(17)         # meta beats per row - 1
         x_count = Signal(17)
         beat = Signal(17)           # beat index within the current row (meta side)
         meta_rows = Signal(16)      # rows whose meta has been accepted
@@ -167,15 +169,14 @@ class FcEngine(wiring.Component):
         ]
         with m.If(self.cmd.valid & self.cmd.ready):
             p = self.cmd.payload
-            m.d.sync += [rows.eq(p.rows), cols.eq(p.cols), x_count.eq(0), idle.eq(0),
-                         loading.eq(1),
-                         beats_per_row.eq((p.cols + cfg.beat_cols - 1) >> beat_shift)]
+            m.d.sync += [rows_m1.eq(p.rows - 1), cols_m1.eq(p.cols - 1), x_count.eq(0),
+                         idle.eq(0), loading.eq(1), bpr_m1.eq((p.cols - 1) >> beat_shift)]
         with m.If(self.x.valid & self.x.ready):
             m.d.sync += x_count.eq(x_count + 1)
-            with m.If(x_count == cols - 1):
+            with m.If(x_count == cols_m1):
                 m.d.sync += [beat.eq(0), meta_rows.eq(0), y_rows.eq(0), loading.eq(0),
                              meta_open.eq(1)]
-        with m.If(running & self.y.valid & self.y.ready & (y_rows == rows - 1)):
+        with m.If(running & self.y.valid & self.y.ready & (y_rows == rows_m1)):
             m.d.sync += idle.eq(1)
 
         # ------------------------------------------------------------------- decoder
@@ -197,7 +198,7 @@ class FcEngine(wiring.Component):
         s0, s0_valid = Signal(s0_layout), Signal()
         m.submodules.skid = skid = SkidBuffer(beat_layout(cfg.row_width, s, cfg.addr_width,
                                                           cw))
-        last_beat = beat == beats_per_row - 1
+        last_beat = beat == bpr_m1
         m.d.comb += self.meta.ready.eq(meta_open & (~s0_valid | skid.i.ready))
         push = s0_valid & skid.i.ready
         with m.If(self.meta.valid & self.meta.ready):
@@ -213,7 +214,7 @@ class FcEngine(wiring.Component):
                 m.d.sync += s0.pcs[j].eq(popcount(self.meta.payload.masks[j]))
             with m.If(last_beat):
                 m.d.sync += meta_rows.eq(meta_rows + 1)
-                with m.If(meta_rows == rows - 1):
+                with m.If(meta_rows == rows_m1):
                     m.d.sync += meta_open.eq(0)
         with m.Elif(push):
             m.d.sync += s0_valid.eq(0)
@@ -227,20 +228,24 @@ class FcEngine(wiring.Component):
         ]
         wiring.connect(m, skid.o, dec.i)
 
-        # Groups wait in a FIFO for their values; the request goes to `vaddr` through a
-        # skid buffer in the same clock as the FIFO write (so a response always finds its
-        # group, and `vaddr.ready` does not reach the decoder).
+        # The decoder's groups (columns encoded) pass a skid buffer, so the decoder's
+        # `o.ready` is a register and the FIFO and `vaddr` hand-shakes do not reach its
+        # one-clock step.  Groups then wait in a FIFO for their values; the request goes
+        # to `vaddr` through another skid buffer in the same clock as the FIFO write (so a
+        # response always finds its group).
         glayout = group_layout(k, cfg.addr_width, cw)
+        m.submodules.gskid = gskid = SkidBuffer(glayout)
+        wiring.connect(m, dec.o, gskid.i)
         m.submodules.fifo = fifo = SyncFIFO(width=glayout.size, depth=cfg.fifo_depth)
         m.submodules.vskid = vskid = SkidBuffer(self.vaddr.payload.shape())
-        g = dec.o.payload
+        g = gskid.o.payload
         needs_values = g.count != 0
-        accept = dec.o.valid & fifo.w_rdy & (~needs_values | vskid.i.ready)
+        accept = gskid.o.valid & fifo.w_rdy & (~needs_values | vskid.i.ready)
         m.d.comb += [
             vskid.i.valid.eq(accept & needs_values),
             vskid.i.payload.addr.eq(g.addr),
             vskid.i.payload.count.eq(g.count),
-            dec.o.ready.eq(accept),
+            gskid.o.ready.eq(accept),
             fifo.w_en.eq(accept),
             fifo.w_data.eq(g.as_value()),
         ]
@@ -271,8 +276,7 @@ class FcEngine(wiring.Component):
                 m.d.sync += s1_w[s].eq(Mux(head_needs & (s < head.count),
                                            self.vdata.payload[s], 0))
 
-        # Stage 2: register the activation words and weights (memory output -> multiplier
-        # inputs, so neither the BRAM read nor the DSP sits on a combined path).
+        # Stage 2: register the activation words (the memory output) and weights.
         x_valid, x_last = Signal(), Signal()
         x_words = [Signal(n * cfg.x_fmt.width, name=f"xw{s}") for s in range(k)]
         x_w = [Signal(signed(cfg.w_fmt.width), name=f"x_w{s}") for s in range(k)]
@@ -281,19 +285,31 @@ class FcEngine(wiring.Component):
             for s in range(k):
                 m.d.sync += [x_words[s].eq(reads[s].data), x_w[s].eq(s1_w[s])]
 
-        # Stage 3: registered products.
-        pw = cfg.w_fmt.width + cfg.x_fmt.width
+        # Stage 3: operand registers at the multipliers.  The block RAMs and the DSPs sit
+        # in fixed columns, possibly far apart; a register hop on each side of that route
+        # keeps both the BRAM's slow clock-to-output and the DSP's delay off it.
         xwid = cfg.x_fmt.width
+        o_valid, o_last = Signal(), Signal()
+        o_x = [[Signal(signed(xwid), name=f"ox{s}_{j}") for j in range(n)] for s in range(k)]
+        o_w = [Signal(signed(cfg.w_fmt.width), name=f"ow{s}") for s in range(k)]
+        with m.If(advance):
+            m.d.sync += [o_valid.eq(x_valid), o_last.eq(x_last)]
+            for s in range(k):
+                m.d.sync += o_w[s].eq(x_w[s])
+                for j in range(n):
+                    m.d.sync += o_x[s][j].eq(x_words[s][j * xwid:(j + 1) * xwid].as_signed())
+
+        # Stage 4: registered products.
+        pw = cfg.w_fmt.width + cfg.x_fmt.width
         p_valid, p_last = Signal(), Signal()
         prods = [[Signal(signed(pw), name=f"p{s}_{j}") for j in range(n)] for s in range(k)]
         with m.If(advance):
-            m.d.sync += [p_valid.eq(x_valid), p_last.eq(x_last)]
+            m.d.sync += [p_valid.eq(o_valid), p_last.eq(o_last)]
             for s in range(k):
                 for j in range(n):
-                    xv = x_words[s][j * xwid:(j + 1) * xwid].as_signed()
-                    m.d.sync += prods[s][j].eq(x_w[s] * xv)
+                    m.d.sync += prods[s][j].eq(o_w[s] * o_x[s][j])
 
-        # Stage 4: accumulate; the row's last group moves the sums to the y register.
+        # Stage 5: accumulate; the row's last group moves the sums to the y register.
         aw = cfg.acc_width
         acc = [Signal(signed(aw), name=f"acc{j}") for j in range(n)]
         m.d.comb += advance.eq(~(p_valid & p_last & self.y.valid & ~self.y.ready))

@@ -149,10 +149,9 @@ class FdcsrDecoder(wiring.Component):
         nonempty = Signal()                             # count != 0
         m.d.comb += nonempty.eq(~le[0] | (merging & (nnz != 0)))
 
-        # Slot s takes the lowest bit left after slots 0..s-1: x & (~x + 1) isolates the
-        # lowest set bit with one carry chain (fast carry logic on an FPGA), with no scan
-        # over the zeros.  The held and the next beat have separate chains (half length);
-        # which one serves slot s follows from `cnt` (flag le[s]).
+        # Slot s takes the lowest bit left after slots 0..s-1 (:func:`_lowest`: one short
+        # carry chain per segment, no scan over the zeros).  The held and the next beat
+        # have separate chains; which one serves slot s follows from `cnt` (flag le[s]).
         # The next beat's chains start from its register (`merge`, which depends on
         # i.valid, only gates their results).
         sel_a, sel_b = [], []
@@ -160,8 +159,8 @@ class FdcsrDecoder(wiring.Component):
         for s in range(k):
             sa = Signal(nbits, name=f"sel{s}_a")
             sb = Signal(nbits, name=f"sel{s}_b")
-            m.d.comb += [sa.eq(left_a & (~left_a + 1)[:nbits]),
-                         sb.eq(Mux(le[s], left_b & (~left_b + 1)[:nbits], 0))]
+            m.d.comb += [sa.eq(_lowest(left_a, w)),
+                         sb.eq(Mux(le[s], _lowest(left_b, w), 0))]
             na = Signal(nbits, name=f"left{s + 1}_a")
             nb = Signal(nbits, name=f"left{s + 1}_b")
             m.d.comb += [na.eq(left_a & ~sa), nb.eq(left_b & ~sb)]
@@ -209,17 +208,18 @@ class FdcsrDecoder(wiring.Component):
                 ocol_base + _or([Mux(osel[s][i], i, 0) for i in range(2 * nbits)],
                                 (2 * nbits - 1).bit_length()))
 
+        # The output payload loads whenever the register is free (it only matters with
+        # o.valid), so `step` drives the valid bit alone, not the wide payload.
         with m.If(can_step):
-            m.d.sync += self.o.valid.eq(step & emit)
-            with m.If(step):
-                m.d.sync += [
-                    self.o.payload.count.eq(count),
-                    self.o.payload.addr.eq(addr0),
-                    self.o.payload.last.eq(last & finishing),
-                    ocol_base.eq(col_base),
-                ]
-                for s in range(k):
-                    m.d.sync += osel[s].eq(Cat(sel_a[s], sel_b[s]))
+            m.d.sync += [
+                self.o.valid.eq(step & emit),
+                self.o.payload.count.eq(count),
+                self.o.payload.addr.eq(addr0),
+                self.o.payload.last.eq(last & finishing),
+                ocol_base.eq(col_base),
+            ]
+            for s in range(k):
+                m.d.sync += osel[s].eq(Cat(sel_a[s], sel_b[s]))
         with m.If(step):
             m.d.sync += [rem.eq(left_a), cnt.eq(cnt_step), le.eq(le_step),
                          base.eq(addr0), prev_count.eq(count)]
@@ -258,6 +258,21 @@ def popcount(value):
             nxt.append(terms[-1])
         terms = nxt
     return terms[0]
+
+
+def _lowest(value, chunk):
+    """``value`` with only its lowest set bit kept.  ``x & (~x + 1)`` isolates the lowest
+    set bit with one carry chain (fast carry logic on an FPGA); it runs per ``chunk`` bits
+    in parallel with an OR per chunk, and a chunk's result is kept only when every chunk
+    below it is empty, so the longest carry chain is ``chunk`` bits, not ``len(value)``."""
+    n = len(value)
+    parts = [value[i:min(i + chunk, n)] for i in range(0, n, chunk)]
+    out, below = [], Const(0, 1)
+    for part in parts:
+        iso = part & (~part + 1)[:len(part)]
+        out.append(Mux(below, 0, iso))
+        below = below | part.any()
+    return Cat(*out)
 
 
 def _sum(terms):
