@@ -240,9 +240,12 @@ class LstmConfig:
     @property
     def ew_latency(self) -> int:
         """Clocks from an element-wise issue (accumulator read) to the ``h`` write:
-        read (1), pre-activation (1), PWL, products (1), cell sum (1), tanh PWL,
-        product (1), round to h (write in the same clock)."""
-        return 4 + 2 * self.pwl_latency + 1
+        read (1), round (1) and saturate (1) the pre-activations, gate PWL (L),
+        products (3: operand, DSP and product registers), cell sum (1), round (1),
+        saturate to ``c_t`` (1), tanh PWL (L), ``o * tanh(c_t)`` (3), round (1),
+        saturate to ``h_t`` (1; the ``h`` bank write takes it in that clock):
+        ``14 + 2 L``."""
+        return 14 + 2 * self.pwl_latency
 
     def formats(self) -> dict:
         return {"weights": self.w_fmt.to_dict(), "bias": self.b_fmt.to_dict(),
@@ -671,7 +674,8 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
     col, qn, t_glob, lcnt, ewcnt = 0, 0, 0, 0, 0
     s1v, s1nz, s1col = False, False, 0
     fifo = [deque() for _ in range(P)]
-    rem, vb, vc = [0] * P, [False] * P, [False] * P
+    rem = [0] * P
+    vb, vc, vd, ve = ([False] * P for _ in range(4))   # MAC stage valid bits
     dr_active, dk, dv0, dv1, dov = False, 0, False, False, False
     steps = []
     cur = None
@@ -706,11 +710,14 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
             else:
                 nd = (nd + 1) & 3
         # ---- PEs (state at the start of the cycle)
-        all_idle = not any(fifo) and not any(rem) and not any(vb) and not any(vc)
+        all_idle = (not any(fifo) and not any(rem) and not any(vb) and not any(vc)
+                    and not any(vd) and not any(ve))
         stall = s1v and s1nz and any(counts[p, s1col] > 0 and len(fifo[p]) == D
                                      for p in range(P))
         advance = not stall
         for p in range(P):
+            ve[p] = vd[p]
+            vd[p] = vc[p]
             vc[p] = vb[p]
             if rem[p] > 0:
                 rem[p] -= 1

@@ -159,15 +159,20 @@ class LstmEngine(wiring.Component):
         qm = Signal(range(P))
         s1_valid, s1_src = Signal(), Signal()
         s1_x = Signal(signed(cfg.x_fmt.width))
+        s1_xnz = Signal()                               # s1_x != 0, decided at issue
         s1_psel = Signal(range(P))
         hf = Array(pe.hf_data for pe in pes)[s1_psel] if P > 1 else pes[0].hf_data
+        hf_nz = Array(pe.hf_nz for pe in pes)[s1_psel] if P > 1 else pes[0].hf_nz
         value = Signal(signed(cfg.x_fmt.width))
         m.d.comb += value.eq(s1_x)
         with m.If(s1_src):
             m.d.comb += value.eq(hf)
-        nz = s1_valid & (value != 0)
+        # Only flip-flops feed the stall: the non-zero flags come with the data (h bank
+        # bit, registered x comparison) and with the pointer word (count != 0).
+        nz = Signal()
+        m.d.comb += nz.eq(s1_valid & Mux(s1_src, hf_nz, s1_xnz))
         stall = Signal()
-        m.d.comb += stall.eq(nz & Cat(pe.full & (pe.ptr_count != 0) for pe in pes).any())
+        m.d.comb += stall.eq(nz & Cat(pe.full & pe.ptr_nz for pe in pes).any())
         advance = ~stall
         in_x, in_h = state == XFEED, state == HFEED
         m.d.comb += self.x.ready.eq((in_x & advance) | (state == SEQ))
@@ -175,11 +180,13 @@ class LstmEngine(wiring.Component):
         h_issue = in_h & advance & (q != n_slots)
         for pe in pes:
             m.d.comb += [pe.ptr_addr.eq(col), pe.ptr_en.eq(advance),
-                         pe.push.eq(advance & nz & (pe.ptr_count != 0)), pe.push_x.eq(value),
+                         pe.push.eq(advance & nz & pe.ptr_nz), pe.push_x.eq(value),
                          pe.hf_addr.eq(Cat(qd[:lb], ~nw[0])), pe.hf_en.eq(advance)]
         with m.If(advance):
             m.d.sync += [s1_valid.eq(x_issue | h_issue), s1_src.eq(in_h),
-                         s1_x.eq(self.x.payload.value[:cfg.x_fmt.width]), s1_psel.eq(qm)]
+                         s1_x.eq(self.x.payload.value[:cfg.x_fmt.width]),
+                         s1_xnz.eq(self.x.payload.value[:cfg.x_fmt.width] != 0),
+                         s1_psel.eq(qm)]
         with m.If(x_issue | h_issue):
             m.d.sync += col.eq(col + 1)
         with m.If(h_issue):

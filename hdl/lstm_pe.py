@@ -18,7 +18,9 @@ from gen.lstm import LstmConfig
 from .fixed import round_shift, saturate
 from .pwl import PwlUnit
 
-__all__ = ["LstmPE"]
+__all__ = ["LstmPE", "MUL_LATENCY"]
+
+MUL_LATENCY = 3     # operand registers, DSP product register, one more register
 
 
 def _requantise(value, frac_bits: int, fmt: QFormat):
@@ -68,6 +70,7 @@ class LstmPE(Elaboratable):
         self.ptr_addr = Signal(unsigned(cfg.col_bits))
         self.ptr_start = Signal(unsigned(cfg.addr_bits))
         self.ptr_count = Signal(unsigned(cfg.count_bits))
+        self.ptr_nz = Signal()
         self.push = Signal()
         self.push_x = Signal(signed(cfg.x_fmt.width))
         self.full = Signal()
@@ -80,6 +83,7 @@ class LstmPE(Elaboratable):
         self.hf_en = Signal()
         self.hf_addr = Signal(unsigned(lb + 1))
         self.hf_data = Signal(signed(cfg.x_fmt.width))
+        self.hf_nz = Signal()
         self.hd_en = Signal()
         self.hd_addr = Signal(unsigned(lb + 1))
         self.hd_data = Signal(signed(cfg.x_fmt.width))
@@ -97,7 +101,9 @@ class LstmPE(Elaboratable):
         # ---- weights: column-packed entries and per-column pointers (resident)
         m.submodules.entries = entries = Memory(shape=unsigned(ww + cfg.idx_bits),
                                                 depth=cfg.mem_depth, init=[])
-        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb), depth=cfg.max_cols, init=[])
+        # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)
+        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=cfg.max_cols,
+                                        init=[])
         ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
         ptr_w, ptr_r = ptr.write_port(), ptr.read_port(domain="sync")
         wptr = Signal(unsigned(ab + 1))
@@ -108,23 +114,30 @@ class LstmPE(Elaboratable):
                          ent_w.data.eq(Cat(self.ld_value[:ww], self.ld_idx)), ent_w.en.eq(1)]
             m.d.sync += [wptr.eq(wptr + 1), count.eq(count + 1)]
         with m.Elif(self.ld_col):
-            m.d.comb += [ptr_w.addr.eq(self.ld_col_addr), ptr_w.data.eq(Cat(start, count)),
+            m.d.comb += [ptr_w.addr.eq(self.ld_col_addr), ptr_w.data.eq(Cat(start, count, count != 0)),
                          ptr_w.en.eq(1)]
             m.d.sync += [start.eq(wptr), count.eq(0)]
         m.d.comb += [ptr_r.addr.eq(self.ptr_addr), ptr_r.en.eq(self.ptr_en),
-                     self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:])]
+                     self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:ab + cb]),
+                     self.ptr_nz.eq(ptr_r.data[ab + cb])]
 
-        # ---- per-gate accumulators and biases
+        # ---- per-gate accumulators and biases.  The bias memory holds the bias already
+        # aligned to the accumulator and plus the pre-activation rounding constant, so the
+        # element-wise stage adds it in the rounding adder (no separate bias add) and the
+        # accumulators restart from zero.
+        sh = cfg.acc_frac - cfg.pre_fmt.frac_bits
+        b_ext = (self.ld_value[:cfg.b_fmt.width].as_signed() << cfg.bias_shift) \
+            + ((1 << (sh - 1)) if sh > 0 else 0)
         accs, biases = [], []
         for g in range(4):
             acc = Memory(shape=signed(cfg.acc_width), depth=depth_l, init=[])
-            bias = Memory(shape=signed(cfg.b_fmt.width), depth=depth_l, init=[])
+            bias = Memory(shape=signed(cfg.acc_width + 1), depth=depth_l, init=[])
             m.submodules[f"acc{g}"] = acc
             m.submodules[f"bias{g}"] = bias
             accs.append((acc.write_port(), acc.read_port(domain="sync")))
             bw, br = bias.write_port(), bias.read_port(domain="sync")
-            biases.append((bw, br))
-            m.d.comb += [bw.addr.eq(self.ld_idx[:lb]), bw.data.eq(self.ld_value[:cfg.b_fmt.width]),
+            biases.append(br)
+            m.d.comb += [bw.addr.eq(self.ld_idx[:lb]), bw.data.eq(b_ext),
                          bw.en.eq(self.ld_bias & (self.ld_idx[lb:] == g)),
                          br.addr.eq(self.baddr), br.en.eq(1)]
 
@@ -155,46 +168,74 @@ class LstmPE(Elaboratable):
         with m.Else():
             m.d.sync += v_b.eq(0)
 
-        # ---- MAC stage B: registered product, accumulator read (all four gates)
-        w_b = ent_r.data[:ww].as_signed()
-        row_b = ent_r.data[ww:]
-        prod = Signal(signed(ww + xw))
+        # ---- MAC stage B: register the entry (block RAM clock-to-out is slow)
+        w_c = Signal(signed(ww))
         row_c = Signal(unsigned(cfg.idx_bits))
+        x_c = Signal(signed(xw))
         v_c = Signal()
-        m.d.sync += [prod.eq(w_b * x_b), row_c.eq(row_b), v_c.eq(v_b)]
+        m.d.sync += [w_c.eq(ent_r.data[:ww]), row_c.eq(ent_r.data[ww:]), x_c.eq(x_b),
+                     v_c.eq(v_b)]
+
+        # ---- MAC stage C: the product (DSP, registered; w_c and x_c are its operand
+        # registers) and the accumulator read (all four gates).  The comparisons for the
+        # forwarding in D and E and the gate select are made here and registered.
+        prod_d = Signal(signed(ww + xw))
+        row_d = Signal(unsigned(cfg.idx_bits))
+        v_d = Signal()
+        m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
         for _, acc_r in accs:
-            m.d.comb += [acc_r.addr.eq(Mux(self.ew_valid, self.ew_addr, row_b[:lb])),
+            m.d.comb += [acc_r.addr.eq(Mux(self.ew_valid, self.ew_addr, row_c[:lb])),
                          acc_r.en.eq(1)]
+        row_e = Signal(unsigned(cfg.idx_bits))
+        v_e = Signal()
+        hit1, hit2 = Signal(), Signal()
+        gsel = Signal(4)
+        m.d.sync += [hit2.eq(v_e & (row_e == row_c)),
+                     gsel.eq(Cat(row_c[lb:] == g for g in range(4)))]
 
-        # ---- MAC stage C: add (exact: the accumulator cannot overflow) with forwarding
-        fwd_v = Signal()
-        fwd_row = Signal(unsigned(cfg.idx_bits))
-        fwd_val = Signal(signed(cfg.acc_width))
-        gate_c = row_c[lb:]
-        acc_c = Signal(signed(cfg.acc_width))
-        with m.Switch(gate_c):
-            for g in range(4):
-                with m.Case(g):
-                    m.d.comb += acc_c.eq(accs[g][1].data)
-        old = Mux(fwd_v & (fwd_row == row_c), fwd_val, acc_c)
+        # ---- MAC stage D: select the gate's accumulator, or the value written two
+        # clocks ago (the read did not see it); a clear enters here with zeros
+        fwd_val = Signal(signed(cfg.acc_width))       # the value E wrote last clock
+        base = Signal(signed(cfg.acc_width))
+        prod = Signal(signed(ww + xw))
+        clr_e = Signal()
+        clr_a = Signal(unsigned(lb))
+        acc_sel = Mux(gsel[0], accs[0][1].data, Mux(gsel[1], accs[1][1].data,
+                                                     Mux(gsel[2], accs[2][1].data,
+                                                         accs[3][1].data)))
+        gsel_e = Signal(4)
+        m.d.sync += [row_e.eq(row_d), v_e.eq(v_d), hit1.eq(v_e & (row_e == row_d)),
+                     gsel_e.eq(gsel),
+                     base.eq(Mux(self.binit, 0, Mux(hit2, fwd_val, acc_sel))),
+                     prod.eq(Mux(self.binit, 0, prod_d)),
+                     clr_e.eq(self.binit), clr_a.eq(self.baddr)]
+
+        # ---- MAC stage E: add (exact: the accumulator cannot overflow) and write; the
+        # previous clock's write is forwarded, so back-to-back updates of one row
+        # neither stall nor get lost.  A clear writes 0 + 0 into all four gates.
         new = Signal(signed(cfg.acc_width))
-        m.d.comb += new.eq(old + prod)
-        m.d.sync += [fwd_v.eq(v_c), fwd_row.eq(row_c), fwd_val.eq(new)]
-        bi_v = Signal()
-        bi_a = Signal(unsigned(lb))
-        m.d.sync += [bi_v.eq(self.binit), bi_a.eq(self.baddr)]
+        m.d.comb += new.eq(Mux(hit1, fwd_val, base) + prod)
+        m.d.sync += fwd_val.eq(new)
         for g, (acc_w, _) in enumerate(accs):
-            with m.If(v_c):
-                m.d.comb += [acc_w.addr.eq(row_c[:lb]), acc_w.data.eq(new),
-                             acc_w.en.eq(gate_c == g)]
-            with m.Elif(bi_v):   # bias behind the element-wise read (and after load)
-                m.d.comb += [acc_w.addr.eq(bi_a),
-                             acc_w.data.eq(biases[g][1].data << cfg.bias_shift),
-                             acc_w.en.eq(1)]
-        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c)
+            m.d.comb += [acc_w.addr.eq(Mux(clr_e, clr_a, row_e[:lb])), acc_w.data.eq(new),
+                         acc_w.en.eq((v_e & gsel_e[g]) | clr_e)]
+        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c & ~v_d & ~v_e)
 
-        self._elementwise(m, accs)
+        self._elementwise(m, accs, biases)
         return m
+
+    @staticmethod
+    def _mul(m, a, b, name):
+        """``a * b`` through a DSP with registers on both sides: the operands are
+        registered (their only load is the multiplier, so they sit next to it), the
+        product is registered and registered once more before any logic uses it.
+        Latency :data:`MUL_LATENCY` clocks."""
+        a_r = Signal.like(a, name=f"{name}_a")
+        b_r = Signal.like(b, name=f"{name}_b")
+        p = Signal(signed(len(a) + len(b)), name=f"{name}_p")
+        q = Signal(signed(len(a) + len(b)), name=name)
+        m.d.sync += [a_r.eq(a), b_r.eq(b), p.eq(a_r * b_r), q.eq(p)]
+        return q
 
     def _delay(self, m, sig, n, name):
         for k in range(n):
@@ -203,37 +244,55 @@ class LstmPE(Elaboratable):
             sig = nxt
         return sig
 
-    def _elementwise(self, m, accs):
-        """acc read -> pre-activations -> 4 PWL -> f*c, i*g -> c_t -> tanh PWL -> o*tanh -> h."""
+    def _elementwise(self, m, accs, biases):
+        """acc read -> pre-activations -> 4 PWL -> f*c, i*g -> c_t -> tanh PWL -> o*tanh -> h.
+
+        Every rounding adder and every saturation has a stage of its own (see
+        :attr:`gen.lstm.LstmConfig.ew_latency` for the clock-by-clock list).
+        """
         cfg = self.cfg
         lb = cfg.lbits
         a = cfg.act_fmt.frac_bits
         F = cfg.prod_frac
         L = cfg.pwl_latency
+        xw = cfg.x_fmt.width
         m.submodules.cmem = cmem = Memory(shape=signed(cfg.c_fmt.width), depth=1 << lb, init=[])
-        m.submodules.hmem = hmem = Memory(shape=signed(cfg.x_fmt.width), depth=2 << lb, init=[])
+        # h bank word: {h (x_fmt), h != 0} (the flag spares the broadcaster a comparison)
+        m.submodules.hmem = hmem = Memory(shape=unsigned(xw + 1), depth=2 << lb, init=[])
         c_w, c_r = cmem.write_port(), cmem.read_port(domain="sync")
         h_w = hmem.write_port()
         hf_r, hd_r = hmem.read_port(domain="sync"), hmem.read_port(domain="sync")
         m.d.comb += [hf_r.addr.eq(self.hf_addr), hf_r.en.eq(self.hf_en),
-                     self.hf_data.eq(hf_r.data),
+                     self.hf_data.eq(hf_r.data[:xw]), self.hf_nz.eq(hf_r.data[xw]),
                      hd_r.addr.eq(self.hd_addr), hd_r.en.eq(self.hd_en),
-                     self.hd_data.eq(hd_r.data),
+                     self.hd_data.eq(hd_r.data[:xw]),
                      c_r.addr.eq(self.ew_addr), c_r.en.eq(1)]
 
-        # e1: pre-activations
-        v1 = Signal(name="ew_v1")
-        l1 = Signal(unsigned(lb), name="ew_l1")
-        m.d.sync += [v1.eq(self.ew_valid), l1.eq(self.ew_addr)]
-        pres = [Signal(signed(cfg.pre_fmt.width), name=f"pre_{n}") for n in "ifgo"]
-        c_prev = Signal(signed(cfg.c_fmt.width), name="c_prev")
-        for g in range(4):
-            m.d.sync += pres[g].eq(_requantise(accs[g][1].data, cfg.acc_frac, cfg.pre_fmt))
-        m.d.sync += c_prev.eq(c_r.data)
-        v2 = self._delay(m, v1, 1, "ew_v")
-        l2 = self._delay(m, l1, 1, "ew_l")
+        def stage(sig, name, n=1):
+            return self._delay(m, sig, n, name)
 
-        # e2 .. e2+L: gate PWL units (never stalled)
+        # e1: add bias and rounding constant (one adder: the bias memory holds both) and
+        # drop the fraction bits (== round_shift(acc + bias, sh)); e2: saturate
+        v1 = stage(self.ew_valid, "ew_v1")
+        l1 = stage(self.ew_addr, "ew_l1")
+        sh = cfg.acc_frac - cfg.pre_fmt.frac_bits
+        rounded = []
+        for g, n in enumerate("ifgo"):
+            total = accs[g][1].data + biases[g].data
+            r = (total >> sh) if sh > 0 else (total << -sh)
+            reg = Signal(r.shape(), name=f"pre_r_{n}")
+            m.d.sync += reg.eq(r)
+            rounded.append(reg)
+        pres = [Signal(signed(cfg.pre_fmt.width), name=f"pre_{n}") for n in "ifgo"]
+        for g in range(4):
+            m.d.sync += pres[g].eq(saturate(rounded[g], cfg.pre_fmt))
+        c_prev = Signal(signed(cfg.c_fmt.width), name="c_prev")
+        m.d.sync += c_prev.eq(c_r.data)
+        v2 = stage(v1, "ew_v2", 2)
+        l2 = stage(l1, "ew_l2", 2)
+        c2 = stage(c_prev, "c_prev", 1)
+
+        # e3 .. e3+L: gate PWL units (never stalled)
         acts = []
         for g, name in enumerate("ifgo"):
             unit = PwlUnit(self.tables["tanh" if name == "g" else "sigmoid"])
@@ -241,46 +300,51 @@ class LstmPE(Elaboratable):
             m.d.comb += [unit.i.payload.eq(pres[g]), unit.i.valid.eq(v2), unit.o.ready.eq(1)]
             acts.append(unit.o.payload)
         gi, gf, gg, go = acts
-        v3 = self._delay(m, v2, L, "ew_va")
-        l3 = self._delay(m, l2, L, "ew_la")
-        c3 = self._delay(m, c_prev, L, "c_prev")
+        v3 = stage(v2, "ew_va", L)
+        l3 = stage(l2, "ew_la", L)
+        c3 = stage(c2, "c_prev_a", L)
 
-        # e3: products
-        fc = Signal(signed(cfg.act_fmt.width + cfg.c_fmt.width), name="fc")
-        ig = Signal(signed(2 * cfg.act_fmt.width), name="ig")
-        m.d.sync += [fc.eq(gf * c3), ig.eq(gi * gg)]
-        o4 = self._delay(m, go, 1, "o")
-        v4 = self._delay(m, v3, 1, "ew_vp")
-        l4 = self._delay(m, l3, 1, "ew_lp")
+        # products (operand and product registers around the DSP)
+        fc = self._mul(m, gf, c3, "fc")
+        ig = self._mul(m, gi, gg, "ig")
+        o4 = stage(go, "o", MUL_LATENCY)
 
-        # e4: c_t
+        # cell sum, then round, then saturate to c_t (one carry chain per stage)
         s1, s2 = F - a - cfg.c_fmt.frac_bits, F - 2 * a
+        c_sum = Signal(signed(max(len(fc) + s1, len(ig) + s2) + 1), name="c_sum")
+        m.d.sync += c_sum.eq((fc << s1) + (ig << s2))
+        c_rnd_v = round_shift(c_sum, F - cfg.c_fmt.frac_bits)
+        c_rnd = Signal(c_rnd_v.shape(), name="c_rnd")
+        m.d.sync += c_rnd.eq(c_rnd_v)
         c_new = Signal(signed(cfg.c_fmt.width), name="c_new")
-        m.d.sync += c_new.eq(_requantise((fc << s1) + (ig << s2), F, cfg.c_fmt))
-        v5 = self._delay(m, v4, 1, "ew_vc")
-        l5 = self._delay(m, l4, 1, "ew_lc")
-        o5 = self._delay(m, o4, 1, "o_c")
+        m.d.sync += c_new.eq(saturate(c_rnd, cfg.c_fmt))
+        v5 = stage(v3, "ew_vc", MUL_LATENCY + 3)
+        l5 = stage(l3, "ew_lc", MUL_LATENCY + 3)
+        o5 = stage(o4, "o_c", 3)
         with m.If(v5):
             m.d.comb += [c_w.addr.eq(l5), c_w.data.eq(c_new), c_w.en.eq(1)]
         with m.Elif(self.sl_c):
             m.d.comb += [c_w.addr.eq(self.sl_addr),
                          c_w.data.eq(self.sl_value[:cfg.c_fmt.width]), c_w.en.eq(1)]
 
-        # e5 .. e5+L: tanh(c_t)
+        # tanh(c_t)
         m.submodules.pwl_c = unit = PwlUnit(self.tables["tanh_c"])
         m.d.comb += [unit.i.payload.eq(c_new), unit.i.valid.eq(v5), unit.o.ready.eq(1)]
-        v6 = self._delay(m, v5, L, "ew_vt")
-        l6 = self._delay(m, l5, L, "ew_lt")
-        o6 = self._delay(m, o5, L, "o_t")
+        o6 = stage(o5, "o_t", L)
 
-        # e6: o * tanh(c_t); e7: round to h and write the h bank
-        ph = Signal(signed(2 * cfg.act_fmt.width), name="ph")
-        m.d.sync += ph.eq(o6 * unit.o.payload)
-        v7 = self._delay(m, v6, 1, "ew_vh")
-        l7 = self._delay(m, l6, 1, "ew_lh")
+        # o * tanh(c_t), round, saturate to h (and its non-zero flag), write the h bank
+        ph = self._mul(m, o6, unit.o.payload, "ph")
+        h_rnd_v = round_shift(ph, 2 * a - cfg.x_fmt.frac_bits)
+        h_rnd = Signal(h_rnd_v.shape(), name="h_rnd")
+        m.d.sync += h_rnd.eq(h_rnd_v)
+        h_new = Signal(signed(xw), name="h_new")
+        m.d.sync += h_new.eq(saturate(h_rnd, cfg.x_fmt))
+        v7 = stage(v5, "ew_vh", L + MUL_LATENCY + 2)
+        l7 = stage(l5, "ew_lh", L + MUL_LATENCY + 2)
         with m.If(v7):
             m.d.comb += [h_w.addr.eq(Cat(l7, self.h_half)),
-                         h_w.data.eq(_requantise(ph, 2 * a, cfg.x_fmt)), h_w.en.eq(1)]
+                         h_w.data.eq(Cat(h_new, h_new != 0)), h_w.en.eq(1)]
         with m.Elif(self.sl_h):
+            h0 = self.sl_value[:xw]
             m.d.comb += [h_w.addr.eq(Cat(self.sl_addr, self.sl_half)),
-                         h_w.data.eq(self.sl_value[:cfg.x_fmt.width]), h_w.en.eq(1)]
+                         h_w.data.eq(Cat(h0, h0 != 0)), h_w.en.eq(1)]
