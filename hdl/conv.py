@@ -194,9 +194,10 @@ class ConvArray(wiring.Component):
         tt, blk = gsig("t", 24), gsig("blk", 16)
         wblk, cb, gob = gsig("wblk", 24), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
-        pb, sg, st_at = Signal(24), Signal(range(NG + 1)), Signal(24)
-        sgs, sgoc, sgrb = Signal(16), Signal(24), Signal(16)
-        wpass, cbpass = Signal(24), Signal(16)
+        pb, sg, st_at = Signal(24, name="pb"), Signal(range(NG + 1), name="sg"), \
+            Signal(24, name="st_at")
+        sgs, sgoc, sgrb = Signal(16, name="sgs"), Signal(24, name="sgoc"), Signal(16, name="sgrb")
+        wpass, cbpass = Signal(24, name="wpass"), Signal(16, name="cbpass")
 
         adv = Signal()
         last_k = gsig("lastk", 1)
@@ -380,13 +381,13 @@ class ConvArray(wiring.Component):
         st_g, st_e = Signal(4), Signal(range(NP + 1))
         st_c = Signal(range(MC)) if MC > 1 else Signal(1)
         st_n, st_noc, st_cend = Signal(4), Signal(24), Signal(17)
-        st_at, st_addr = Signal(24), Signal(24)
+        st_base, st_addr = Signal(24, name="st_base"), Signal(24, name="st_addr")
         nx = {k: Signal.like(v, name=f"nx_{k}") for k, v in
               {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
-               "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_at,
+               "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
                "addr": st_addr}.items()}
         cur_v = {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
-                 "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_at,
+                 "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
                  "addr": st_addr}
         m.d.sync += [v.eq(nx[k]) for k, v in cur_v.items()]
         handoff = Signal()
@@ -400,7 +401,7 @@ class ConvArray(wiring.Component):
         new_e = ch_end & (st_o + 1 == st_cend)
         ne = st_e + 1
         mv = st_step & ~ch_end
-        at_wrap = st_at + st_noc
+        at_wrap = st_base + st_noc
 
         def nxv(hand, chan, keep, *pairs):
             expr = keep
@@ -414,8 +415,8 @@ class ConvArray(wiring.Component):
             nx["ox"].eq(nxv(0, 0, st_ox, (mv, Mux(rowend, 0, st_ox + 1)))),
             nx["g"].eq(nxv(0, 0, st_g, (grp, 0), (cop, st_g + 1))),
             nx["c"].eq(nxv(0, 0, st_c, (wrap, 0), (grp, st_c + 1))),
-            nx["at"].eq(nxv(0, st_o + 1, st_at, (wrap, at_wrap))),
-            nx["addr"].eq(nxv(0, st_o + 1, st_addr, (wrap, at_wrap), (grp, st_at),
+            nx["at"].eq(nxv(0, st_o + 1, st_base, (wrap, at_wrap))),
+            nx["addr"].eq(nxv(0, st_o + 1, st_addr, (wrap, at_wrap), (grp, st_base),
                               (cop, st_addr + st_oc))),
             nx["e"].eq(Mux(handoff, 0, Mux(new_e, ne, st_e))),
             nx["n"].eq(Mux(handoff, d.p0_n, Mux(new_e, _sel(st_pn, ne), st_n))),
