@@ -100,10 +100,13 @@ class FcEngine(wiring.Component):
     ------------------
     The decoder issues ``k`` non-zeros per clock (fewer only at the end of a row or after
     a run of empty beats); row ``r``'s result transfers :attr:`latency` clocks after its
-    last decode step.  Exact model:
-    :func:`gen.fdcsr.fc_schedule`.  Pipeline: decode, FIFO (``fifo_depth`` groups waiting
-    for values), pop + activation read, operand registers, multiply (registered),
-    accumulate.
+    last decode step.  Exact model: :func:`gen.fdcsr.fc_schedule`.  Front end: ``meta``
+    input register (per-segment popcounts), skid buffer (the beat's non-zero count), the
+    decoder's look-ahead step.  Pipeline: decoder output register, skid buffer (columns
+    encoded), FIFO (``fifo_depth`` groups waiting for values; requests leave through a
+    skid buffer on ``vaddr``), pop + activation read, memory output registers, operand
+    registers at the multipliers, multiply (registered), accumulate.  Every ``ready``
+    towards the decoder is a register.
     """
 
     ii = 1

@@ -37,11 +37,12 @@ class FdcsrDecoder(wiring.Component):
     never depends on stream timing).  A beat with nothing left costs one clock (which may
     issue the next beat's non-zeros).  Exact model: :func:`gen.fdcsr.decode_walk`.
     Selection: over the pending bits of both beats, slot ``s`` takes the lowest bit left
-    after slots ``0..s-1``, isolated as ``x & (~x + 1)`` (one carry chain per slot and
-    beat, no scan over the zeros).  The held beat's count of bits left is a register
-    (``cnt``, loaded from ``pcs``), so group sizes and the hand-shake never wait for the
-    selection chains; the output register holds the one-hot selections and ``cols`` is
-    encoded from them after it.
+    after slots ``0..s-1``, isolated as ``x & (~x + 1)`` (one carry chain per slot, beat
+    and segment, no scan over the zeros).  The held beat's count of bits left is a
+    register (``cnt``, loaded from the beat's ``nnz``) with registered flags ``cnt <= j``
+    beside it, so group sizes and the hand-shake never wait for the selection chains or a
+    comparison; the output register holds the one-hot selections and ``cols`` is encoded
+    from them after it.
     Addresses are the seed's running sum: a beat starts at its first offset (the address
     of its first non-zero) and every group advances the address by its count, which for a
     consistent file equals ``offsets[seg] + popcount(masks[seg] & ((1 << bit) - 1))`` for
@@ -64,8 +65,9 @@ class FdcsrDecoder(wiring.Component):
     i : In(stream.Signature(beat_layout))
         ``masks[segs]`` (``row_width`` bits each, LSB = first element), ``offsets[segs]``
         (``addr_width``), ``col_base`` (column of the beat's first element, ``col_width``),
-        ``last`` (last beat of a matrix row), ``pcs[segs]`` (popcount of each mask,
-        ``row_width.bit_length()`` bits; see :func:`popcount`).  Valid/ready stream.
+        ``last`` (last beat of a matrix row), ``nnz`` (set bits of all masks,
+        ``(row_width * segs).bit_length()`` bits; see :func:`popcount`).  Valid/ready
+        stream.
     o : Out(stream.Signature(group_layout))
         ``count`` (1..nz_per_clock, or 0 for a bare end-of-row marker), ``addr`` (address
         of the first value), ``cols[nz_per_clock]`` (column of each non-zero; slots
