@@ -220,7 +220,36 @@ class SpmvConfig:
 
     # Pipeline constants used by the cycle model (see hdl/spmv.py).
     pe_latency = 4        # PE issue -> accumulator write (entry reg, multiply, acc reg, add)
-    drain_latency = 5     # row issue -> result valid (rowmap, its reg, acc, its reg, out reg)
+    load_delay = 2        # weight word accepted -> processed by its PE (engine reg, PE reg)
+    stall_delay = 3       # FIFO level -> broadcaster stall (PE flag, group OR, final OR)
+    done_delay = 2        # PEs idle -> block done (PE idle flag, group AND)
+    # pushes that can reach a FIFO after its level was last compared with fifo_depth:
+    # stall_delay cycles of accepts plus the two-stage pointer pipeline
+    fifo_slack = stall_delay + 2
+
+    @property
+    def fifo_slots(self) -> int:
+        """Physical FIFO depth: ``fifo_depth + fifo_slack`` rounded up to a power of two
+        (the broadcaster stops at ``fifo_depth`` items with a registered, delayed flag)."""
+        return 1 << (self.fifo_depth + self.fifo_slack - 1).bit_length()
+
+    @property
+    def out_slots(self) -> int:
+        """Depth of the result FIFO: enough credits for one result per clock."""
+        return 1 << self.drain_latency.bit_length()
+
+    @property
+    def drain_mux_levels(self) -> int:
+        """Register levels of the drain's P-way result select (<= 8-way muxes each)."""
+        return -(-(self.pes - 1).bit_length() // 3)
+
+    @property
+    def drain_latency(self) -> int:
+        """Row issue -> result valid: rowmap read, its register, the PE's address
+        register (and clear), accumulator read, its register, the select tree's levels
+        (the last one also rounds; one rounding stage when P = 1), saturate into the
+        result FIFO."""
+        return 6 + max(1, self.drain_mux_levels)
 
 
 # ------------------------------------------------------------------ compiler
@@ -613,16 +642,19 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     # loader: which block is being loaded into which bank
     lblock, wpos, lbank = 0, 0, 0
     full = [None, None]             # bank -> block index held (None = free)
+    loads = deque()                 # (cycle the bank becomes full, bank, block)
     # compute side
     state, clr, cbank = "INIT", 0, 0
     fifo = [deque() for _ in range(P)]
     rem = [0] * P
     pipe = [[False] * SpmvConfig.pe_latency for _ in range(P)]   # PE stages after issue
+    high = deque([False] * cfg.stall_delay)   # stall(t) = some FIFO >= D at t - delay
+    out_q, cred = 0, cfg.out_slots            # result FIFO level, drain credits
     cycle = 0
     c = None
     while True:
         if wsrc.idx >= wsrc.n and xsrc.idx >= xsrc.n and len(o_cycles) >= n_out \
-                and state in ("IDLE", "INIT") and full == [None, None]:
+                and state in ("IDLE", "INIT") and full == [None, None] and not loads:
             break
         if cycle >= max_cycles:
             raise RuntimeError("cycle model: timeout")
@@ -631,18 +663,20 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
         o_ready = o_ready_prob >= 1.0 or rng.random() < o_ready_prob
         release = False
         # ---- loader
-        w_ready = full[lbank] is None
-        load_done = None
+        w_ready = full[lbank] is None and not any(bk == lbank for _, bk, _ in loads)
         if wsrc.take(w_ready, cycle):
             d = info[lblock]
             if d["load_start"] is None:
                 d["load_start"] = cycle
             if wpos == nbeats[lblock] - 1:   # the END beat
                 d["load_end"] = cycle
-                load_done = (lbank, lblock)
+                loads.append((cycle + cfg.load_delay, lbank, lblock))
                 lblock, wpos, lbank = lblock + 1, 0, lbank ^ 1
             else:
                 wpos += 1
+        # ---- broadcaster stall: registered, delayed FIFO-level flags
+        stall = high.popleft()
+        high.append(any(len(f) >= D for f in fifo))
         # ---- compute side
         if state == "INIT":
             clr += 1
@@ -653,18 +687,20 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 b = full[cbank]
                 state = "COMPUTE"
                 c = {"b": b, "plan": jobs[b][0], "x": xs[b], "cols_in": 0, "s1v": False,
-                     "s1j": 0, "s2v": False, "s2j": 0}
+                     "s1j": 0, "s2v": False, "s2j": 0, "idle": [False] * cfg.done_delay}
         elif state == "COMPUTE":
             plan, x, counts = c["plan"], c["x"], c["plan"].counts
             if any(stages[-1] for stages in pipe):
                 info[c["b"]]["last_write"] = cycle
-            done = (c["cols_in"] == plan.cols and not c["s1v"] and not c["s2v"]
+            idle = (c["cols_in"] == plan.cols and not c["s1v"] and not c["s2v"]
                     and not any(fifo) and not any(rem) and not any(any(st) for st in pipe))
-            # stage 1: pointer memory read; stage 2: registered pointers, push / stall
-            stall = c["s2v"] and any(counts[p, c["s2j"]] > 0 and len(fifo[p]) == D
-                                     for p in range(P))
-            advance = not stall
-            took = xsrc.take(advance and c["cols_in"] < plan.cols, cycle)
+            if idle and info[c["b"]]["done"] is None:
+                info[c["b"]]["done"] = cycle
+            c["idle"].append(idle)
+            done = c["idle"].pop(0)          # seen idle done_delay clocks ago
+            # stage 1: pointer memory read; stage 2: registered pointers, push (never
+            # stalls: only the accept of x waits for the registered stall flag)
+            took = xsrc.take(not stall and c["cols_in"] < plan.cols, cycle)
             for p in range(P):
                 if rem[p] > 0:
                     rem[p] -= 1
@@ -675,45 +711,44 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 else:
                     issued = False
                 pipe[p] = [issued] + pipe[p][:-1]
-            if advance and c["s2v"]:
+            if c["s2v"]:
                 for p in range(P):
                     if counts[p, c["s2j"]] > 0:
+                        assert len(fifo[p]) < cfg.fifo_slots, "FIFO overflow"
                         fifo[p].append(int(counts[p, c["s2j"]]))
-            if advance:
-                c["s2v"], c["s2j"] = c["s1v"], c["s1j"]
-                if took:
-                    if info[c["b"]]["compute_start"] is None:
-                        info[c["b"]]["compute_start"] = cycle
-                    c["s1v"] = bool(x[c["cols_in"]] != 0)
-                    c["s1j"] = c["cols_in"]
-                    c["cols_in"] += 1
-                else:
-                    c["s1v"] = False
+            c["s2v"], c["s2j"] = c["s1v"], c["s1j"]
+            c["s1v"] = False
+            if took:
+                if info[c["b"]]["compute_start"] is None:
+                    info[c["b"]]["compute_start"] = cycle
+                c["s1v"] = bool(x[c["cols_in"]] != 0)
+                c["s1j"] = c["cols_in"]
+                c["cols_in"] += 1
             if done:
-                info[c["b"]]["done"] = cycle
                 if plan.last:
                     state = "DRAIN"
                     info[c["b"]]["drain_start"] = cycle + 1
-                    c.update(k=0, dv=[False] * (SpmvConfig.drain_latency - 1), ov=False)
+                    c.update(k=0, dv=[False] * (cfg.drain_latency - 1))
                 else:
                     state, release = "IDLE", True
-        else:  # DRAIN
-            if c["ov"] and o_ready:
+        else:  # DRAIN: never stalls; a row is issued only with a free result slot
+            pop = out_q > 0 and o_ready
+            if pop:
                 o_cycles.append(cycle)
-            adv = (not c["ov"]) or o_ready
-            finished = c["k"] == c["plan"].rows and not (any(c["dv"]) or c["ov"])
-            if adv:
-                issue = c["k"] < c["plan"].rows
-                c["ov"] = c["dv"][-1]
-                c["dv"] = [issue] + c["dv"][:-1]
-                c["k"] += issue
+            finished = c["k"] == c["plan"].rows and not any(c["dv"]) and out_q == 0
+            issue = c["k"] < c["plan"].rows and cred > 0
+            out_q += int(c["dv"][-1]) - int(pop)
+            c["dv"] = [issue] + c["dv"][:-1]
+            c["k"] += issue
+            cred += int(pop) - int(issue)
             if finished:
                 state, release = "IDLE", True
         if release:
             full[cbank] = None
             cbank ^= 1
-        if load_done is not None:
-            full[load_done[0]] = load_done[1]
+        if loads and loads[0][0] == cycle:
+            _, bk, blk = loads.popleft()
+            full[bk] = blk
         cycle += 1
     for (plan, _), d in zip(jobs, info):
         start = d["compute_start"] if d["compute_start"] is not None else d["done"]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """EIE-style sparse matrix-vector engine with load-balanced PEs (seed 000)."""
 
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -9,10 +9,24 @@ from amaranth.lib.wiring import In, Out
 from gen.spmv import (KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW, KIND_SKIP,
                       SpmvConfig)
 from gen.fixed import index_bits
-from .fixed import round_shift, saturate
-from .spmv_pe import SpmvPE
+from .fixed import round_shift
+from .spmv_pe import Fifo, SpmvPE
 
 __all__ = ["SpmvEngine", "word_layout"]
+
+
+def _saturate(value, fmt):
+    """:func:`hdl.fixed.saturate` with the range test as "the bits above the format
+    all equal its sign bit" (a few LUTs instead of two wide comparisons)."""
+    value = value.as_signed()
+    w = fmt.width
+    if len(value) <= w:
+        return value
+    top = value[w - 1:]
+    ok = (top == 0) | (top == (1 << len(top)) - 1)
+    hi = Const(fmt.max_code, signed(w))
+    lo = Const(fmt.min_code, signed(w))
+    return Mux(ok, value[:w].as_signed(), Mux(value[-1], lo, hi))
 
 INIT, IDLE, COMPUTE, DRAIN = 0, 1, 2, 3
 
@@ -97,7 +111,7 @@ class SpmvEngine(wiring.Component):
         P, R = cfg.pes, cfg.rows_per_pe
         pes = []
         for p in range(P):
-            pe = SpmvPE(cfg)
+            pe = SpmvPE(cfg, p)
             m.submodules[f"pe{p}"] = pe
             pes.append(pe)
         L = cfg.w_lanes
@@ -108,43 +122,49 @@ class SpmvEngine(wiring.Component):
             m.submodules[f"rowmap{lane}"] = mem
             maps.append((mem.write_port(), mem.read_port(domain="sync")))
 
-        # ---- loader: fills weight bank `lbank` while the other one is computed on
+        # ---- loader: fills weight bank `lbank` while the other one is computed on.
+        # A word is registered here, then decoded and registered in its PE, so the PEs
+        # process it 2 clocks after its transfer; an END beat marks its bank full
+        # (computable) 2 clocks later too.  `busy` covers those clocks.
         full = Signal(2)                 # bank holds a loaded, not yet finished block
+        busy = Signal(2)                 # bank being finished or full
         full_set, full_clr = Signal(2), Signal(2)
         lbank, cbank = Signal(), Signal()
         mb_load, mbank = Signal(), Signal()          # rowmap banks (one per block row)
         n_cols = [Signal(unsigned(cfg.col_bits), name=f"n_cols{b}") for b in range(2)]
+        cols_nz = [Signal(name=f"cols_nz{b}") for b in range(2)]
         last = [Signal(name=f"last{b}") for b in range(2)]
         n_rows = [Signal(unsigned(cfg.row_bits), name=f"n_rows{b}") for b in range(2)]
+        rows_nz = [Signal(name=f"rows_nz{b}") for b in range(2)]
         row_cnt = [Signal(unsigned(cfg.row_bits), name=f"row_cnt{l}") for l in range(L)]
         words = [self.w.payload[l] for l in range(L)]
         w_take = self.w.valid & self.w.ready
         end_take = w_take & (words[0].kind == KIND_END)
-        m.d.comb += self.w.ready.eq(~full.bit_select(lbank, 1))
+        m.d.comb += self.w.ready.eq(~busy.bit_select(lbank, 1))
+        lw_valid, lw_bank = Signal(), Signal()
+        lw = [Signal(word_layout(cfg), name=f"lw{l}") for l in range(L)]
+        m.d.sync += [lw_valid.eq(w_take), lw_bank.eq(lbank)]
+        m.d.sync += [r.eq(wd) for r, wd in zip(lw, words)]
         for p, pe in enumerate(pes):
-            word = words[p % L]
-            m.d.comb += [
-                pe.ld_bank.eq(lbank), pe.cp_bank.eq(cbank), pe.ld_start.eq(end_take),
-                pe.ld_entry.eq(w_take & ((word.kind == KIND_ENTRY) | (word.kind == KIND_LAST))
-                               & (word.pe == p)),
-                pe.ld_close.eq(w_take & ((word.kind == KIND_LAST) | (word.kind == KIND_SKIP))
-                               & (word.pe == p)),
-                pe.ld_value.eq(word.value), pe.ld_idx.eq(word.idx),
-            ]
+            word = lw[p % L]
+            m.d.comb += [pe.lw_valid.eq(lw_valid), pe.lw_bank.eq(lw_bank),
+                         pe.lw_kind.eq(word.kind), pe.lw_pe.eq(word.pe),
+                         pe.lw_value.eq(word.value), pe.lw_idx.eq(word.idx)]
         for lane, word in enumerate(words):
             map_w = maps[lane][0]
             with m.If(w_take & (word.kind == KIND_ROW)):
                 m.d.comb += [map_w.addr.eq(Cat(row_cnt[lane][:rb], mb_load)),
                              map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
                 m.d.sync += row_cnt[lane].eq(row_cnt[lane] + 1)
+        end1_v, end1_bank, end1_last = Signal(), Signal(), Signal()
+        end2_v, end2_bank, end2_last = Signal(), Signal(), Signal()
+        m.d.sync += [end1_v.eq(end_take), end1_bank.eq(lbank), end1_last.eq(words[0].value[0]),
+                     end2_v.eq(end1_v), end2_bank.eq(end1_bank), end2_last.eq(end1_last)]
+        busy_set = Signal(2)
         with m.If(end_take):
             is_last = words[0].value[0]
-            m.d.comb += full_set.eq(Mux(lbank, 0b10, 0b01))
+            m.d.comb += busy_set.eq(Mux(lbank, 0b10, 0b01))
             m.d.sync += lbank.eq(~lbank)
-            for b in range(2):
-                with m.If(lbank == b):
-                    # every PE closes every column once: PE 0's count is the block's
-                    m.d.sync += [n_cols[b].eq(pes[0].ld_cols), last[b].eq(is_last)]
             with m.If(is_last):
                 m.d.sync += [mb_load.eq(~mb_load)] + [c.eq(0) for c in row_cnt]
                 total = row_cnt[0]
@@ -152,12 +172,20 @@ class SpmvEngine(wiring.Component):
                     total = total + c
                 for b in range(2):
                     with m.If(mb_load == b):
-                        m.d.sync += n_rows[b].eq(total)
-        m.d.sync += full.eq((full | full_set) & ~full_clr)
+                        m.d.sync += [n_rows[b].eq(total), rows_nz[b].eq(total != 0)]
+        with m.If(end2_v):
+            # the PEs have processed every word of the block: PE 0's column count is
+            # the block's (every PE closes every column once)
+            m.d.comb += full_set.eq(Mux(end2_bank, 0b10, 0b01))
+            for b in range(2):
+                with m.If(end2_bank == b):
+                    m.d.sync += [n_cols[b].eq(pes[0].ld_cols),
+                                 cols_nz[b].eq(pes[0].ld_cols != 0), last[b].eq(end2_last)]
+        m.d.sync += [full.eq((full | full_set) & ~full_clr),
+                     busy.eq((busy | busy_set) & ~full_clr)]
 
         cur_cols = Mux(cbank, n_cols[1], n_cols[0])
         cur_last = Mux(cbank, last[1], last[0])
-        cur_rows = Mux(mbank, n_rows[1], n_rows[0])
         release = Signal()
         m.d.comb += full_clr.eq(Mux(release, Mux(cbank, 0b10, 0b01), 0))
         with m.If(release):
@@ -166,68 +194,116 @@ class SpmvEngine(wiring.Component):
         state = Signal(2, init=INIT)
         in_compute, in_drain = state == COMPUTE, state == DRAIN
 
-        # ---- compute: non-zero detector, pointer read, broadcast
+        # ---- compute: non-zero detector, pointer read, broadcast.  Nothing after the
+        # accept of x stalls: stage 1 reads every PE's ptr[j], stage 2 pushes (x_j,
+        # start, count) into the FIFOs of the PEs with count > 0.  The accept waits for
+        # `stall`, a register: some FIFO held >= fifo_depth items 3 clocks earlier
+        # (PE flag -> group OR -> OR); the FIFOs have slots for what is in flight.
         cols_in = Signal(unsigned(cfg.col_bits))
+        cols_left = Signal(unsigned(cfg.col_bits))
+        more = Signal()                   # cols_left != 0
         s1_valid, s2_valid = Signal(), Signal()
         s1_x, s2_x = Signal(signed(cfg.x_fmt.width)), Signal(signed(cfg.x_fmt.width))
         stall = Signal()
-        m.d.comb += stall.eq(s2_valid & Cat(pe.full & pe.ptr_nz for pe in pes).any())
-        advance = ~stall
-        m.d.comb += self.x.ready.eq(in_compute & advance & (cols_in != cur_cols))
+        groups = [pes[i:i + 8] for i in range(0, P, 8)]
+        high_g = [Signal(name=f"high_g{g}") for g in range(len(groups))]
+        idle_g = [Signal(name=f"idle_g{g}") for g in range(len(groups))]
+        m.d.sync += [h.eq(Cat(pe.high for pe in grp).any()) for h, grp in zip(high_g, groups)]
+        m.d.sync += [h.eq(Cat(pe.idle for pe in grp).all()) for h, grp in zip(idle_g, groups)]
+        m.d.sync += stall.eq(Cat(*high_g).any())
+        m.d.comb += self.x.ready.eq(in_compute & ~stall & more)
         x_take = self.x.valid & self.x.ready
         for pe in pes:
-            m.d.comb += [pe.ptr_addr.eq(cols_in), pe.ptr_en.eq(advance),
-                         pe.push.eq(in_compute & advance & s2_valid & pe.ptr_nz),
-                         pe.push_x.eq(s2_x)]
-        with m.If(in_compute & advance):
-            m.d.sync += [s1_valid.eq(x_take & (self.x.payload != 0)), s1_x.eq(self.x.payload),
-                         s2_valid.eq(s1_valid), s2_x.eq(s1_x)]
+            m.d.comb += [pe.cp_bank.eq(cbank), pe.ptr_addr.eq(cols_in),
+                         pe.push_v.eq(s2_valid), pe.push_x.eq(s2_x)]
+        m.d.sync += [s1_valid.eq(x_take & (self.x.payload != 0)), s1_x.eq(self.x.payload),
+                     s2_valid.eq(s1_valid), s2_x.eq(s1_x)]
         with m.If(x_take):
-            m.d.sync += cols_in.eq(cols_in + 1)
-        all_idle = Cat(pe.idle for pe in pes).all()
+            m.d.sync += [cols_in.eq(cols_in + 1), cols_left.eq(cols_left - 1),
+                         more.eq(cols_left != 1)]
+        # done: the broadcaster empty and every PE idle, seen 2 clocks late
+        bc_empty = Signal()
+        bc_empty2 = Signal()
+        m.d.sync += [bc_empty.eq(in_compute & ~more & ~s1_valid & ~s2_valid),
+                     bc_empty2.eq(bc_empty)]
+        done = bc_empty2 & Cat(*idle_g).all()
 
-        # ---- drain: rowmap read -> register -> accumulator read (and clear) -> register
-        #      -> round/saturate -> o.  Stalls as a whole while o is back-pressured.
-        k = Signal(unsigned(cfg.row_bits))
+        # ---- drain: rowmap read -> register -> PE address register (and clear) ->
+        #      accumulator read -> register -> P-way select as a registered tree of
+        #      <= 8-way muxes (the last level also rounds) -> saturate -> result FIFO.
+        #      It never stalls: a row is issued only while a result slot is free
+        #      (credits), so back-pressure on o reaches no pipeline enable.
         k_lane = Signal(range(max(L, 2)))   # k mod L
         k_div = Signal(unsigned(rb))        # k div L
-        dv = [Signal(name=f"drain_v{i}") for i in range(4)]
+        rows_left = Signal(unsigned(cfg.row_bits))
+        rows_more = Signal()
+        nd = cfg.drain_latency - 1
+        dv = [Signal(name=f"drain_v{i}") for i in range(nd)]
         lane0, lane1 = Signal(range(max(L, 2))), Signal(range(max(L, 2)))
-        sel1, sel2 = Signal(unsigned(cfg.pe_bits)), Signal(unsigned(cfg.pe_bits))
         map_q = [Signal(unsigned(cfg.pe_bits + cfg.idx_bits), name=f"map_q{lane}")
                  for lane in range(L)]
-        adv_d = ~self.o.valid | self.o.ready
-        issue = adv_d & (k != cur_rows)
+        m.submodules.out_fifo = ofifo = Fifo(cfg.out_fmt.width, cfg.out_slots)
+        cred = Signal(range(cfg.out_slots + 1), init=cfg.out_slots)
+        pop = self.o.valid & self.o.ready
+        m.d.comb += [self.o.valid.eq(ofifo.r_rdy), self.o.payload.eq(ofifo.r_data),
+                     ofifo.r_en.eq(pop)]
+        issue = Signal()
+        m.d.comb += issue.eq(in_drain & rows_more & (cred != 0))
+        with m.If(issue & ~pop):
+            m.d.sync += cred.eq(cred - 1)
+        with m.Elif(~issue & pop):
+            m.d.sync += cred.eq(cred + 1)
         for _, map_r in maps:
-            m.d.comb += [map_r.addr.eq(Cat(k_div, mbank)), map_r.en.eq(adv_d)]
+            m.d.comb += [map_r.addr.eq(Cat(k_div, mbank)), map_r.en.eq(1)]
         map_data = Array(map_q)[lane1] if L > 1 else map_q[0]
         map_idx = map_data[:cfg.idx_bits]
         map_pe = map_data[cfg.idx_bits:]
         clr = Signal(range(R + 1))
         for p, pe in enumerate(pes):
-            m.d.comb += [pe.drain.eq(in_drain), pe.acc_en.eq(adv_d), pe.acc_addr.eq(map_idx)]
-            with m.If(state == INIT):
-                m.d.comb += [pe.clr_en.eq(1), pe.clr_addr.eq(clr)]
-            with m.Elif(in_drain & adv_d & dv[1] & (map_pe == p)):
-                # clear behind the read (the read port is not transparent)
-                m.d.comb += [pe.clr_en.eq(1), pe.clr_addr.eq(map_idx)]
-        acc_sel = Array(pe.acc_data for pe in pes)[sel2] if P > 1 else pes[0].acc_data
-        result = saturate(round_shift(acc_sel, cfg.acc_frac - cfg.out_fmt.frac_bits),
-                          cfg.out_fmt)
-        with m.If(in_drain & adv_d):
-            m.d.sync += [dv[0].eq(issue), dv[1].eq(dv[0]), dv[2].eq(dv[1]), dv[3].eq(dv[2]),
-                         self.o.valid.eq(dv[3]), k.eq(k + issue),
-                         lane0.eq(k_lane), lane1.eq(lane0), sel1.eq(map_pe), sel2.eq(sel1),
-                         self.o.payload.eq(result)]
-            m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
-            with m.If(issue):
-                if L > 1:
-                    with m.If(k_lane == L - 1):
-                        m.d.sync += [k_lane.eq(0), k_div.eq(k_div + 1)]
-                    with m.Else():
-                        m.d.sync += k_lane.eq(k_lane + 1)
-                else:
-                    m.d.sync += k_div.eq(k_div + 1)
+            m.d.comb += [pe.drain.eq(in_drain), pe.clr_init.eq(state == INIT),
+                         pe.clr_addr.eq(clr), pe.dr_v.eq(dv[1]), pe.dr_pe.eq(map_pe),
+                         pe.dr_idx.eq(map_idx)]
+        # the PE index travels with the read: map_pe (dv1) -> PE registers (dv2) ->
+        # accumulator read register (dv3) -> acc_data (dv4)
+        sels = [Signal(unsigned(cfg.pe_bits), name=f"sel{i}") for i in (2, 3, 4)]
+        m.d.sync += [sels[0].eq(map_pe), sels[1].eq(sels[0]), sels[2].eq(sels[1])]
+        vals, sel_bits = [pe.acc_data for pe in pes], sels[2]
+        shift = cfg.acc_frac - cfg.out_fmt.frac_bits
+        for level in range(cfg.drain_mux_levels):
+            b = min(3, len(sel_bits))
+            last_level = level == cfg.drain_mux_levels - 1
+            nvals = []
+            for g, i in enumerate(range(0, len(vals), 1 << b)):
+                group = vals[i:i + (1 << b)]
+                pick = Array(group)[sel_bits[:b]] if len(group) > 1 else group[0]
+                if last_level:
+                    pick = round_shift(pick, shift)
+                reg = Signal(signed(len(pick)), name=f"drain_m{level}_{g}")
+                m.d.sync += reg.eq(pick)
+                nvals.append(reg)
+            if len(sel_bits) > b:
+                nsel = Signal(unsigned(len(sel_bits) - b), name=f"drain_sel{level}")
+                m.d.sync += nsel.eq(sel_bits[b:])
+                sel_bits = nsel
+            vals = nvals
+        if cfg.drain_mux_levels == 0:
+            rounded = Signal(signed(len(round_shift(vals[0], shift))), name="drain_round")
+            m.d.sync += rounded.eq(round_shift(vals[0], shift))
+            vals = [rounded]
+        assert len(vals) == 1
+        m.d.comb += [ofifo.w_data.eq(_saturate(vals[0], cfg.out_fmt)), ofifo.w_en.eq(dv[-1])]
+        m.d.sync += [v.eq(u) for v, u in zip(dv[1:], dv)]
+        m.d.sync += [dv[0].eq(issue), lane0.eq(k_lane), lane1.eq(lane0)]
+        m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
+        with m.If(issue):
+            m.d.sync += [rows_left.eq(rows_left - 1), rows_more.eq(rows_left != 1)]
+            if L > 1:
+                with m.If(k_lane == L - 1):
+                    m.d.sync += [k_lane.eq(0), k_div.eq(k_div + 1)]
+                with m.Else():
+                    m.d.sync += k_lane.eq(k_lane + 1)
+            else:
+                m.d.sync += k_div.eq(k_div + 1)
 
         # ---- tile controller: initial clear / compute (next block loads) / drain
         with m.Switch(state):
@@ -237,18 +313,22 @@ class SpmvEngine(wiring.Component):
                     m.d.sync += state.eq(IDLE)
             with m.Case(IDLE):
                 with m.If(full.bit_select(cbank, 1)):
-                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0), s1_valid.eq(0),
-                                 s2_valid.eq(0)]
+                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0),
+                                 cols_left.eq(cur_cols),
+                                 more.eq(Mux(cbank, cols_nz[1], cols_nz[0]))]
             with m.Case(COMPUTE):
-                with m.If((cols_in == cur_cols) & ~s1_valid & ~s2_valid & all_idle):
+                with m.If(done):
+                    # the delayed flags must not carry this block's end into the next
+                    m.d.sync += [bc_empty.eq(0), bc_empty2.eq(0)]
                     with m.If(cur_last):
-                        m.d.sync += [state.eq(DRAIN), k.eq(0), k_lane.eq(0), k_div.eq(0)]
-                        m.d.sync += [v.eq(0) for v in dv]
+                        m.d.sync += [state.eq(DRAIN), k_lane.eq(0), k_div.eq(0),
+                                     rows_left.eq(Mux(mbank, n_rows[1], n_rows[0])),
+                                     rows_more.eq(Mux(mbank, rows_nz[1], rows_nz[0]))]
                     with m.Else():
                         m.d.comb += release.eq(1)
                         m.d.sync += state.eq(IDLE)
             with m.Case(DRAIN):
-                with m.If((k == cur_rows) & ~Cat(*dv).any() & ~self.o.valid):
+                with m.If(~rows_more & ~Cat(*dv).any() & ~ofifo.r_rdy):
                     m.d.comb += release.eq(1)
                     m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
         return m

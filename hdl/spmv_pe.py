@@ -2,13 +2,12 @@
 """One processing element of the sparse matrix-vector engine (see :mod:`hdl.spmv`)."""
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed, unsigned
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 
 from gen.fixed import index_bits
-from gen.spmv import SpmvConfig
+from gen.spmv import KIND_END, KIND_ENTRY, KIND_LAST, KIND_SKIP, SpmvConfig
 
-__all__ = ["SpmvPE"]
+__all__ = ["SpmvPE", "Fifo"]
 
 
 def _saturating_add(acc, addend, width):
@@ -23,22 +22,48 @@ def _saturating_add(acc, addend, width):
     return Mux(overflow, Mux(total[width], lo, hi), total[:width].as_signed())
 
 
-class _OneFifo(Elaboratable):
-    """A depth-1 FIFO with :class:`SyncFIFO`'s interface and timing (Amaranth's own
-    SyncFIFO of depth 1 emits zero-width pointers that Verilator rejects)."""
+class Fifo(Elaboratable):
+    """A first-word-fall-through FIFO in distributed RAM with registered flags.
 
-    def __init__(self, width):
-        self.w_data, self.w_en, self.w_rdy = Signal(width), Signal(), Signal()
-        self.r_data, self.r_en, self.r_rdy = Signal(width), Signal(), Signal()
+    ``depth`` must be a power of two.  A word written in one clock can be read from
+    the next (no same-clock pass-through), like :class:`amaranth.lib.fifo.SyncFIFO`;
+    ``r_rdy`` (not empty) is a register, so a reader's decision starts at a flip-flop.
+    The writer must not write when full (callers guarantee it by credits).
+
+    Members: ``w_data``, ``w_en`` (in); ``r_data`` (out, combinational read of the
+    head), ``r_en`` (in, only while ``r_rdy``), ``r_rdy`` (out, registered),
+    ``level`` (out, register, 0..depth).
+    """
+
+    def __init__(self, width, depth):
+        assert depth >= 2 and depth & (depth - 1) == 0
+        self.width, self.depth = width, depth
+        self.w_data = Signal(width, name="w_data")
+        self.w_en = Signal(name="w_en")
+        self.r_data = Signal(width, name="r_data")
+        self.r_en = Signal(name="r_en")
+        self.r_rdy = Signal(name="r_rdy")
+        self.level = Signal(range(depth + 1), name="level")
 
     def elaborate(self, platform):
         m = Module()
-        full = Signal()
-        m.d.comb += [self.w_rdy.eq(~full), self.r_rdy.eq(full)]
-        with m.If(self.w_en & ~full):
-            m.d.sync += [self.r_data.eq(self.w_data), full.eq(1)]
-        with m.Elif(self.r_en & full):
-            m.d.sync += full.eq(0)
+        m.submodules.mem = mem = Memory(shape=unsigned(self.width), depth=self.depth,
+                                        init=[])
+        wp, rp = mem.write_port(), mem.read_port(domain="comb")
+        w_ptr = Signal(range(self.depth), name="w_ptr")
+        r_ptr = Signal(range(self.depth), name="r_ptr")
+        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
+                     rp.addr.eq(r_ptr), self.r_data.eq(rp.data)]
+        with m.If(self.w_en):
+            m.d.sync += w_ptr.eq(w_ptr + 1)
+        with m.If(self.r_en):
+            m.d.sync += r_ptr.eq(r_ptr + 1)
+        with m.If(self.w_en & ~self.r_en):
+            m.d.sync += self.level.eq(self.level + 1)
+        with m.Elif(~self.w_en & self.r_en):
+            m.d.sync += self.level.eq(self.level - 1)
+        m.d.sync += self.r_rdy.eq(self.w_en | (self.level > 1)
+                                  | ((self.level == 1) & ~self.r_en))
         return m
 
 
@@ -48,44 +73,45 @@ class SpmvPE(Elaboratable):
     Parameters
     ----------
     cfg : :class:`gen.spmv.SpmvConfig`
+    index : int
+        This PE's number ``p`` (weight words and drained rows name their PE).
 
-    Members (plain signals driven/read by :class:`hdl.spmv.SpmvEngine`)
-    -------------------------------------------------------------------
-    ld_bank : in, 1
-        Bank (of the double-buffered entry and pointer memories) being loaded.
+    Members (plain signals driven/read by :class:`hdl.spmv.SpmvEngine`; every input
+    is registered inside the PE before it is decoded or used, so the engine's
+    broadcast nets end at flip-flops)
+    ---------------------------------------------------------------------------------
+    lw_valid, lw_bank : in, 1
+        A weight word of this PE's lane was accepted (registered once by the engine),
+        and the bank it loads.
+    lw_kind : in, 3.  lw_pe : in, unsigned(pe_bits).  lw_value : in, w_fmt.
+    lw_idx : in, unsigned(idx_bits)
+        The word: ENTRY/LAST for this PE append ``(value, idx)`` to the entry memory
+        (LAST and SKIP then close the PE's column: ``ptr[col] = (start, count)``,
+        ``col += 1``); END resets the load counters.  Processed 2 clocks after the
+        word's transfer.
+    ld_cols : out, unsigned(col_bits)
+        Columns closed since the last END (the block's column count).
     cp_bank : in, 1
         Bank being computed on.
-    ld_start : in, 1
-        Reset the load counters (a block's END word).
-    ld_entry : in, 1
-        Append ``(ld_value, ld_idx)`` to the entry memory (ENTRY word for this PE).
-    ld_close : in, 1
-        Close this PE's current column (after the entry of this clock, if any): write
-        ``ptr[col] = (start, count)`` and advance the PE's column counter ``col``.
-    ld_value : in, signed(w_fmt.width), w_fmt.  ld_idx : in, unsigned(idx_bits).
-    ld_cols : out, unsigned(col_bits)
-        Columns closed since the last ``ld_start`` (the block's column count).
-    clr_en, clr_addr : in
-        Write 0 into accumulator ``clr_addr`` (after reset, and behind the drain).
-    ptr_en, ptr_addr : in
-        Read ``ptr[ptr_addr]``; the memory output is registered once more (both only
-        while ``ptr_en``), so ``ptr_count``/``ptr_start``/``ptr_nz`` belong to the
-        address given two enabled clocks earlier and no memory output reaches the
-        broadcaster's stall logic.
-    ptr_count : out, unsigned(count_bits).  ptr_start : out, unsigned(addr_bits).
-    ptr_nz : out, 1
-        ``ptr_count != 0`` (registered).
-    push, push_x : in
-        Push ``(push_x, ptr_start, ptr_count)`` into the activation FIFO (only when not
-        ``full``).
-    full : out, 1
-        The FIFO holds ``fifo_depth`` items.
-    drain, acc_en, acc_addr : in
-        While ``drain``, the accumulator read port is the drain's (address
-        ``acc_addr``, enable ``acc_en``); ``acc_data`` follows two enabled clocks later.
+    ptr_addr : in, unsigned(col_bits)
+        Column whose pointer is read (every clock; the data is registered, so
+        ``(start, count, count != 0)`` of ``ptr_addr`` is available 2 clocks later).
+    push_v, push_x : in
+        Broadcaster stage 2: an activation (``x_fmt``) whose column's pointer is in the
+        pointer register; pushed into the FIFO when the column has entries here.
+    high : out, 1
+        Registered: the FIFO held at least ``fifo_depth`` items in the previous clock.
+    clr_init, clr_addr : in
+        Clear accumulator ``clr_addr`` (after reset); done one clock later.
+    drain : in, 1
+        Tile controller in DRAIN (the accumulator read port belongs to the drain).
+    dr_v, dr_pe, dr_idx : in
+        Drain stage: read accumulator ``dr_idx`` of PE ``dr_pe`` and clear it behind
+        the read (one clock later, in this PE's registers).
     acc_data : out, signed(acc_width), accumulator format.
+        The accumulator read, registered: 3 clocks after ``dr_v``.
     idle : out, 1
-        FIFO empty and nothing in flight.
+        Registered: in the previous clock the FIFO was empty and nothing in flight.
 
     Pipeline: A issue (entry read; one per clock, back to back across FIFO items) ->
     B entry register -> C multiply and accumulator read -> D accumulator register ->
@@ -94,30 +120,28 @@ class SpmvPE(Elaboratable):
     accumulator neither stall nor lose an update.
     """
 
-    def __init__(self, cfg: SpmvConfig):
+    def __init__(self, cfg: SpmvConfig, index: int = 0):
         self.cfg = cfg
+        self.index = index
         ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
-        self.ld_bank = Signal()
-        self.cp_bank = Signal()
-        self.ld_start = Signal()
-        self.ld_entry = Signal()
-        self.ld_close = Signal()
-        self.ld_value = Signal(signed(ww))
-        self.ld_idx = Signal(unsigned(cfg.idx_bits))
+        self.lw_valid = Signal()
+        self.lw_bank = Signal()
+        self.lw_kind = Signal(3)
+        self.lw_pe = Signal(unsigned(cfg.pe_bits))
+        self.lw_value = Signal(signed(ww))
+        self.lw_idx = Signal(unsigned(cfg.idx_bits))
         self.ld_cols = Signal(unsigned(cfg.col_bits))
-        self.clr_en = Signal()
-        self.clr_addr = Signal(unsigned(cfg.idx_bits))
-        self.ptr_en = Signal()
+        self.cp_bank = Signal()
         self.ptr_addr = Signal(unsigned(cfg.col_bits))
-        self.ptr_count = Signal(unsigned(cfg.count_bits))
-        self.ptr_start = Signal(unsigned(cfg.addr_bits))
-        self.ptr_nz = Signal()
-        self.push = Signal()
+        self.push_v = Signal()
         self.push_x = Signal(signed(xw))
-        self.full = Signal()
+        self.high = Signal()
+        self.clr_init = Signal()
+        self.clr_addr = Signal(unsigned(cfg.idx_bits))
         self.drain = Signal()
-        self.acc_en = Signal()
-        self.acc_addr = Signal(unsigned(cfg.idx_bits))
+        self.dr_v = Signal()
+        self.dr_pe = Signal(unsigned(cfg.pe_bits))
+        self.dr_idx = Signal(unsigned(cfg.idx_bits))
         self.acc_data = Signal(signed(cfg.acc_width))
         self.idle = Signal()
 
@@ -139,60 +163,77 @@ class SpmvPE(Elaboratable):
         ptr_w, ptr_r = ptr.write_port(), ptr.read_port(domain="sync")
         acc_w, acc_r = acc.write_port(), acc.read_port(domain="sync")
 
-        # ---- load: entries packed column by column, one (start, count) per column
+        # ---- load: the engine's registered word is decoded and registered here
+        ld_entry, ld_close, ld_start = Signal(), Signal(), Signal()
+        ld_value, ld_idx, ld_bank = Signal(signed(ww)), Signal(unsigned(ib)), Signal()
+        mine = self.lw_valid & (self.lw_pe == self.index)
+        m.d.sync += [
+            ld_entry.eq(mine & ((self.lw_kind == KIND_ENTRY) | (self.lw_kind == KIND_LAST))),
+            ld_close.eq(mine & ((self.lw_kind == KIND_LAST) | (self.lw_kind == KIND_SKIP))),
+            ld_start.eq(self.lw_valid & (self.lw_kind == KIND_END)),
+            ld_value.eq(self.lw_value), ld_idx.eq(self.lw_idx), ld_bank.eq(self.lw_bank)]
+        # entries packed column by column, one (start, count) per column
         wptr = Signal(unsigned(ab + 1))
         start = Signal(unsigned(ab))
         count = Signal(unsigned(cb))
         col = self.ld_cols
-        new_count = (count + self.ld_entry)[:cb]
-        new_wptr = (wptr + self.ld_entry)[:ab + 1]
-        with m.If(self.ld_start):
+        new_count = (count + ld_entry)[:cb]
+        new_wptr = (wptr + ld_entry)[:ab + 1]
+        with m.If(ld_start):
             m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), col.eq(0)]
         with m.Else():
-            with m.If(self.ld_entry):
-                m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], self.ld_bank)),
-                             ent_w.data.eq(Cat(self.ld_value, self.ld_idx)), ent_w.en.eq(1)]
+            with m.If(ld_entry):
+                m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], ld_bank)),
+                             ent_w.data.eq(Cat(ld_value, ld_idx)), ent_w.en.eq(1)]
                 m.d.sync += wptr.eq(new_wptr)
-            with m.If(self.ld_close):
-                m.d.comb += [ptr_w.addr.eq(Cat(col[:pb], self.ld_bank)),
+            with m.If(ld_close):
+                m.d.comb += [ptr_w.addr.eq(Cat(col[:pb], ld_bank)),
                              ptr_w.data.eq(Cat(start, new_count, new_count != 0)),
                              ptr_w.en.eq(1)]
                 m.d.sync += [start.eq(new_wptr), count.eq(0), col.eq(col + 1)]
             with m.Else():
                 m.d.sync += count.eq(new_count)
 
-        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)),
-                     ptr_r.en.eq(self.ptr_en)]
-        with m.If(self.ptr_en):
-            m.d.sync += [self.ptr_start.eq(ptr_r.data[:ab]),
-                         self.ptr_count.eq(ptr_r.data[ab:ab + cb]),
-                         self.ptr_nz.eq(ptr_r.data[ab + cb])]
+        # ---- pointer read (every clock) and its register
+        ptr_start = Signal(unsigned(ab))
+        ptr_count = Signal(unsigned(cb))
+        ptr_nz = Signal()
+        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(1)]
+        m.d.sync += [ptr_start.eq(ptr_r.data[:ab]), ptr_count.eq(ptr_r.data[ab:ab + cb]),
+                     ptr_nz.eq(ptr_r.data[ab + cb])]
 
-        # ---- activation FIFO: (x, start, count)
-        width = xw + ab + cb
-        m.submodules.fifo = fifo = (SyncFIFO(width=width, depth=cfg.fifo_depth)
-                                    if cfg.fifo_depth > 1 else _OneFifo(width))
-        m.d.comb += [fifo.w_en.eq(self.push),
-                     fifo.w_data.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
-                     self.full.eq(~fifo.w_rdy)]
+        # ---- activation FIFO: (x, start, count, count > 1); the broadcaster never
+        # overfills it (it stops at fifo_depth items with a delayed flag; the slots
+        # beyond fifo_depth absorb what is already in flight)
+        width = xw + ab + cb + 1
+        m.submodules.fifo = fifo = Fifo(width, cfg.fifo_slots)
+        m.d.comb += [fifo.w_en.eq(self.push_v & ptr_nz),
+                     fifo.w_data.eq(Cat(self.push_x, ptr_start, ptr_count,
+                                        ptr_count != 1))]
+        m.d.sync += self.high.eq(fifo.level >= cfg.fifo_depth)
         head_x = fifo.r_data[:xw].as_signed()
         head_start = fifo.r_data[xw:xw + ab]
-        head_count = fifo.r_data[xw + ab:]
+        head_count = fifo.r_data[xw + ab:xw + ab + cb]
+        head_multi = fifo.r_data[xw + ab + cb]
 
         # ---- stage A: issue one entry read per clock
         rem = Signal(unsigned(cb))
+        rem_nz = Signal()                     # rem != 0, kept as a register
         addr = Signal(unsigned(ab))
         cur_x = Signal(signed(xw))
         v_b = Signal()
         x_b = Signal(signed(xw))
-        m.d.comb += ent_r.en.eq(1)
-        with m.If(rem != 0):
-            m.d.comb += ent_r.addr.eq(Cat(addr, self.cp_bank))
-            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), v_b.eq(1), x_b.eq(cur_x)]
+        # (unconditional assignments: continuous in the Verilog, so simulators see
+        # them from time 0 although their inputs are registers that start constant)
+        m.d.comb += [ent_r.en.eq(1), fifo.r_en.eq(~rem_nz & fifo.r_rdy),
+                     ent_r.addr.eq(Cat(Mux(rem_nz, addr, head_start), self.cp_bank))]
+        with m.If(rem_nz):
+            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), rem_nz.eq(rem != 1),
+                         v_b.eq(1), x_b.eq(cur_x)]
         with m.Elif(fifo.r_rdy):
-            m.d.comb += [fifo.r_en.eq(1), ent_r.addr.eq(Cat(head_start, self.cp_bank))]
-            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1), cur_x.eq(head_x),
-                         v_b.eq(1), x_b.eq(head_x)]
+            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
+                         rem_nz.eq(head_multi), cur_x.eq(head_x), v_b.eq(1),
+                         x_b.eq(head_x)]
         with m.Else():
             m.d.sync += v_b.eq(0)
 
@@ -207,21 +248,28 @@ class SpmvPE(Elaboratable):
         m.d.sync += [w_c.eq(ent_r.data[:ww]), row_c.eq(ent_r.data[ww:]), x_c.eq(x_b),
                      v_c.eq(v_b)]
 
+        # ---- drain and clear requests, registered here
+        drain = Signal()
+        rd_addr = Signal(unsigned(ib))
+        c_en, c_addr = Signal(), Signal(unsigned(ib))
+        hit = self.dr_v & (self.dr_pe == self.index)
+        m.d.sync += [drain.eq(self.drain), rd_addr.eq(self.dr_idx),
+                     c_en.eq(self.clr_init | hit),
+                     c_addr.eq(Mux(self.clr_init, self.clr_addr, self.dr_idx))]
+
         # ---- stage C: multiply (registered), accumulator read
         prod_d = Signal(signed(ww + xw))
         row_d = Signal(unsigned(ib))
         v_d = Signal()
         m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
-        m.d.comb += [acc_r.addr.eq(Mux(self.drain, self.acc_addr, row_c)),
-                     acc_r.en.eq(Mux(self.drain, self.acc_en, 1))]
+        m.d.comb += [acc_r.addr.eq(Mux(drain, rd_addr, row_c)), acc_r.en.eq(1)]
 
         # ---- stage D: register the accumulator (also the drain's output register)
         prod_e = Signal(signed(ww + xw))
         row_e = Signal(unsigned(ib))
         v_e = Signal()
-        m.d.sync += [prod_e.eq(prod_d), row_e.eq(row_d), v_e.eq(v_d)]
-        with m.If(Mux(self.drain, self.acc_en, 1)):
-            m.d.sync += self.acc_data.eq(acc_r.data)
+        m.d.sync += [prod_e.eq(prod_d), row_e.eq(row_d), v_e.eq(v_d),
+                     self.acc_data.eq(acc_r.data)]
 
         # ---- stage E: saturating add and write.  The accumulator was read two clocks
         # before this one, so the writes of the previous two clocks are forwarded (the
@@ -237,8 +285,8 @@ class SpmvPE(Elaboratable):
                      fwd2_val.eq(fwd1_val)]
         with m.If(v_e):
             m.d.comb += [acc_w.addr.eq(row_e), acc_w.data.eq(new), acc_w.en.eq(1)]
-        with m.Elif(self.clr_en):
-            m.d.comb += [acc_w.addr.eq(self.clr_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
+        with m.Elif(c_en):
+            m.d.comb += [acc_w.addr.eq(c_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
 
-        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c & ~v_d & ~v_e)
+        m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_b & ~v_c & ~v_d & ~v_e)
         return m

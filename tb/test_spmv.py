@@ -324,7 +324,7 @@ def test_rtl_reset_mid_job(sim):
     plans = [(compile_weights(w, CFG_A, "balanced"), x)]
     model = cycle_model(plans, CFG_A)["jobs"][0]
     for name, at in (("reset_compute", model["compute_start"] + 5),
-                     ("reset_drain", model["drain_start"] + 6)):
+                     ("reset_drain", model["drain_start"] + CFG_A.drain_latency + 3)):
         ys, result = run_jobs(plans, CFG_A, sim, name=name, reset_at=at)
         np.testing.assert_array_equal(ys[0], ref_spmv(w, x, CFG_A))
         if name == "reset_drain":
