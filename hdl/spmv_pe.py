@@ -264,29 +264,39 @@ class SpmvPE(Elaboratable):
         m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
         m.d.comb += [acc_r.addr.eq(Mux(drain, rd_addr, row_c)), acc_r.en.eq(1)]
 
-        # ---- stage D: register the accumulator (also the drain's output register)
+        # The sum of stage E is written to the accumulator memory one clock later, from
+        # its register (wr_*), so the adder ends at a flip-flop.  An entry's accumulator
+        # is read in C, three clocks before the memory holds the writes of the three
+        # entries ahead of it (in E, and one and two clocks past E): those are forwarded.
+        # The newest (the entry just ahead, in E) is selected in E; the two older ones
+        # are merged with the memory value in D, into `base`.  Every row comparison is
+        # made one stage early and registered.
+        wr_v, wr_row = Signal(), Signal(unsigned(ib))       # E's sum, one clock later
+        wr_val = Signal(signed(cfg.acc_width))
+        old_val = Signal(signed(cfg.acc_width))             # E's sum, two clocks later
         prod_e = Signal(signed(ww + xw))
         row_e = Signal(unsigned(ib))
         v_e = Signal()
+        hit_e, hit_wr, hit_d = Signal(), Signal(), Signal()
+        # in C: the entry in E and the one in wr_* against this one (row_c)
+        m.d.sync += [hit_e.eq(v_e & (row_e == row_c)), hit_wr.eq(wr_v & (wr_row == row_c))]
+        # ---- stage D: base = the accumulator read, or a forwarded newer value (also
+        # the drain's output register: no forwarding hits while draining)
         m.d.sync += [prod_e.eq(prod_d), row_e.eq(row_d), v_e.eq(v_d),
-                     self.acc_data.eq(acc_r.data)]
+                     hit_d.eq(v_e & (row_e == row_d)),
+                     self.acc_data.eq(Mux(hit_e, wr_val, Mux(hit_wr, old_val, acc_r.data)))]
 
-        # ---- stage E: saturating add and write.  The accumulator was read two clocks
-        # before this one, so the writes of the previous two clocks are forwarded (the
-        # newer one first): back-to-back updates of one row neither stall nor get lost.
-        # The row comparisons are made one stage early (in D) and registered.
-        fwd1_v, fwd1_row = Signal(), Signal(unsigned(ib))
-        fwd1_val, fwd2_val = Signal(signed(cfg.acc_width)), Signal(signed(cfg.acc_width))
-        hit1, hit2 = Signal(), Signal()
-        m.d.sync += [hit1.eq(v_e & (row_e == row_d)), hit2.eq(fwd1_v & (fwd1_row == row_d))]
-        old = Mux(hit1, fwd1_val, Mux(hit2, fwd2_val, self.acc_data))
+        # ---- stage E: saturating add (newest value forwarded: back-to-back updates of
+        # one row neither stall nor get lost)
+        old = Mux(hit_d, wr_val, self.acc_data)
         new = _saturating_add(old, prod_e, cfg.acc_width)
-        m.d.sync += [fwd1_v.eq(v_e), fwd1_row.eq(row_e), fwd1_val.eq(new),
-                     fwd2_val.eq(fwd1_val)]
-        with m.If(v_e):
-            m.d.comb += [acc_w.addr.eq(row_e), acc_w.data.eq(new), acc_w.en.eq(1)]
+        m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new), old_val.eq(wr_val)]
+        with m.If(wr_v):
+            m.d.comb += [acc_w.addr.eq(wr_row), acc_w.data.eq(wr_val), acc_w.en.eq(1)]
         with m.Elif(c_en):
             m.d.comb += [acc_w.addr.eq(c_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
 
+        # (the memory write one clock after E needs no idle term: `done` follows idle by
+        # two clocks and nothing reads the accumulators before)
         m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_b & ~v_c & ~v_d & ~v_e)
         return m
