@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """``spnn run conv``: one convolution layer through the remainder-aware MAC array RTL."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -123,6 +124,10 @@ def _setup(args):
             if msg.startswith(field):
                 msg = flag + msg[len(field):]
         raise SpnnError(msg) from None
+    sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
+    # output banks: (tiles x copies) slot rows of every channel (the staggered layout)
+    srows = max(p.tiles * p.n for p in sched.passes)
+    cfg = dataclasses.replace(cfg, out_depth=_pow2(oc * srows, 64))
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     check_fits(sched)
     return cfg, layer, sched, x, w

@@ -319,6 +319,17 @@ def test_skip_pad_beats():
         plan(layer, cfg, skip_pad=1)
 
 
+def test_unshared_schedules_rejected():
+    """The array runs only schedules whose copies can share the staggered stream."""
+    from gen.conv import check_fits
+    cfg = ConvConfig(rows=8, cols=4, max_groups=4, shared_stream=False, **SMALL_DEPTHS)
+    sched = plan(ConvLayer(2, 1, 6, 6, 1, 1, 1, 0), cfg)       # 1x1: the stream allows 2
+    assert sched.passes[0].n == 4
+    with pytest.raises(SpnnError, match="^n = 4 copies cannot share the staggered feature "
+                                        "stream of a 1-wide kernel at stride 1 "):
+        check_fits(sched)
+
+
 def test_input_channel_split():
     cfg = ConvConfig(rows=8, cols=4, feat_depth=200, weight_depth=4096)
     layer = ConvLayer(4, 7, 8, 8, 3, 3, 1, 1)      # one padded map = 100 words
