@@ -56,9 +56,16 @@ VIVADO_PART = "xc7vx690tffg1761-2"
 TARGETS = {
     "xc7": {
         "description": "Xilinx 7-series (Virtex-7 class), Yosys synth_xilinx -family xc7",
-        "yosys": "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf",
-        # Yosys 0.70's abc9 can fail an assertion in ABC_OPS_REINTEGRATE (seen on the fc
-        # block); then map LUTs with the classic abc, the rest of synth_xilinx unchanged.
+        # Yosys 0.70's abc9 can fail an assertion in ABC_OPS_REINTEGRATE when a wire and
+        # one of its bits carry the same name (Amaranth names both `y__payload` and
+        # `y__payload[0]`, seen on the fc block): purge unused names before map_luts.
+        "yosys": "\n".join([
+            "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf -run :map_luts",
+            "opt_clean -purge",
+            "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf -run map_luts:",
+        ]),
+        # If abc9 still fails, map LUTs with the classic abc, the rest of synth_xilinx
+        # unchanged.
         "fallbacks": {"abc": "\n".join([
             "synth_xilinx -family xc7 -top {top} -flatten -noiopad -noclkbuf -run begin:map_luts",
             "opt_expr -mux_undef -noclkinv",
