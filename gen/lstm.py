@@ -61,11 +61,14 @@ from .pwl import PwlConfig, fit_table, ref_pwl
 __all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "model_from_dict",
            "prune_lstm", "quantise_lstm", "float_lstm", "ref_lstm", "compile_lstm", "plan_quant",
            "weight_words", "seq_words", "pack_word", "cycle_model", "step_cycles", "rtl_lstm",
-           "GATES",
+           "GATES", "PWL_EXTRA_STAGES",
            "KIND_ENTRY", "KIND_COL", "KIND_ROW", "KIND_BIAS", "KIND_END",
            "XK_X", "XK_H0", "XK_C0"]
 
 GATES = ("i", "f", "g", "o")
+# Stages the LSTM's PWL units (hdl.lstm_pwl.LstmPwlUnit) add to PwlUnit's pipeline:
+# |x| / clamp, product register, round / saturate, clamp to 1, mirror / saturate.
+PWL_EXTRA_STAGES = 5
 KIND_ENTRY, KIND_COL, KIND_ROW, KIND_BIAS, KIND_END = 0, 1, 2, 3, 4
 XK_X, XK_H0, XK_C0 = 0, 1, 2
 
@@ -235,7 +238,8 @@ class LstmConfig:
 
     @property
     def pwl_latency(self) -> int:
-        return self.pwl_config("sigmoid").latency   # the PwlUnit pipeline depth
+        """Pipeline depth of the LSTM's PWL units (:class:`hdl.lstm_pwl.LstmPwlUnit`)."""
+        return self.pwl_config("sigmoid").latency + PWL_EXTRA_STAGES
 
     @property
     def ew_latency(self) -> int:

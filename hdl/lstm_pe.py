@@ -2,11 +2,21 @@
 """One LSTM processing element: sparse MACs for its units' four gates + its element-wise unit.
 
 The MAC half follows the idea of :class:`hdl.spmv_pe.SpmvPE` (column pointer table,
-column-packed entries, activation FIFO, one non-zero per clock, forwarding of the
-previous clock's accumulator write) but keeps its weights resident for a whole
-sequence, holds each gate's accumulators in its own memory (so the element-wise
-stage reads all four gates of a unit in one clock) and re-initialises an
-accumulator with its bias right behind the element-wise read.
+column-packed entries, activation FIFO, one non-zero per clock, forwarding of recent
+accumulator writes) but keeps its weights resident for a whole sequence, holds each
+gate's accumulators in its own memory (so the element-wise stage reads all four gates
+of a unit in one clock) and clears an accumulator right behind the element-wise read;
+the bias is added by the element-wise stage's rounding adder.
+
+Timing (ECP5 target 150 MHz): every block RAM output and both sides of every
+multiplier are registered, every carry chain has a stage of its own, the broadcaster's
+stall sees flip-flops only (non-zero flags stored with ``h`` and the pointer words),
+and datapath registers have no reset (a smaller reset fan-out).
+
+MAC pipeline (one non-zero per clock): A issue (entry read) -> B entry register ->
+C product (DSP) and accumulator read -> D gate select, forwarding of the write two
+clocks back, product register -> E add (forwarding the previous clock's write) and
+write.  Four clocks from issue to write.
 """
 
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
@@ -16,7 +26,7 @@ from amaranth.lib.memory import Memory
 from gen.fixed import QFormat
 from gen.lstm import LstmConfig
 from .fixed import round_shift, saturate
-from .pwl import PwlUnit
+from .lstm_pwl import LstmPwlUnit
 
 __all__ = ["LstmPE", "MUL_LATENCY"]
 
@@ -40,19 +50,23 @@ class LstmPE(Elaboratable):
     -------------------------------------------------------------------
     ld_entry, ld_col, ld_bias : in, 1
         Load one ENTRY (append ``(ld_value[:w], ld_idx)``), close column ``ld_col_addr``
-        (``ptr[col] = (start, count)``), or write bias ``ld_value`` of local row ``ld_idx``.
+        (``ptr[col] = (start, count, count != 0)``), or write bias ``ld_value`` of local
+        row ``ld_idx`` (stored as ``(b << bias_shift) + rounding constant``).
     ld_value : in, signed(wv_width).  ld_idx : in, unsigned(idx_bits) = gate << lbits | local.
-    ptr_en, ptr_addr : in; ptr_start, ptr_count : out
-        Pointer read (one clock latency, holds while ``ptr_en`` is low).
+    ptr_en, ptr_addr : in; ptr_start, ptr_count, ptr_nz : out
+        Pointer read (one clock latency, holds while ``ptr_en`` is low); ``ptr_nz`` =
+        ``ptr_count != 0`` (stored, not compared).
     push, push_x : in (``x_fmt``); full, idle : out
         Activation FIFO push of ``(push_x, ptr_start, ptr_count)``; FIFO full; FIFO empty
         and no MAC in flight.
     binit, baddr : in
-        Read bias ``baddr`` now and write it into the four accumulators of ``baddr`` next clock.
+        Read bias ``baddr`` now (for the element-wise issue of the same clock); with
+        ``binit``, clear the four accumulators of ``baddr`` (written two clocks later).
     ew_valid, ew_addr, h_half : in
         Element-wise issue of local unit ``ew_addr``; ``h`` is written into half ``h_half``
         of the ``h`` bank ``cfg.ew_latency`` clocks later.
-    hf_en, hf_addr, hf_data : feed read port of the ``h`` bank (``{local, half}``), ``x_fmt``.
+    hf_en, hf_addr, hf_data, hf_nz : feed read port of the ``h`` bank (``{local, half}``),
+        ``x_fmt``, and the stored ``h != 0`` flag.
     hd_en, hd_addr, hd_data : drain read port of the ``h`` bank.
     sl_h, sl_c, sl_addr, sl_half, sl_value : in
         Sequence load: write ``h_0`` (bank half ``sl_half``) or ``c_0`` of local unit
@@ -154,9 +168,9 @@ class LstmPE(Elaboratable):
         # ---- MAC stage A: issue one entry read per clock
         rem = Signal(unsigned(cb))
         addr = Signal(unsigned(ab))
-        cur_x = Signal(signed(xw))
+        cur_x = Signal(signed(xw), reset_less=True)
         v_b = Signal()
-        x_b = Signal(signed(xw))
+        x_b = Signal(signed(xw), reset_less=True)
         m.d.comb += ent_r.en.eq(1)
         with m.If(rem != 0):
             m.d.comb += ent_r.addr.eq(addr)
@@ -169,9 +183,9 @@ class LstmPE(Elaboratable):
             m.d.sync += v_b.eq(0)
 
         # ---- MAC stage B: register the entry (block RAM clock-to-out is slow)
-        w_c = Signal(signed(ww))
-        row_c = Signal(unsigned(cfg.idx_bits))
-        x_c = Signal(signed(xw))
+        w_c = Signal(signed(ww), reset_less=True)
+        row_c = Signal(unsigned(cfg.idx_bits), reset_less=True)
+        x_c = Signal(signed(xw), reset_less=True)
         v_c = Signal()
         m.d.sync += [w_c.eq(ent_r.data[:ww]), row_c.eq(ent_r.data[ww:]), x_c.eq(x_b),
                      v_c.eq(v_b)]
@@ -179,36 +193,39 @@ class LstmPE(Elaboratable):
         # ---- MAC stage C: the product (DSP, registered; w_c and x_c are its operand
         # registers) and the accumulator read (all four gates).  The comparisons for the
         # forwarding in D and E and the gate select are made here and registered.
-        prod_d = Signal(signed(ww + xw))
-        row_d = Signal(unsigned(cfg.idx_bits))
+        prod_d = Signal(signed(ww + xw), reset_less=True)
+        row_d = Signal(unsigned(cfg.idx_bits), reset_less=True)
         v_d = Signal()
         m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
         for _, acc_r in accs:
             m.d.comb += [acc_r.addr.eq(Mux(self.ew_valid, self.ew_addr, row_c[:lb])),
                          acc_r.en.eq(1)]
-        row_e = Signal(unsigned(cfg.idx_bits))
+        row_e = Signal(unsigned(cfg.idx_bits), reset_less=True)
         v_e = Signal()
         hit1, hit2 = Signal(), Signal()
-        gsel = Signal(4)
+        gsel = Signal(4, reset_less=True)
         m.d.sync += [hit2.eq(v_e & (row_e == row_c)),
                      gsel.eq(Cat(row_c[lb:] == g for g in range(4)))]
 
         # ---- MAC stage D: select the gate's accumulator, or the value written two
         # clocks ago (the read did not see it); a clear enters here with zeros
-        fwd_val = Signal(signed(cfg.acc_width))       # the value E wrote last clock
-        base = Signal(signed(cfg.acc_width))
-        prod = Signal(signed(ww + xw))
+        fwd_val = Signal(signed(cfg.acc_width), reset_less=True)   # E's write last clock
+        base = Signal(signed(cfg.acc_width), reset_less=True)
+        prod = Signal(signed(ww + xw), reset_less=True)
         clr_e = Signal()
-        clr_a = Signal(unsigned(lb))
+        clr_a = Signal(unsigned(lb), reset_less=True)
+        clr = Signal()                                  # clear requests, registered here
+        clr_addr = Signal(unsigned(lb), reset_less=True)
+        m.d.sync += [clr.eq(self.binit), clr_addr.eq(self.baddr)]
         acc_sel = Mux(gsel[0], accs[0][1].data, Mux(gsel[1], accs[1][1].data,
                                                      Mux(gsel[2], accs[2][1].data,
                                                          accs[3][1].data)))
-        gsel_e = Signal(4)
+        gsel_e = Signal(4, reset_less=True)
         m.d.sync += [row_e.eq(row_d), v_e.eq(v_d), hit1.eq(v_e & (row_e == row_d)),
                      gsel_e.eq(gsel),
-                     base.eq(Mux(self.binit, 0, Mux(hit2, fwd_val, acc_sel))),
-                     prod.eq(Mux(self.binit, 0, prod_d)),
-                     clr_e.eq(self.binit), clr_a.eq(self.baddr)]
+                     base.eq(Mux(clr, 0, Mux(hit2, fwd_val, acc_sel))),
+                     prod.eq(Mux(clr, 0, prod_d)),
+                     clr_e.eq(clr), clr_a.eq(clr_addr)]
 
         # ---- MAC stage E: add (exact: the accumulator cannot overflow) and write; the
         # previous clock's write is forwarded, so back-to-back updates of one row
@@ -230,16 +247,17 @@ class LstmPE(Elaboratable):
         registered (their only load is the multiplier, so they sit next to it), the
         product is registered and registered once more before any logic uses it.
         Latency :data:`MUL_LATENCY` clocks."""
-        a_r = Signal.like(a, name=f"{name}_a")
-        b_r = Signal.like(b, name=f"{name}_b")
-        p = Signal(signed(len(a) + len(b)), name=f"{name}_p")
-        q = Signal(signed(len(a) + len(b)), name=name)
+        a_r = Signal(a.shape(), name=f"{name}_a", reset_less=True)
+        b_r = Signal(b.shape(), name=f"{name}_b", reset_less=True)
+        p = Signal(signed(len(a) + len(b)), name=f"{name}_p", reset_less=True)
+        q = Signal(signed(len(a) + len(b)), name=name, reset_less=True)
         m.d.sync += [a_r.eq(a), b_r.eq(b), p.eq(a_r * b_r), q.eq(p)]
         return q
 
     def _delay(self, m, sig, n, name):
+        """``sig`` delayed by ``n`` registers (reset only if ``sig`` is a 1-bit valid)."""
         for k in range(n):
-            nxt = Signal.like(sig, name=f"{name}_d{k}")
+            nxt = Signal(sig.shape(), name=f"{name}_d{k}", reset_less=len(sig) > 1)
             m.d.sync += nxt.eq(sig)
             sig = nxt
         return sig
@@ -280,13 +298,14 @@ class LstmPE(Elaboratable):
         for g, n in enumerate("ifgo"):
             total = accs[g][1].data + biases[g].data
             r = (total >> sh) if sh > 0 else (total << -sh)
-            reg = Signal(r.shape(), name=f"pre_r_{n}")
+            reg = Signal(r.shape(), name=f"pre_r_{n}", reset_less=True)
             m.d.sync += reg.eq(r)
             rounded.append(reg)
-        pres = [Signal(signed(cfg.pre_fmt.width), name=f"pre_{n}") for n in "ifgo"]
+        pres = [Signal(signed(cfg.pre_fmt.width), name=f"pre_{n}", reset_less=True)
+                for n in "ifgo"]
         for g in range(4):
             m.d.sync += pres[g].eq(saturate(rounded[g], cfg.pre_fmt))
-        c_prev = Signal(signed(cfg.c_fmt.width), name="c_prev")
+        c_prev = Signal(signed(cfg.c_fmt.width), name="c_prev", reset_less=True)
         m.d.sync += c_prev.eq(c_r.data)
         v2 = stage(v1, "ew_v2", 2)
         l2 = stage(l1, "ew_l2", 2)
@@ -295,7 +314,7 @@ class LstmPE(Elaboratable):
         # e3 .. e3+L: gate PWL units (never stalled)
         acts = []
         for g, name in enumerate("ifgo"):
-            unit = PwlUnit(self.tables["tanh" if name == "g" else "sigmoid"])
+            unit = LstmPwlUnit(self.tables["tanh" if name == "g" else "sigmoid"])
             m.submodules[f"pwl_{name}"] = unit
             m.d.comb += [unit.i.payload.eq(pres[g]), unit.i.valid.eq(v2), unit.o.ready.eq(1)]
             acts.append(unit.o.payload)
@@ -311,12 +330,13 @@ class LstmPE(Elaboratable):
 
         # cell sum, then round, then saturate to c_t (one carry chain per stage)
         s1, s2 = F - a - cfg.c_fmt.frac_bits, F - 2 * a
-        c_sum = Signal(signed(max(len(fc) + s1, len(ig) + s2) + 1), name="c_sum")
+        c_sum = Signal(signed(max(len(fc) + s1, len(ig) + s2) + 1), name="c_sum",
+                       reset_less=True)
         m.d.sync += c_sum.eq((fc << s1) + (ig << s2))
         c_rnd_v = round_shift(c_sum, F - cfg.c_fmt.frac_bits)
-        c_rnd = Signal(c_rnd_v.shape(), name="c_rnd")
+        c_rnd = Signal(c_rnd_v.shape(), name="c_rnd", reset_less=True)
         m.d.sync += c_rnd.eq(c_rnd_v)
-        c_new = Signal(signed(cfg.c_fmt.width), name="c_new")
+        c_new = Signal(signed(cfg.c_fmt.width), name="c_new", reset_less=True)
         m.d.sync += c_new.eq(saturate(c_rnd, cfg.c_fmt))
         v5 = stage(v3, "ew_vc", MUL_LATENCY + 3)
         l5 = stage(l3, "ew_lc", MUL_LATENCY + 3)
@@ -328,16 +348,16 @@ class LstmPE(Elaboratable):
                          c_w.data.eq(self.sl_value[:cfg.c_fmt.width]), c_w.en.eq(1)]
 
         # tanh(c_t)
-        m.submodules.pwl_c = unit = PwlUnit(self.tables["tanh_c"])
+        m.submodules.pwl_c = unit = LstmPwlUnit(self.tables["tanh_c"])
         m.d.comb += [unit.i.payload.eq(c_new), unit.i.valid.eq(v5), unit.o.ready.eq(1)]
         o6 = stage(o5, "o_t", L)
 
         # o * tanh(c_t), round, saturate to h (and its non-zero flag), write the h bank
         ph = self._mul(m, o6, unit.o.payload, "ph")
         h_rnd_v = round_shift(ph, 2 * a - cfg.x_fmt.frac_bits)
-        h_rnd = Signal(h_rnd_v.shape(), name="h_rnd")
+        h_rnd = Signal(h_rnd_v.shape(), name="h_rnd", reset_less=True)
         m.d.sync += h_rnd.eq(h_rnd_v)
-        h_new = Signal(signed(xw), name="h_new")
+        h_new = Signal(signed(xw), name="h_new", reset_less=True)
         m.d.sync += h_new.eq(saturate(h_rnd, cfg.x_fmt))
         v7 = stage(v5, "ew_vh", L + MUL_LATENCY + 2)
         l7 = stage(l5, "ew_lh", L + MUL_LATENCY + 2)

@@ -241,6 +241,40 @@ def test_prune_density():
 
 # ----------------------------------------------------------------------- RTL
 
+@pytest.mark.parametrize("segments", [8, 32])
+def test_lstm_pwl_unit_matches_ref_pwl(segments):
+    """The LSTM's deeper-pipelined PWL unit (Amaranth simulator): ref_pwl exactly, on
+    every 29th code plus both ends and the region around 0, result valid exactly
+    ``latency`` clocks after its input."""
+    from amaranth.sim import Simulator
+    from gen.pwl import ref_pwl
+    from hdl.lstm_pwl import LstmPwlUnit
+    cfg = LstmConfig(segments=segments)
+    for name, table in cfg.tables().items():
+        fmt = table.config.in_fmt
+        xs = np.unique(np.concatenate([np.arange(fmt.min_code, fmt.max_code + 1, 29),
+                                       np.arange(-200, 200), [fmt.min_code, fmt.max_code,
+                                                              fmt.max_code - 1]]))
+        dut = LstmPwlUnit(table)
+        assert dut.latency == cfg.pwl_latency
+        got = []
+
+        async def bench(ctx):
+            for t in range(len(xs) + dut.latency):
+                ctx.set(dut.i.valid, t < len(xs))
+                ctx.set(dut.i.payload, int(xs[t]) if t < len(xs) else 0)
+                await ctx.tick()
+                if ctx.get(dut.o.valid):
+                    got.append((t + 1, ctx.get(dut.o.payload)))
+
+        sim = Simulator(dut)
+        sim.add_clock(1e-6)
+        sim.add_testbench(bench)
+        sim.run()
+        assert [c for c, _ in got] == list(range(dut.latency, dut.latency + len(xs))), name
+        assert_array_equal(np.array([v for _, v in got]), ref_pwl(xs, table), err_msg=name)
+
+
 def _case(rng, H, X, T, density=0.5, scale=1.0, state=True, zero_x=False):
     cfg = RTL_CFG
     q = quantise_lstm(random_layer(rng, H, X, density, scale), cfg)
