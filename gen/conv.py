@@ -522,9 +522,10 @@ def column_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
 
 # ------------------------------------------------------------------ cycle model
 
-# Pipeline of the array: a beat issued in cycle t reads the buffers (t), multiplies (t+1)
-# and reaches the accumulators (t+2), where the tile's last beat is captured; see hdl/conv.py.
-ISSUE_TO_ACC = 2
+# Pipeline of the array: a beat issued in cycle t registers its bank addresses (t+1: the
+# banks are read), gets the bank data (t+2), registers weight and feature (t+3) and the
+# product, which reaches the accumulators at t+4, where a tile's last beat is captured.
+ISSUE_TO_ACC = 4
 # Pass set-up: the controller walks the window groups of the pass's first tile (one column
 # per clock) and loads the pass registers before the first beat.
 def pass_setup_cycles(cfg) -> int:

@@ -247,30 +247,42 @@ class ConvArray(wiring.Component):
                 expr = Mux(act[g] & (par[g] == p), foff[g], expr)
             m.d.comb += fo[p].eq(expr)
         fread = [[fmem[c][p].read_port(domain="sync") for p in range(2)] for c in range(MC)]
-        for c in range(MC):
-            for p in range(2):
-                m.d.comb += [fread[c][p].addr.eq(slot[p][c]["base"] + fo[p]),
-                             fread[c][p].en.eq(adv)]
         wread = [wmem[r].read_port(domain="sync") for r in range(MR)]
-        for r in range(MR):
-            m.d.comb += [wread[r].addr.eq(_sel(waddr, row_g[r])), wread[r].en.eq(adv)]
 
         # ---------------------------------------------------------------- pipeline
-        s1_rv, s1_rl, s1_rp = Signal(MR), Signal(MR), Signal(MR)
-        s2_rv, s2_rl = Signal(MR), Signal(MR)
-        s1_en = [Signal(MC, name=f"s1_en{r}") for r in range(MR)]
-        s2_en = [Signal(MC, name=f"s2_en{r}") for r in range(MR)]
-        s1_gl, s2_gl = Signal(NG), Signal(NG)
-        s1_first, s2_first = Signal(), Signal()
-        s1_v, s2_v = Signal(), Signal()
-        s1_gob, s2_gob = gsig("s1_gob", 24), gsig("s2_gob", 24)
-        s1_grb, s2_grb = gsig("s1_grb", 16), gsig("s2_grb", 16)
-        s1_R, s2_R = Signal(16), Signal(16)
-        s1_N, s2_N = Signal(4), Signal(4)
+        # issue -> a (bank addresses registered, banks read) -> s1 (bank data) ->
+        # x2 (weight and gated feature registered) -> s2 (product registered; accumulate)
+        def stage(name):
+            return {"en": [Signal(MC, name=f"{name}_en{r}") for r in range(MR)],
+                    "rv": Signal(MR, name=f"{name}_rv"), "rl": Signal(MR, name=f"{name}_rl"),
+                    "rp": Signal(MR, name=f"{name}_rp"), "gl": Signal(NG, name=f"{name}_gl"),
+                    "first": Signal(name=f"{name}_first"), "v": Signal(name=f"{name}_v"),
+                    "gob": gsig(f"{name}_gob", 24), "grb": gsig(f"{name}_grb", 16),
+                    "R": Signal(16, name=f"{name}_R"), "N": Signal(4, name=f"{name}_N")}
+
+        def copy_stage(dst, src):
+            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N")]
+            out += [dst["en"][r].eq(src["en"][r]) for r in range(MR)]
+            out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
+            return out
+        sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
+        a_fo = [Signal(24, name=f"a_fo{p}") for p in range(2)]
+        a_base = [[Signal(24, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
+        a_wad = [Signal(24, name=f"a_wad{r}") for r in range(MR)]
+        wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
+        fr = [[Signal(signed(cfg.data_width), name=f"fr{r}_{c}") for c in range(MC)]
+              for r in range(MR)]
         prod = [[Signal(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
                  for c in range(MC)] for r in range(MR)]
         acc = [[Signal(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
         shadow = [[Signal(signed(AW), name=f"sh{r}_{c}") for c in range(MC)] for r in range(MR)]
+        s2_rv, s2_rl, s2_gl, s2_first, s2_v = s2["rv"], s2["rl"], s2["gl"], s2["first"], s2["v"]
+        s2_en, s2_gob, s2_grb, s2_R, s2_N = s2["en"], s2["gob"], s2["grb"], s2["R"], s2["N"]
+        for c in range(MC):
+            for p in range(2):
+                m.d.comb += [fread[c][p].addr.eq(a_base[c][p] + a_fo[p]), fread[c][p].en.eq(adv)]
+        for r in range(MR):
+            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv)]
 
         with m.If(adv):
             rv, rl, rp = [], [], []
@@ -280,23 +292,24 @@ class ConvArray(wiring.Component):
                 rv.append(v)
                 rl.append(v & _sel(last_k, g))
                 rp.append(_sel(par, g))
-                m.d.sync += s1_en[r].eq(Cat(*[v & _sel([lanev[gg][c] for gg in range(NG)], g)
-                                              for c in range(MC)]))
-            m.d.sync += [s1_rv.eq(Cat(*rv)), s1_rl.eq(Cat(*rl)), s1_rp.eq(Cat(*rp)),
-                         s1_gl.eq(Cat(*[act[g] & last_k[g] for g in range(NG)])),
-                         s1_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
-                         s1_v.eq(_any(act)), s1_R.eq(cp["r"]), s1_N.eq(cp["n"]),
-                         s2_rv.eq(s1_rv), s2_rl.eq(s1_rl), s2_gl.eq(s1_gl),
-                         s2_first.eq(s1_first), s2_v.eq(s1_v), s2_R.eq(s1_R), s2_N.eq(s1_N)]
-            m.d.sync += [s1_gob[g].eq(gob[g]) for g in range(NG)]
-            m.d.sync += [s2_gob[g].eq(s1_gob[g]) for g in range(NG)]
-            m.d.sync += [s1_grb[g].eq(grb[g]) for g in range(NG)]
-            m.d.sync += [s2_grb[g].eq(s1_grb[g]) for g in range(NG)]
-            m.d.sync += [s2_en[r].eq(s1_en[r]) for r in range(MR)]
+                m.d.sync += sa["en"][r].eq(Cat(*[v & _sel([lanev[gg][c] for gg in range(NG)], g)
+                                                 for c in range(MC)]))
+                m.d.sync += a_wad[r].eq(_sel(waddr, g))
+            m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
+                         sa["gl"].eq(Cat(*[act[g] & last_k[g] for g in range(NG)])),
+                         sa["first"].eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
+                         sa["v"].eq(_any(act)), sa["R"].eq(cp["r"]), sa["N"].eq(cp["n"])]
+            m.d.sync += [sa["gob"][g].eq(gob[g]) for g in range(NG)]
+            m.d.sync += [sa["grb"][g].eq(grb[g]) for g in range(NG)]
+            m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
+            m.d.sync += [a_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
+            m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
             for r in range(MR):
+                m.d.sync += wr[r].eq(wread[r].data)
                 for c in range(MC):
-                    f = Mux(s1_rp[r], fread[c][1].data, fread[c][0].data)
-                    m.d.sync += prod[r][c].eq(Mux(s1_en[r][c], wread[r].data * f, 0))
+                    f = Mux(s1["rp"][r], fread[c][1].data, fread[c][0].data)
+                    m.d.sync += [fr[r][c].eq(Mux(s1["en"][r][c], f, 0)),
+                                 prod[r][c].eq(wr[r] * fr[r][c])]
 
         # ---------------------------------------------------------------- drain
         pending = Signal(NG)
@@ -650,7 +663,8 @@ class ConvArray(wiring.Component):
                                 m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & ~s1_v & ~s2_v & ~pending.any() & ~wb_any):
+                with m.If(~issuing & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
+                          & ~wb_any):
                     with m.If(last_chunk):
                         m.next = "STAT"
                     with m.Else():

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gen.config import SpnnError
-from gen.conv import (READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
+from gen.conv import (ISSUE_TO_ACC, READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
                       pass_setup_cycles, stagger_cycles, stagger_delay,
                       descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan, ref_conv,
                       rtl_conv, schedule_cover, skipped_beats, stagger_reads, stagger_words,
@@ -250,14 +250,15 @@ def test_compute_cycles_closed_form():
     issue = sum(pass_setup_cycles(BIG) + (p.n - 1) * stagger_delay(layer, 64)
                 + p.count * p.tiles * layer.k for p in sched.passes)
     last_drain = -(-sched.passes[-1].r // BIG.drain_rows)
-    assert compute_cycles(sched) == issue + last_drain + 4
+    assert compute_cycles(sched) == issue + last_drain + ISSUE_TO_ACC + 2
     assert stagger_delay(layer, 64) == 192
     assert stagger_cycles(sched) == sum(p.n - 1 for p in sched.passes) * 192
     # drain-bound (K = 3 < 16 rows at 1 row/clock): one tile per 16 clocks
     cfg = ConvConfig(rows=16, cols=4)
     layer = ConvLayer(16, 1, 8, 8, 1, 3, 1, 0)
     sched = plan(layer, cfg)
-    assert compute_cycles(sched) == pass_setup_cycles(cfg) + 3 + (sched.tiles - 1) * 16 + 16 + 4
+    assert compute_cycles(sched) == (pass_setup_cycles(cfg) + 3 + (sched.tiles - 1) * 16 + 16
+                                     + ISSUE_TO_ACC + 2)
 
 
 def _brute_boxes(sched):
