@@ -247,9 +247,9 @@ class SpmvConfig:
     def drain_latency(self) -> int:
         """Row issue -> result valid: rowmap read, its register, the PE's address
         register (and clear), accumulator read, its register, the select tree's levels
-        (the last one also rounds; one rounding stage when P = 1), saturate into the
+        (the last one also rounds; one rounding stage when P = 1), saturate (register),
         result FIFO."""
-        return 6 + max(1, self.drain_mux_levels)
+        return 7 + max(1, self.drain_mux_levels)
 
 
 # ------------------------------------------------------------------ compiler

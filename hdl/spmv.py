@@ -141,15 +141,28 @@ class SpmvEngine(wiring.Component):
         w_take = self.w.valid & self.w.ready
         end_take = w_take & (words[0].kind == KIND_END)
         m.d.comb += self.w.ready.eq(~busy.bit_select(lbank, 1))
-        lw_valid, lw_bank = Signal(), Signal()
+        # registered and decoded: one select bit per PE, the kind as flags per lane
+        lw_bank, lw_end = Signal(name="lw_bank"), Signal(name="lw_end")
         lw = [Signal(word_layout(cfg), name=f"lw{l}") for l in range(L)]
-        m.d.sync += [lw_valid.eq(w_take), lw_bank.eq(lbank)]
+        lw_entry = [Signal(name=f"lw_entry{l}") for l in range(L)]
+        lw_close = [Signal(name=f"lw_close{l}") for l in range(L)]
+        lw_sel = [Signal(name=f"lw_sel{p}") for p in range(P)]
+        m.d.sync += [lw_bank.eq(lbank), lw_end.eq(end_take)]
         m.d.sync += [r.eq(wd) for r, wd in zip(lw, words)]
+        m.d.sync += [e.eq((wd.kind == KIND_ENTRY) | (wd.kind == KIND_LAST))
+                     for e, wd in zip(lw_entry, words)]
+        m.d.sync += [c.eq((wd.kind == KIND_LAST) | (wd.kind == KIND_SKIP))
+                     for c, wd in zip(lw_close, words)]
+        m.d.sync += [sel.eq(w_take & (words[p % L].pe == p)) for p, sel in enumerate(lw_sel)]
         for p, pe in enumerate(pes):
             word = lw[p % L]
-            m.d.comb += [pe.lw_valid.eq(lw_valid), pe.lw_bank.eq(lw_bank),
-                         pe.lw_kind.eq(word.kind), pe.lw_pe.eq(word.pe),
+            m.d.comb += [pe.lw_sel.eq(lw_sel[p]), pe.lw_entry.eq(lw_entry[p % L]),
+                         pe.lw_close.eq(lw_close[p % L]), pe.lw_end.eq(lw_end),
+                         pe.lw_bank.eq(lw_bank),
                          pe.lw_value.eq(word.value), pe.lw_idx.eq(word.idx)]
+        rows_seen = Signal()             # a ROW word since the last block row ended
+        with m.If(w_take & Cat(wd.kind == KIND_ROW for wd in words).any()):
+            m.d.sync += rows_seen.eq(1)
         for lane, word in enumerate(words):
             map_w = maps[lane][0]
             with m.If(w_take & (word.kind == KIND_ROW)):
@@ -166,13 +179,13 @@ class SpmvEngine(wiring.Component):
             m.d.comb += busy_set.eq(Mux(lbank, 0b10, 0b01))
             m.d.sync += lbank.eq(~lbank)
             with m.If(is_last):
-                m.d.sync += [mb_load.eq(~mb_load)] + [c.eq(0) for c in row_cnt]
+                m.d.sync += [mb_load.eq(~mb_load), rows_seen.eq(0)] + [c.eq(0) for c in row_cnt]
                 total = row_cnt[0]
                 for c in row_cnt[1:]:
                     total = total + c
                 for b in range(2):
                     with m.If(mb_load == b):
-                        m.d.sync += [n_rows[b].eq(total), rows_nz[b].eq(total != 0)]
+                        m.d.sync += [n_rows[b].eq(total), rows_nz[b].eq(rows_seen)]
         with m.If(end2_v):
             # the PEs have processed every word of the block: PE 0's column count is
             # the block's (every PE closes every column once)
@@ -180,7 +193,7 @@ class SpmvEngine(wiring.Component):
             for b in range(2):
                 with m.If(end2_bank == b):
                     m.d.sync += [n_cols[b].eq(pes[0].ld_cols),
-                                 cols_nz[b].eq(pes[0].ld_cols != 0), last[b].eq(end2_last)]
+                                 cols_nz[b].eq(pes[0].ld_cols_nz), last[b].eq(end2_last)]
         m.d.sync += [full.eq((full | full_set) & ~full_clr),
                      busy.eq((busy | busy_set) & ~full_clr)]
 
@@ -291,7 +304,9 @@ class SpmvEngine(wiring.Component):
             m.d.sync += rounded.eq(round_shift(vals[0], shift))
             vals = [rounded]
         assert len(vals) == 1
-        m.d.comb += [ofifo.w_data.eq(_saturate(vals[0], cfg.out_fmt)), ofifo.w_en.eq(dv[-1])]
+        sat_q = Signal(signed(cfg.out_fmt.width), name="drain_sat")
+        m.d.sync += sat_q.eq(_saturate(vals[0], cfg.out_fmt))
+        m.d.comb += [ofifo.w_data.eq(sat_q), ofifo.w_en.eq(dv[-1])]
         m.d.sync += [v.eq(u) for v, u in zip(dv[1:], dv)]
         m.d.sync += [dv[0].eq(issue), lane0.eq(k_lane), lane1.eq(lane0)]
         m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed, 
 from amaranth.lib.memory import Memory
 
 from gen.fixed import index_bits
-from gen.spmv import KIND_END, KIND_ENTRY, KIND_LAST, KIND_SKIP, SpmvConfig
+from gen.spmv import SpmvConfig
 
 __all__ = ["SpmvPE", "Fifo"]
 
@@ -23,16 +23,19 @@ def _saturating_add(acc, addend, width):
 
 
 class Fifo(Elaboratable):
-    """A first-word-fall-through FIFO in distributed RAM with registered flags.
+    """A first-word-fall-through FIFO: distributed RAM behind a head register.
 
-    ``depth`` must be a power of two.  A word written in one clock can be read from
-    the next (no same-clock pass-through), like :class:`amaranth.lib.fifo.SyncFIFO`;
-    ``r_rdy`` (not empty) is a register, so a reader's decision starts at a flip-flop.
-    The writer must not write when full (callers guarantee it by credits).
+    ``depth`` (RAM words) must be a power of two.  A word written in one clock can be
+    read from the next (no same-clock pass-through), exactly like
+    :class:`amaranth.lib.fifo.SyncFIFO`; but the head word and every flag are
+    registers, so a reader's decisions and the data it uses start at flip-flops.  A
+    word written while the head register is (or is being) emptied and the RAM is
+    empty goes straight into the head register.  The writer must not overfill it (the
+    callers guarantee that by credits): capacity ``depth + 1``.
 
-    Members: ``w_data``, ``w_en`` (in); ``r_data`` (out, combinational read of the
-    head), ``r_en`` (in, only while ``r_rdy``), ``r_rdy`` (out, registered),
-    ``level`` (out, register, 0..depth).
+    Members: ``w_data``, ``w_en`` (in); ``r_data`` (out, the head register),
+    ``r_en`` (in, only while ``r_rdy``), ``r_rdy`` (out, register: not empty),
+    ``level`` (out, register: words held, head included).
     """
 
     def __init__(self, width, depth):
@@ -43,7 +46,7 @@ class Fifo(Elaboratable):
         self.r_data = Signal(width, name="r_data")
         self.r_en = Signal(name="r_en")
         self.r_rdy = Signal(name="r_rdy")
-        self.level = Signal(range(depth + 1), name="level")
+        self.level = Signal(range(depth + 2), name="level")
 
     def elaborate(self, platform):
         m = Module()
@@ -52,18 +55,36 @@ class Fifo(Elaboratable):
         wp, rp = mem.write_port(), mem.read_port(domain="comb")
         w_ptr = Signal(range(self.depth), name="w_ptr")
         r_ptr = Signal(range(self.depth), name="r_ptr")
-        m.d.comb += [wp.addr.eq(w_ptr), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
-                     rp.addr.eq(r_ptr), self.r_data.eq(rp.data)]
-        with m.If(self.w_en):
+        m_level = Signal(range(self.depth + 1), name="m_level")
+        m_ne = Signal(name="m_ne")                   # RAM not empty (register)
+        need = Signal(name="need")                   # head empty or being read
+        bypass, m_write, m_read = Signal(name="bypass"), Signal(name="m_write"), \
+            Signal(name="m_read")
+        m.d.comb += [
+            need.eq(~self.r_rdy | self.r_en),
+            m_read.eq(need & m_ne),
+            bypass.eq(need & ~m_ne & self.w_en),
+            m_write.eq(self.w_en & ~bypass),
+            wp.addr.eq(w_ptr), wp.data.eq(self.w_data), wp.en.eq(m_write),
+            rp.addr.eq(r_ptr),
+        ]
+        with m.If(m_write):
             m.d.sync += w_ptr.eq(w_ptr + 1)
-        with m.If(self.r_en):
-            m.d.sync += r_ptr.eq(r_ptr + 1)
+        with m.If(m_read):
+            m.d.sync += [r_ptr.eq(r_ptr + 1), self.r_data.eq(rp.data)]
+        with m.Elif(bypass):
+            m.d.sync += self.r_data.eq(self.w_data)
+        with m.If(need):
+            m.d.sync += self.r_rdy.eq(m_read | bypass)
+        with m.If(m_write & ~m_read):
+            m.d.sync += m_level.eq(m_level + 1)
+        with m.Elif(~m_write & m_read):
+            m.d.sync += m_level.eq(m_level - 1)
+        m.d.sync += m_ne.eq(m_write | (m_level > 1) | ((m_level == 1) & ~m_read))
         with m.If(self.w_en & ~self.r_en):
             m.d.sync += self.level.eq(self.level + 1)
         with m.Elif(~self.w_en & self.r_en):
             m.d.sync += self.level.eq(self.level - 1)
-        m.d.sync += self.r_rdy.eq(self.w_en | (self.level > 1)
-                                  | ((self.level == 1) & ~self.r_en))
         return m
 
 
@@ -80,17 +101,18 @@ class SpmvPE(Elaboratable):
     is registered inside the PE before it is decoded or used, so the engine's
     broadcast nets end at flip-flops)
     ---------------------------------------------------------------------------------
-    lw_valid, lw_bank : in, 1
-        A weight word of this PE's lane was accepted (registered once by the engine),
-        and the bank it loads.
-    lw_kind : in, 3.  lw_pe : in, unsigned(pe_bits).  lw_value : in, w_fmt.
-    lw_idx : in, unsigned(idx_bits)
-        The word: ENTRY/LAST for this PE append ``(value, idx)`` to the entry memory
-        (LAST and SKIP then close the PE's column: ``ptr[col] = (start, count)``,
-        ``col += 1``); END resets the load counters.  Processed 2 clocks after the
-        word's transfer.
+    lw_sel, lw_entry, lw_close, lw_end, lw_bank : in, 1
+        A weight word of this PE's lane, accepted and decoded by the engine (one
+        register): ``lw_sel`` it names this PE; ``lw_entry`` ENTRY or LAST (append
+        ``(value, idx)`` to the entry memory); ``lw_close`` LAST or SKIP (then close
+        the PE's column: ``ptr[col] = (start, count)``, ``col += 1``); ``lw_end`` an END
+        beat (reset the load counters); the bank it loads.  Processed 2 clocks after
+        the word's transfer.
+    lw_value : in, w_fmt.  lw_idx : in, unsigned(idx_bits)
     ld_cols : out, unsigned(col_bits)
         Columns closed since the last END (the block's column count).
+    ld_cols_nz : out, 1
+        ``ld_cols != 0`` (register).
     cp_bank : in, 1
         Bank being computed on.
     ptr_addr : in, unsigned(col_bits)
@@ -124,10 +146,12 @@ class SpmvPE(Elaboratable):
         self.cfg = cfg
         self.index = index
         ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
-        self.lw_valid = Signal()
+        self.lw_sel = Signal()
+        self.lw_entry = Signal()
+        self.lw_close = Signal()
+        self.lw_end = Signal()
         self.lw_bank = Signal()
-        self.lw_kind = Signal(3)
-        self.lw_pe = Signal(unsigned(cfg.pe_bits))
+        self.ld_cols_nz = Signal()
         self.lw_value = Signal(signed(ww))
         self.lw_idx = Signal(unsigned(cfg.idx_bits))
         self.ld_cols = Signal(unsigned(cfg.col_bits))
@@ -166,11 +190,9 @@ class SpmvPE(Elaboratable):
         # ---- load: the engine's registered word is decoded and registered here
         ld_entry, ld_close, ld_start = Signal(), Signal(), Signal()
         ld_value, ld_idx, ld_bank = Signal(signed(ww)), Signal(unsigned(ib)), Signal()
-        mine = self.lw_valid & (self.lw_pe == self.index)
         m.d.sync += [
-            ld_entry.eq(mine & ((self.lw_kind == KIND_ENTRY) | (self.lw_kind == KIND_LAST))),
-            ld_close.eq(mine & ((self.lw_kind == KIND_LAST) | (self.lw_kind == KIND_SKIP))),
-            ld_start.eq(self.lw_valid & (self.lw_kind == KIND_END)),
+            ld_entry.eq(self.lw_sel & self.lw_entry), ld_close.eq(self.lw_sel & self.lw_close),
+            ld_start.eq(self.lw_end),
             ld_value.eq(self.lw_value), ld_idx.eq(self.lw_idx), ld_bank.eq(self.lw_bank)]
         # entries packed column by column, one (start, count) per column
         wptr = Signal(unsigned(ab + 1))
@@ -179,8 +201,10 @@ class SpmvPE(Elaboratable):
         col = self.ld_cols
         new_count = (count + ld_entry)[:cb]
         new_wptr = (wptr + ld_entry)[:ab + 1]
+        count_nz = Signal()                   # count != 0, kept as a register
         with m.If(ld_start):
-            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), col.eq(0)]
+            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), count_nz.eq(0), col.eq(0),
+                         self.ld_cols_nz.eq(0)]
         with m.Else():
             with m.If(ld_entry):
                 m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], ld_bank)),
@@ -188,11 +212,12 @@ class SpmvPE(Elaboratable):
                 m.d.sync += wptr.eq(new_wptr)
             with m.If(ld_close):
                 m.d.comb += [ptr_w.addr.eq(Cat(col[:pb], ld_bank)),
-                             ptr_w.data.eq(Cat(start, new_count, new_count != 0)),
+                             ptr_w.data.eq(Cat(start, new_count, count_nz | ld_entry)),
                              ptr_w.en.eq(1)]
-                m.d.sync += [start.eq(new_wptr), count.eq(0), col.eq(col + 1)]
+                m.d.sync += [start.eq(new_wptr), count.eq(0), count_nz.eq(0),
+                             col.eq(col + 1), self.ld_cols_nz.eq(1)]
             with m.Else():
-                m.d.sync += count.eq(new_count)
+                m.d.sync += [count.eq(new_count), count_nz.eq(count_nz | ld_entry)]
 
         # ---- pointer read (every clock) and its register
         ptr_start = Signal(unsigned(ab))
@@ -288,8 +313,10 @@ class SpmvPE(Elaboratable):
 
         # ---- stage E: saturating add (newest value forwarded: back-to-back updates of
         # one row neither stall nor get lost)
-        old = Mux(hit_d, wr_val, self.acc_data)
-        new = _saturating_add(old, prod_e, cfg.acc_width)
+        # (two adders, so no select sits before a carry chain: each sum saturates on
+        # its own and the forwarding select is the last step)
+        new = Mux(hit_d, _saturating_add(wr_val, prod_e, cfg.acc_width),
+                  _saturating_add(self.acc_data, prod_e, cfg.acc_width))
         m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new), old_val.eq(wr_val)]
         with m.If(wr_v):
             m.d.comb += [acc_w.addr.eq(wr_row), acc_w.data.eq(wr_val), acc_w.en.eq(1)]
