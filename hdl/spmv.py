@@ -143,20 +143,24 @@ class SpmvEngine(wiring.Component):
         m.d.comb += self.w.ready.eq(~busy.bit_select(lbank, 1))
         # registered and decoded: one select bit per PE, the kind as flags per lane
         lw_bank, lw_end = Signal(name="lw_bank"), Signal(name="lw_end")
+        lw_take = Signal(name="lw_take")
         lw = [Signal(word_layout(cfg), name=f"lw{l}") for l in range(L)]
         lw_entry = [Signal(name=f"lw_entry{l}") for l in range(L)]
         lw_close = [Signal(name=f"lw_close{l}") for l in range(L)]
         lw_sel = [Signal(name=f"lw_sel{p}") for p in range(P)]
-        m.d.sync += [lw_bank.eq(lbank), lw_end.eq(end_take)]
+        m.d.sync += [lw_bank.eq(lbank), lw_end.eq(end_take), lw_take.eq(w_take)]
         m.d.sync += [r.eq(wd) for r, wd in zip(lw, words)]
         m.d.sync += [e.eq((wd.kind == KIND_ENTRY) | (wd.kind == KIND_LAST))
                      for e, wd in zip(lw_entry, words)]
         m.d.sync += [c.eq((wd.kind == KIND_LAST) | (wd.kind == KIND_SKIP))
                      for c, wd in zip(lw_close, words)]
-        m.d.sync += [sel.eq(w_take & (words[p % L].pe == p)) for p, sel in enumerate(lw_sel)]
+        # (the select ignores ready: lw_take gates it in the PE, so the decode of the 32
+        # selects is a function of the payload only)
+        m.d.sync += [sel.eq(words[p % L].pe == p) for p, sel in enumerate(lw_sel)]
         for p, pe in enumerate(pes):
             word = lw[p % L]
-            m.d.comb += [pe.lw_sel.eq(lw_sel[p]), pe.lw_entry.eq(lw_entry[p % L]),
+            m.d.comb += [pe.lw_sel.eq(lw_sel[p]), pe.lw_take.eq(lw_take),
+                         pe.lw_entry.eq(lw_entry[p % L]),
                          pe.lw_close.eq(lw_close[p % L]), pe.lw_end.eq(lw_end),
                          pe.lw_bank.eq(lw_bank),
                          pe.lw_value.eq(word.value), pe.lw_idx.eq(word.idx)]

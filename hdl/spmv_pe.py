@@ -101,9 +101,10 @@ class SpmvPE(Elaboratable):
     is registered inside the PE before it is decoded or used, so the engine's
     broadcast nets end at flip-flops)
     ---------------------------------------------------------------------------------
-    lw_sel, lw_entry, lw_close, lw_end, lw_bank : in, 1
-        A weight word of this PE's lane, accepted and decoded by the engine (one
-        register): ``lw_sel`` it names this PE; ``lw_entry`` ENTRY or LAST (append
+    lw_take, lw_sel, lw_entry, lw_close, lw_end, lw_bank : in, 1
+        A weight word of this PE's lane, decoded by the engine (one register):
+        ``lw_take`` it was accepted; ``lw_sel`` it names this PE; ``lw_entry`` ENTRY or
+        LAST (append
         ``(value, idx)`` to the entry memory); ``lw_close`` LAST or SKIP (then close
         the PE's column: ``ptr[col] = (start, count)``, ``col += 1``); ``lw_end`` an END
         beat (reset the load counters); the bank it loads.  Processed 2 clocks after
@@ -146,6 +147,7 @@ class SpmvPE(Elaboratable):
         self.cfg = cfg
         self.index = index
         ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
+        self.lw_take = Signal()
         self.lw_sel = Signal()
         self.lw_entry = Signal()
         self.lw_close = Signal()
@@ -191,7 +193,8 @@ class SpmvPE(Elaboratable):
         ld_entry, ld_close, ld_start = Signal(), Signal(), Signal()
         ld_value, ld_idx, ld_bank = Signal(signed(ww)), Signal(unsigned(ib)), Signal()
         m.d.sync += [
-            ld_entry.eq(self.lw_sel & self.lw_entry), ld_close.eq(self.lw_sel & self.lw_close),
+            ld_entry.eq(self.lw_take & self.lw_sel & self.lw_entry),
+            ld_close.eq(self.lw_take & self.lw_sel & self.lw_close),
             ld_start.eq(self.lw_end),
             ld_value.eq(self.lw_value), ld_idx.eq(self.lw_idx), ld_bank.eq(self.lw_bank)]
         # entries packed column by column, one (start, count) per column
