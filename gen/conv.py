@@ -444,6 +444,11 @@ def pass_lanes(sched, p):
     return (np.broadcast_to(oy, valid.shape), ox, valid)
 
 
+# A padding box of fewer kernel positions runs the whole kernel instead: the array computes
+# the next tile's box in a 3-stage pipeline, so a tile of a skipping pass lasts >= 4 beats.
+MIN_BOX = 4
+
+
 def _tile_list(sched):
     """``(pass, (ky0, nky, kx0, nkx, valid lanes))`` per tile in issue order.
 
@@ -465,7 +470,10 @@ def _tile_list(sched):
             ky1 = int(np.minimum(layer.kh, layer.pad + layer.h - y).max())
             kx0 = int(np.maximum(0, layer.pad - x).min())
             kx1 = int(np.minimum(layer.kw, layer.pad + layer.w - x).max())
-            boxes.append((ky0, ky1 - ky0, kx0, kx1 - kx0, lanes))
+            if (ky1 - ky0) * (kx1 - kx0) < MIN_BOX:
+                boxes.append((0, layer.kh, 0, layer.kw, lanes))   # too short: whole kernel
+            else:
+                boxes.append((ky0, ky1 - ky0, kx0, kx1 - kx0, lanes))
         out += [(p, b) for _ in range(p.count) for b in boxes]
     return out
 
@@ -529,7 +537,7 @@ ISSUE_TO_ACC = 4
 # Pass set-up: the controller walks the window groups of the pass's first tile (one column
 # per clock) and loads the pass registers before the first beat.
 def pass_setup_cycles(cfg) -> int:
-    return cfg.cols + 2
+    return cfg.cols + 5
 
 
 # Clocks from the last drain write of a chunk to the end of its compute phase.

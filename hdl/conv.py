@@ -120,6 +120,8 @@ class ConvArray(wiring.Component):
         AW = cfg.acc_width
         DIMW = (cfg.max_dim + 64).bit_length() + 1
         fw = dict(descriptor_fields(cfg))
+        FW = _bits(cfg.feat_depth) + 1       # feature bank offsets (modulo 2**FW)
+        WW = _bits(cfg.weight_depth) + 1     # weight bank offsets
 
         d = Signal(self.desc_layout)
         pvl = {f: [getattr(d, f"p{i}_{f}") for i in range(NP)] for f in _PASS_FIELDS}
@@ -145,6 +147,7 @@ class ConvArray(wiring.Component):
         q = Signal(16)                 # chunk index
         first_chunk = Signal()
         icc = Signal(16)               # channels in this chunk
+        iccl = Signal(16)              # icc - 1
         kq = Signal(24)                # beats per tile in this chunk
         dq = Signal(24)                # stagger between copies
         cqkh = Signal(24)              # icc * kh
@@ -157,7 +160,7 @@ class ConvArray(wiring.Component):
         cp = {f: Signal(fw[f"p0_{f}"], name=f"cp_{f}") for f in _PASS_FIELDS}
         issuing = Signal()
         setup = Signal()
-        sk = Signal(range(MC + 2))
+        sk = Signal(range(MC + 5))
         setup_last = Signal()
 
         # ------------------------------------------------ column states (window groups)
@@ -178,10 +181,10 @@ class ConvArray(wiring.Component):
         ws = cstate("walk")
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
         cur = [cstate(f"cur{c}") for c in range(MC)]
-        SL = {"base": 24, "oyv": 1, "jn": 16}
+        SL = {"base": FW, "oyv": 1, "jn": 16}
         slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
-        BX = {"ky0": 8, "nky": 8, "kx0": 8, "nkx": 8, "fbox": 24, "wbox": 24}
+        BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW}
         sbox = [{k: Signal(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
 
         # ------------------------------------------------ groups (copies)
@@ -189,10 +192,10 @@ class ConvArray(wiring.Component):
             return [Signal(width, name=f"g{g}_{name}") for g in range(NG)]
         act, par = gsig("act", 1), gsig("par", 1)
         kx, ky, ic = gsig("kx", 8), gsig("ky", 8), gsig("ic", 16)
-        fx, fc, fy = gsig("fx", 24), gsig("fc", 24), gsig("fy", 24)
-        wx, wc, wy = gsig("wx", 24), gsig("wc", 24), gsig("wy", 8)
+        fx, fc, fy = gsig("fx", FW), gsig("fc", FW), gsig("fy", FW)
+        wx, wc, wy = gsig("wx", WW), gsig("wc", WW), gsig("wy", 8)
         tt, blk = gsig("t", 24), gsig("blk", 16)
-        wblk, cb, gob = gsig("wblk", 24), gsig("cb", 16), gsig("gob", 24)
+        wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
         pb, sg, st_at = Signal(24, name="pb"), Signal(range(NG + 1), name="sg"), \
             Signal(24, name="st_at")
@@ -202,15 +205,14 @@ class ConvArray(wiring.Component):
         adv = Signal()
         last_k = gsig("lastk", 1)
         gdone = gsig("done", 1)
-        foff = gsig("foff", 24)
-        waddr = gsig("waddr", 24)
+        foff = gsig("foff", FW)
+        waddr = gsig("waddr", WW)
         gbox = []
         for g in range(NG):
             bx = {k: Mux(par[g], sbox[1][k], sbox[0][k]) for k in BX}
             gbox.append(bx)
             m.d.comb += [
-                last_k[g].eq((kx[g] == bx["nkx"] - 1) & (ic[g] == icc - 1)
-                             & (ky[g] == bx["nky"] - 1)),
+                last_k[g].eq((kx[g] == bx["kxl"]) & (ic[g] == iccl) & (ky[g] == bx["kyl"])),
                 gdone[g].eq(act[g] & last_k[g] & (tt[g] == cp["tiles"] - 1)
                             & (blk[g] == cp["count"] - 1)),
                 foff[g].eq(fx[g] + fc[g] + fy[g] + bx["fbox"]),
@@ -240,9 +242,9 @@ class ConvArray(wiring.Component):
 
         # feature read ports: port p serves the copies on tiles of parity p; all of them
         # read the same word, take the address of the lowest such copy
-        fo = [Signal(24, name=f"fo{p}") for p in range(2)]
+        fo = [Signal(FW, name=f"fo{p}") for p in range(2)]
         for p in range(2):
-            expr = Const(0, 24)
+            expr = Const(0, FW)
             for g in reversed(range(NG)):
                 expr = Mux(act[g] & (par[g] == p), foff[g], expr)
             m.d.comb += fo[p].eq(expr)
@@ -266,9 +268,9 @@ class ConvArray(wiring.Component):
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             return out
         sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
-        a_fo = [Signal(24, name=f"a_fo{p}") for p in range(2)]
-        a_base = [[Signal(24, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
-        a_wad = [Signal(24, name=f"a_wad{r}") for r in range(MR)]
+        a_fo = [Signal(FW, name=f"a_fo{p}") for p in range(2)]
+        a_base = [[Signal(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
+        a_wad = [Signal(WW, name=f"a_wad{r}") for r in range(MR)]
         wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
         fr = [[Signal(signed(cfg.data_width), name=f"fr{r}_{c}") for c in range(MC)]
               for r in range(MR)]
@@ -315,12 +317,13 @@ class ConvArray(wiring.Component):
         pending = Signal(NG)
         dg = Signal(range(NG))
         di = Signal(16)
-        cap_gob, cap_R = gsig("cap_gob", 24), gsig("cap_R", 16)
+        cap_gob = gsig("cap_gob", 24)
         cap_N, cap_rb = gsig("cap_N", 4), gsig("cap_rb", 16)
         working = Signal()
         fin = Signal()
-        d_R = _sel(cap_R, dg)
-        m.d.comb += [working.eq(pending.bit_select(dg, 1)), fin.eq(working & (di + DR >= d_R))]
+        d_R = Signal(16, name="d_R")          # rows of the copy being drained (one pass)
+        dlast = Signal(name="dlast")          # this drain step is the copy's last one
+        m.d.comb += [working.eq(pending.bit_select(dg, 1)), fin.eq(working & dlast)]
         fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
         for g in range(NG):
             m.d.comb += fin_g[g].eq(fin & (dg == g))
@@ -355,14 +358,18 @@ class ConvArray(wiring.Component):
         for g in range(NG):
             cap = adv & s2_gl[g]
             with m.If(cap):
-                m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_R[g].eq(s2_R), cap_N[g].eq(s2_N),
+                m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_N[g].eq(s2_N),
                              cap_rb[g].eq(s2_grb[g])]
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
-        with m.If(fin):
-            m.d.sync += [di.eq(0), dg.eq(Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1))]
-        with m.Elif(working):
-            m.d.sync += di.eq(di + DR)
+        any_cap = adv & s2_gl.any()
+        with m.If(~working):
+            m.d.sync += [d_R.eq(s2_R), dlast.eq(s2_R <= DR)]
+        with m.Elif(fin):
+            m.d.sync += [di.eq(0), dg.eq(Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1)),
+                         d_R.eq(Mux(any_cap, s2_R, d_R)), dlast.eq(Mux(any_cap, s2_R, d_R) <= DR)]
+        with m.Else():
+            m.d.sync += [di.eq(di + DR), dlast.eq(di + 2 * DR >= d_R)]
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
@@ -499,7 +506,7 @@ class ConvArray(wiring.Component):
                         m.d.sync += issuing.eq(0)
                     with m.Else():
                         m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
-        m.d.comb += setup_last.eq(setup & (sk == MC + 1))
+        m.d.comb += setup_last.eq(setup & (sk == MC + 4))
 
         # per-group beat counters
         with m.If(adv & issuing & ~setup):
@@ -518,9 +525,9 @@ class ConvArray(wiring.Component):
                                 m.d.sync += act[g].eq(0)
                         with m.Else():
                             m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"])]
-                    with m.Elif(ky[g] == bx["nky"] - 1):
+                    with m.Elif(ky[g] == bx["kyl"]):
                         m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
-                        with m.If(ic[g] == icc - 1):
+                        with m.If(ic[g] == iccl):
                             m.d.sync += [ic[g].eq(0), fc[g].eq(0), wc[g].eq(0),
                                          kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
                                          wx[g].eq(wx[g] + cqkh)]
@@ -544,39 +551,65 @@ class ConvArray(wiring.Component):
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), pb.eq(0), sg.eq(1),
                          st_at.eq(dq), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
+        # Padding box of a tile (skip_pad, n = 1 passes): three register stages per source
+        # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
+        # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
+        # 4 beats because a box of fewer than 4 kernel positions runs the whole kernel.
+        skipbox = d.skip & (cp["n"] == 1)
+
+        def box_stages(states, tag):
+            ylo, yhi, xlo, xhi = [], [], [], []
+            for c, st in enumerate(states):
+                ok = Signal(name=f"{tag}A{c}_ok")
+                regs = [Signal(8, name=f"{tag}A{c}_{k}") for k in ("ylo", "yhi", "xlo", "xhi")]
+                end_y = (d.pad + d.h - st["ty"])[:DIMW + 1]
+                end_x = (d.pad + d.w - st["jns"])[:DIMW + 1]
+                m.d.sync += [
+                    ok.eq((st["oy"] < d.ho) & (st["jn"] < d.wo)),
+                    regs[0].eq(Mux(d.pad > st["ty"], d.pad - st["ty"], 0)),
+                    regs[1].eq(Mux((d.pad + d.h) < st["ty"] + d.kh, end_y, d.kh)),
+                    regs[2].eq(Mux(d.pad > st["jns"], d.pad - st["jns"], 0)),
+                    regs[3].eq(Mux((d.pad + d.w) < st["jns"] + d.kw, end_x, d.kw))]
+                ylo.append(Mux(ok, regs[0], 255))
+                yhi.append(Mux(ok, regs[1], 0))
+                xlo.append(Mux(ok, regs[2], 255))
+                xhi.append(Mux(ok, regs[3], 0))
+
+            def tree(vals, op):
+                while len(vals) > 1:
+                    nxt = [op(vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
+                    vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
+                return vals[0]
+            lo = lambda a, b: Mux(a < b, a, b)   # noqa: E731
+            hi = lambda a, b: Mux(a > b, a, b)   # noqa: E731
+            bb = {k: Signal(8, name=f"{tag}B_{k}") for k in ("ky0", "nky", "kx0", "nkx")}
+            y0, x0 = tree(ylo, lo), tree(xlo, lo)
+            m.d.sync += [bb["ky0"].eq(y0), bb["nky"].eq(tree(yhi, hi) - y0),
+                         bb["kx0"].eq(x0), bb["nkx"].eq(tree(xhi, hi) - x0)]
+            small = (((bb["nky"] == 1) & (bb["nkx"] < 4)) | ((bb["nkx"] == 1) & (bb["nky"] < 4)))
+            full = ~skipbox | small
+            cc = {k: Signal(wd, name=f"{tag}C_{k}") for k, wd in BX.items()}
+            ky0 = Mux(full, 0, bb["ky0"])[:8]
+            kx0 = Mux(full, 0, bb["kx0"])[:8]
+            nky = Mux(full, d.kh, bb["nky"])[:8]
+            nkx = Mux(full, d.kw, bb["nkx"])[:8]
+            m.d.sync += [cc["ky0"].eq(ky0), cc["kx0"].eq(kx0), cc["kyl"].eq(nky - 1),
+                         cc["kxl"].eq(nkx - 1), cc["fbox"].eq(ky0 * d.wp + kx0),
+                         cc["wbox"].eq(kx0 * cqkh + ky0)]
+            return cc
+        cbox = box_stages(cur, "cbox")
+        ibox = box_stages(pinit, "ibox")
+
         with m.If((adv & setup_last) | g0_next):
             tgt = Mux(setup_last, 0, ~par[0])
-            # lanes of the tile for the padding box (n = 1 passes only)
-            skipbox = d.skip & (cp["n"] == 1)
-            ylo, yhi, xlo, xhi = d.kh, Const(0, 8), d.kw, Const(0, 8)
-            for c in range(MC):
-                s = src[c]
-                ok = (s["oy"] < d.ho) & (s["jn"] < d.wo)
-                lo_y = Mux(d.pad > s["ty"], d.pad - s["ty"], 0)[:8]
-                end_y = (d.pad + d.h - s["ty"])[:DIMW + 1]
-                hi_y = Mux((d.pad + d.h) < s["ty"] + d.kh, end_y, d.kh)[:8]
-                lo_x = Mux(d.pad > s["jns"], d.pad - s["jns"], 0)[:8]
-                end_x = (d.pad + d.w - s["jns"])[:DIMW + 1]
-                hi_x = Mux((d.pad + d.w) < s["jns"] + d.kw, end_x, d.kw)[:8]
-                ylo = Mux(ok & (lo_y < ylo), lo_y, ylo)
-                yhi = Mux(ok & (hi_y > yhi), hi_y, yhi)
-                xlo = Mux(ok & (lo_x < xlo), lo_x, xlo)
-                xhi = Mux(ok & (hi_x > xhi), hi_x, xhi)
-            ky0 = Mux(skipbox, ylo, 0)[:8]
-            nky = Mux(skipbox, yhi - ylo, d.kh)[:8]
-            kx0 = Mux(skipbox, xlo, 0)[:8]
-            nkx = Mux(skipbox, xhi - xlo, d.kw)[:8]
             for p in range(2):
                 with m.If(tgt == p):
-                    m.d.sync += [sbox[p]["ky0"].eq(ky0), sbox[p]["nky"].eq(nky),
-                                 sbox[p]["kx0"].eq(kx0), sbox[p]["nkx"].eq(nkx),
-                                 sbox[p]["fbox"].eq(ky0 * d.wp + kx0),
-                                 sbox[p]["wbox"].eq(kx0 * cqkh + ky0)]
+                    m.d.sync += [sbox[p][k].eq(Mux(from_init, ibox[k], cbox[k])) for k in BX]
                     for c in range(MC):
-                        s = src[c]
-                        m.d.sync += [slot[p][c]["base"].eq(s["rb"] + s["jns"]),
-                                     slot[p][c]["oyv"].eq(s["oy"] < d.ho),
-                                     slot[p][c]["jn"].eq(s["jn"])]
+                        s_ = src[c]
+                        m.d.sync += [slot[p][c]["base"].eq(s_["rb"] + s_["jns"]),
+                                     slot[p][c]["oyv"].eq(s_["oy"] < d.ho),
+                                     slot[p][c]["jn"].eq(s_["jn"])]
             for c in range(MC):
                 nxt = advance(src[c], cp["a"], cp["as"], cp["aswp"], cp["bn"], cp["bns"],
                               cp["wvn"], cp["wvns"])
@@ -588,13 +621,20 @@ class ConvArray(wiring.Component):
         le, lb, li = Signal(range(NP + 1)), Signal(16), Signal(16)
         lbase, la_x, la_c, lky, lkx, lic = (Signal(24, name=n) for n in
                                             ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
-        lR, lN, lcount = _sel(pvl["r"], le), _sel(pvl["n"], le), _sel(pvl["count"], le)
+        lR, lcount = _sel(pvl["r"], le), _sel(pvl["count"], le)
+        # row offsets g * R of the loader's pass (registered when the pass changes)
+        lRg = [Signal(20, name=f"lRg{g}") for g in range(NG)]
+        lN = Signal(4, name="lN")
         w_en = Signal()
+        wl_addr = Signal(24, name="wl_addr")
+        wl_data = Signal(signed(cfg.weight_width), name="wl_data")
+        wl_hit = Signal(MR, name="wl_hit")
+        m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
+                     wl_hit.eq(Cat(*[w_en & _any((li + lRg[g] == r) & (g < lN)
+                                                 for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
             wp = wmem[r].write_port()
-            hit = _any((li + lR * g == r) & (g < lN) for g in range(NG))
-            m.d.comb += [wp.addr.eq(lbase + la_x + la_c + lky), wp.data.eq(self.w.payload),
-                         wp.en.eq(w_en & hit)]
+            m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
         f_addr, f_data, f_en = Signal(24), Signal(signed(cfg.data_width)), Signal()
         for c in range(MC):
             for p in range(2):
@@ -618,12 +658,14 @@ class ConvArray(wiring.Component):
                     m.next = "CHUNK"
             with m.State("CHUNK"):
                 m.d.sync += [icc.eq(Mux(last_chunk, d.icq_last, d.icq)),
+                             iccl.eq(Mux(last_chunk, d.icq_last, d.icq) - 1),
                              kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
                              dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
                              cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
                              a0.eq(0), a1.eq(0), a2.eq(0), addr.eq(0),
                              le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
-                             lky.eq(0), lkx.eq(0), lic.eq(0)]
+                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n)]
+                m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
                 # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
@@ -637,7 +679,10 @@ class ConvArray(wiring.Component):
                                 with m.If(li == lR - 1):
                                     m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq)]
                                     with m.If(lb == lcount - 1):
-                                        m.d.sync += [lb.eq(0), le.eq(le + 1)]
+                                        m.d.sync += [lb.eq(0), le.eq(le + 1),
+                                                     lN.eq(_sel(pvl["n"], le + 1))]
+                                        m.d.sync += [lRg[g].eq(_sel(pvl["r"], le + 1) * g)
+                                                     for g in range(NG)]
                                 with m.If(a0 == d.oc - 1):
                                     m.d.sync += a0.eq(0)
                                     m.next = "XLOAD"

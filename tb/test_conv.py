@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gen.config import SpnnError
-from gen.conv import (ISSUE_TO_ACC, READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
+from gen.conv import (ISSUE_TO_ACC, MIN_BOX, READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
                       pass_setup_cycles, stagger_cycles, stagger_delay,
                       descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan, ref_conv,
                       rtl_conv, schedule_cover, skipped_beats, stagger_reads, stagger_words,
@@ -279,7 +279,10 @@ def _brute_boxes(sched):
                     y, x = oy * layer.stride + ky - layer.pad, ox * layer.stride + kx - layer.pad
                     real[ky, kx] |= 0 <= y < layer.h and 0 <= x < layer.w
             ys, xs = np.flatnonzero(real.any(1)), np.flatnonzero(real.any(0))
-            per.append((ys[0], ys[-1] - ys[0] + 1, xs[0], xs[-1] - xs[0] + 1))
+            box = (ys[0], ys[-1] - ys[0] + 1, xs[0], xs[-1] - xs[0] + 1)
+            if box[1] * box[3] < MIN_BOX:        # too short for the box pipeline: whole kernel
+                box = (0, layer.kh, 0, layer.kw)
+            per.append(box)
         boxes += per * p.count
     return boxes
 
