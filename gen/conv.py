@@ -541,7 +541,7 @@ def pass_setup_cycles(cfg) -> int:
 
 
 # Clocks from the last drain write of a chunk to the end of its compute phase.
-_DRAIN_TO_END = 3
+_DRAIN_TO_END = 4
 
 
 def _chunk_events(sched, q):

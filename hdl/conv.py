@@ -388,7 +388,6 @@ class ConvArray(wiring.Component):
             m.d.sync += [wb_v[j].eq(working & (ij < d_R)), wb_addr[j].eq(oa)]
             for c in range(MC):
                 m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
-        wb_any = _any(wb_v)
 
         # ---------------------------------------------------------------- streamer
         st_busy, st_sel = Signal(), Signal()
@@ -447,20 +446,36 @@ class ConvArray(wiring.Component):
         # output banks: read port 0 is the drain's while computing into the bank, else the
         # streamer's (next-state address: the data matches the current stream position)
         st_data = [[None] * MC for _ in range(2)]
+        rdata = [[[None] * MC for _ in range(DR)] for _ in range(2)]
+        wports = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         for b in range(2):
             own = (sel == b) & in_compute
             for c in range(MC):
                 for j in range(DR):
                     rp = omem[b][c].read_port(domain="sync")
-                    wp = omem[b][c].write_port()
-                    m.d.comb += [rp.addr.eq(Mux(own, oaddr[j], nx["addr"]) if j == 0
-                                            else oaddr[j]),
-                                 wp.addr.eq(wb_addr[j]),
-                                 wp.data.eq(Mux(first_chunk, wb_new[j][c],
-                                                rp.data + wb_new[j][c])),
-                                 wp.en.eq(wb_v[j] & (sel == b))]
+                    wports[b][j][c] = omem[b][c].write_port()
+                    m.d.comb += rp.addr.eq(Mux(own, oaddr[j], nx["addr"]) if j == 0
+                                           else oaddr[j])
+                    rdata[b][j][c] = rp.data
                     if j == 0:
                         st_data[b][c] = rp.data
+        # stage C: the old partial sum registered, then added and written back
+        wc_v = [Signal(name=f"wc{j}_v") for j in range(DR)]
+        wc_addr = [Signal(24, name=f"wc{j}_addr") for j in range(DR)]
+        wc_new = [[Signal(signed(AW), name=f"wc{j}_{c}") for c in range(MC)] for j in range(DR)]
+        wc_old = [[Signal(signed(AW), name=f"wco{j}_{c}") for c in range(MC)] for j in range(DR)]
+        for j in range(DR):
+            m.d.sync += [wc_v[j].eq(wb_v[j]), wc_addr[j].eq(wb_addr[j])]
+            for c in range(MC):
+                m.d.sync += [wc_new[j][c].eq(wb_new[j][c]),
+                             wc_old[j][c].eq(Mux(sel, rdata[1][j][c], rdata[0][j][c]))]
+                for b in range(2):
+                    wp = wports[b][j][c]
+                    m.d.comb += [wp.addr.eq(wc_addr[j]),
+                                 wp.data.eq(Mux(first_chunk, wc_new[j][c],
+                                                wc_old[j][c] + wc_new[j][c])),
+                                 wp.en.eq(wc_v[j] & (sel == b))]
+        wb_any = _any(wb_v) | _any(wc_v)
         m.d.comb += [self.o.valid.eq(st_busy),
                      self.o.payload.eq(_sel([_sel(st_data[b], st_c) for b in range(2)], st_sel))]
 
