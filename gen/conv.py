@@ -48,7 +48,8 @@ from .fixed import to_signed, to_unsigned  # noqa: F401 - re-exported for caller
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
            "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound",
-           "check_fits", "tile_boxes", "skipped_beats",
+           "check_fits", "tile_boxes", "skipped_beats", "stall_free_cycles", "stagger_cycles",
+           "stagger_delay", "pass_layout", "pass_lanes", "pass_setup_cycles",
            "plan", "ref_conv", "direct_conv", "rtl_conv", "compute_cycles", "layer_cycles",
            "network_table", "descriptor_fields", "pack_descriptor", "to_signed",
            "to_unsigned"]
@@ -602,6 +603,22 @@ def _chunk_compute_cycles(sched, q):
 def compute_cycles(sched) -> int:
     """Compute-phase cycles of the whole layer (all chunks), as counted by the RTL."""
     return sum(_chunk_compute_cycles(sched, q) for q in sched.chunk_sizes)
+
+
+def stall_free_cycles(sched) -> int:
+    """Closed form of :func:`compute_cycles` when no capture ever waits for the drain:
+    per chunk, per pass ``set-up + (n - 1) D_q + sum of the tiles' beats``, plus the
+    pipeline, the last copy's drain and the end of the phase.  Equal to
+    :func:`compute_cycles` unless a tile is shorter than the drain of its copies."""
+    layer, cfg = sched.layer, sched.cfg
+    tiles = _tile_list(sched)
+    total = 0
+    for q in sched.chunk_sizes:
+        total += sum(q * b[1] * b[3] for _, b in tiles)
+        total += sum(pass_setup_cycles(cfg) + (p.n - 1) * stagger_delay(layer, q)
+                     for p in sched.passes)
+        total += -(-sched.passes[-1].r // cfg.drain_rows) + ISSUE_TO_ACC - 1 + _DRAIN_TO_END
+    return total
 
 
 def stagger_cycles(sched) -> int:

@@ -16,7 +16,7 @@ import pytest
 
 from gen.config import SpnnError
 from gen.conv import (ISSUE_TO_ACC, MIN_BOX, READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
-                      pass_setup_cycles, stagger_cycles, stagger_delay,
+                      pass_setup_cycles, stagger_cycles, stagger_delay, stall_free_cycles,
                       descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan, ref_conv,
                       rtl_conv, schedule_cover, skipped_beats, stagger_reads, stagger_words,
                       tile_boxes, _slot_valid)
@@ -251,6 +251,7 @@ def test_compute_cycles_closed_form():
                 + p.count * p.tiles * layer.k for p in sched.passes)
     last_drain = -(-sched.passes[-1].r // BIG.drain_rows)
     assert compute_cycles(sched) == issue + last_drain + ISSUE_TO_ACC + 3
+    assert stall_free_cycles(sched) == compute_cycles(sched)
     assert stagger_delay(layer, 64) == 192
     assert stagger_cycles(sched) == sum(p.n - 1 for p in sched.passes) * 192
     # drain-bound (K = 3 < 16 rows at 1 row/clock): one tile per 16 clocks
@@ -259,6 +260,7 @@ def test_compute_cycles_closed_form():
     sched = plan(layer, cfg)
     assert compute_cycles(sched) == (pass_setup_cycles(cfg) + 3 + (sched.tiles - 1) * 16 + 16
                                      + ISSUE_TO_ACC + 3)
+    assert stall_free_cycles(sched) < compute_cycles(sched)
 
 
 def _brute_boxes(sched):
