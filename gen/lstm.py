@@ -67,8 +67,9 @@ __all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "mo
 
 GATES = ("i", "f", "g", "o")
 # Stages the LSTM's PWL units (hdl.lstm_pwl.LstmPwlUnit) add to PwlUnit's pipeline:
-# |x| / clamp, product register, round / saturate, clamp to 1, mirror / saturate.
-PWL_EXTRA_STAGES = 5
+# |x| / clamp, operand registers, product register, round / saturate, clamp to 1,
+# mirror / saturate.
+PWL_EXTRA_STAGES = 6
 KIND_ENTRY, KIND_COL, KIND_ROW, KIND_BIAS, KIND_END = 0, 1, 2, 3, 4
 XK_X, XK_H0, XK_C0 = 0, 1, 2
 
@@ -245,11 +246,11 @@ class LstmConfig:
     def ew_latency(self) -> int:
         """Clocks from an element-wise issue (accumulator read) to the ``h`` write:
         read (1), round (1) and saturate (1) the pre-activations, gate PWL (L),
-        products (3: operand, DSP and product registers), cell sum (1), round (1),
-        saturate to ``c_t`` (1), tanh PWL (L), ``o * tanh(c_t)`` (3), round (1),
-        saturate to ``h_t`` (1; the ``h`` bank write takes it in that clock):
-        ``14 + 2 L``."""
-        return 14 + 2 * self.pwl_latency
+        products (4: two operand registers, DSP and product registers), cell sum (1),
+        round (1), saturate to ``c_t`` (1), tanh PWL (L), ``o * tanh(c_t)`` (4),
+        round (1), saturate to ``h_t`` (1; the ``h`` bank write takes it in that
+        clock): ``16 + 2 L``."""
+        return 16 + 2 * self.pwl_latency
 
     def formats(self) -> dict:
         return {"weights": self.w_fmt.to_dict(), "bias": self.b_fmt.to_dict(),
@@ -679,7 +680,7 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
     s1v, s1nz, s1col = False, False, 0
     fifo = [deque() for _ in range(P)]
     rem = [0] * P
-    vb, vc, vd, ve = ([False] * P for _ in range(4))   # MAC stage valid bits
+    vb, vc, vo, vd, ve = ([False] * P for _ in range(5))   # MAC stage valid bits
     dr_active, dk, dv0, dv1, dov = False, 0, False, False, False
     steps = []
     cur = None
@@ -715,13 +716,14 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 nd = (nd + 1) & 3
         # ---- PEs (state at the start of the cycle)
         all_idle = (not any(fifo) and not any(rem) and not any(vb) and not any(vc)
-                    and not any(vd) and not any(ve))
+                    and not any(vo) and not any(vd) and not any(ve))
         stall = s1v and s1nz and any(counts[p, s1col] > 0 and len(fifo[p]) == D
                                      for p in range(P))
         advance = not stall
         for p in range(P):
             ve[p] = vd[p]
-            vd[p] = vc[p]
+            vd[p] = vo[p]
+            vo[p] = vc[p]
             vc[p] = vb[p]
             if rem[p] > 0:
                 rem[p] -= 1

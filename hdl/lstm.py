@@ -112,10 +112,13 @@ class LstmEngine(wiring.Component):
         m.d.comb += pending.eq(nw - nd)
         ew_ok = pending < 2
 
-        # ---- loader
-        wd = self.w.payload
+        # ---- loader: the accepted word is registered and decoded in the next clock
+        # (only the END word acts at once: it ends the load phase)
         m.d.comb += self.w.ready.eq(state == LOAD)
-        w_take = self.w.valid & self.w.ready
+        w_accept = self.w.valid & self.w.ready
+        wd = Signal(word_layout(cfg), reset_less=True)
+        w_take = Signal()
+        m.d.sync += [wd.eq(self.w.payload), w_take.eq(w_accept)]
         for p, pe in enumerate(pes):
             here = wd.pe == p
             m.d.comb += [pe.ld_value.eq(wd.value), pe.ld_idx.eq(wd.idx),
@@ -134,8 +137,8 @@ class LstmEngine(wiring.Component):
                         m.d.sync += [r_run.eq(r_run + 1), n_slots.eq(n_slots + P)]
                 with m.Case(KIND_COL):
                     m.d.sync += ccnt.eq(ccnt + 1)
-                with m.Case(KIND_END):
-                    m.d.sync += [state.eq(INIT), cnt.eq(0)]
+        with m.If(w_accept & (self.w.payload.kind == KIND_END)):
+            m.d.sync += [state.eq(INIT), cnt.eq(0)]
 
         # ---- sequence load: h_0 / c_0 through the rowmap (read, then write)
         x_take = self.x.valid & self.x.ready

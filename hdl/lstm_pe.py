@@ -14,9 +14,9 @@ stall sees flip-flops only (non-zero flags stored with ``h`` and the pointer wor
 and datapath registers have no reset (a smaller reset fan-out).
 
 MAC pipeline (one non-zero per clock): A issue (entry read) -> B entry register ->
-C product (DSP) and accumulator read -> D gate select, forwarding of the write two
-clocks back, product register -> E add (forwarding the previous clock's write) and
-write.  Four clocks from issue to write.
+B2 operand registers -> C product (DSP) and accumulator read -> D gate select,
+forwarding of the write two clocks back, product register -> E add (forwarding the
+previous clock's write) and write.  Five clocks from issue to write.
 """
 
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
@@ -30,7 +30,7 @@ from .lstm_pwl import LstmPwlUnit
 
 __all__ = ["LstmPE", "MUL_LATENCY"]
 
-MUL_LATENCY = 3     # operand registers, DSP product register, one more register
+MUL_LATENCY = 4     # two operand registers, DSP product register, one more register
 
 
 def _requantise(value, frac_bits: int, fmt: QFormat):
@@ -190,22 +190,29 @@ class LstmPE(Elaboratable):
         m.d.sync += [w_c.eq(ent_r.data[:ww]), row_c.eq(ent_r.data[ww:]), x_c.eq(x_b),
                      v_c.eq(v_b)]
 
-        # ---- MAC stage C: the product (DSP, registered; w_c and x_c are its operand
-        # registers) and the accumulator read (all four gates).  The comparisons for the
+        # ---- MAC stage B2: the multiplier's operand registers (their only load is the
+        # DSP, so they can sit next to it however far the block RAM is)
+        w_o = Signal(signed(ww), reset_less=True)
+        x_o = Signal(signed(xw), reset_less=True)
+        row_o = Signal(unsigned(cfg.idx_bits), reset_less=True)
+        v_o = Signal()
+        m.d.sync += [w_o.eq(w_c), x_o.eq(x_c), row_o.eq(row_c), v_o.eq(v_c)]
+
+        # ---- MAC stage C: the product (DSP, registered) and the accumulator read (all four gates).  The comparisons for the
         # forwarding in D and E and the gate select are made here and registered.
         prod_d = Signal(signed(ww + xw), reset_less=True)
         row_d = Signal(unsigned(cfg.idx_bits), reset_less=True)
         v_d = Signal()
-        m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
+        m.d.sync += [prod_d.eq(w_o * x_o), row_d.eq(row_o), v_d.eq(v_o)]
         for _, acc_r in accs:
-            m.d.comb += [acc_r.addr.eq(Mux(self.ew_valid, self.ew_addr, row_c[:lb])),
+            m.d.comb += [acc_r.addr.eq(Mux(self.ew_valid, self.ew_addr, row_o[:lb])),
                          acc_r.en.eq(1)]
         row_e = Signal(unsigned(cfg.idx_bits), reset_less=True)
         v_e = Signal()
         hit1, hit2 = Signal(), Signal()
         gsel = Signal(4, reset_less=True)
-        m.d.sync += [hit2.eq(v_e & (row_e == row_c)),
-                     gsel.eq(Cat(row_c[lb:] == g for g in range(4)))]
+        m.d.sync += [hit2.eq(v_e & (row_e == row_o)),
+                     gsel.eq(Cat(row_o[lb:] == g for g in range(4)))]
 
         # ---- MAC stage D: select the gate's accumulator, or the value written two
         # clocks ago (the read did not see it); a clear enters here with zeros
@@ -236,22 +243,21 @@ class LstmPE(Elaboratable):
         for g, (acc_w, _) in enumerate(accs):
             m.d.comb += [acc_w.addr.eq(Mux(clr_e, clr_a, row_e[:lb])), acc_w.data.eq(new),
                          acc_w.en.eq((v_e & gsel_e[g]) | clr_e)]
-        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c & ~v_d & ~v_e)
+        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
 
         self._elementwise(m, accs, biases)
         return m
 
-    @staticmethod
-    def _mul(m, a, b, name):
-        """``a * b`` through a DSP with registers on both sides: the operands are
-        registered (their only load is the multiplier, so they sit next to it), the
-        product is registered and registered once more before any logic uses it.
-        Latency :data:`MUL_LATENCY` clocks."""
-        a_r = Signal(a.shape(), name=f"{name}_a", reset_less=True)
-        b_r = Signal(b.shape(), name=f"{name}_b", reset_less=True)
+    def _mul(self, m, a, b, name):
+        """``a * b`` through a DSP with registers on both sides: the operands pass two
+        registers (the second one's only load is the multiplier, so it sits next to
+        it), the product is registered and registered once more before any logic uses
+        it.  Latency :data:`MUL_LATENCY` clocks."""
+        a_r = self._delay(m, a, 2, f"{name}_a")
+        b_r = self._delay(m, b, 2, f"{name}_b")
         p = Signal(signed(len(a) + len(b)), name=f"{name}_p", reset_less=True)
         q = Signal(signed(len(a) + len(b)), name=name, reset_less=True)
-        m.d.sync += [a_r.eq(a), b_r.eq(b), p.eq(a_r * b_r), q.eq(p)]
+        m.d.sync += [p.eq(a_r * b_r), q.eq(p)]
         return q
 
     def _delay(self, m, sig, n, name):

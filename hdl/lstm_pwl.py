@@ -37,10 +37,11 @@ class LstmPwlUnit(PwlUnit):
 
     Latency/throughput
     ------------------
-    :attr:`latency` = ``log2(segments) + 6 + EXTRA_STAGES`` (= :class:`PwlUnit`'s + 5);
+    :attr:`latency` = ``log2(segments) + 6 + EXTRA_STAGES`` (= :class:`PwlUnit`'s + 6);
     one sample per clock.  Stages: sign and ``|x|``; clamp; binary search (one
-    comparison per stage); table ROM read; multiply (DSP, registered); product
-    register; add intercept; round; saturate; clamp to 1.0; mirror; saturate.
+    comparison per stage); table ROM read; operand registers; multiply (DSP,
+    registered); product register; add intercept; round; saturate; clamp to 1.0;
+    mirror; saturate.
     """
 
     @property
@@ -95,8 +96,11 @@ class LstmPwlUnit(PwlUnit):
         shift_in = table.product_frac - table.icpt_frac
         slope_max = max(abs(s) for s in table.slopes)
         pshape = signed((slope_max * cfg.a_max).bit_length() + 1)
-        product = reg(slope_rd.data * r_mag.as_signed(), "product", pshape)
-        intercept = reg(icpt_rd.data, "intercept")
+        slope, r_mag = reg(slope_rd.data, "slope_q"), reg(r_mag, "r_mag_q")
+        intercept = reg(icpt_rd.data, "intercept_r")
+        neg, valid = reg(neg, "o_neg"), reg(valid, "o_valid")
+        product = reg(slope * r_mag.as_signed(), "product", pshape)
+        intercept = reg(intercept, "intercept")
         neg, valid = reg(neg, "m_neg"), reg(valid, "m_valid")
         product, intercept = reg(product, "product_q"), reg(intercept, "intercept_q")
         neg, valid = reg(neg, "n_neg"), reg(valid, "n_valid")
