@@ -118,7 +118,9 @@ class SpmvEngine(wiring.Component):
         rb = index_bits(cfg.lane_rows)
         maps = []
         for lane in range(L):
-            mem = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits), depth=2 << rb, init=[])
+            # written (loader) and read (drain) in different banks: no collision logic
+            mem = Memory(shape=unsigned(cfg.pe_bits + cfg.idx_bits), depth=2 << rb, init=[],
+                         attrs={"no_rw_check": 1})
             m.submodules[f"rowmap{lane}"] = mem
             maps.append((mem.write_port(), mem.read_port(domain="sync")))
 

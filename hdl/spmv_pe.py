@@ -179,10 +179,15 @@ class SpmvPE(Elaboratable):
 
         # ---- memories; entries and pointers are double-buffered (bank = address MSB)
         pb = index_bits(cfg.max_cols)
+        # The loader writes one bank while the PEs read the other, so a read never meets
+        # a write that matters: `no_rw_check` tells Yosys not to build collision logic
+        # (it would sit on the block RAMs' address paths).
+        no_rw = {"no_rw_check": 1}
         m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=2 << ab,
-                                                init=[])
+                                                init=[], attrs=no_rw)
         # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)
-        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=2 << pb, init=[])
+        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=2 << pb, init=[],
+                                        attrs=no_rw)
         m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width), depth=cfg.rows_per_pe,
                                         init=[])
         ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
