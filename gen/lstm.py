@@ -244,13 +244,13 @@ class LstmConfig:
 
     @property
     def ew_latency(self) -> int:
-        """Clocks from an element-wise issue (accumulator read) to the ``h`` write:
-        read (1), round (1) and saturate (1) the pre-activations, gate PWL (L),
+        """Clocks from an element-wise issue to the ``h`` write: command register in
+        the PE (1), accumulator read (1), round (1) and saturate (1) the pre-activations, gate PWL (L),
         products (4: two operand registers, DSP and product registers), cell sum (1),
         round (1), saturate to ``c_t`` (1), tanh PWL (L), ``o * tanh(c_t)`` (4),
         round (1), saturate to ``h_t`` (1; the ``h`` bank write takes it in that
-        clock): ``16 + 2 L``."""
-        return 16 + 2 * self.pwl_latency
+        clock): ``17 + 2 L``."""
+        return 17 + 2 * self.pwl_latency
 
     def formats(self) -> dict:
         return {"weights": self.w_fmt.to_dict(), "bias": self.b_fmt.to_dict(),

@@ -20,7 +20,6 @@ previous clock's write) and write.  Five clocks from issue to write.
 """
 
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 
 from gen.fixed import QFormat
@@ -35,6 +34,57 @@ MUL_LATENCY = 4     # two operand registers, DSP product register, one more regi
 
 def _requantise(value, frac_bits: int, fmt: QFormat):
     return saturate(round_shift(value, frac_bits - fmt.frac_bits), fmt)
+
+
+class _HeadFifo(Elaboratable):
+    """:class:`amaranth.lib.fifo.SyncFIFO`'s interface and timing (``w_rdy = level !=
+    depth``, ``r_rdy = level != 0``, a word written in one clock can be read in the
+    next) with ``r_data`` from a register: the head of the next clock is fetched one
+    clock ahead (the word being written when nothing else is left), so the memory's
+    read path ends at a flip-flop instead of running into the entry address.
+
+    Members: ``w_en``, ``w_data``, ``w_rdy``, ``r_en``, ``r_data``, ``r_rdy``, ``level``.
+    """
+
+    def __init__(self, width: int, depth: int):
+        self.width, self.depth = width, depth
+        self.w_en, self.w_rdy, self.r_en, self.r_rdy = Signal(), Signal(), Signal(), Signal()
+        self.w_data = Signal(width)
+        self.r_data = Signal(width)
+        self.level = Signal(range(depth + 1))
+
+    def elaborate(self, platform):
+        m = Module()
+        D = self.depth
+
+        def incr(v):
+            return Mux(v == D - 1, 0, v + 1)
+
+        m.d.comb += [self.w_rdy.eq(self.level != D), self.r_rdy.eq(self.level != 0)]
+        do_read = self.r_rdy & self.r_en
+        do_write = self.w_rdy & self.w_en
+        m.submodules.storage = storage = Memory(shape=unsigned(self.width), depth=D, init=[])
+        w_port, r_port = storage.write_port(), storage.read_port(domain="comb")
+        produce = Signal(range(D))
+        consume = Signal(range(D))
+        consume1 = Signal(range(D), init=1)              # consume + 1 (mod D)
+        m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data),
+                     w_port.en.eq(do_write)]
+        with m.If(do_write):
+            m.d.sync += produce.eq(incr(produce))
+        with m.If(do_read):
+            m.d.sync += [consume.eq(consume1), consume1.eq(incr(consume1))]
+        with m.If(do_write & ~do_read):
+            m.d.sync += self.level.eq(self.level + 1)
+        with m.If(do_read & ~do_write):
+            m.d.sync += self.level.eq(self.level - 1)
+        # the next clock's head: the stored entry after (or at) the current head, or the
+        # word written now if no stored entry is left after this clock's read
+        none_left = (self.level == 0) | ((self.level == 1) & do_read)
+        head = Signal(self.width, reset_less=True)
+        m.d.comb += [r_port.addr.eq(Mux(do_read, consume1, consume)), self.r_data.eq(head)]
+        m.d.sync += head.eq(Mux(none_left, self.w_data, r_port.data))
+        return m
 
 
 class LstmPE(Elaboratable):
@@ -60,11 +110,13 @@ class LstmPE(Elaboratable):
         Activation FIFO push of ``(push_x, ptr_start, ptr_count)``; FIFO full; FIFO empty
         and no MAC in flight.
     binit, baddr : in
-        Read bias ``baddr`` now (for the element-wise issue of the same clock); with
-        ``binit``, clear the four accumulators of ``baddr`` (written two clocks later).
+        Registered on entry; one clock later the bias of ``baddr`` is read (for the
+        element-wise issue of the same clock) and, with ``binit``, the four
+        accumulators of ``baddr`` are cleared (written two clocks after that).
     ew_valid, ew_addr, h_half : in
-        Element-wise issue of local unit ``ew_addr``; ``h`` is written into half ``h_half``
-        of the ``h`` bank ``cfg.ew_latency`` clocks later.
+        Element-wise issue of local unit ``ew_addr`` (registered on entry, accumulators
+        read one clock later); ``h`` is written into half ``h_half`` of the ``h`` bank
+        ``cfg.ew_latency`` clocks after the issue.
     hf_en, hf_addr, hf_data, hf_nz : feed read port of the ``h`` bank (``{local, half}``),
         ``x_fmt``, and the stored ``h != 0`` flag.
     hd_en, hd_addr, hd_data : drain read port of the ``h`` bank.
@@ -135,6 +187,15 @@ class LstmPE(Elaboratable):
                      self.ptr_start.eq(ptr_r.data[:ab]), self.ptr_count.eq(ptr_r.data[ab:ab + cb]),
                      self.ptr_nz.eq(ptr_r.data[ab + cb])]
 
+        # ---- the element-wise and clear commands are registered on entry (the engine's
+        # controller is far away); everything below works one clock behind them
+        self._ew_v = ew_v = Signal()
+        self._ew_a = ew_a = Signal(unsigned(lb), reset_less=True)
+        clr = Signal()
+        clr_addr = Signal(unsigned(lb), reset_less=True)
+        m.d.sync += [ew_v.eq(self.ew_valid), ew_a.eq(self.ew_addr),
+                     clr.eq(self.binit), clr_addr.eq(self.baddr)]
+
         # ---- per-gate accumulators and biases.  The bias memory holds the bias already
         # aligned to the accumulator and plus the pre-activation rounding constant, so the
         # element-wise stage adds it in the rounding adder (no separate bias add) and the
@@ -153,11 +214,11 @@ class LstmPE(Elaboratable):
             biases.append(br)
             m.d.comb += [bw.addr.eq(self.ld_idx[:lb]), bw.data.eq(b_ext),
                          bw.en.eq(self.ld_bias & (self.ld_idx[lb:] == g)),
-                         br.addr.eq(self.baddr), br.en.eq(1)]
+                         br.addr.eq(clr_addr), br.en.eq(1)]
 
         # ---- activation FIFO: (x, start, count)
         width = xw + ab + cb
-        m.submodules.fifo = fifo = SyncFIFO(width=width, depth=cfg.fifo_depth)
+        m.submodules.fifo = fifo = _HeadFifo(width, cfg.fifo_depth)
         m.d.comb += [fifo.w_en.eq(self.push),
                      fifo.w_data.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
                      self.full.eq(~fifo.w_rdy)]
@@ -205,7 +266,7 @@ class LstmPE(Elaboratable):
         v_d = Signal()
         m.d.sync += [prod_d.eq(w_o * x_o), row_d.eq(row_o), v_d.eq(v_o)]
         for _, acc_r in accs:
-            m.d.comb += [acc_r.addr.eq(Mux(self.ew_valid, self.ew_addr, row_o[:lb])),
+            m.d.comb += [acc_r.addr.eq(Mux(ew_v, ew_a, row_o[:lb])),
                          acc_r.en.eq(1)]
         row_e = Signal(unsigned(cfg.idx_bits), reset_less=True)
         v_e = Signal()
@@ -221,9 +282,6 @@ class LstmPE(Elaboratable):
         prod = Signal(signed(ww + xw), reset_less=True)
         clr_e = Signal()
         clr_a = Signal(unsigned(lb), reset_less=True)
-        clr = Signal()                                  # clear requests, registered here
-        clr_addr = Signal(unsigned(lb), reset_less=True)
-        m.d.sync += [clr.eq(self.binit), clr_addr.eq(self.baddr)]
         acc_sel = Mux(gsel[0], accs[0][1].data, Mux(gsel[1], accs[1][1].data,
                                                      Mux(gsel[2], accs[2][1].data,
                                                          accs[3][1].data)))
@@ -290,15 +348,15 @@ class LstmPE(Elaboratable):
                      self.hf_data.eq(hf_r.data[:xw]), self.hf_nz.eq(hf_r.data[xw]),
                      hd_r.addr.eq(self.hd_addr), hd_r.en.eq(self.hd_en),
                      self.hd_data.eq(hd_r.data[:xw]),
-                     c_r.addr.eq(self.ew_addr), c_r.en.eq(1)]
+                     c_r.addr.eq(self._ew_a), c_r.en.eq(1)]
 
         def stage(sig, name, n=1):
             return self._delay(m, sig, n, name)
 
         # e1: add bias and rounding constant (one adder: the bias memory holds both) and
         # drop the fraction bits (== round_shift(acc + bias, sh)); e2: saturate
-        v1 = stage(self.ew_valid, "ew_v1")
-        l1 = stage(self.ew_addr, "ew_l1")
+        v1 = stage(self._ew_v, "ew_v1")
+        l1 = stage(self._ew_a, "ew_l1")
         sh = cfg.acc_frac - cfg.pre_fmt.frac_bits
         rounded = []
         for g, n in enumerate("ifgo"):
