@@ -53,7 +53,9 @@ def add_arguments(parser):
     parser.add_argument("--pes", default="32", help="processing elements P (default 32)")
     parser.add_argument("--alloc", default="balanced", choices=ALLOCATORS,
                         help="row allocator (default balanced)")
-    parser.add_argument("--fifo-depth", default="8", help="activation FIFO depth (default 8)")
+    parser.add_argument("--fifo-depth", default="16",
+                        help="activation FIFO items per PE before the broadcaster stalls "
+                             "(default 16)")
     parser.add_argument("--density", default=None,
                         help="prune float weights to this density first (0..1)")
     parser.add_argument("--w-fmt", default=None, help="weight format, e.g. Q1.7 or int8")

@@ -128,7 +128,7 @@ class SpmvConfig:
     """
 
     pes: int = 32
-    fifo_depth: int = 8
+    fifo_depth: int = 16
     rows_per_pe: int = 32
     max_cols: int = 256
     mem_depth: int = 1024
@@ -219,37 +219,68 @@ class SpmvConfig:
         return -(-self.max_rows // self.w_lanes)
 
     # Pipeline constants used by the cycle model (see hdl/spmv.py).
-    pe_latency = 4        # PE issue -> accumulator write (entry reg, multiply, acc reg, add)
-    load_delay = 2        # weight word accepted -> processed by its PE (engine reg, PE reg)
-    stall_delay = 3       # FIFO level -> broadcaster stall (PE flag, group OR, final OR)
-    done_delay = 2        # PEs idle -> block done (PE idle flag, group AND)
-    # pushes that can reach a FIFO after its level was last compared with fifo_depth:
-    # stall_delay cycles of accepts plus the two-stage pointer pipeline
-    fifo_slack = stall_delay + 2
+    pe_latency = 4        # PE issue -> final sum (entry reg, multiply, acc reg, add)
+
+    @property
+    def tree_levels(self) -> int:
+        """Register levels of the binary broadcast trees from the engine to the ``P``
+        PEs: ``ceil(log2 P)``."""
+        return (self.pes - 1).bit_length()
+
+    @property
+    def reduce_levels(self) -> int:
+        """Register levels of the 4-way OR/AND/select trees from the PEs back to the
+        engine: ``ceil(log4 P)``."""
+        return ((self.pes - 1).bit_length() + 1) // 2
+
+    @property
+    def load_delay(self) -> int:
+        """Weight END beat accepted -> its bank full: engine register, broadcast tree, PE
+        register, PE 0's column count register, one register back to the engine."""
+        return 4 + self.tree_levels
+
+    @property
+    def push_delay(self) -> int:
+        """Activation accepted -> pushed into the FIFOs: broadcast tree, pointer read,
+        pointer register."""
+        return 2 + self.tree_levels
+
+    @property
+    def stall_delay(self) -> int:
+        """FIFO level -> broadcaster stall: PE flag, OR tree."""
+        return 1 + self.reduce_levels
+
+    @property
+    def done_delay(self) -> int:
+        """PEs idle -> block done: PE idle flag, AND tree."""
+        return 1 + self.reduce_levels
+
+    @property
+    def fifo_slack(self) -> int:
+        """Pushes that can reach a FIFO after its level was last compared with
+        ``fifo_depth``: ``stall_delay`` clocks of accepts plus those in the pointer
+        pipeline."""
+        return self.stall_delay + self.push_delay
 
     @property
     def fifo_slots(self) -> int:
-        """Physical FIFO depth: ``fifo_depth + fifo_slack`` rounded up to a power of two
-        (the broadcaster stops at ``fifo_depth`` items with a registered, delayed flag)."""
+        """RAM words of a PE's FIFO: ``fifo_depth + fifo_slack`` rounded up to a power of
+        two (the broadcaster stops at ``fifo_depth`` items with a registered, delayed
+        flag; the slots beyond absorb what is in flight; the head register is spare)."""
         return 1 << (self.fifo_depth + self.fifo_slack - 1).bit_length()
 
     @property
     def out_slots(self) -> int:
-        """Depth of the result FIFO: enough credits for one result per clock."""
+        """RAM words of the result FIFO: credits for one result per clock."""
         return 1 << self.drain_latency.bit_length()
 
     @property
-    def drain_mux_levels(self) -> int:
-        """Register levels of the drain's P-way result select (<= 8-way muxes each)."""
-        return -(-(self.pes - 1).bit_length() // 3)
-
-    @property
     def drain_latency(self) -> int:
-        """Row issue -> result valid: rowmap read, its register, the PE's address
-        register (and clear), accumulator read, its register, the select tree's levels
-        (the last one also rounds; one rounding stage when P = 1), saturate (register),
-        result FIFO."""
-        return 7 + max(1, self.drain_mux_levels)
+        """Row issue -> result valid: rowmap read, its register, the broadcast tree, the
+        PE's address register (and clear), accumulator read, its register, the select
+        tree (the last level also rounds; one rounding stage when P = 1), saturate
+        (register), result FIFO."""
+        return 7 + self.tree_levels + max(1, self.reduce_levels)
 
 
 # ------------------------------------------------------------------ compiler
@@ -686,19 +717,19 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
             if full[cbank] is not None:
                 b = full[cbank]
                 state = "COMPUTE"
-                c = {"b": b, "plan": jobs[b][0], "x": xs[b], "cols_in": 0, "s1v": False,
-                     "s1j": 0, "s2v": False, "s2j": 0, "idle": [False] * cfg.done_delay}
+                c = {"b": b, "plan": jobs[b][0], "x": xs[b], "cols_in": 0,
+                     "pipe": [None] * cfg.push_delay, "idle": [False] * cfg.done_delay}
         elif state == "COMPUTE":
             plan, x, counts = c["plan"], c["x"], c["plan"].counts
             if any(stages[-1] for stages in pipe):
                 info[c["b"]]["last_write"] = cycle
-            idle = (c["cols_in"] == plan.cols and not c["s1v"] and not c["s2v"]
+            idle = (c["cols_in"] == plan.cols and all(v is None for v in c["pipe"])
                     and not any(fifo) and not any(rem) and not any(any(st) for st in pipe))
             if idle and info[c["b"]]["done"] is None:
                 info[c["b"]]["done"] = cycle
             c["idle"].append(idle)
             done = c["idle"].pop(0)          # seen idle done_delay clocks ago
-            # stage 1: pointer memory read; stage 2: registered pointers, push (never
+            # accept -> broadcast tree -> pointer read -> pointer register, push (never
             # stalls: only the accept of x waits for the registered stall flag)
             took = xsrc.take(not stall and c["cols_in"] < plan.cols, cycle)
             for p in range(P):
@@ -711,19 +742,20 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 else:
                     issued = False
                 pipe[p] = [issued] + pipe[p][:-1]
-            if c["s2v"]:
+            j = c["pipe"].pop()
+            if j is not None:
                 for p in range(P):
-                    if counts[p, c["s2j"]] > 0:
+                    if counts[p, j] > 0:
                         assert len(fifo[p]) < cfg.fifo_slots, "FIFO overflow"
-                        fifo[p].append(int(counts[p, c["s2j"]]))
-            c["s2v"], c["s2j"] = c["s1v"], c["s1j"]
-            c["s1v"] = False
+                        fifo[p].append(int(counts[p, j]))
+            new = None
             if took:
                 if info[c["b"]]["compute_start"] is None:
                     info[c["b"]]["compute_start"] = cycle
-                c["s1v"] = bool(x[c["cols_in"]] != 0)
-                c["s1j"] = c["cols_in"]
+                if x[c["cols_in"]] != 0:
+                    new = c["cols_in"]
                 c["cols_in"] += 1
+            c["pipe"].insert(0, new)
             if done:
                 if plan.last:
                     state = "DRAIN"

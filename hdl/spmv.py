@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """EIE-style sparse matrix-vector engine with load-balanced PEs (seed 000)."""
 
-from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -13,6 +13,42 @@ from .fixed import round_shift
 from .spmv_pe import Fifo, SpmvPE
 
 __all__ = ["SpmvEngine", "word_layout"]
+
+
+def _broadcast(m, value, n, depth, name):
+    """``n`` copies of ``value``, each ``depth`` clocks late, from a binary tree of
+    registers (``2 ** depth >= n`` leaves).  The two children of a node hold the node's
+    value and its complement, so no two tree registers compute the same function and
+    Yosys keeps every one (identical registers would be merged back into one
+    chip-wide net); each leaf undoes its polarity.  Reset values give 0 at the leaves."""
+    value = Value.cast(value).as_unsigned()
+    ones = (1 << len(value)) - 1
+    nodes = [(value, False)]
+    for level in range(depth):
+        nxt = []
+        for sig, inv in nodes:
+            for flip in (False, True):
+                reg = Signal(len(value), name=f"{name}_t{level}_{len(nxt)}",
+                             init=ones if inv ^ flip else 0)
+                m.d.sync += reg.eq(~sig if flip else sig)
+                nxt.append((reg, inv ^ flip))
+        nodes = nxt
+    assert len(nodes) >= n
+    return [(~sig if inv else sig) for sig, inv in nodes[:n]]
+
+
+def _reduce(m, bits, op, name):
+    """A registered 4-way OR/AND tree over ``bits``: ``ceil(log4 n)`` levels."""
+    level, k = list(bits), 0
+    while len(level) > 1:
+        nxt = []
+        for i in range(0, len(level), 4):
+            group = Cat(*level[i:i + 4])
+            reg = Signal(name=f"{name}_r{k}_{i // 4}")
+            m.d.sync += reg.eq(group.any() if op == "or" else group.all())
+            nxt.append(reg)
+        level, k = nxt, k + 1
+    return level[0]
 
 
 def _saturate(value, fmt):
@@ -143,29 +179,31 @@ class SpmvEngine(wiring.Component):
         w_take = self.w.valid & self.w.ready
         end_take = w_take & (words[0].kind == KIND_END)
         m.d.comb += self.w.ready.eq(~busy.bit_select(lbank, 1))
-        # registered and decoded: one select bit per PE, the kind as flags per lane
+        # registered and decoded (kind as flags), then sent to the PEs of each lane
+        # through a broadcast tree of `tree_levels` registers
+        B = cfg.tree_levels
         lw_bank, lw_end = Signal(name="lw_bank"), Signal(name="lw_end")
         lw_take = Signal(name="lw_take")
         lw = [Signal(word_layout(cfg), name=f"lw{l}") for l in range(L)]
         lw_entry = [Signal(name=f"lw_entry{l}") for l in range(L)]
         lw_close = [Signal(name=f"lw_close{l}") for l in range(L)]
-        lw_sel = [Signal(name=f"lw_sel{p}") for p in range(P)]
         m.d.sync += [lw_bank.eq(lbank), lw_end.eq(end_take), lw_take.eq(w_take)]
         m.d.sync += [r.eq(wd) for r, wd in zip(lw, words)]
         m.d.sync += [e.eq((wd.kind == KIND_ENTRY) | (wd.kind == KIND_LAST))
                      for e, wd in zip(lw_entry, words)]
         m.d.sync += [c.eq((wd.kind == KIND_LAST) | (wd.kind == KIND_SKIP))
                      for c, wd in zip(lw_close, words)]
-        # (the select ignores ready: lw_take gates it in the PE, so the decode of the 32
-        # selects is a function of the payload only)
-        m.d.sync += [sel.eq(words[p % L].pe == p) for p, sel in enumerate(lw_sel)]
-        for p, pe in enumerate(pes):
-            word = lw[p % L]
-            m.d.comb += [pe.lw_sel.eq(lw_sel[p]), pe.lw_take.eq(lw_take),
-                         pe.lw_entry.eq(lw_entry[p % L]),
-                         pe.lw_close.eq(lw_close[p % L]), pe.lw_end.eq(lw_end),
-                         pe.lw_bank.eq(lw_bank),
-                         pe.lw_value.eq(word.value), pe.lw_idx.eq(word.idx)]
+        for lane in range(L):
+            lane_pes = pes[lane::L]
+            bundle = Cat(lw_take, lw_end, lw_bank, lw_entry[lane], lw_close[lane],
+                         lw[lane].pe, lw[lane].value, lw[lane].idx)
+            for pe, leaf in zip(lane_pes, _broadcast(m, bundle, len(lane_pes), B,
+                                                      f"ldtree{lane}")):
+                pos = 0
+                for f in (pe.lw_take, pe.lw_end, pe.lw_bank, pe.lw_entry, pe.lw_close,
+                          pe.lw_pe, pe.lw_value, pe.lw_idx):
+                    m.d.comb += f.eq(leaf[pos:pos + len(f)])
+                    pos += len(f)
         rows_seen = Signal()             # a ROW word since the last block row ended
         with m.If(w_take & Cat(wd.kind == KIND_ROW for wd in words).any()):
             m.d.sync += rows_seen.eq(1)
@@ -175,10 +213,20 @@ class SpmvEngine(wiring.Component):
                 m.d.comb += [map_w.addr.eq(Cat(row_cnt[lane][:rb], mb_load)),
                              map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
                 m.d.sync += row_cnt[lane].eq(row_cnt[lane] + 1)
-        end1_v, end1_bank, end1_last = Signal(), Signal(), Signal()
-        end2_v, end2_bank, end2_last = Signal(), Signal(), Signal()
-        m.d.sync += [end1_v.eq(end_take), end1_bank.eq(lbank), end1_last.eq(words[0].value[0]),
-                     end2_v.eq(end1_v), end2_bank.eq(end1_bank), end2_last.eq(end1_last)]
+        # END: the PEs process it load_delay - 2 clocks after its transfer; PE 0 then
+        # latches the block's column count, which reaches the engine one clock later
+        E = cfg.load_delay
+        end_v = [Signal(name=f"end_v{i}") for i in range(E)]
+        end_bank = [Signal(name=f"end_bank{i}") for i in range(E)]
+        end_last = [Signal(name=f"end_last{i}") for i in range(E)]
+        m.d.sync += [end_v[0].eq(end_take), end_bank[0].eq(lbank),
+                     end_last[0].eq(words[0].value[0])]
+        for i in range(1, E):
+            m.d.sync += [end_v[i].eq(end_v[i - 1]), end_bank[i].eq(end_bank[i - 1]),
+                         end_last[i].eq(end_last[i - 1])]
+        cols_q = Signal(unsigned(cfg.col_bits), name="cols_q")
+        cols_nz_q = Signal(name="cols_nz_q")
+        m.d.sync += [cols_q.eq(pes[0].blk_cols), cols_nz_q.eq(pes[0].blk_cols_nz)]
         busy_set = Signal(2)
         with m.If(end_take):
             is_last = words[0].value[0]
@@ -192,14 +240,14 @@ class SpmvEngine(wiring.Component):
                 for b in range(2):
                     with m.If(mb_load == b):
                         m.d.sync += [n_rows[b].eq(total), rows_nz[b].eq(rows_seen)]
-        with m.If(end2_v):
+        with m.If(end_v[E - 1]):
             # the PEs have processed every word of the block: PE 0's column count is
             # the block's (every PE closes every column once)
-            m.d.comb += full_set.eq(Mux(end2_bank, 0b10, 0b01))
+            m.d.comb += full_set.eq(Mux(end_bank[E - 1], 0b10, 0b01))
             for b in range(2):
-                with m.If(end2_bank == b):
-                    m.d.sync += [n_cols[b].eq(pes[0].ld_cols),
-                                 cols_nz[b].eq(pes[0].ld_cols_nz), last[b].eq(end2_last)]
+                with m.If(end_bank[E - 1] == b):
+                    m.d.sync += [n_cols[b].eq(cols_q), cols_nz[b].eq(cols_nz_q),
+                                 last[b].eq(end_last[E - 1])]
         m.d.sync += [full.eq((full | full_set) & ~full_clr),
                      busy.eq((busy | busy_set) & ~full_clr)]
 
@@ -213,39 +261,43 @@ class SpmvEngine(wiring.Component):
         state = Signal(2, init=INIT)
         in_compute, in_drain = state == COMPUTE, state == DRAIN
 
-        # ---- compute: non-zero detector, pointer read, broadcast.  Nothing after the
-        # accept of x stalls: stage 1 reads every PE's ptr[j], stage 2 pushes (x_j,
-        # start, count) into the FIFOs of the PEs with count > 0.  The accept waits for
-        # `stall`, a register: some FIFO held >= fifo_depth items 3 clocks earlier
-        # (PE flag -> group OR -> OR); the FIFOs have slots for what is in flight.
+        # ---- compute: non-zero detector, broadcast, pointer read.  Nothing after the
+        # accept of x stalls.  The column address (at the accept) and (valid, x) two
+        # clocks later reach the PEs through broadcast trees (B clocks); each PE reads
+        # its ptr[j], registers it and pushes (x_j, start, count) when count > 0.  The
+        # accept waits for `stall`, a register: some FIFO held >= fifo_depth items
+        # stall_delay clocks earlier (PE flag -> OR tree); the FIFOs have slots for
+        # what is in flight.
         cols_in = Signal(unsigned(cfg.col_bits))
         cols_left = Signal(unsigned(cfg.col_bits))
         more = Signal()                   # cols_left != 0
-        s1_valid, s2_valid = Signal(), Signal()
-        s1_x, s2_x = Signal(signed(cfg.x_fmt.width)), Signal(signed(cfg.x_fmt.width))
-        stall = Signal()
-        groups = [pes[i:i + 8] for i in range(0, P, 8)]
-        high_g = [Signal(name=f"high_g{g}") for g in range(len(groups))]
-        idle_g = [Signal(name=f"idle_g{g}") for g in range(len(groups))]
-        m.d.sync += [h.eq(Cat(pe.high for pe in grp).any()) for h, grp in zip(high_g, groups)]
-        m.d.sync += [h.eq(Cat(pe.idle for pe in grp).all()) for h, grp in zip(idle_g, groups)]
-        m.d.sync += stall.eq(Cat(*high_g).any())
+        s1_valid, s2_valid = Signal(name="s1_valid"), Signal(name="s2_valid")
+        s1_x = Signal(signed(cfg.x_fmt.width), name="s1_x")
+        s2_x = Signal(signed(cfg.x_fmt.width), name="s2_x")
+        stall = _reduce(m, [pe.high for pe in pes], "or", "stall")
+        all_idle = _reduce(m, [pe.idle for pe in pes], "and", "idle")
         m.d.comb += self.x.ready.eq(in_compute & ~stall & more)
         x_take = self.x.valid & self.x.ready
-        for pe in pes:
-            m.d.comb += [pe.cp_bank.eq(cbank), pe.ptr_addr.eq(cols_in),
-                         pe.push_v.eq(s2_valid), pe.push_x.eq(s2_x)]
         m.d.sync += [s1_valid.eq(x_take & (self.x.payload != 0)), s1_x.eq(self.x.payload),
                      s2_valid.eq(s1_valid), s2_x.eq(s1_x)]
+        for pe, leaf in zip(pes, _broadcast(m, Cat(cols_in, cbank), P, B, "ptree")):
+            m.d.comb += [pe.ptr_addr.eq(leaf[:cfg.col_bits]), pe.cp_bank.eq(leaf[-1])]
+        for pe, leaf in zip(pes, _broadcast(m, Cat(s2_valid, s2_x), P, B, "xtree")):
+            m.d.comb += [pe.push_v.eq(leaf[0]), pe.push_x.eq(leaf[1:])]
+        in_flight = Signal(max(B, 1), name="in_flight")   # s2_valid of the last B clocks
+        if B > 1:
+            m.d.sync += in_flight.eq(Cat(s2_valid, in_flight[:-1]))
+        elif B == 1:
+            m.d.sync += in_flight.eq(s2_valid)
         with m.If(x_take):
             m.d.sync += [cols_in.eq(cols_in + 1), cols_left.eq(cols_left - 1),
                          more.eq(cols_left != 1)]
-        # done: the broadcaster empty and every PE idle, seen 2 clocks late
-        bc_empty = Signal()
-        bc_empty2 = Signal()
-        m.d.sync += [bc_empty.eq(in_compute & ~more & ~s1_valid & ~s2_valid),
-                     bc_empty2.eq(bc_empty)]
-        done = bc_empty2 & Cat(*idle_g).all()
+        # done: the broadcaster empty and every PE idle, seen done_delay clocks late
+        be = [Signal(name=f"bc_empty{i}") for i in range(cfg.done_delay)]
+        m.d.sync += be[0].eq(in_compute & ~more & ~s1_valid & ~s2_valid
+                             & ~(in_flight.any() if B else 0))
+        m.d.sync += [be[i].eq(be[i - 1]) for i in range(1, len(be))]
+        done = be[-1] & all_idle
 
         # ---- drain: rowmap read -> register -> PE address register (and clear) ->
         #      accumulator read -> register -> P-way select as a registered tree of
@@ -274,41 +326,49 @@ class SpmvEngine(wiring.Component):
             m.d.sync += cred.eq(cred + 1)
         for _, map_r in maps:
             m.d.comb += [map_r.addr.eq(Cat(k_div, mbank)), map_r.en.eq(1)]
-        map_data = Array(map_q)[lane1] if L > 1 else map_q[0]
+        map_data = map_q[0]
+        for lane in range(1, L):
+            map_data = Mux(lane1 == lane, map_q[lane], map_data)
         map_idx = map_data[:cfg.idx_bits]
         map_pe = map_data[cfg.idx_bits:]
         clr = Signal(range(R + 1))
-        for p, pe in enumerate(pes):
-            m.d.comb += [pe.drain.eq(in_drain), pe.clr_init.eq(state == INIT),
-                         pe.clr_addr.eq(clr), pe.dr_v.eq(dv[1]), pe.dr_pe.eq(map_pe),
-                         pe.dr_idx.eq(map_idx)]
-        # the PE index travels with the read: map_pe (dv1) -> PE registers (dv2) ->
-        # accumulator read register (dv3) -> acc_data (dv4)
-        sels = [Signal(unsigned(cfg.pe_bits), name=f"sel{i}") for i in (2, 3, 4)]
-        m.d.sync += [sels[0].eq(map_pe), sels[1].eq(sels[0]), sels[2].eq(sels[1])]
-        vals, sel_bits = [pe.acc_data for pe in pes], sels[2]
+        # drain requests (dv1) and the clear/drain modes reach the PEs through trees
+        for pe, leaf in zip(pes, _broadcast(m, Cat(dv[1], map_pe, map_idx), P, B, "dtree")):
+            m.d.comb += [pe.dr_v.eq(leaf[0]), pe.dr_pe.eq(leaf[1:1 + cfg.pe_bits]),
+                         pe.dr_idx.eq(leaf[1 + cfg.pe_bits:])]
+        for pe, leaf in zip(pes, _broadcast(m, Cat(in_drain, state == INIT, clr), P, B,
+                                            "ctree")):
+            m.d.comb += [pe.drain.eq(leaf[0]), pe.clr_init.eq(leaf[1]),
+                         pe.clr_addr.eq(leaf[2:])]
+        # the PE index travels with the read: map_pe (dv1) -> ... -> acc_data
+        # (dv[4 + B]); then a registered 4-way select tree (the last level also
+        # rounds), saturate, result FIFO
+        sel = map_pe
+        for i in range(3 + B):
+            nxt = Signal(unsigned(cfg.pe_bits), name=f"sel{i}")
+            m.d.sync += nxt.eq(sel)
+            sel = nxt
+        vals = [pe.acc_data for pe in pes]
         shift = cfg.acc_frac - cfg.out_fmt.frac_bits
-        for level in range(cfg.drain_mux_levels):
-            b = min(3, len(sel_bits))
-            last_level = level == cfg.drain_mux_levels - 1
+        levels = max(1, cfg.reduce_levels)
+        for level in range(levels):
+            last_level = level == levels - 1
             nvals = []
-            for g, i in enumerate(range(0, len(vals), 1 << b)):
-                group = vals[i:i + (1 << b)]
-                pick = Array(group)[sel_bits[:b]] if len(group) > 1 else group[0]
+            for g, i in enumerate(range(0, len(vals), 4)):
+                group = vals[i:i + 4]
+                pick = group[0]
+                for n in range(1, len(group)):      # a 4:1 mux on two select bits
+                    pick = Mux(sel[2 * level:2 * level + 2] == n, group[n], pick)
                 if last_level:
                     pick = round_shift(pick, shift)
                 reg = Signal(signed(len(pick)), name=f"drain_m{level}_{g}")
                 m.d.sync += reg.eq(pick)
                 nvals.append(reg)
-            if len(sel_bits) > b:
-                nsel = Signal(unsigned(len(sel_bits) - b), name=f"drain_sel{level}")
-                m.d.sync += nsel.eq(sel_bits[b:])
-                sel_bits = nsel
+            if level < levels - 1:
+                nsel = Signal(unsigned(cfg.pe_bits), name=f"drain_sel{level}")
+                m.d.sync += nsel.eq(sel)
+                sel = nsel
             vals = nvals
-        if cfg.drain_mux_levels == 0:
-            rounded = Signal(signed(len(round_shift(vals[0], shift))), name="drain_round")
-            m.d.sync += rounded.eq(round_shift(vals[0], shift))
-            vals = [rounded]
         assert len(vals) == 1
         sat_q = Signal(signed(cfg.out_fmt.width), name="drain_sat")
         m.d.sync += sat_q.eq(_saturate(vals[0], cfg.out_fmt))
@@ -340,7 +400,7 @@ class SpmvEngine(wiring.Component):
             with m.Case(COMPUTE):
                 with m.If(done):
                     # the delayed flags must not carry this block's end into the next
-                    m.d.sync += [bc_empty.eq(0), bc_empty2.eq(0)]
+                    m.d.sync += [v.eq(0) for v in be]
                     with m.If(cur_last):
                         m.d.sync += [state.eq(DRAIN), k_lane.eq(0), k_div.eq(0),
                                      rows_left.eq(Mux(mbank, n_rows[1], n_rows[0])),

@@ -101,10 +101,9 @@ class SpmvPE(Elaboratable):
     is registered inside the PE before it is decoded or used, so the engine's
     broadcast nets end at flip-flops)
     ---------------------------------------------------------------------------------
-    lw_take, lw_sel, lw_entry, lw_close, lw_end, lw_bank : in, 1
-        A weight word of this PE's lane, decoded by the engine (one register):
-        ``lw_take`` it was accepted; ``lw_sel`` it names this PE; ``lw_entry`` ENTRY or
-        LAST (append
+    lw_take, lw_entry, lw_close, lw_end, lw_bank : in, 1.  lw_pe : in, pe_bits
+        A weight word of this PE's lane, decoded by the engine: ``lw_take`` it was
+        accepted; ``lw_pe`` the PE it names; ``lw_entry`` ENTRY or LAST (append
         ``(value, idx)`` to the entry memory); ``lw_close`` LAST or SKIP (then close
         the PE's column: ``ptr[col] = (start, count)``, ``col += 1``); ``lw_end`` an END
         beat (reset the load counters); the bank it loads.  Processed 2 clocks after
@@ -114,6 +113,9 @@ class SpmvPE(Elaboratable):
         Columns closed since the last END (the block's column count).
     ld_cols_nz : out, 1
         ``ld_cols != 0`` (register).
+    blk_cols, blk_cols_nz : out
+        ``ld_cols`` and ``ld_cols_nz`` latched when an END is processed: the column
+        count of the block just loaded, stable until the next END.
     cp_bank : in, 1
         Bank being computed on.
     ptr_addr : in, unsigned(col_bits)
@@ -148,7 +150,9 @@ class SpmvPE(Elaboratable):
         self.index = index
         ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
         self.lw_take = Signal()
-        self.lw_sel = Signal()
+        self.lw_pe = Signal(unsigned(cfg.pe_bits))
+        self.blk_cols = Signal(unsigned(cfg.col_bits))
+        self.blk_cols_nz = Signal()
         self.lw_entry = Signal()
         self.lw_close = Signal()
         self.lw_end = Signal()
@@ -198,9 +202,9 @@ class SpmvPE(Elaboratable):
         ld_entry, ld_close, ld_start = Signal(), Signal(), Signal()
         ld_value, ld_idx, ld_bank = Signal(signed(ww)), Signal(unsigned(ib)), Signal()
         m.d.sync += [
-            ld_entry.eq(self.lw_take & self.lw_sel & self.lw_entry),
-            ld_close.eq(self.lw_take & self.lw_sel & self.lw_close),
-            ld_start.eq(self.lw_end),
+            ld_entry.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_entry),
+            ld_close.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_close),
+            ld_start.eq(self.lw_take & self.lw_end),
             ld_value.eq(self.lw_value), ld_idx.eq(self.lw_idx), ld_bank.eq(self.lw_bank)]
         # entries packed column by column, one (start, count) per column
         wptr = Signal(unsigned(ab + 1))
@@ -212,7 +216,8 @@ class SpmvPE(Elaboratable):
         count_nz = Signal()                   # count != 0, kept as a register
         with m.If(ld_start):
             m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), count_nz.eq(0), col.eq(0),
-                         self.ld_cols_nz.eq(0)]
+                         self.ld_cols_nz.eq(0), self.blk_cols.eq(col),
+                         self.blk_cols_nz.eq(self.ld_cols_nz)]
         with m.Else():
             with m.If(ld_entry):
                 m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], ld_bank)),

@@ -223,16 +223,18 @@ def test_model_spends_one_cycle_per_nonzero_and_none_on_empty_columns():
     x = np.ones(60, dtype=np.int64)
     job = cycle_model([(plan, x)], cfg)["jobs"][0]
     ideal = plan.nnz // 2
-    # 7 clocks of pipeline fill (pointer read, pointer register + push, issue, entry
-    # register, multiply, accumulator register, add + write), no cycle for the empty
+    # pipeline fill: broadcast tree, pointer read, pointer register + push, issue, entry
+    # register, multiply, accumulator register, add; no cycle for the empty
     # (column, PE) pairs
-    assert job["compute_cycles"] == ideal + 7
+    fill = cfg.push_delay + 1 + cfg.pe_latency
+    assert fill == 8 and job["compute_cycles"] == ideal + fill
     # zero activations cost the PEs nothing: only the one-per-clock input remains
     x0 = np.zeros(60, dtype=np.int64)
     x0[59] = 1
     job = cycle_model([(plan, x0)], cfg)["jobs"][0]
-    # the last activation is accepted at clock 59 and its 4 entries written at 66..69
-    assert job["compute_cycles"] == 59 + 7 + 4
+    # the last activation is accepted at clock 59 and its 4 sums are final at
+    # 59 + fill - 1 .. 59 + fill + 2
+    assert job["compute_cycles"] == 59 + fill + 4
 
 
 def test_model_seed_matrix_meets_target():
