@@ -166,22 +166,25 @@ class ConvArray(wiring.Component):
         # ------------------------------------------------ column states (window groups)
         def cstate(name):
             return {"oy": Signal(16, name=f"{name}_oy"), "ty": Signal(16, name=f"{name}_ty"),
-                    "rb": Signal(24, name=f"{name}_rb"), "jn": Signal(16, name=f"{name}_jn"),
-                    "jns": Signal(24, name=f"{name}_jns")}
+                    "jn": Signal(16, name=f"{name}_jn"), "jns": Signal(24, name=f"{name}_jns"),
+                    "base": Signal(FW, name=f"{name}_base")}
 
-        def advance(cs, a, as_, aswp, bn, bns, wvn, wvns):
-            """Column state ``a`` rows and ``bn / n`` groups further (one wrap at most)."""
-            jn = cs["jn"] + bn
-            wrap = jn >= wvn
-            return {"oy": cs["oy"] + a + wrap, "ty": cs["ty"] + as_ + Mux(wrap, d.stride, 0),
-                    "rb": cs["rb"] + aswp + Mux(wrap, d.swp, 0),
-                    "jn": Mux(wrap, jn - wvn, jn), "jns": Mux(wrap, cs["jns"] + bns - wvns,
-                                                             cs["jns"] + bns)}
+        # Advance of a column state by one tile (``cols`` window groups, at most one row
+        # wrap): both sums computed in parallel from per-pass constants, then selected.
+        thr = Signal(16, name="adv_thr")                       # wrap iff jn >= wvn - bn
+        k0 = {k: Signal.like(v, name=f"adv_k0_{k}") for k, v in cstate("t").items()}
+        k1 = {k: Signal.like(v, name=f"adv_k1_{k}") for k, v in cstate("t").items()}
+
+        def advance(cs):
+            wrap = cs["jn"] >= thr
+            return {k: Mux(wrap, cs[k] + k1[k], cs[k] + k0[k]) for k in cs}
 
         ws = cstate("walk")
+        ws_rb = Signal(24, name="walk_rb")
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
+        pinit_adv = [cstate(f"pinit_adv{c}") for c in range(MC)]
         cur = [cstate(f"cur{c}") for c in range(MC)]
-        SL = {"base": FW, "oyv": 1, "jn": 16}
+        SL = {"base": FW, "oy": 16, "jn": 16}
         slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
         BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW}
@@ -236,7 +239,7 @@ class ConvArray(wiring.Component):
         lanev = [[Signal(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
         for g in range(NG):
             for c in range(MC):
-                s_oyv = Mux(par[g], slot[1][c]["oyv"], slot[0][c]["oyv"])
+                s_oyv = Mux(par[g], slot[1][c]["oy"], slot[0][c]["oy"]) < d.ho
                 s_jn = Mux(par[g], slot[1][c]["jn"], slot[0][c]["jn"])
                 m.d.comb += lanev[g][c].eq(act[g] & s_oyv & (s_jn + g < d.wo))
 
@@ -253,7 +256,8 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- pipeline
         # issue -> a (bank addresses registered, banks read) -> s1 (bank data) ->
-        # x2 (weight and gated feature registered) -> s2 (product registered; accumulate)
+        # x2 (bank data registered) -> s2 (feature selected and gated, product registered;
+        # accumulate)
         def stage(name):
             return {"en": [Signal(MC, name=f"{name}_en{r}") for r in range(MR)],
                     "rv": Signal(MR, name=f"{name}_rv"), "rl": Signal(MR, name=f"{name}_rl"),
@@ -272,8 +276,8 @@ class ConvArray(wiring.Component):
         a_base = [[Signal(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
         a_wad = [Signal(WW, name=f"a_wad{r}") for r in range(MR)]
         wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
-        fr = [[Signal(signed(cfg.data_width), name=f"fr{r}_{c}") for c in range(MC)]
-              for r in range(MR)]
+        fd = [[Signal(signed(cfg.data_width), name=f"fd{c}_{p}") for p in range(2)]
+              for c in range(MC)]
         prod = [[Signal(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
                  for c in range(MC)] for r in range(MR)]
         acc = [[Signal(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
@@ -306,12 +310,13 @@ class ConvArray(wiring.Component):
             m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
             m.d.sync += [a_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
             m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
+            # bank data registered as read (x2), then selected, gated and multiplied (s2)
+            m.d.sync += [fd[c][p].eq(fread[c][p].data) for c in range(MC) for p in range(2)]
             for r in range(MR):
                 m.d.sync += wr[r].eq(wread[r].data)
                 for c in range(MC):
-                    f = Mux(s1["rp"][r], fread[c][1].data, fread[c][0].data)
-                    m.d.sync += [fr[r][c].eq(Mux(s1["en"][r][c], f, 0)),
-                                 prod[r][c].eq(wr[r] * fr[r][c])]
+                    f = Mux(x2["en"][r][c], Mux(x2["rp"][r], fd[c][1], fd[c][0]), 0)
+                    m.d.sync += prod[r][c].eq(wr[r] * f)
 
         # ---------------------------------------------------------------- drain
         pending = Signal(NG)
@@ -485,17 +490,18 @@ class ConvArray(wiring.Component):
                 m.d.sync += sk.eq(sk + 1)
                 with m.If(sk == 0):
                     m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
-                    m.d.sync += [v.eq(0) for v in ws.values()]
+                    m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
                 for c in range(MC):
                     with m.If(sk == c + 1):
-                        m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws]
+                        m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
+                        m.d.sync += pinit[c]["base"].eq(ws_rb + ws["jns"])
                 with m.If(sk != 0):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
                     with m.If(jn1 >= cp["wvn"]):
                         m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0), ws["oy"].eq(ws["oy"] + 1),
                                      ws["ty"].eq(ws["ty"] + d.stride),
-                                     ws["rb"].eq(ws["rb"] + d.swp)]
+                                     ws_rb.eq(ws_rb + d.swp)]
                     with m.Else():
                         m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
                 with m.If(setup_last):
@@ -556,9 +562,25 @@ class ConvArray(wiring.Component):
         # group 0 start (last set-up clock) and column-state / slot updates
         g0_next = Signal()
         m.d.comb += g0_next.eq(adv & act[0] & last_k[0] & ~gdone[0] & ~setup)
+        g0_lt = Signal(name="g0_lt")      # copy 0 is in the last tile of its block
         from_init = Signal()
-        m.d.comb += from_init.eq(setup_last | (tt[0] == cp["tiles"] - 1))
+        m.d.comb += from_init.eq(setup_last | g0_lt)
+        # per-pass advance constants (stable from the second set-up clock on)
+        m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
+                     k0["oy"].eq(cp["a"]), k1["oy"].eq(cp["a"] + 1),
+                     k0["ty"].eq(cp["as"]), k1["ty"].eq(cp["as"] + d.stride),
+                     k0["jn"].eq(cp["bn"]), k1["jn"].eq(cp["bn"] - cp["wvn"]),
+                     k0["jns"].eq(cp["bns"]), k1["jns"].eq(cp["bns"] - cp["wvns"]),
+                     k0["base"].eq(cp["aswp"] + cp["bns"]),
+                     k1["base"].eq(cp["aswp"] + d.swp + cp["bns"] - cp["wvns"])]
+        for c in range(MC):
+            nxt = advance(pinit[c])
+            m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
+        with m.If(adv & setup_last):
+            m.d.sync += g0_lt.eq(cp["tiles"] == 1)
+        with m.Elif(adv & act[0] & last_k[0] & ~setup):
+            m.d.sync += g0_lt.eq(Mux(g0_lt, cp["tiles"] == 1, tt[0] + 2 == cp["tiles"]))
         with m.If(adv & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fc[0].eq(0), fy[0].eq(0),
@@ -621,14 +643,10 @@ class ConvArray(wiring.Component):
                 with m.If(tgt == p):
                     m.d.sync += [sbox[p][k].eq(Mux(from_init, ibox[k], cbox[k])) for k in BX]
                     for c in range(MC):
-                        s_ = src[c]
-                        m.d.sync += [slot[p][c]["base"].eq(s_["rb"] + s_["jns"]),
-                                     slot[p][c]["oyv"].eq(s_["oy"] < d.ho),
-                                     slot[p][c]["jn"].eq(s_["jn"])]
+                        m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
             for c in range(MC):
-                nxt = advance(src[c], cp["a"], cp["as"], cp["aswp"], cp["bn"], cp["bns"],
-                              cp["wvn"], cp["wvns"])
-                m.d.sync += [cur[c][k].eq(nxt[k]) for k in ws]
+                nxt = advance(cur[c])
+                m.d.sync += [cur[c][k].eq(Mux(from_init, pinit_adv[c][k], nxt[k])) for k in ws]
 
         # ---------------------------------------------------------------- loaders
         a0, a1, a2 = Signal(24), Signal(24), Signal(24)
