@@ -105,21 +105,27 @@ class SpmvEngine(wiring.Component):
     The loader fills weight bank ``lbank`` whenever it is free, independently of the
     compute side (so the next block loads while the current one computes).  Compute
     states: INIT (clear every accumulator, ``rows_per_pe`` clocks after reset) ->
-    IDLE (wait for a loaded bank) -> COMPUTE (accept ``x``, one per clock; stage 1
-    reads every PE's ``ptr[j]``; stage 2 pushes ``(x_j, start, count)`` into the FIFOs
-    of the PEs with ``count > 0`` and stalls ``x`` only while such a FIFO is full) ->
-    when every PE is idle: the bank is released and IDLE follows, or, after a block
-    row's last block, DRAIN (read ``rowmap`` and that PE's accumulator, clear it, send
-    the rounded, saturated result; a 3-stage pipeline that stalls as a whole), then
-    release and IDLE.
+    IDLE (wait for a loaded bank) -> COMPUTE (accept ``x``, one per clock, while the
+    registered ``stall`` is low; the column address and ``(valid, x)`` reach every PE
+    through broadcast trees, each PE reads its ``ptr[j]`` and pushes ``(x_j, start,
+    count)`` into its FIFO when ``count > 0``) -> when every PE is seen idle: the bank
+    is released and IDLE follows, or, after a block row's last block, DRAIN (read
+    ``rowmap``, then that PE's accumulator, clear it, select, round and saturate the
+    result into the result FIFO; a pipeline that never stalls, rows issued against
+    credits), then release and IDLE.
+
+    Timing structure: every engine-to-PE signal passes a binary broadcast tree of
+    ``cfg.tree_levels`` registers, every PE-to-engine signal a registered 4-way tree
+    of ``cfg.reduce_levels`` levels, so no net has to cross the chip in one clock.
 
     Latency/throughput
     ------------------
-    An activation is pushed into the FIFOs 2 clocks after its transfer (pointer read,
-    pointer register); a PE issues one non-zero per clock and writes its accumulator
-    4 clocks after the issue; the first result leaves 7 clocks after the last
-    accumulator write, then one per clock.  Every memory output is registered
-    before logic uses it.
+    An activation is pushed into the FIFOs ``cfg.push_delay`` clocks after its
+    transfer; a PE issues one non-zero per clock and its sum is final
+    ``cfg.pe_latency`` clocks after the issue; a block is done ``cfg.done_delay``
+    clocks after its PEs go idle; the drain starts one clock later and its first result
+    leaves ``cfg.drain_latency`` clocks after that, then one per clock.  Every memory
+    output is registered before logic uses it.
     :func:`gen.spmv.cycle_model` predicts every transfer's cycle exactly.
     """
 
@@ -135,9 +141,10 @@ class SpmvEngine(wiring.Component):
 
     @property
     def latency(self) -> int:
-        """Clocks from an activation's transfer to its first accumulator write (PE idle):
-        pointer read, pointer register and push, issue, then the PE's 4 stages."""
-        return 3 + SpmvConfig.pe_latency
+        """Clocks from an activation's transfer to its first final sum (PE idle):
+        broadcast tree, pointer read, pointer register and push, issue, the PE's
+        stages."""
+        return self.cfg.push_delay + 1 + SpmvConfig.pe_latency
 
     ii = 1
 

@@ -97,17 +97,16 @@ class SpmvPE(Elaboratable):
     index : int
         This PE's number ``p`` (weight words and drained rows name their PE).
 
-    Members (plain signals driven/read by :class:`hdl.spmv.SpmvEngine`; every input
-    is registered inside the PE before it is decoded or used, so the engine's
-    broadcast nets end at flip-flops)
+    Members (plain signals driven/read by :class:`hdl.spmv.SpmvEngine`; every input is
+    a leaf register of one of the engine's broadcast trees, every output a register)
     ---------------------------------------------------------------------------------
     lw_take, lw_entry, lw_close, lw_end, lw_bank : in, 1.  lw_pe : in, pe_bits
         A weight word of this PE's lane, decoded by the engine: ``lw_take`` it was
         accepted; ``lw_pe`` the PE it names; ``lw_entry`` ENTRY or LAST (append
         ``(value, idx)`` to the entry memory); ``lw_close`` LAST or SKIP (then close
         the PE's column: ``ptr[col] = (start, count)``, ``col += 1``); ``lw_end`` an END
-        beat (reset the load counters); the bank it loads.  Processed 2 clocks after
-        the word's transfer.
+        beat (reset the load counters); the bank it loads.  Processed one clock after
+        these inputs.
     lw_value : in, w_fmt.  lw_idx : in, unsigned(idx_bits)
     ld_cols : out, unsigned(col_bits)
         Columns closed since the last END (the block's column count).
@@ -140,9 +139,10 @@ class SpmvPE(Elaboratable):
 
     Pipeline: A issue (entry read; one per clock, back to back across FIFO items) ->
     B entry register -> C multiply and accumulator read -> D accumulator register ->
-    E saturating add and write (4 clocks from issue to write).  The writes of the two
-    clocks before E are forwarded from registers, so back-to-back updates of one
-    accumulator neither stall nor lose an update.
+    E saturating add (4 clocks from issue to the final sum), written to the memory one
+    clock later from its register.  The sums of the three entries ahead of an entry are
+    forwarded from registers, so back-to-back updates of one accumulator neither stall
+    nor lose an update.
     """
 
     def __init__(self, cfg: SpmvConfig, index: int = 0):
@@ -337,6 +337,6 @@ class SpmvPE(Elaboratable):
             m.d.comb += [acc_w.addr.eq(c_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
 
         # (the memory write one clock after E needs no idle term: `done` follows idle by
-        # two clocks and nothing reads the accumulators before)
+        # done_delay >= 1 clocks and nothing reads the accumulators before)
         m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_b & ~v_c & ~v_d & ~v_e)
         return m
