@@ -138,7 +138,8 @@ class SpmvPE(Elaboratable):
         Registered: in the previous clock the FIFO was empty and nothing in flight.
 
     Pipeline: A issue (entry read; one per clock, back to back across FIFO items) ->
-    B entry register -> C multiply and accumulator read -> D accumulator register ->
+    B entry register -> C operand register and accumulator read -> D multiply and
+    accumulator register ->
     E saturating add (4 clocks from issue to the final sum), written to the memory one
     clock later from its register.  The sums of the three entries ahead of an entry are
     forwarded from registers, so back-to-back updates of one accumulator neither stall
@@ -295,11 +296,14 @@ class SpmvPE(Elaboratable):
                      c_en.eq(self.clr_init | hit),
                      c_addr.eq(Mux(self.clr_init, self.clr_addr, self.dr_idx))]
 
-        # ---- stage C: multiply (registered), accumulator read
-        prod_d = Signal(signed(ww + xw))
+        # ---- stage C: operands registered again (a register beside the DSP: the entry
+        # memory, the multiplier and the adders sit in different corners of a PE's
+        # area), accumulator read
+        w_d = Signal(signed(ww))
+        x_d = Signal(signed(xw))
         row_d = Signal(unsigned(ib))
         v_d = Signal()
-        m.d.sync += [prod_d.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
+        m.d.sync += [w_d.eq(w_c), x_d.eq(x_c), row_d.eq(row_c), v_d.eq(v_c)]
         m.d.comb += [acc_r.addr.eq(Mux(drain, rd_addr, row_c)), acc_r.en.eq(1)]
 
         # The sum of stage E is written to the accumulator memory one clock later, from
@@ -318,9 +322,10 @@ class SpmvPE(Elaboratable):
         hit_e, hit_wr, hit_d = Signal(), Signal(), Signal()
         # in C: the entry in E and the one in wr_* against this one (row_c)
         m.d.sync += [hit_e.eq(v_e & (row_e == row_c)), hit_wr.eq(wr_v & (wr_row == row_c))]
-        # ---- stage D: base = the accumulator read, or a forwarded newer value (also
-        # the drain's output register: no forwarding hits while draining)
-        m.d.sync += [prod_e.eq(prod_d), row_e.eq(row_d), v_e.eq(v_d),
+        # ---- stage D: multiply (registered); base = the accumulator read, or a
+        # forwarded newer value (also the drain's output register: no forwarding hits
+        # while draining)
+        m.d.sync += [prod_e.eq(w_d * x_d), row_e.eq(row_d), v_e.eq(v_d),
                      hit_d.eq(v_e & (row_e == row_d)),
                      self.acc_data.eq(Mux(hit_e, wr_val, Mux(hit_wr, old_val, acc_r.data)))]
 
