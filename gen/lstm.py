@@ -246,11 +246,17 @@ class LstmConfig:
     def ew_latency(self) -> int:
         """Clocks from an element-wise issue to the ``h`` write: command register in
         the PE (1), accumulator read (1), round (1) and saturate (1) the pre-activations, gate PWL (L),
-        products (4: two operand registers, DSP and product registers), cell sum (1),
-        round (1), saturate to ``c_t`` (1), tanh PWL (L), ``o * tanh(c_t)`` (4),
-        round (1), saturate to ``h_t`` (1; the ``h`` bank write takes it in that
-        clock): ``17 + 2 L``."""
-        return 17 + 2 * self.pwl_latency
+        products (M = :attr:`ew_mul_latency`), cell sum (1), round (1), saturate to
+        ``c_t`` (1), tanh PWL (L), ``o * tanh(c_t)`` (M), round (1), saturate to
+        ``h_t`` (1; the ``h`` bank write takes it in that clock): ``9 + 2 L + 2 M``."""
+        return 9 + 2 * self.pwl_latency + 2 * self.ew_mul_latency
+
+    @property
+    def ew_mul_latency(self) -> int:
+        """Clocks of the element-wise multipliers (shift-and-add, no DSP): operand
+        registers, then one adder-tree level per clock over ``act_fmt.width`` partial
+        products: ``1 + ceil(log2(act_fmt.width))``."""
+        return 1 + (self.act_fmt.width - 1).bit_length()
 
     def formats(self) -> dict:
         return {"weights": self.w_fmt.to_dict(), "bias": self.b_fmt.to_dict(),

@@ -100,11 +100,14 @@ class LstmEngine(wiring.Component):
         state = Signal(4, init=LOAD)
         hb = cfg.hid_bits
         n_hid = Signal(unsigned(hb))                    # H of the loaded layer
+        n_hid_m1 = Signal(unsigned(hb))                 # H - 1
         rmod = Signal(range(P))
         r_run = Signal(unsigned(lb + 1))                # ceil(H / P)
+        r_run_m1 = Signal(unsigned(lb + 1))             # ceil(H / P) - 1
         n_slots = Signal(unsigned(cfg.col_bits))        # r_run * P
+        n_slots_m1 = Signal(unsigned(cfg.col_bits))     # r_run * P - 1
         ccnt = Signal(unsigned(cfg.col_bits))           # columns loaded
-        xcols = Signal(unsigned(cfg.col_bits))          # X
+        xcols_m1 = Signal(unsigned(cfg.col_bits))       # X - 1
         cnt = Signal(unsigned(max(lb, hb) + 1))
         nw, nd = Signal(2), Signal(2)                   # h halves written / drained (mod 4)
         out_flag = Signal(2)
@@ -131,21 +134,22 @@ class LstmEngine(wiring.Component):
                 with m.Case(KIND_ROW):
                     m.d.comb += [map_w.addr.eq(n_hid), map_w.data.eq(Cat(wd.idx[:lb], wd.pe)),
                                  map_w.en.eq(1)]
-                    m.d.sync += [n_hid.eq(n_hid + 1),
+                    m.d.sync += [n_hid.eq(n_hid + 1), n_hid_m1.eq(n_hid),
                                  rmod.eq(Mux(rmod == P - 1, 0, rmod + 1))]
                     with m.If(rmod == 0):
-                        m.d.sync += [r_run.eq(r_run + 1), n_slots.eq(n_slots + P)]
+                        m.d.sync += [r_run.eq(r_run + 1), r_run_m1.eq(r_run),
+                                     n_slots.eq(n_slots + P),
+                                     n_slots_m1.eq(n_slots + (P - 1))]
                 with m.Case(KIND_COL):
                     m.d.sync += ccnt.eq(ccnt + 1)
         with m.If(w_accept & (self.w.payload.kind == KIND_END)):
             m.d.sync += [state.eq(INIT), cnt.eq(0)]
 
         # ---- sequence load: h_0 / c_0 through the rowmap (read, then write)
-        x_take = self.x.valid & self.x.ready
         sc = Signal()                                   # second half: c_0
         sl_v, sl_c = Signal(), Signal()
         sl_val = Signal(signed(cfg.xv_width))
-        seq_take = x_take & (state == SEQ)
+        seq_take = self.x.valid & (state == SEQ)
         m.d.comb += [map_a.addr.eq(cnt), map_a.en.eq(1)]
         m.d.sync += [sl_v.eq(seq_take), sl_c.eq(sc), sl_val.eq(self.x.payload.value)]
         sl_pe = map_a.data[lb:]
@@ -178,9 +182,10 @@ class LstmEngine(wiring.Component):
         m.d.comb += stall.eq(nz & Cat(pe.full & pe.ptr_nz for pe in pes).any())
         advance = ~stall
         in_x, in_h = state == XFEED, state == HFEED
+        h_more = Signal()                               # q != n_slots, as a register
         m.d.comb += self.x.ready.eq((in_x & advance) | (state == SEQ))
-        x_issue = x_take & in_x
-        h_issue = in_h & advance & (q != n_slots)
+        x_issue = advance & in_x & self.x.valid
+        h_issue = advance & in_h & h_more
         for pe in pes:
             m.d.comb += [pe.ptr_addr.eq(col), pe.ptr_en.eq(advance),
                          pe.push.eq(advance & nz & pe.ptr_nz), pe.push_x.eq(value),
@@ -193,7 +198,7 @@ class LstmEngine(wiring.Component):
         with m.If(x_issue | h_issue):
             m.d.sync += col.eq(col + 1)
         with m.If(h_issue):
-            m.d.sync += q.eq(q + 1)
+            m.d.sync += [q.eq(q + 1), h_more.eq(q != n_slots_m1)]
             with m.If(qm == P - 1):
                 m.d.sync += [qm.eq(0), qd.eq(qd + 1)]
             with m.Else():
@@ -210,7 +215,7 @@ class LstmEngine(wiring.Component):
         # ---- controller
         with m.Switch(state):
             with m.Case(INIT):
-                m.d.sync += [cnt.eq(cnt + 1), xcols.eq(ccnt - n_slots)]
+                m.d.sync += [cnt.eq(cnt + 1), xcols_m1.eq(ccnt - n_slots - 1)]
                 with m.If(cnt == R - 1):
                     m.d.sync += state.eq(IDLE)
             with m.Case(IDLE):
@@ -222,7 +227,7 @@ class LstmEngine(wiring.Component):
             with m.Case(SEQ):
                 with m.If(seq_take):
                     m.d.sync += cnt.eq(cnt + 1)
-                    with m.If(cnt == n_hid - 1):
+                    with m.If(cnt == n_hid_m1):
                         m.d.sync += [cnt.eq(0), sc.eq(1)]
                         with m.If(sc):
                             m.d.sync += state.eq(SEQW)
@@ -233,14 +238,14 @@ class LstmEngine(wiring.Component):
                         with m.Case(b):
                             m.d.sync += out_flag[b].eq(0)
             with m.Case(XFEED):
-                with m.If(x_issue & (col == xcols - 1)):
-                    m.d.sync += [state.eq(HFEED), q.eq(0), qd.eq(0), qm.eq(0)]
+                with m.If(x_issue & (col == xcols_m1)):
+                    m.d.sync += [state.eq(HFEED), q.eq(0), qd.eq(0), qm.eq(0), h_more.eq(1)]
             with m.Case(HFEED):
-                with m.If((q == n_slots) & ~s1_valid & all_idle & ew_ok):
+                with m.If(~h_more & ~s1_valid & all_idle & ew_ok):
                     m.d.sync += [state.eq(EW), cnt.eq(0)]
             with m.Case(EW):
                 m.d.sync += cnt.eq(cnt + 1)
-                with m.If(cnt == r_run - 1):
+                with m.If(cnt == r_run_m1):
                     m.d.sync += [state.eq(EWW), ewc.eq(cfg.ew_latency - 1)]
             with m.Case(EWW):
                 m.d.sync += ewc.eq(ewc - 1)

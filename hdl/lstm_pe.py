@@ -27,9 +27,7 @@ from gen.lstm import LstmConfig
 from .fixed import round_shift, saturate
 from .lstm_pwl import LstmPwlUnit
 
-__all__ = ["LstmPE", "MUL_LATENCY"]
-
-MUL_LATENCY = 4     # two operand registers, DSP product register, one more register
+__all__ = ["LstmPE"]
 
 
 def _requantise(value, frac_bits: int, fmt: QFormat):
@@ -43,7 +41,8 @@ class _HeadFifo(Elaboratable):
     clock ahead (the word being written when nothing else is left), so the memory's
     read path ends at a flip-flop instead of running into the entry address.
 
-    Members: ``w_en``, ``w_data``, ``w_rdy``, ``r_en``, ``r_data``, ``r_rdy``, ``level``.
+    Members: ``w_en``, ``w_data``, ``w_rdy``, ``r_en``, ``r_data``, ``r_rdy``, ``level``,
+    ``full`` (``level == depth`` from a register, for the broadcaster's stall).
     """
 
     def __init__(self, width: int, depth: int):
@@ -52,6 +51,7 @@ class _HeadFifo(Elaboratable):
         self.w_data = Signal(width)
         self.r_data = Signal(width)
         self.level = Signal(range(depth + 1))
+        self.full = Signal()          # level == depth, as a register
 
     def elaborate(self, platform):
         m = Module()
@@ -75,9 +75,9 @@ class _HeadFifo(Elaboratable):
         with m.If(do_read):
             m.d.sync += [consume.eq(consume1), consume1.eq(incr(consume1))]
         with m.If(do_write & ~do_read):
-            m.d.sync += self.level.eq(self.level + 1)
+            m.d.sync += [self.level.eq(self.level + 1), self.full.eq(self.level == D - 1)]
         with m.If(do_read & ~do_write):
-            m.d.sync += self.level.eq(self.level - 1)
+            m.d.sync += [self.level.eq(self.level - 1), self.full.eq(0)]
         # the next clock's head: the stored entry after (or at) the current head, or the
         # word written now if no stored entry is left after this clock's read
         none_left = (self.level == 0) | ((self.level == 1) & do_read)
@@ -221,7 +221,7 @@ class LstmPE(Elaboratable):
         m.submodules.fifo = fifo = _HeadFifo(width, cfg.fifo_depth)
         m.d.comb += [fifo.w_en.eq(self.push),
                      fifo.w_data.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
-                     self.full.eq(~fifo.w_rdy)]
+                     self.full.eq(fifo.full)]
         head_x = fifo.r_data[:xw].as_signed()
         head_start = fifo.r_data[xw:xw + ab]
         head_count = fifo.r_data[xw + ab:]
@@ -307,16 +307,35 @@ class LstmPE(Elaboratable):
         return m
 
     def _mul(self, m, a, b, name):
-        """``a * b`` through a DSP with registers on both sides: the operands pass two
-        registers (the second one's only load is the multiplier, so it sits next to
-        it), the product is registered and registered once more before any logic uses
-        it.  Latency :data:`MUL_LATENCY` clocks."""
-        a_r = self._delay(m, a, 2, f"{name}_a")
-        b_r = self._delay(m, b, 2, f"{name}_b")
-        p = Signal(signed(len(a) + len(b)), name=f"{name}_p", reset_less=True)
-        q = Signal(signed(len(a) + len(b)), name=name, reset_less=True)
-        m.d.sync += [p.eq(a_r * b_r), q.eq(p)]
-        return q
+        """``a * b`` (both signed) without a DSP: a pipelined shift-and-add multiplier.
+
+        Only the element-wise products use it (ECP5 places DSP blocks far from their
+        operand registers often enough to make them the critical path).  Clock 1
+        registers ``a``, ``-a`` and ``b``; then every clock adds pairs of the partial
+        products ``b[i] ? a << i : 0`` (the sign bit's with ``-a``): ``1 +
+        ceil(log2(len(b)))`` clocks (:attr:`gen.lstm.LstmConfig.ew_mul_latency`).
+        """
+        wb = len(b)
+        a_r = Signal(a.shape(), name=f"{name}_a", reset_less=True)
+        na_r = Signal(signed(len(a) + 1), name=f"{name}_na", reset_less=True)
+        b_r = Signal(b.shape(), name=f"{name}_b", reset_less=True)
+        m.d.sync += [a_r.eq(a), na_r.eq(-a), b_r.eq(b)]
+        level = [Mux(b_r[i], a_r.as_signed() << i, 0) for i in range(wb - 1)]
+        level.append(Mux(b_r[wb - 1], na_r << (wb - 1), 0))
+        depth = 0
+        while len(level) > 1:
+            nxt = []
+            for k in range(0, len(level), 2):
+                total = level[k] + level[k + 1] if k + 1 < len(level) else level[k]
+                r = Signal(total.shape(), name=f"{name}_s{depth}_{k // 2}", reset_less=True)
+                m.d.sync += r.eq(total)
+                nxt.append(r)
+            level, depth = nxt, depth + 1
+        if depth == 0:
+            r = Signal(level[0].shape(), name=f"{name}_s0_0", reset_less=True)
+            m.d.sync += r.eq(level[0])
+            level = [r]
+        return level[0][:len(a) + wb].as_signed()
 
     def _delay(self, m, sig, n, name):
         """``sig`` delayed by ``n`` registers (reset only if ``sig`` is a 1-bit valid)."""
@@ -388,9 +407,10 @@ class LstmPE(Elaboratable):
         c3 = stage(c2, "c_prev_a", L)
 
         # products (operand and product registers around the DSP)
-        fc = self._mul(m, gf, c3, "fc")
-        ig = self._mul(m, gi, gg, "ig")
-        o4 = stage(go, "o", MUL_LATENCY)
+        ML = cfg.ew_mul_latency
+        fc = self._mul(m, c3, gf, "fc")
+        ig = self._mul(m, gg, gi, "ig")
+        o4 = stage(go, "o", ML)
 
         # cell sum, then round, then saturate to c_t (one carry chain per stage)
         s1, s2 = F - a - cfg.c_fmt.frac_bits, F - 2 * a
@@ -402,8 +422,8 @@ class LstmPE(Elaboratable):
         m.d.sync += c_rnd.eq(c_rnd_v)
         c_new = Signal(signed(cfg.c_fmt.width), name="c_new", reset_less=True)
         m.d.sync += c_new.eq(saturate(c_rnd, cfg.c_fmt))
-        v5 = stage(v3, "ew_vc", MUL_LATENCY + 3)
-        l5 = stage(l3, "ew_lc", MUL_LATENCY + 3)
+        v5 = stage(v3, "ew_vc", ML + 3)
+        l5 = stage(l3, "ew_lc", ML + 3)
         o5 = stage(o4, "o_c", 3)
         with m.If(v5):
             m.d.comb += [c_w.addr.eq(l5), c_w.data.eq(c_new), c_w.en.eq(1)]
@@ -417,14 +437,14 @@ class LstmPE(Elaboratable):
         o6 = stage(o5, "o_t", L)
 
         # o * tanh(c_t), round, saturate to h (and its non-zero flag), write the h bank
-        ph = self._mul(m, o6, unit.o.payload, "ph")
+        ph = self._mul(m, unit.o.payload, o6, "ph")
         h_rnd_v = round_shift(ph, 2 * a - cfg.x_fmt.frac_bits)
         h_rnd = Signal(h_rnd_v.shape(), name="h_rnd", reset_less=True)
         m.d.sync += h_rnd.eq(h_rnd_v)
         h_new = Signal(signed(xw), name="h_new", reset_less=True)
         m.d.sync += h_new.eq(saturate(h_rnd, cfg.x_fmt))
-        v7 = stage(v5, "ew_vh", L + MUL_LATENCY + 2)
-        l7 = stage(l5, "ew_lh", L + MUL_LATENCY + 2)
+        v7 = stage(v5, "ew_vh", L + ML + 2)
+        l7 = stage(l5, "ew_lh", L + ML + 2)
         with m.If(v7):
             m.d.comb += [h_w.addr.eq(Cat(l7, self.h_half)),
                          h_w.data.eq(Cat(h_new, h_new != 0)), h_w.en.eq(1)]
