@@ -531,10 +531,11 @@ def column_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
 
 # ------------------------------------------------------------------ cycle model
 
-# Pipeline of the array: a beat issued in cycle t registers its bank addresses (t+1: the
-# banks are read), gets the bank data (t+2), registers weight and feature (t+3) and the
-# product, which reaches the accumulators at t+4, where a tile's last beat is captured.
-ISSUE_TO_ACC = 4
+# Pipeline of the array: a beat issued in cycle t registers its copy's offsets (t+1) and
+# bank addresses (t+2: the banks are read), gets the bank data (t+3), registers it (t+4)
+# and the product, which reaches the accumulators at t+5, where a tile's last beat is
+# captured.
+ISSUE_TO_ACC = 5
 # Pass set-up: the controller walks the window groups of the pass's first tile (one column
 # per clock) and loads the pass registers before the first beat.
 def pass_setup_cycles(cfg) -> int:

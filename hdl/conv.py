@@ -245,17 +245,36 @@ class ConvArray(wiring.Component):
 
         # feature read ports: port p serves the copies on tiles of parity p; all of them
         # read the same word, take the address of the lowest such copy
+        # i2: the issue stage's per-copy outputs registered (offsets, lanes, flags)
+        i_act, i_lk, i_par = gsig("i_act", 1), gsig("i_lk", 1), gsig("i_par", 1)
+        i_foff, i_waddr = gsig("i_foff", FW), gsig("i_waddr", WW)
+        i_gob, i_grb = gsig("i_gob", 24), gsig("i_grb", 16)
+        i_lanev = [Signal(MC, name=f"i_lanev{g}") for g in range(NG)]
+        i_first, i_R, i_N = Signal(name="i_first"), Signal(16, name="i_R"), Signal(4, name="i_N")
+        i_base = [[Signal(FW, name=f"i_base{c}_{p}") for p in range(2)] for c in range(MC)]
+        with m.If(adv):
+            m.d.sync += [i_act[g].eq(act[g]) for g in range(NG)]
+            m.d.sync += [i_lk[g].eq(act[g] & last_k[g]) for g in range(NG)]
+            m.d.sync += [i_par[g].eq(par[g]) for g in range(NG)]
+            m.d.sync += [i_foff[g].eq(foff[g]) for g in range(NG)]
+            m.d.sync += [i_waddr[g].eq(waddr[g]) for g in range(NG)]
+            m.d.sync += [i_gob[g].eq(gob[g]) for g in range(NG)]
+            m.d.sync += [i_grb[g].eq(grb[g]) for g in range(NG)]
+            m.d.sync += [i_lanev[g].eq(Cat(*[lanev[g][c] for c in range(MC)])) for g in range(NG)]
+            m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
+                         i_R.eq(cp["r"]), i_N.eq(cp["n"])]
+            m.d.sync += [i_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
         fo = [Signal(FW, name=f"fo{p}") for p in range(2)]
         for p in range(2):
             expr = Const(0, FW)
             for g in reversed(range(NG)):
-                expr = Mux(act[g] & (par[g] == p), foff[g], expr)
+                expr = Mux(i_act[g] & (i_par[g] == p), i_foff[g], expr)
             m.d.comb += fo[p].eq(expr)
         fread = [[fmem[c][p].read_port(domain="sync") for p in range(2)] for c in range(MC)]
         wread = [wmem[r].read_port(domain="sync") for r in range(MR)]
 
         # ---------------------------------------------------------------- pipeline
-        # issue -> a (bank addresses registered, banks read) -> s1 (bank data) ->
+        # issue -> i2 (per-copy offsets registered) -> a (bank addresses registered, banks read) -> s1 (bank data) ->
         # x2 (bank data registered) -> s2 (feature selected and gated, product registered;
         # accumulate)
         def stage(name):
@@ -294,21 +313,20 @@ class ConvArray(wiring.Component):
             rv, rl, rp = [], [], []
             for r in range(MR):
                 g = row_g[r]
-                v = row_act[r] & _sel(act, g)
+                v = row_act[r] & _sel(i_act, g)
                 rv.append(v)
-                rl.append(v & _sel(last_k, g))
-                rp.append(_sel(par, g))
-                m.d.sync += sa["en"][r].eq(Cat(*[v & _sel([lanev[gg][c] for gg in range(NG)], g)
+                rl.append(row_act[r] & _sel(i_lk, g))
+                rp.append(_sel(i_par, g))
+                m.d.sync += sa["en"][r].eq(Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
                                                  for c in range(MC)]))
-                m.d.sync += a_wad[r].eq(_sel(waddr, g))
+                m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
             m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
-                         sa["gl"].eq(Cat(*[act[g] & last_k[g] for g in range(NG)])),
-                         sa["first"].eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
-                         sa["v"].eq(_any(act)), sa["R"].eq(cp["r"]), sa["N"].eq(cp["n"])]
-            m.d.sync += [sa["gob"][g].eq(gob[g]) for g in range(NG)]
-            m.d.sync += [sa["grb"][g].eq(grb[g]) for g in range(NG)]
+                         sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
+                         sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N)]
+            m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
+            m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
             m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
-            m.d.sync += [a_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
+            m.d.sync += [a_base[c][p].eq(i_base[c][p]) for c in range(MC) for p in range(2)]
             m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
             # bank data registered as read (x2), then selected, gated and multiplied (s2)
             m.d.sync += [fd[c][p].eq(fread[c][p].data) for c in range(MC) for p in range(2)]
@@ -741,7 +759,7 @@ class ConvArray(wiring.Component):
                                 m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
+                with m.If(~issuing & ~_any(i_act) & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
                           & ~wb_any):
                     with m.If(last_chunk):
                         m.next = "STAT"
