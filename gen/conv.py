@@ -48,7 +48,7 @@ from .fixed import to_signed, to_unsigned  # noqa: F401 - re-exported for caller
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
            "stagger_reads", "stagger_words", "READ_POINTERS", "schedule_cover", "column_bound",
-           "check_fits", "tile_boxes", "skipped_beats", "stall_free_cycles", "stagger_cycles",
+           "tile_bound", "check_fits", "tile_boxes", "skipped_beats", "stall_free_cycles", "stagger_cycles",
            "stagger_delay", "pass_layout", "pass_lanes", "pass_setup_cycles",
            "plan", "ref_conv", "direct_conv", "rtl_conv", "compute_cycles", "layer_cycles",
            "network_table", "descriptor_fields", "pack_descriptor", "to_signed",
@@ -147,7 +147,13 @@ class ConvConfig:
 
 @dataclass(frozen=True)
 class ConvLayer:
-    """One convolution: ``Oc`` filters of ``Ic x kh x kw`` over an ``Ic x H x W`` input."""
+    """One convolution: ``Oc`` filters of ``Ic x kh x kw`` over ``batch`` inputs of
+    ``Ic x H x W``.
+
+    With ``batch = B > 1`` the layer runs ``B`` images with the same weights: the output
+    positions are ``B * Ho * Wo``, in raster order over ``(image, oy, ox)`` (slot ``s`` ->
+    image ``s // (Ho Wo)``), so each weight is loaded once per chunk and reused ``B`` times.
+    """
 
     oc: int
     ic: int
@@ -157,11 +163,12 @@ class ConvLayer:
     kw: int
     stride: int = 1
     pad: int = 0
+    batch: int = 1
 
     def __post_init__(self):
-        for name in ("oc", "ic", "h", "w", "kh", "kw", "stride"):
+        for name in ("oc", "ic", "h", "w", "kh", "kw", "stride", "batch"):
             v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or v < 1:
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, not {v!r}")
         if not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
             raise ValueError(f"pad must be a non-negative integer, not {self.pad!r}")
@@ -179,7 +186,13 @@ class ConvLayer:
 
     @property
     def positions(self):
-        return self.ho * self.wo
+        """Output positions of the whole batch: ``batch * Ho * Wo``."""
+        return self.batch * self.ho * self.wo
+
+    @property
+    def out_rows(self):
+        """Output rows of the whole batch in raster order: ``batch * Ho``."""
+        return self.batch * self.ho
 
     @property
     def k(self):
@@ -318,7 +331,7 @@ def n_rule(r: int, layer: ConvLayer, cfg: ConvConfig) -> int:
 def _slots(layer, cfg, flat):
     if flat:
         return layer.positions
-    return layer.ho * (-(-layer.wo // cfg.cols)) * cfg.cols
+    return layer.out_rows * (-(-layer.wo // cfg.cols)) * cfg.cols
 
 
 def _tiles(slots, n, cols):
@@ -329,11 +342,11 @@ def pass_layout(layer: ConvLayer, cols: int, n: int, flat: bool):
     """``(G, wv, tiles)`` of a pass with ``n`` copies: window groups per output row
     ``G = ceil(Wo / n)`` (copy ``g`` of a group takes output column ``j * n + g``), groups per
     row in the column mapping ``wv`` (``G``, or padded to a multiple of ``cols`` for row
-    strips) and tiles per block ``ceil(Ho * wv / cols)`` (column ``c`` of tile ``t`` takes
-    group ``t * cols + c``)."""
+    strips) and tiles per block ``ceil(B * Ho * wv / cols)`` (column ``c`` of tile ``t`` takes
+    group ``t * cols + c``; the ``B * Ho`` output rows of a batch follow each other)."""
     g = -(-layer.wo // n)
     wv = g if flat else -(-g // cols) * cols
-    return g, wv, -(-(layer.ho * wv) // cols)
+    return g, wv, -(-(layer.out_rows * wv) // cols)
 
 
 def stagger_delay(layer: ConvLayer, q: int) -> int:
@@ -378,13 +391,15 @@ def _icq(layer, cfg, limit_buffers, blocks):
     if not limit_buffers:
         return layer.ic
     hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
-    per_ch_feat = hp * wp
+    per_ch_feat = layer.batch * hp * wp          # one padded map per image
     per_ch_w = blocks * layer.kh * layer.kw      # words per row bank and input channel
     icq = min(layer.ic, cfg.feat_depth // per_ch_feat, cfg.weight_depth // per_ch_w)
     if icq < 1:
+        maps = "one padded map needs" if layer.batch == 1 else \
+            f"{layer.batch} padded maps (one per image) need"
         raise SpnnError(
             f"layer does not fit the buffers even with one input channel per chunk: "
-            f"one padded map needs {per_ch_feat} of {cfg.feat_depth} feature words and "
+            f"{maps} {per_ch_feat} of {cfg.feat_depth} feature words and "
             f"{per_ch_w} of {cfg.weight_depth} words of each row's weight bank")
     return icq
 
@@ -431,18 +446,24 @@ def plan(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder", *,
                     skip_pad)
 
 
-def pass_lanes(sched, p):
+def pass_lanes(sched, p, images=False):
     """Output position of every lane of one block of pass ``p``: ``(oy, ox, valid)``,
     arrays of shape ``(tiles, n, cols)``.  Column ``c`` of tile ``t`` takes window group
-    ``u = t * cols + c`` (``oy, j = divmod(u, wv)``) and copy ``g`` its window ``j * n + g``:
-    the copies of one column are adjacent windows of one output row (the shared stream)."""
+    ``u = t * cols + c`` (``row, j = divmod(u, wv)``) and copy ``g`` its window ``j * n + g``:
+    the copies of one column are adjacent windows of one output row (the shared stream).
+    With a batch the output rows of all images follow each other: ``image, oy =
+    divmod(row, Ho)``; ``images=True`` returns ``(image, oy, ox, valid)``."""
     layer, cols = sched.layer, sched.cfg.cols
     _, wv, tiles = pass_layout(layer, cols, p.n, sched.flat)
     u = np.arange(tiles)[:, None, None] * cols + np.arange(cols)[None, None, :]
-    oy, j = u // wv, u % wv
+    row, j = u // wv, u % wv
     ox = j * p.n + np.arange(p.n)[None, :, None]
-    valid = (oy < layer.ho) & (ox < layer.wo)
-    return (np.broadcast_to(oy, valid.shape), ox, valid)
+    valid = (row < layer.out_rows) & (ox < layer.wo)
+    img, oy = np.divmod(row, layer.ho)
+    oy = np.broadcast_to(oy, valid.shape)
+    if images:
+        return np.broadcast_to(img, valid.shape), oy, ox, valid
+    return oy, ox, valid
 
 
 # A padding box of fewer kernel positions runs the whole kernel instead: the array computes
@@ -504,13 +525,14 @@ def skipped_beats(sched) -> int:
 def schedule_cover(sched) -> np.ndarray:
     """How often each (output channel, output position) is computed, enumerated as the RTL
     does (pass entries in order, blocks of ``R`` consecutive channels, the lanes of
-    :func:`pass_lanes`).  A correct schedule gives 1 everywhere; shape ``(Oc, Ho * Wo)``."""
+    :func:`pass_lanes`).  A correct schedule gives 1 everywhere; shape ``(Oc, B * Ho * Wo)``
+    (positions in raster order over ``(image, oy, ox)``)."""
     layer = sched.layer
     count = np.zeros((layer.oc, layer.positions), dtype=np.int64)
     cb = 0
     for p in sched.passes:
-        oy, ox, valid = pass_lanes(sched, p)
-        pos = (oy * layer.wo + ox)[valid]
+        img, oy, ox, valid = pass_lanes(sched, p, images=True)
+        pos = ((img * layer.ho + oy) * layer.wo + ox)[valid]
         hits = np.bincount(pos, minlength=layer.positions)
         for _ in range(p.count):
             count[cb:cb + p.r] += hits[None, :]
@@ -527,6 +549,20 @@ def column_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
     """
     p = layer.positions
     return p / (-(-p // cfg.cols) * cfg.cols)
+
+
+def tile_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
+    """Upper bound of the utilisation of any output-stationary mapping:
+    ``Oc P / (ceil(Oc P / (rows cols)) rows cols)``.
+
+    Each MAC accumulates one (channel, position) over all its ``K`` beats, so in ``C``
+    cycles it finishes at most ``floor(C / K)`` of the ``Oc P`` results: ``C >= K *
+    ceil(Oc P / (rows cols))`` ("tile bound": the last round of tiles is partly empty).
+    Independent of :func:`column_bound`; a layer's bound is the smaller of the two.
+    Both grow towards 1 with the batch (``P = B Ho Wo``).
+    """
+    pairs, macs = layer.oc * layer.positions, cfg.rows * cfg.cols
+    return pairs / (-(-pairs // macs) * macs)
 
 
 # ------------------------------------------------------------------ cycle model
@@ -663,22 +699,29 @@ def _slot_valid(sched):
     if sched.flat:
         valid[:sched.slots] = True
     else:
-        wv = sched.slots // layer.ho
-        for oy in range(layer.ho):
+        wv = sched.slots // layer.out_rows
+        for oy in range(layer.out_rows):
             valid[oy * wv: oy * wv + layer.wo] = True
     return valid
 
 
 # ------------------------------------------------------------------ network tables
 
-def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS) -> dict:
-    """Per-layer and network-level utilisation (MACs / (rows x cols x compute cycles))."""
+def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS, batch: int = 1) -> dict:
+    """Per-layer and network-level utilisation (MACs / (rows x cols x compute cycles)).
+
+    ``batch`` images per layer (weights loaded once, reused over the batch).  Bounds per
+    layer and network-level: ``bound`` (:func:`column_bound`), ``tile_bound``
+    (:func:`tile_bound`) and ``bound_min`` (the smaller of the two per layer)."""
     rows, totals = [], {m: 0 for m in mappings}
     macs, bound_cycles = 0, 0.0
+    tile_cycles = min_cycles = 0.0
     for name, oc, ic, h, w, k, s, p in layers:
-        layer = ConvLayer(oc, ic, h, w, k, k, s, p)
+        layer = ConvLayer(oc, ic, h, w, k, k, s, p, batch)
         entry = {"layer": name, "oc": oc, "ic": ic, "h": h, "w": w, "k": k, "stride": s,
                  "pad": p, "ho": layer.ho, "wo": layer.wo, "macs": layer.macs}
+        if batch != 1:
+            entry["batch"] = batch
         for m in mappings:
             sched = plan(layer, cfg, m, limit_buffers=False)
             cyc = sched.compute_cycles
@@ -686,11 +729,17 @@ def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS) -> dict:
             entry[m] = {"cycles": cyc, "utilisation": sched.utilisation,
                         "passes": [[pp.r, pp.n, pp.count] for pp in sched.passes]}
         entry["bound"] = column_bound(layer, cfg)
+        entry["tile_bound"] = tile_bound(layer, cfg)
+        entry["bound_min"] = min(entry["bound"], entry["tile_bound"])
         bound_cycles += layer.macs / entry["bound"] / (cfg.rows * cfg.cols)
+        tile_cycles += layer.macs / entry["tile_bound"] / (cfg.rows * cfg.cols)
+        min_cycles += layer.macs / entry["bound_min"] / (cfg.rows * cfg.cols)
         macs += layer.macs
         rows.append(entry)
     net = {m: macs / (cfg.rows * cfg.cols * totals[m]) for m in mappings}
     net["bound"] = macs / (cfg.rows * cfg.cols * bound_cycles)
+    net["tile_bound"] = macs / (cfg.rows * cfg.cols * tile_cycles)
+    net["bound_min"] = macs / (cfg.rows * cfg.cols * min_cycles)
     return {"layers": rows, "network": net, "macs": macs,
             "cycles": totals}
 
@@ -700,32 +749,43 @@ def network_table(layers, cfg: ConvConfig, mappings=MAPPINGS) -> dict:
 def ref_conv(x, w, stride=1, pad=0):
     """Golden model: exact integer convolution (cross-correlation, as in CNNs).
 
-    ``x`` is ``(Ic, H, W)``, ``w`` is ``(Oc, Ic, kh, kw)``, integers; returns the
-    ``(Oc, Ho, Wo)`` int64 result.  Computed as im2col x GEMM in int64 (exact while
-    ``|sum| < 2**63``).
+    ``x`` is ``(Ic, H, W)`` or a batch ``(B, Ic, H, W)``, ``w`` is ``(Oc, Ic, kh, kw)``,
+    integers; returns the ``(Oc, Ho, Wo)`` (or ``(B, Oc, Ho, Wo)``) int64 result.  Computed
+    as im2col x GEMM in int64 over all images at once (exact while ``|sum| < 2**63``).
     """
     x = np.asarray(x, dtype=np.int64)
     w = np.asarray(w, dtype=np.int64)
-    ic, h, wd = x.shape
+    if x.ndim not in (3, 4) or w.ndim != 4:
+        raise ValueError(f"x must be (Ic, H, W) or (B, Ic, H, W) and w (Oc, Ic, kh, kw), "
+                         f"not {x.shape} and {w.shape}")
+    batched = x.ndim == 4
+    if not batched:
+        x = x[None]
+    b, ic, h, wd = x.shape
     oc, ic2, kh, kw = w.shape
     if ic != ic2:
         raise ValueError(f"weights have {ic2} input channels but the input has {ic}")
-    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     ho = (h + 2 * pad - kh) // stride + 1
     wo = (wd + 2 * pad - kw) // stride + 1
-    cols = np.empty((ic, kh, kw, ho, wo), dtype=np.int64)
+    cols = np.empty((ic, kh, kw, b, ho, wo), dtype=np.int64)
     for ky in range(kh):
         for kx in range(kw):
-            cols[:, ky, kx] = xp[:, ky: ky + stride * (ho - 1) + 1: stride,
-                                 kx: kx + stride * (wo - 1) + 1: stride]
-    return (w.reshape(oc, -1) @ cols.reshape(-1, ho * wo)).reshape(oc, ho, wo)
+            cols[:, ky, kx] = xp[:, :, ky: ky + stride * (ho - 1) + 1: stride,
+                                 kx: kx + stride * (wo - 1) + 1: stride].transpose(1, 0, 2, 3)
+    y = (w.reshape(oc, -1) @ cols.reshape(-1, b * ho * wo)).reshape(oc, b, ho, wo)
+    y = np.ascontiguousarray(y.transpose(1, 0, 2, 3))
+    return y if batched else y[0]
 
 
 def direct_conv(x, w, stride=1, pad=0):
-    """Independent float reference: ``scipy.signal.correlate`` per (Oc, Ic) pair."""
+    """Independent float reference: ``scipy.signal.correlate`` per (Oc, Ic) pair (and per
+    image for a ``(B, Ic, H, W)`` batch)."""
     from scipy.signal import correlate
     x = np.asarray(x, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
+    if x.ndim == 4:
+        return np.stack([direct_conv(xi, w, stride, pad) for xi in x])
     xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
     out = []
     for o in range(w.shape[0]):
@@ -810,8 +870,12 @@ def check_fits(sched):
     if sched.slots > cfg.max_slots:
         raise SpnnError(f"{sched.slots} output position slots exceed max_slots "
                         f"{cfg.max_slots}")
-    if sched.icq * hp * wp > cfg.feat_depth:
-        raise SpnnError(f"{sched.icq} padded input maps ({sched.icq * hp * wp} words) exceed "
+    if layer.batch != 1:
+        raise SpnnError(f"the generated array runs one image per layer (batch 1), not "
+                        f"batch {layer.batch}: batches are modelled by the mapper only")
+    maps = layer.batch * sched.icq
+    if maps * hp * wp > cfg.feat_depth:
+        raise SpnnError(f"{maps} padded input maps ({maps * hp * wp} words) exceed "
                         f"feat_depth {cfg.feat_depth}")
     blocks = sum(p.count for p in sched.passes)
     if blocks * sched.icq * layer.kh * layer.kw > cfg.weight_depth:
