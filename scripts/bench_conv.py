@@ -8,6 +8,9 @@
 2. One PNG bar chart per network (per layer, naive vs seed vs remainder, both arrays).
 3. RTL-measured utilisation (busy MAC-cycles counted in the array) on the scaled 8x4 and
    16x4 arrays beside the model, for scaled-down versions of the remainder cases.
+4. Batching: network-level utilisation of the remainder mapping with B = 1, 2, 4, 8, 16
+   images per layer, the column and tile bounds, and the smallest batch reaching 0.95 on
+   both arrays.
 
 Writes build/bench/conv.json, build/bench/conv.md and build/bench/conv_<network>.png.
 Run: python scripts/bench_conv.py [--sim icarus|verilator] [--no-rtl]
@@ -64,6 +67,39 @@ def networks():
                   f"  remainder {net_u['remainder']:.3f}  (bound {net_u['bound']:.3f})"
                   f"  {time.time() - t0:.1f} s", flush=True)
     return results
+
+
+BATCHES = (1, 2, 4, 8, 16)
+TARGET = 0.95
+
+
+def batch_table():
+    """Network-level utilisation (remainder mapping) with B images per layer (weights loaded
+    once per chunk, reused over the batch), the bounds, and the smallest batch reaching
+    the target on both arrays (powers of two in BATCHES, and the smallest integer)."""
+    out = {"batches": list(BATCHES), "target": TARGET, "networks": {}}
+    for net, layers in NETWORKS.items():
+        entry = {}
+        for aname, cfg in ARRAYS.items():
+            entry[aname] = {}
+            for b in BATCHES:
+                u = network_table(layers, cfg, ("remainder",), batch=b)["network"]
+                entry[aname][b] = {k: u[k] for k in ("remainder", "bound", "tile_bound",
+                                                     "bound_min")}
+        ok = [b for b in BATCHES if all(entry[a][b]["remainder"] >= TARGET for a in ARRAYS)]
+        smallest = None
+        for b in range(1, 33):
+            if all(network_table(layers, cfg, ("remainder",), batch=b)["network"]["remainder"]
+                   >= TARGET for cfg in ARRAYS.values()):
+                smallest = b
+                break
+        out["networks"][net] = {"arrays": entry, "smallest_pow2": ok[0] if ok else None,
+                                "smallest": smallest}
+        print(f"[batch] {net:9s} " + "  ".join(
+            f"{a}: " + " ".join(f"B{b} {entry[a][b]['remainder']:.3f}" for b in BATCHES)
+            for a in ARRAYS) + f"  -> batch {ok[0] if ok else '>16'} (smallest integer "
+            f"{smallest})", flush=True)
+    return out
 
 
 def skip_pad_savings():
@@ -153,7 +189,7 @@ def rtl(sim):
     return rows
 
 
-def markdown(results, rtl_rows, skip=None):
+def markdown(results, rtl_rows, skip=None, batch=None):
     lines = ["# Remainder-aware MAC array (seed 002): utilisation", "",
              "Utilisation = MACs / (rows x cols x compute cycles), from the exact cycle model "
              "(`gen.conv.compute_cycles`, the same one the RTL tests pin).", "",
@@ -198,6 +234,25 @@ def markdown(results, rtl_rows, skip=None):
             lines.append(f"| {net} | {aname} | {r['cycles']} | {r['cycles_skip_pad']} | "
                          f"{100 * r['saved']:.1f} % |")
         lines.append("")
+    if batch:
+        lines += ["## Batching (remainder mapping, B images per layer)", "",
+                  "Network-level utilisation from the exact cycle model with the output "
+                  "positions of B images in raster order over (image, oy, ox); bounds: "
+                  "column bound P / (ceil(P/cols) cols) and tile bound "
+                  "Oc P / (ceil(Oc P / (rows cols)) rows cols) with P = B Ho Wo, min per layer.",
+                  "", "| network | array | " + " | ".join(f"B = {b}" for b in BATCHES)
+                  + " | min(column, tile) bound at B = 1 / " + str(BATCHES[-1]) + " |",
+                  "|---|---|" + "---|" * (len(BATCHES) + 1)]
+        for net, r in batch["networks"].items():
+            for aname, row in r["arrays"].items():
+                cells = [f"**{row[b]['remainder']:.3f}**" if row[b]["remainder"] >= TARGET
+                         else f"{row[b]['remainder']:.3f}" for b in BATCHES]
+                lines.append(f"| {net} | {aname} | " + " | ".join(cells) + f" | "
+                             f"{row[BATCHES[0]]['bound_min']:.3f} / "
+                             f"{row[BATCHES[-1]]['bound_min']:.3f} |")
+        lines += ["", f"Smallest batch with >= {TARGET:.2f} on both arrays: " + ", ".join(
+            f"{net} {r['smallest_pow2']} (smallest integer {r['smallest']})"
+            for net, r in batch["networks"].items()) + ".", ""]
     if rtl_rows:
         lines += ["## RTL-measured utilisation on the scaled arrays", "",
                   "Busy MAC-cycles are counted in the array (popcount of the MAC enables); "
@@ -225,11 +280,13 @@ def main():
     OUT.mkdir(parents=True, exist_ok=True)
     results = networks()
     skip = skip_pad_savings()
+    batch = batch_table()
     charts(results)
     rtl_rows = [] if args.no_rtl else rtl(args.sim)
     (OUT / "conv.json").write_text(json.dumps({"networks": results, "rtl": rtl_rows,
-                                               "skip_pad": skip}, indent=1) + "\n")
-    (OUT / "conv.md").write_text(markdown(results, rtl_rows, skip))
+                                               "skip_pad": skip, "batch": batch},
+                                              indent=1) + "\n")
+    (OUT / "conv.md").write_text(markdown(results, rtl_rows, skip, batch))
     print("\nsummary (network-level utilisation, remainder vs naive):")
     for key, table in results.items():
         u = table["network"]
