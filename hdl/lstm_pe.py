@@ -60,30 +60,34 @@ class _HeadFifo(Elaboratable):
         def incr(v):
             return Mux(v == D - 1, 0, v + 1)
 
-        m.d.comb += [self.w_rdy.eq(self.level != D), self.r_rdy.eq(self.level != 0)]
-        do_read = self.r_rdy & self.r_en
-        do_write = self.w_rdy & self.w_en
+        nonempty, one = Signal(), Signal()              # level != 0, level == 1
+        m.d.comb += [self.w_rdy.eq(~self.full), self.r_rdy.eq(nonempty)]
+        do_read = nonempty & self.r_en
+        do_write = ~self.full & self.w_en
         m.submodules.storage = storage = Memory(shape=unsigned(self.width), depth=D, init=[])
-        w_port, r_port = storage.write_port(), storage.read_port(domain="comb")
+        w_port = storage.write_port()
+        rd0, rd1 = storage.read_port(domain="comb"), storage.read_port(domain="comb")
         produce = Signal(range(D))
         consume = Signal(range(D))
         consume1 = Signal(range(D), init=1)              # consume + 1 (mod D)
         m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data),
-                     w_port.en.eq(do_write)]
+                     w_port.en.eq(do_write), rd0.addr.eq(consume), rd1.addr.eq(consume1)]
         with m.If(do_write):
             m.d.sync += produce.eq(incr(produce))
         with m.If(do_read):
             m.d.sync += [consume.eq(consume1), consume1.eq(incr(consume1))]
         with m.If(do_write & ~do_read):
-            m.d.sync += [self.level.eq(self.level + 1), self.full.eq(self.level == D - 1)]
+            m.d.sync += [self.level.eq(self.level + 1), self.full.eq(self.level == D - 1),
+                         nonempty.eq(1), one.eq(self.level == 0)]
         with m.If(do_read & ~do_write):
-            m.d.sync += [self.level.eq(self.level - 1), self.full.eq(0)]
+            m.d.sync += [self.level.eq(self.level - 1), self.full.eq(0),
+                         nonempty.eq(~one), one.eq(self.level == 2)]
         # the next clock's head: the stored entry after (or at) the current head, or the
         # word written now if no stored entry is left after this clock's read
-        none_left = (self.level == 0) | ((self.level == 1) & do_read)
+        none_left = ~nonempty | (one & do_read)
         head = Signal(self.width, reset_less=True)
-        m.d.comb += [r_port.addr.eq(Mux(do_read, consume1, consume)), self.r_data.eq(head)]
-        m.d.sync += head.eq(Mux(none_left, self.w_data, r_port.data))
+        m.d.comb += self.r_data.eq(head)
+        m.d.sync += head.eq(Mux(none_left, self.w_data, Mux(do_read, rd1.data, rd0.data)))
         return m
 
 
@@ -233,13 +237,15 @@ class LstmPE(Elaboratable):
         v_b = Signal()
         x_b = Signal(signed(xw), reset_less=True)
         m.d.comb += ent_r.en.eq(1)
-        with m.If(rem != 0):
+        busy = Signal()                                 # rem != 0, as a register
+        with m.If(busy):
             m.d.comb += ent_r.addr.eq(addr)
-            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), v_b.eq(1), x_b.eq(cur_x)]
+            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), busy.eq(rem != 1), v_b.eq(1),
+                         x_b.eq(cur_x)]
         with m.Elif(fifo.r_rdy):
             m.d.comb += [fifo.r_en.eq(1), ent_r.addr.eq(head_start)]
-            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1), cur_x.eq(head_x),
-                         v_b.eq(1), x_b.eq(head_x)]
+            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
+                         busy.eq(head_count != 1), cur_x.eq(head_x), v_b.eq(1), x_b.eq(head_x)]
         with m.Else():
             m.d.sync += v_b.eq(0)
 
@@ -301,7 +307,7 @@ class LstmPE(Elaboratable):
         for g, (acc_w, _) in enumerate(accs):
             m.d.comb += [acc_w.addr.eq(Mux(clr_e, clr_a, row_e[:lb])), acc_w.data.eq(new),
                          acc_w.en.eq((v_e & gsel_e[g]) | clr_e)]
-        m.d.comb += self.idle.eq(~fifo.r_rdy & (rem == 0) & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
+        m.d.comb += self.idle.eq(~fifo.r_rdy & ~busy & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
 
         self._elementwise(m, accs, biases)
         return m
