@@ -198,6 +198,8 @@ class ConvArray(wiring.Component):
         fx, fc, fy = gsig("fx", FW), gsig("fc", FW), gsig("fy", FW)
         wx, wc, wy = gsig("wx", WW), gsig("wc", WW), gsig("wy", 8)
         tt, blk = gsig("t", 24), gsig("blk", 16)
+        glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
+        tiles1, count1 = Signal(name="tiles1"), Signal(name="count1")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
         pb, sg, st_at = Signal(24, name="pb"), Signal(range(NG + 1), name="sg"), \
@@ -216,8 +218,7 @@ class ConvArray(wiring.Component):
             gbox.append(bx)
             m.d.comb += [
                 last_k[g].eq((kx[g] == bx["kxl"]) & (ic[g] == iccl) & (ky[g] == bx["kyl"])),
-                gdone[g].eq(act[g] & last_k[g] & (tt[g] == cp["tiles"] - 1)
-                            & (blk[g] == cp["count"] - 1)),
+                gdone[g].eq(act[g] & last_k[g] & glt[g] & glb[g]),
                 foff[g].eq(fx[g] + fc[g] + fy[g] + bx["fbox"]),
                 waddr[g].eq(wblk[g] + wx[g] + wc[g] + wy[g] + bx["wbox"]),
             ]
@@ -532,6 +533,7 @@ class ConvArray(wiring.Component):
                     for g in range(1, NG):
                         with m.If(sg == g):
                             m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0),
+                                         glt[g].eq(tiles1), glb[g].eq(count1),
                                          blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                                          fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
                                          wx[g].eq(0), wc[g].eq(0), wy[g].eq(0),
@@ -556,14 +558,16 @@ class ConvArray(wiring.Component):
                         m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
                                      fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
                                      wy[g].eq(0), par[g].eq(~par[g])]
-                        with m.If(tt[g] == cp["tiles"] - 1):
+                        with m.If(glt[g]):
+                            m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] + 2 == cp["count"])]
                             m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
                                          wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
                                          gob[g].eq(goc[g] + cb[g] + cp["r"])]
-                            with m.If(blk[g] == cp["count"] - 1):
+                            with m.If(glb[g]):
                                 m.d.sync += act[g].eq(0)
                         with m.Else():
-                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"])]
+                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
+                                         glt[g].eq(tt[g] + 2 == cp["tiles"])]
                     with m.Elif(ky[g] == bx["kyl"]):
                         m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
                         with m.If(ic[g] == iccl):
@@ -580,9 +584,9 @@ class ConvArray(wiring.Component):
         # group 0 start (last set-up clock) and column-state / slot updates
         g0_next = Signal()
         m.d.comb += g0_next.eq(adv & act[0] & last_k[0] & ~gdone[0] & ~setup)
-        g0_lt = Signal(name="g0_lt")      # copy 0 is in the last tile of its block
         from_init = Signal()
-        m.d.comb += from_init.eq(setup_last | g0_lt)
+        m.d.comb += from_init.eq(setup_last | glt[0])
+        m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1)]
         # per-pass advance constants (stable from the second set-up clock on)
         m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
                      k0["oy"].eq(cp["a"]), k1["oy"].eq(cp["a"] + 1),
@@ -596,11 +600,8 @@ class ConvArray(wiring.Component):
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
         with m.If(adv & setup_last):
-            m.d.sync += g0_lt.eq(cp["tiles"] == 1)
-        with m.Elif(adv & act[0] & last_k[0] & ~setup):
-            m.d.sync += g0_lt.eq(Mux(g0_lt, cp["tiles"] == 1, tt[0] + 2 == cp["tiles"]))
-        with m.If(adv & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+                         glt[0].eq(tiles1), glb[0].eq(count1),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fc[0].eq(0), fy[0].eq(0),
                          wx[0].eq(0), wc[0].eq(0), wy[0].eq(0), gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
