@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """EIE-style sparse matrix-vector engine with load-balanced PEs (seed 000)."""
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Mux,
+                          ResetInserter, ResetSignal, Signal, Value, signed, unsigned)
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -20,7 +21,10 @@ def _broadcast(m, value, n, depth, name):
     registers (``2 ** depth >= n`` leaves).  The two children of a node hold the node's
     value and its complement, so no two tree registers compute the same function and
     Yosys keeps every one (identical registers would be merged back into one
-    chip-wide net); each leaf undoes its polarity.  Reset values give 0 at the leaves."""
+    chip-wide net); each leaf undoes its polarity.  The registers have no reset (a
+    reset net reaching all of them would cross the chip again): the PEs are reset
+    through such a tree too, ``depth`` clocks late, exactly when the values that were
+    in the trees at the reset arrive."""
     value = Value.cast(value).as_unsigned()
     ones = (1 << len(value)) - 1
     nodes = [(value, False)]
@@ -29,7 +33,7 @@ def _broadcast(m, value, n, depth, name):
         for sig, inv in nodes:
             for flip in (False, True):
                 reg = Signal(len(value), name=f"{name}_t{level}_{len(nxt)}",
-                             init=ones if inv ^ flip else 0)
+                             init=ones if inv ^ flip else 0, reset_less=True)
                 m.d.sync += reg.eq(~sig if flip else sig)
                 nxt.append((reg, inv ^ flip))
         nodes = nxt
@@ -44,7 +48,7 @@ def _reduce(m, bits, op, name):
         nxt = []
         for i in range(0, len(level), 4):
             group = Cat(*level[i:i + 4])
-            reg = Signal(name=f"{name}_r{k}_{i // 4}")
+            reg = Signal(name=f"{name}_r{k}_{i // 4}", reset_less=True)
             m.d.sync += reg.eq(group.any() if op == "or" else group.all())
             nxt.append(reg)
         level, k = nxt, k + 1
@@ -152,10 +156,17 @@ class SpmvEngine(wiring.Component):
         m = Module()
         cfg = self.cfg
         P, R = cfg.pes, cfg.rows_per_pe
+        # The PEs run in the local domain `pe` (the same clock) whose reset is a leaf of
+        # a broadcast tree of `rst`: PE p is reset tree_levels clocks after the engine,
+        # like every other signal that reaches it, and no reset net crosses the chip.
+        m.domains.pe = ClockDomain("pe", local=True, reset_less=True)
+        m.d.comb += ClockSignal("pe").eq(ClockSignal("sync"))
+        rst_leaves = _broadcast(m, ResetSignal("sync"), P, cfg.tree_levels, "rtree")
         pes = []
         for p in range(P):
             pe = SpmvPE(cfg, p)
-            m.submodules[f"pe{p}"] = pe
+            m.submodules[f"pe{p}"] = ResetInserter({"pe": rst_leaves[p]})(
+                DomainRenamer({"sync": "pe"})(pe))
             pes.append(pe)
         L = cfg.w_lanes
         rb = index_bits(cfg.lane_rows)
@@ -352,7 +363,7 @@ class SpmvEngine(wiring.Component):
         # rounds), saturate, result FIFO
         sel = map_pe
         for i in range(3 + B):
-            nxt = Signal(unsigned(cfg.pe_bits), name=f"sel{i}")
+            nxt = Signal(unsigned(cfg.pe_bits), name=f"sel{i}", reset_less=True)
             m.d.sync += nxt.eq(sel)
             sel = nxt
         vals = [pe.acc_data for pe in pes]
@@ -368,11 +379,12 @@ class SpmvEngine(wiring.Component):
                     pick = Mux(sel[2 * level:2 * level + 2] == n, group[n], pick)
                 if last_level:
                     pick = round_shift(pick, shift)
-                reg = Signal(signed(len(pick)), name=f"drain_m{level}_{g}")
+                reg = Signal(signed(len(pick)), name=f"drain_m{level}_{g}", reset_less=True)
                 m.d.sync += reg.eq(pick)
                 nvals.append(reg)
             if level < levels - 1:
-                nsel = Signal(unsigned(cfg.pe_bits), name=f"drain_sel{level}")
+                nsel = Signal(unsigned(cfg.pe_bits), name=f"drain_sel{level}",
+                              reset_less=True)
                 m.d.sync += nsel.eq(sel)
                 sel = nsel
             vals = nvals
