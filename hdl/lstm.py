@@ -50,13 +50,14 @@ class LstmEngine(wiring.Component):
 
     Phases
     ------
-    load (weights) -> init (every accumulator := its bias, ``rows_per_pe`` clocks) ->
+    load (weights; each word registered, decoded a clock later) -> init (every
+    accumulator := 0, ``rows_per_pe`` clocks) ->
     per sequence: ``h_0``/``c_0`` written through the rowmap -> per step: X feed (one
     input per clock) and h feed (``R * P`` slots from the ``h`` banks, one per clock),
     both through the non-zero detector and pointer read into the PE FIFOs -> when every
     PE is idle, the element-wise sweep: all PEs in parallel, one unit per clock, fixed
-    latency ``ew_latency``; the accumulator is re-initialised with its bias behind the
-    read.  ``h_t`` goes into the other half of the double-buffered ``h`` banks and is
+    latency ``ew_latency`` (the bias is added in the rounding adder); the accumulator
+    is cleared behind the read.  ``h_t`` goes into the other half of the double-buffered ``h`` banks and is
     drained to ``o`` in original order while the next step computes.
 
     Latency/throughput

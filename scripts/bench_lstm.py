@@ -4,9 +4,10 @@
 Cycles per timestep (first input of a step to its last ``h`` write, + 2 clocks to the
 next step's first input = the step period at full input rate) from the exact cycle
 model, against ``ceil(nnz / P)`` where ``nnz`` counts every non-zero of the stacked
-``[W_ih W_hh]`` (4H x (X + H)).  The step includes the bias (accumulator initialised
-with it), the PWL activations, the cell/hidden update (per-PE element-wise units, all
-in parallel) and the feedback of ``h``.  ``h_0`` is random and non-zero so every step
+``[W_ih W_hh]`` (4H x (X + H)).  The step includes the bias (added in the element-wise
+stage's rounding adder), the PWL activations, the cell/hidden update (per-PE
+element-wise units, all in parallel, fixed latency ``ew_latency``) and the feedback of
+``h``.  ``h_0`` is random and non-zero so every step
 runs the full matrix.  Also: FIFO-depth and allocator sweeps, the element-wise tail vs a
 one-element-per-clock tail, and an RTL run confirming the cycle model (``--rtl small``:
 a scaled layer under Verilator; ``--rtl full``: the ESE layer itself; ``--rtl none``).
