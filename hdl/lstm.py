@@ -306,10 +306,15 @@ class LstmEngine(wiring.Component):
                                 "word": f"{{weight: {cfg.w_fmt}, row: u{cfg.idx_bits} "
                                         f"(gate << {cfg.lbits} | local)}}"},
                     "ptr": {"per_pe": True, "depth": cfg.max_cols,
-                            "word": f"{{start: u{cfg.addr_bits}, count: u{cfg.count_bits}}}"},
+                            "word": f"{{start: u{cfg.addr_bits}, count: u{cfg.count_bits}, "
+                                    f"count != 0: u1}}"},
                     "acc": {"per_pe": True, "memories": 4, "depth": 1 << cfg.lbits,
                             "format": str(cfg.acc_fmt)},
-                    "h_bank": {"per_pe": True, "depth": 2 << cfg.lbits, "format": str(cfg.x_fmt),
+                    "bias": {"per_pe": True, "memories": 4, "depth": 1 << cfg.lbits,
+                             "word": f"(b << {cfg.bias_shift}) + pre-activation rounding "
+                                     f"constant, s{cfg.acc_width + 1}"},
+                    "h_bank": {"per_pe": True, "depth": 2 << cfg.lbits,
+                               "word": f"{{h: {cfg.x_fmt}, h != 0: u1}}",
                                "address": "{local, half}"},
                     "c": {"per_pe": True, "depth": 1 << cfg.lbits, "format": str(cfg.c_fmt)},
                     "rowmap": {"per_pe": False, "depth": cfg.max_hidden,
