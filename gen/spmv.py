@@ -657,7 +657,8 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     update or None), ``done`` (the clock the PEs are seen idle), ``drain_start`` (last
     blocks only) and ``compute_cycles`` = ``done - compute_start`` (first activation
     to the last busy clock, = the last accumulator write when there is one).  With
-    the result stream never stalled the first result leaves at ``drain_start + 5``.
+    the result stream never stalled the first result leaves at
+    ``drain_start + cfg.drain_latency``.
     """
     rng = random.Random(seed)
     nbeats = [beat_count(plan) for plan, _ in jobs]
