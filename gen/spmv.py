@@ -229,7 +229,7 @@ class SpmvConfig:
 
     @property
     def reduce_levels(self) -> int:
-        """Register levels of the 4-way OR/AND/select trees from the PEs back to the
+        """Register levels of the 4-way OR/AND trees from the PEs back to the
         engine: ``ceil(log4 P)``."""
         return ((self.pes - 1).bit_length() + 1) // 2
 
@@ -277,7 +277,7 @@ class SpmvConfig:
     @property
     def drain_latency(self) -> int:
         """Row issue -> result valid: rowmap read, its register, the broadcast tree, the
-        PE's address register (and clear), accumulator read, its register, the select
+        PE's address register (and clear), accumulator read, its register, the OR
         tree (the last level also rounds; one rounding stage when P = 1), saturate
         (register), result FIFO."""
         return 7 + self.tree_levels + max(1, self.reduce_levels)
