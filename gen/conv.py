@@ -670,7 +670,8 @@ _STAT_TO_OUT = 2
 
 
 def layer_cycles(sched) -> dict:
-    """Exact RTL timeline with streams that are never idle and never back-pressured.
+    """Exact RTL timeline with streams that are never idle and never back-pressured
+    (per chunk: weights once, then the ``B x q`` padded maps of the batch).
 
     Returns cycle offsets relative to the config transfer: ``stat`` (the stats transfer),
     ``first_out`` (first output transfer) and ``last_out``.
@@ -920,8 +921,10 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
              seed=0, reset_at=None, name="run", waves=False):
     """Run layers through the RTL; same contract as :func:`ref_conv` per layer.
 
-    ``jobs`` is a list of ``(x, w, sched)`` run back to back (ping-pong output buffers).
-    Returns ``(outputs, stats, result)``: the ``(Oc, Ho, Wo)`` arrays, per layer
+    ``jobs`` is a list of ``(x, w, sched)`` run back to back (ping-pong output buffers);
+    ``x`` is ``(Ic, H, W)`` or ``(B, Ic, H, W)`` with ``B = sched.layer.batch``.
+    Returns ``(outputs, stats, result)``: the ``(Oc, Ho, Wo)`` (or ``(B, Oc, Ho, Wo)``)
+    arrays, per layer
     ``{"busy": busy MAC-cycles, "cycles": compute cycles}`` counted by the RTL, and the raw
     :func:`gen.sim.run_job` result.
     """

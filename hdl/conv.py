@@ -67,7 +67,10 @@ class ConvArray(wiring.Component):
     descriptor bit ``skip`` the tiles of ``n = 1`` passes run only their box of kernel
     rows/columns that are not padding for every lane, see :func:`gen.conv.tile_boxes`),
     the partial sums of later chunks added into the output banks; finally a stats word and
-    the outputs (ping-pong banks: the next layer computes while this one drains).
+    the outputs (ping-pong banks: the next layer computes while this one drains).  A layer
+    may hold a batch of ``B`` images (descriptor ``batch``): the window groups run in
+    raster order over ``(image, oy, ox)``, the feature banks hold ``[ic][image][Hp][Wp]``,
+    the weights come once per chunk and the outputs leave image by image.
 
     Parameters
     ----------
@@ -81,9 +84,10 @@ class ConvArray(wiring.Component):
     w : In(stream.Signature(signed(weight_width)))
         Weights, integers: per chunk ``Oc x icq x kh x kw`` in C order.
     x : In(stream.Signature(signed(data_width)))
-        Features, integers: per chunk ``icq x H x W`` in C order (unpadded).
+        Features, integers: per chunk ``B x icq x H x W`` in C order (unpadded; ``B`` =
+        descriptor ``batch``, images run with the same weights).
     o : Out(stream.Signature(signed(acc_width)))
-        Outputs, exact integer sums: ``Oc x Ho x Wo`` in C order per layer.
+        Outputs, exact integer sums: ``B x Oc x Ho x Wo`` in C order per layer.
     s : Out(stream.Signature(unsigned(48 + 32)))
         Per layer, after its compute phase: busy MAC-cycles (bits 0..47, the number of MAC
         enables counted in the array) and compute cycles (bits 48..79).
@@ -868,9 +872,11 @@ class ConvArray(wiring.Component):
             "w": {"format": f"int{cfg.weight_width}",
                   "protocol": "valid/ready stream, per chunk Oc x icq x kh x kw weights, C order"},
             "x": {"format": f"int{cfg.data_width}",
-                  "protocol": "valid/ready stream, per chunk icq x H x W features, C order"},
+                  "protocol": "valid/ready stream, per chunk B x icq x H x W features, "
+                              "C order"},
             "o": {"format": f"int{cfg.acc_width}",
-                  "protocol": "valid/ready stream, Oc x Ho x Wo exact sums per layer, C order"},
+                  "protocol": "valid/ready stream, B x Oc x Ho x Wo exact sums per layer, "
+                              "C order"},
             "s": {"format": None, "protocol": "valid/ready stream, per layer: busy MAC-cycles "
                   "(bits 0..47), compute cycles (bits 48..79)"},
         }
