@@ -364,15 +364,12 @@ class ConvArray(wiring.Component):
         fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
         for g in range(NG):
             m.d.comb += fin_g[g].eq(fin & (dg == g))
-        all_clear = Signal()
-        m.d.comb += all_clear.eq(~_any(pending[g] & ~fin_g[g] for g in range(NG)))
-        blocked = []
-        for g in range(NG):
-            b = s2_gl[g] & pending[g] & ~fin_g[g]
-            if g == 0:
-                b = b | (s2_gl[0] & s2_first & ~all_clear)
-            blocked.append(b)
-        m.d.comb += adv.eq(~_any(blocked))
+        # The stall: a capture (s2) waits while its copy's previous capture is not drained
+        # (the first capture of a pass: while anything is).  It is a function of registered
+        # state only, so it is computed one clock ahead from the next state and registered
+        # (adv_r drives the whole pipeline's enables from a flip-flop).
+        adv_r = Signal(init=1, name="adv_r")
+        m.d.comb += adv.eq(adv_r)
 
         # accumulate / capture
         with m.If(adv):
@@ -400,13 +397,30 @@ class ConvArray(wiring.Component):
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
         any_cap = adv & s2_gl.any()
-        with m.If(~working):
-            m.d.sync += [d_R.eq(s2_R), dlast.eq(s2_R <= DR)]
-        with m.Elif(fin):
-            m.d.sync += [di.eq(0), dg.eq(Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1)),
-                         d_R.eq(Mux(any_cap, s2_R, d_R)), dlast.eq(Mux(any_cap, s2_R, d_R) <= DR)]
-        with m.Else():
-            m.d.sync += [di.eq(di + DR), dlast.eq(di + 2 * DR >= d_R)]
+        dg_n, di_n = Signal.like(dg, name="dg_n"), Signal.like(di, name="di_n")
+        dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), Signal(name="dlast_n")
+        r_fin = Signal(16, name="d_R_fin")
+        m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
+        m.d.comb += [
+            dg_n.eq(Mux(fin, Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1), dg)),
+            di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
+            dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
+            dlast_n.eq(Mux(~working, s2_R <= DR, Mux(fin, r_fin <= DR, di + 2 * DR >= d_R))),
+        ]
+        m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n)]
+        # next clock's stall from the next state
+        s2n_gl = Mux(adv, x2["gl"], s2_gl)
+        s2n_first = Mux(adv, x2["first"], s2_first)
+        work_n = newpend.bit_select(dg_n, 1)
+        fin_gn = [work_n & dlast_n & (dg_n == g) for g in range(NG)]
+        clear_n = ~_any(newpend[g] & ~fin_gn[g] for g in range(NG))
+        blocked_n = []
+        for g in range(NG):
+            b = s2n_gl[g] & newpend[g] & ~fin_gn[g]
+            if g == 0:
+                b = b | (s2n_gl[0] & s2n_first & ~clear_n)
+            blocked_n.append(b)
+        m.d.sync += adv_r.eq(~_any(blocked_n))
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
