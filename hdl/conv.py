@@ -463,7 +463,7 @@ class ConvArray(wiring.Component):
         # batch: per pass, the slot position where the current image starts (column sI_c,
         # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a)
         CW = max(1, (MC - 1).bit_length())
-        st_b, st_img = Signal(16, name="st_b"), Signal(16, name="st_img")
+        st_b, st_img = Signal(16, name="st_b"), Signal(16, name="st_img")   # st_b = B - 1
         sI_c = [Signal(CW, name=f"st_ic{i}") for i in range(NP)]
         sI_a = [Signal(24, name=f"st_ia{i}") for i in range(NP)]
         sN_c = [Signal(CW, name=f"st_nc{i}") for i in range(NP)]
@@ -483,10 +483,11 @@ class ConvArray(wiring.Component):
         mv = st_step & ~ch_end
         at_wrap = st_base + st_noc
         img_end = ch_end & (st_o == st_oc - 1)
-        img_nx = img_end & (st_img != st_b - 1)     # next image: channel 0, pass 0
+        img_nx = img_end & (st_img != st_b)         # next image: channel 0, pass 0
         e_nx = Mux(new_e, ne, st_e)
-        ch_c = _sel(sI_c, e_nx)                     # next channel: its pass's image start
-        ch_at = _sel(sI_a, e_nx) + st_o + 1
+        # next channel: its pass's image start (both candidates computed in parallel)
+        ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
+        ch_at = Mux(new_e, _sel(sI_a, ne) + st_o + 1, _sel(sI_a, st_e) + st_o + 1)
 
         def nxv(hand, img, chan, keep, *pairs):
             expr = keep
@@ -858,7 +859,7 @@ class ConvArray(wiring.Component):
                     m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n")) for i in range(NP)]
                     m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
                     m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend")) for i in range(NP)]
-                    m.d.sync += [st_b.eq(d.batch), st_img.eq(0)]
+                    m.d.sync += [st_b.eq(d.batch - 1), st_img.eq(0)]
                     for i in range(NP):
                         m.d.sync += [sI_c[i].eq(0), sI_a[i].eq(0),
                                      sN_c[i].eq(getattr(d, f"p{i}_sib")),
