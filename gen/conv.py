@@ -4,10 +4,12 @@
 Convolution as a GEMM: output channel ``o`` x output position ``p`` accumulates
 ``K = Ic * kh * kw`` products.  The array has ``rows x cols`` output-stationary MACs; a
 MAC ``(r, c)`` multiplies the weight of row ``r`` by the feature of column ``c`` every
-beat.  Rows are split at run time into ``n`` *groups* of ``R`` rows (``n * R <= rows``).
-All groups hold the same ``R`` output channels and run in lockstep, but each group
-reads its own output positions, so one tile computes ``R`` channels x ``n * cols``
-positions in ``K`` beats (the seed's "n copies of the R-row job").
+beat.  Rows are split at run time into ``n`` *groups* (copies) of ``R`` rows
+(``n * R <= rows``).  All copies hold the same ``R`` output channels; copy ``g`` of a
+column computes the window one stride right of copy ``g - 1`` and runs
+``min(stride, kw) * Ic * kh`` beats behind it (beats in <kernel column, input channel,
+kernel row> order), so the copies of one tile read the same feature word each beat (the
+seed's staggered "n copies of the R-row job"); see :func:`pass_layout`.
 
 Mappings (see ``docs/conv.md`` for the derivations):
 
@@ -82,15 +84,16 @@ class ConvConfig:
     acc_width : int
         Signed accumulator / output width, 8..64.
     feat_depth, weight_depth, out_depth, max_slots : int
-        Feature buffer words (one chunk of padded maps), weight buffer words, words per
-        output-buffer bank (``cols`` banks, two sets for ping-pong), position-table entries.
+        Words per feature bank (one chunk of padded maps; ``2 * cols`` banks), words per
+        weight bank (one bank per row: ``blocks x K_q`` of its channels), words per output
+        bank (``cols`` banks, two sets for ping-pong), most output positions of a layer.
     max_dim : int
         Largest input height/width (before padding), 1..4096.
     shared_stream : bool
-        Mapper only: keep the seed's limit ``n <= ceil(kw / stride)`` (and ``n <= Wo``), so
-        every schedule also runs on an array whose groups share one staggered feature
-        stream per column (two read pointers).  The generated RTL gives each group its own
-        read port and runs any ``n <= max_groups``; ``False`` maps for that.
+        Keep the shared-stream limit ``n <= max(2, floor(kw / stride) + 1)`` (and
+        ``n <= Wo``): the staggered copies of a column share one feature bank with two read
+        ports, which is what the generated RTL runs.  ``False`` is for what-if mapper tables
+        only; :func:`check_fits` rejects such schedules for the RTL.
     """
 
     rows: int = 16

@@ -358,35 +358,23 @@ class SpmvEngine(wiring.Component):
                                             "ctree")):
             m.d.comb += [pe.drain.eq(leaf[0]), pe.clr_init.eq(leaf[1]),
                          pe.clr_addr.eq(leaf[2:])]
-        # the PE index travels with the read: map_pe (dv1) -> ... -> acc_data
-        # (dv[4 + B]); then a registered 4-way select tree (the last level also
-        # rounds), saturate, result FIFO
-        sel = map_pe
-        for i in range(3 + B):
-            nxt = Signal(unsigned(cfg.pe_bits), name=f"sel{i}", reset_less=True)
-            m.d.sync += nxt.eq(sel)
-            sel = nxt
-        vals = [pe.acc_data for pe in pes]
+        # each PE outputs its drained accumulator or 0 (dv[4 + B]); a registered 4-way
+        # OR tree collects them (the last level also rounds); saturate; result FIFO
+        vals = [pe.dr_data for pe in pes]
         shift = cfg.acc_frac - cfg.out_fmt.frac_bits
         levels = max(1, cfg.reduce_levels)
         for level in range(levels):
-            last_level = level == levels - 1
             nvals = []
             for g, i in enumerate(range(0, len(vals), 4)):
-                group = vals[i:i + 4]
-                pick = group[0]
-                for n in range(1, len(group)):      # a 4:1 mux on two select bits
-                    pick = Mux(sel[2 * level:2 * level + 2] == n, group[n], pick)
-                if last_level:
+                pick = vals[i]
+                for v in vals[i + 1:i + 4]:
+                    pick = pick | v
+                pick = pick.as_signed()
+                if level == levels - 1:
                     pick = round_shift(pick, shift)
                 reg = Signal(signed(len(pick)), name=f"drain_m{level}_{g}", reset_less=True)
                 m.d.sync += reg.eq(pick)
                 nvals.append(reg)
-            if level < levels - 1:
-                nsel = Signal(unsigned(cfg.pe_bits), name=f"drain_sel{level}",
-                              reset_less=True)
-                m.d.sync += nsel.eq(sel)
-                sel = nsel
             vals = nvals
         assert len(vals) == 1
         sat_q = Signal(signed(cfg.out_fmt.width), name="drain_sat")

@@ -133,7 +133,10 @@ class SpmvPE(Elaboratable):
         Drain stage: read accumulator ``dr_idx`` of PE ``dr_pe`` and clear it behind
         the read (one clock later, in this PE's registers).
     acc_data : out, signed(acc_width), accumulator format.
-        The accumulator read, registered: 3 clocks after ``dr_v``.
+        The accumulator read (with forwarding), registered.
+    dr_data : out, signed(acc_width), accumulator format.
+        The accumulator drained by this PE, 0 otherwise (registered): 3 clocks after
+        ``dr_v``.
     idle : out, 1
         Registered: in the previous clock the FIFO was empty and nothing in flight.
 
@@ -174,6 +177,7 @@ class SpmvPE(Elaboratable):
         self.dr_pe = Signal(unsigned(cfg.pe_bits))
         self.dr_idx = Signal(unsigned(cfg.idx_bits))
         self.acc_data = Signal(signed(cfg.acc_width))
+        self.dr_data = Signal(signed(cfg.acc_width))
         self.idle = Signal()
 
     def elaborate(self, platform):
@@ -292,6 +296,8 @@ class SpmvPE(Elaboratable):
         rd_addr = Signal(unsigned(ib))
         c_en, c_addr = Signal(), Signal(unsigned(ib))
         hit = self.dr_v & (self.dr_pe == self.index)
+        mine1, mine2 = Signal(), Signal()     # this PE's drain read, in C and in D
+        m.d.sync += [mine1.eq(hit), mine2.eq(mine1)]
         m.d.sync += [drain.eq(self.drain), rd_addr.eq(self.dr_idx),
                      c_en.eq(self.clr_init | hit),
                      c_addr.eq(Mux(self.clr_init, self.clr_addr, self.dr_idx))]
@@ -327,7 +333,10 @@ class SpmvPE(Elaboratable):
         # while draining)
         m.d.sync += [prod_e.eq(w_d * x_d), row_e.eq(row_d), v_e.eq(v_d),
                      hit_d.eq(v_e & (row_e == row_d)),
-                     self.acc_data.eq(Mux(hit_e, wr_val, Mux(hit_wr, old_val, acc_r.data)))]
+                     self.acc_data.eq(Mux(hit_e, wr_val, Mux(hit_wr, old_val, acc_r.data))),
+                     # the drained value, or 0: the engine ORs the PEs' outputs, so no
+                     # select signal has to travel to the PEs
+                     self.dr_data.eq(Mux(mine2, acc_r.data, 0))]
 
         # ---- stage E: saturating add (newest value forwarded: back-to-back updates of
         # one row neither stall nor get lost)
