@@ -229,7 +229,7 @@ class SpmvConfig:
 
     @property
     def reduce_levels(self) -> int:
-        """Register levels of the 4-way OR/AND/select trees from the PEs back to the
+        """Register levels of the 4-way OR/AND trees from the PEs back to the
         engine: ``ceil(log4 P)``."""
         return ((self.pes - 1).bit_length() + 1) // 2
 
@@ -277,7 +277,7 @@ class SpmvConfig:
     @property
     def drain_latency(self) -> int:
         """Row issue -> result valid: rowmap read, its register, the broadcast tree, the
-        PE's address register (and clear), accumulator read, its register, the select
+        PE's address register (and clear), accumulator read, its register, the OR
         tree (the last level also rounds; one rounding stage when P = 1), saturate
         (register), result FIFO."""
         return 7 + self.tree_levels + max(1, self.reduce_levels)
@@ -657,7 +657,8 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     update or None), ``done`` (the clock the PEs are seen idle), ``drain_start`` (last
     blocks only) and ``compute_cycles`` = ``done - compute_start`` (first activation
     to the last busy clock, = the last accumulator write when there is one).  With
-    the result stream never stalled the first result leaves at ``drain_start + 5``.
+    the result stream never stalled the first result leaves at
+    ``drain_start + cfg.drain_latency``.
     """
     rng = random.Random(seed)
     nbeats = [beat_count(plan) for plan, _ in jobs]

@@ -114,7 +114,7 @@ class SpmvEngine(wiring.Component):
     through broadcast trees, each PE reads its ``ptr[j]`` and pushes ``(x_j, start,
     count)`` into its FIFO when ``count > 0``) -> when every PE is seen idle: the bank
     is released and IDLE follows, or, after a block row's last block, DRAIN (read
-    ``rowmap``, then that PE's accumulator, clear it, select, round and saturate the
+    ``rowmap``, then that PE's accumulator, clear it, collect, round and saturate the
     result into the result FIFO; a pipeline that never stalls, rows issued against
     credits), then release and IDLE.
 
@@ -317,9 +317,9 @@ class SpmvEngine(wiring.Component):
         m.d.sync += [be[i].eq(be[i - 1]) for i in range(1, len(be))]
         done = be[-1] & all_idle
 
-        # ---- drain: rowmap read -> register -> PE address register (and clear) ->
-        #      accumulator read -> register -> P-way select as a registered tree of
-        #      <= 8-way muxes (the last level also rounds) -> saturate -> result FIFO.
+        # ---- drain: rowmap read -> register -> broadcast tree -> PE address register
+        #      (and clear) -> accumulator read -> register (0 unless this PE's row) ->
+        #      4-way OR tree (the last level also rounds) -> saturate -> result FIFO.
         #      It never stalls: a row is issued only while a result slot is free
         #      (credits), so back-pressure on o reaches no pipeline enable.
         k_lane = Signal(range(max(L, 2)))   # k mod L

@@ -32,6 +32,9 @@ from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled,  # noqa
 
 OUT = Path("build/bench")
 ROWS, COLS, P = 1024, 153, 32
+# Fmax of the default configuration on ECP5-85 speed 8 (``spnn synth spmv --target ecp5``,
+# seed 1; docs/spmv.md): Table 1 also gives the time at this clock.
+ECP5_FMAX_MHZ = 103.4
 SEED_TABLE1_US = {"CPU": 167.6, "GPU": 14.5, "ESE": 5.36, "seed design": 6.68}
 SEED_TABLE2_US = {0.883: (6.84, 6.68), 0.483: (25.95, 25.285), 0.083: (45.02, 44.96)}
 
@@ -75,6 +78,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-rtl", action="store_true", help="skip the Verilator run")
+    parser.add_argument("--tiled-lanes", default=[1, 8, 16, 32],
+                        type=lambda v: [int(n) for n in v.split(",")],
+                        help="weight lanes of the checkerboard runs (default 1,8,16,32; "
+                             "the 1-lane runs model about 13 M clocks and take ~15 min)")
+    parser.add_argument("--fmax", type=float, default=ECP5_FMAX_MHZ,
+                        help=f"clock for the Table 1 time at Fmax (default {ECP5_FMAX_MHZ:g}"
+                             " MHz, the measured ECP5 Fmax)")
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     results = {"matrix": {"rows": ROWS, "cols": COLS, "pes": P}}
@@ -109,8 +119,9 @@ def main(argv=None):
         exact = bool(np.array_equal(ys[0], ref_spmv(w, x, cfg)))
         job = model["jobs"][0]
         first_x = res["sources"]["x"]["cycles"][0]
-        # first result = last write + 7 (done, drain start, 5-stage drain)
-        rtl_compute = res["sinks"]["o"]["cycles"][0] - 7 - first_x + 1
+        # first result = idle + done_delay (done) + 1 (drain start) + drain_latency
+        rtl_compute = (res["sinks"]["o"]["cycles"][0] - cfg.drain_latency - 1
+                       - cfg.done_delay - first_x)
         results["rtl"] = {"sim": "verilator", "rtl_equals_golden": exact,
                           "rtl_cycles_equal_model": same, "compute_cycles": rtl_compute,
                           "model_compute_cycles": job["compute_cycles"],
@@ -125,7 +136,7 @@ def main(argv=None):
     # ---- FIFO depth sweep
     log("[3/6] FIFO depth sweep (cycle model)")
     sweep = []
-    for depth in (1, 2, 4, 8, 16, 32):
+    for depth in (1, 2, 4, 8, 12, 16, 32):
         c = SpmvConfig(fifo_depth=depth)
         row = {"fifo_depth": depth}
         for alloc in ALLOCATORS:
@@ -170,7 +181,7 @@ def main(argv=None):
     wt = wt.reshape(trows, tcols)
     xt = np.ones(tcols, dtype=np.int64)
     tiles = []
-    for lanes in (1, 8, 16, 32):
+    for lanes in args.tiled_lanes:
         tcfg = SpmvConfig(w_lanes=lanes)
         t0 = time.time()
         blocks = compile_tiled(wt, tcfg, "balanced")
@@ -206,6 +217,10 @@ def main(argv=None):
     table1[f"spnn ({best['allocator']}, compute)"] = best["cycles"] * 0.01
     table1[f"spnn ({best['allocator']}, incl. 1024 results at 1/clock)"] = \
         best["total_cycles"] * 0.01
+    table1[f"spnn ({best['allocator']}, compute) at {args.fmax:g} MHz (ECP5 Fmax)"] = \
+        best["cycles"] / args.fmax
+    table1[f"spnn ({best['allocator']}, incl. 1024 results) at {args.fmax:g} MHz"] = \
+        best["total_cycles"] / args.fmax
     table1["ideal 32 PEs"] = best["ideal_cycles"] * 0.01
     table1[f"scipy {scipy.__version__} CSR float32, this machine"] = scipy_us
     results["table1_us"] = table1
@@ -244,7 +259,8 @@ def main(argv=None):
 
 def markdown(res) -> str:
     a = ALLOCATORS
-    lines = ["### SpMV engine, seed matrix 1024 x 153, 11.7 % density, P = 32, FIFO 8", "",
+    lines = ["### SpMV engine, seed matrix 1024 x 153, 11.7 % density, P = 32, "
+             f"FIFO {SpmvConfig().fifo_depth}", "",
              "| allocator | cycles | ideal | cycles / ideal | max/mean load | us @100 MHz |",
              "|---|---|---|---|---|---|"]
     for r in res["seed"]:
