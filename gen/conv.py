@@ -673,7 +673,8 @@ _STAT_TO_OUT = 2
 
 
 def layer_cycles(sched) -> dict:
-    """Exact RTL timeline with streams that are never idle and never back-pressured.
+    """Exact RTL timeline with streams that are never idle and never back-pressured
+    (per chunk: weights once, then the ``B x q`` padded maps of the batch).
 
     Returns cycle offsets relative to the config transfer: ``stat`` (the stats transfer),
     ``first_out`` (first output transfer) and ``last_out``.
@@ -685,7 +686,7 @@ def layer_cycles(sched) -> dict:
     for q in sched.chunk_sizes:
         t += 1                                 # chunk set-up state
         t += layer.oc * q * kk                 # weight load
-        t += q * hp * wp                       # feature load (padding written as zeros)
+        t += layer.batch * q * hp * wp         # feature load (padding written as zeros)
         t += _chunk_compute_cycles(sched, q)
     stat = t
     first_out = stat + _STAT_TO_OUT
@@ -808,12 +809,15 @@ def descriptor_fields(cfg: ConvConfig):
          ("hwp", cfg.feat_depth.bit_length() + 1),
          ("icq", 16), ("icq_last", 16), ("chunks", 16), ("pad", 8),
          ("kq", 24), ("kq_last", 24), ("dq", 24), ("dq_last", 24),
-         ("qkh", 24), ("qkh_last", 24), ("swp", 24)]
+         ("qkh", 24), ("qkh_last", 24), ("swp", 24),
+         ("batch", 16), ("imgw", 24), ("iwrap", cfg.feat_depth.bit_length() + 1),
+         ("hos", 16)]
     for i in range(cfg.max_passes):
         f += [(f"p{i}_r", 16), (f"p{i}_n", 4), (f"p{i}_count", 16), (f"p{i}_tiles", 24),
               (f"p{i}_cend", 17), (f"p{i}_noc", 24), (f"p{i}_ns", 16), (f"p{i}_wvn", 16),
               (f"p{i}_wvns", 24), (f"p{i}_a", 16), (f"p{i}_as", 24), (f"p{i}_aswp", 24),
-              (f"p{i}_bn", 16), (f"p{i}_bns", 24)]
+              (f"p{i}_bn", 16), (f"p{i}_bns", 24), (f"p{i}_ai", 16), (f"p{i}_aiis", 24),
+              (f"p{i}_sib", 8), (f"p{i}_sia", 24)]
     f += [("npasses", 4), ("flat", 1), ("skip", 1)]
     return f
 
@@ -826,8 +830,15 @@ def descriptor(sched) -> dict:
     hp, wp = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad
     s, kk = layer.stride, layer.kh * layer.kw
     last = sched.chunk_sizes[-1]
+    # Feature banks hold [input channel][image][Hp][Wp]: image stride imgw = Hp*Wp, channel
+    # stride hwp = B*Hp*Wp; a wrap from the last output row of an image to the first of the
+    # next moves the window base by iwrap = Hp*Wp - Ho*s*Wp (modulo the bank offset width).
+    fwid = cfg.feat_depth.bit_length() + 1
     d = {"oc": layer.oc, "h": layer.h, "w": layer.w, "kh": layer.kh, "kw": layer.kw,
-         "stride": s, "ho": layer.ho, "wo": layer.wo, "hp": hp, "wp": wp, "hwp": hp * wp,
+         "stride": s, "ho": layer.ho, "wo": layer.wo, "hp": hp, "wp": wp,
+         "hwp": layer.batch * hp * wp, "batch": layer.batch, "imgw": hp * wp,
+         "iwrap": (hp * wp - layer.ho * s * wp) % (1 << fwid),
+         "hos": (layer.ho * s) % (1 << 16),
          "icq": sched.icq, "icq_last": last, "chunks": sched.chunks, "pad": layer.pad,
          "npasses": len(sched.passes), "kq": sched.icq * kk, "kq_last": last * kk,
          "dq": stagger_delay(layer, sched.icq), "dq_last": stagger_delay(layer, last),
@@ -839,12 +850,19 @@ def descriptor(sched) -> dict:
             p = sched.passes[i]
             _, wv, _ = pass_layout(layer, cfg.cols, p.n, sched.flat)
             a, b = divmod(cfg.cols, wv)
+            # a tile advances a column by `a` output rows (+ b groups): ai whole images and
+            # `a mod Ho` rows; an image of the output stream is Ho*wv groups = sia slot
+            # rows (tiles * n * Oc words) + sib columns
+            ai, a = divmod(a, layer.ho)
+            sit, sib = divmod(layer.ho * wv, cfg.cols)
             cend += p.r * p.count
             d.update({f"p{i}_r": p.r, f"p{i}_n": p.n, f"p{i}_count": p.count,
                       f"p{i}_tiles": p.tiles, f"p{i}_cend": cend, f"p{i}_noc": p.n * layer.oc,
                       f"p{i}_ns": p.n * s, f"p{i}_wvn": wv * p.n, f"p{i}_wvns": wv * p.n * s,
                       f"p{i}_a": a, f"p{i}_as": a * s, f"p{i}_aswp": a * s * wp,
-                      f"p{i}_bn": b * p.n, f"p{i}_bns": b * p.n * s})
+                      f"p{i}_bn": b * p.n, f"p{i}_bns": b * p.n * s,
+                      f"p{i}_ai": ai, f"p{i}_aiis": ai * hp * wp,
+                      f"p{i}_sib": sib, f"p{i}_sia": sit * p.n * layer.oc})
         else:
             d.update({f"{k}": 0 for k, _ in descriptor_fields(cfg) if k.startswith(f"p{i}_")})
     return d
@@ -873,9 +891,8 @@ def check_fits(sched):
     if sched.slots > cfg.max_slots:
         raise SpnnError(f"{sched.slots} output position slots exceed max_slots "
                         f"{cfg.max_slots}")
-    if layer.batch != 1:
-        raise SpnnError(f"the generated array runs one image per layer (batch 1), not "
-                        f"batch {layer.batch}: batches are modelled by the mapper only")
+    if layer.batch >= 1 << 16:
+        raise SpnnError(f"batch must be below 65536, not {layer.batch}")
     maps = layer.batch * sched.icq
     if maps * hp * wp > cfg.feat_depth:
         raise SpnnError(f"{maps} padded input maps ({maps * hp * wp} words) exceed "
@@ -907,8 +924,10 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
              seed=0, reset_at=None, name="run", waves=False):
     """Run layers through the RTL; same contract as :func:`ref_conv` per layer.
 
-    ``jobs`` is a list of ``(x, w, sched)`` run back to back (ping-pong output buffers).
-    Returns ``(outputs, stats, result)``: the ``(Oc, Ho, Wo)`` arrays, per layer
+    ``jobs`` is a list of ``(x, w, sched)`` run back to back (ping-pong output buffers);
+    ``x`` is ``(Ic, H, W)`` or ``(B, Ic, H, W)`` with ``B = sched.layer.batch``.
+    Returns ``(outputs, stats, result)``: the ``(Oc, Ho, Wo)`` (or ``(B, Oc, Ho, Wo)``)
+    arrays, per layer
     ``{"busy": busy MAC-cycles, "cycles": compute cycles}`` counted by the RTL, and the raw
     :func:`gen.sim.run_job` result.
     """
@@ -919,11 +938,16 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
         layer = sched.layer
         x = np.asarray(x, dtype=np.int64)
         w = np.asarray(w, dtype=np.int64)
+        if x.ndim == 3:
+            x = x[None]
+        if x.shape != (layer.batch, layer.ic, layer.h, layer.w):
+            raise ValueError(f"x has shape {x.shape}, the layer needs "
+                             f"{(layer.batch, layer.ic, layer.h, layer.w)}")
         cdata.append(pack_descriptor(sched))
         start = 0
         for q in sched.chunk_sizes:
             wdata += to_unsigned(w[:, start:start + q], cfg.weight_width)
-            xdata += to_unsigned(x[start:start + q], cfg.data_width)
+            xdata += to_unsigned(x[:, start:start + q], cfg.data_width)
             start += q
         counts.append(layer.oc * layer.positions)
     total_cycles = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
@@ -941,7 +965,8 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
     outputs, at = [], 0
     for (x, w, sched), n in zip(jobs, counts):
         layer = sched.layer
-        outputs.append(data[at:at + n].reshape(layer.oc, layer.ho, layer.wo))
+        y = data[at:at + n].reshape(layer.batch, layer.oc, layer.ho, layer.wo)
+        outputs.append(y if np.ndim(x) == 4 else y[0])
         at += n
     stats = []
     for word in result["sinks"]["s"]["data"]:

@@ -16,8 +16,10 @@ DESCRIPTION = """\
 Run one convolution layer (integers) through the cycle-accurate RTL of an ROWSxCOLS
 output-stationary MAC array and write the exact integer result.
 
---weights holds (Oc, Ic, kh, kw) integers, --input (Ic, H, W) integers; the output .npy
-holds the (Oc, Ho, Wo) int64 sums (cross-correlation, as in CNNs).  The mapper chooses the
+--weights holds (Oc, Ic, kh, kw) integers, --input (Ic, H, W) integers or a batch
+(B, Ic, H, W) of B images run with the same weights (loaded once per input-channel chunk);
+the output .npy holds the (Oc, Ho, Wo) (or (B, Oc, Ho, Wo)) int64 sums (cross-correlation,
+as in CNNs).  The mapper chooses the
 passes, the copies n per pass and the input-channel chunks; the report gives cycles, the
 utilisation counted in the RTL (busy MAC-cycles / (rows x cols x compute cycles)) next to
 the model's, and n per pass.
@@ -26,6 +28,7 @@ Examples:
   spnn run conv --weights w.npy --input x.npy --out y.npy --report r.json
   spnn run conv --weights w.npy --input x.npy --stride 2 --pad 0 --array 8x4 \\
       --mapping naive --sim icarus
+  spnn run conv --weights w.npy --input batch.npy --array 16x4 --out y.npy   # (B,Ic,H,W)
 """
 
 _ARRAY_RE = re.compile(r"^(\d+)x(\d+)$")
@@ -35,8 +38,9 @@ def add_arguments(parser):
     parser.add_argument("--weights", required=True, metavar="W.npy",
                         help="weights, integers, shape (Oc, Ic, kh, kw)")
     parser.add_argument("--input", required=True, metavar="X.npy",
-                        help="input features, integers, shape (Ic, H, W)")
-    parser.add_argument("--out", metavar="Y.npy", help="write the (Oc, Ho, Wo) result here")
+                        help="input features, integers, shape (Ic, H, W) or (B, Ic, H, W)")
+    parser.add_argument("--out", metavar="Y.npy",
+                        help="write the (Oc, Ho, Wo) or (B, Oc, Ho, Wo) result here")
     parser.add_argument("--stride", default="1", help="stride (default 1)")
     parser.add_argument("--pad", default="1", help="zero padding on every side (default 1)")
     parser.add_argument("--array", default="16x4",
@@ -89,30 +93,34 @@ def _setup(args):
     x = load_npy(args.input, "--input")
     if w.ndim != 4:
         raise SpnnError(f"--weights must have shape (Oc, Ic, kh, kw), not {w.shape}")
-    if x.ndim != 3:
-        raise SpnnError(f"--input must have shape (Ic, H, W), not {x.shape}")
+    if x.ndim not in (3, 4):
+        raise SpnnError(f"--input must have shape (Ic, H, W) or (B, Ic, H, W), not {x.shape}")
     if 0 in w.shape or 0 in x.shape:
         raise SpnnError("--weights and --input must not be empty")
-    if w.shape[1] != x.shape[0]:
+    if w.shape[1] != x.shape[-3]:
         raise SpnnError(f"--weights has {w.shape[1]} input channels but --input has "
-                        f"{x.shape[0]}")
+                        f"{x.shape[-3]}")
     w = _check_codes(w, "--weights", min(ww, 18))
     x = _check_codes(x, "--input", min(dw, 18))
     oc, ic, kh, kw = w.shape
-    _, h, wd = x.shape
+    batch = x.shape[0] if x.ndim == 4 else 1
+    h, wd = x.shape[-2:]
+    if batch >= 1 << 16:
+        raise SpnnError(f"--input batch must be below 65536, not {batch}")
     try:
-        layer = ConvLayer(oc, ic, h, wd, kh, kw, stride, pad)
+        layer = ConvLayer(oc, ic, h, wd, kh, kw, stride, pad, batch)
     except ValueError as exc:
         raise SpnnError(str(exc)) from None
     if layer.positions > 4096:
-        raise SpnnError(f"the output map {layer.ho}x{layer.wo} is too large for an RTL run "
-                        f"(at most 4096 positions)")
+        what = f"the output map {layer.ho}x{layer.wo} is" if batch == 1 else \
+            f"the output maps {batch}x{layer.ho}x{layer.wo} are"
+        raise SpnnError(f"{what} too large for an RTL run (at most 4096 positions)")
     hp, wp = h + 2 * pad, wd + 2 * pad
-    slots = layer.ho * -(-layer.wo // cols) * cols
+    slots = layer.out_rows * -(-layer.wo // cols) * cols
     try:
         cfg = ConvConfig(rows=rows, cols=cols, max_groups=min(4, rows), data_width=dw,
                          weight_width=ww, acc_width=48,
-                         feat_depth=min(8192, _pow2(ic * hp * wp, 256)),
+                         feat_depth=min(8192, _pow2(batch * ic * hp * wp, 256)),
                          weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
                          out_depth=_pow2(oc * -(-slots // cols), 64),
                          max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16))
@@ -157,6 +165,7 @@ def run(args) -> int:
                                                "w": layer.w, "kh": layer.kh, "kw": layer.kw,
                                                "stride": layer.stride, "pad": layer.pad,
                                                "ho": layer.ho, "wo": layer.wo},
+        batch=layer.batch,
         macs=layer.macs, busy_mac_cycles=st["busy"], compute_cycles=st["cycles"],
         model_utilisation=sched.utilisation, model_compute_cycles=sched.compute_cycles,
         cycles_to_stats=model["stat"], schedule=sched.to_dict(),
@@ -166,7 +175,9 @@ def run(args) -> int:
     )
     if args.report:
         write_report(args.report, report)
-    print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} on {layer.ic}x{layer.h}x{layer.w} "
+    images = f"{layer.batch}x" if x.ndim == 4 else ""
+    print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} on "
+          f"{images}{layer.ic}x{layer.h}x{layer.w} "
           f"({cfg.rows}x{cfg.cols}, {sched.mapping}): {cycles} cycles, compute {st['cycles']}, "
           f"utilisation {util:.3f} (model {sched.utilisation:.3f}), "
           f"n per pass {sched.to_dict()['n_per_pass']}")

@@ -24,7 +24,7 @@ STAT_BUSY_BITS = 48
 
 # per-pass descriptor fields the array keeps in registers while the pass runs
 _PASS_FIELDS = ("r", "n", "count", "tiles", "noc", "ns", "wvn", "wvns", "a", "as", "aswp",
-                "bn", "bns")
+                "bn", "bns", "ai", "aiis")
 
 
 def _bits(n):
@@ -67,7 +67,10 @@ class ConvArray(wiring.Component):
     descriptor bit ``skip`` the tiles of ``n = 1`` passes run only their box of kernel
     rows/columns that are not padding for every lane, see :func:`gen.conv.tile_boxes`),
     the partial sums of later chunks added into the output banks; finally a stats word and
-    the outputs (ping-pong banks: the next layer computes while this one drains).
+    the outputs (ping-pong banks: the next layer computes while this one drains).  A layer
+    may hold a batch of ``B`` images (descriptor ``batch``): the window groups run in
+    raster order over ``(image, oy, ox)``, the feature banks hold ``[ic][image][Hp][Wp]``,
+    the weights come once per chunk and the outputs leave image by image.
 
     Parameters
     ----------
@@ -81,9 +84,10 @@ class ConvArray(wiring.Component):
     w : In(stream.Signature(signed(weight_width)))
         Weights, integers: per chunk ``Oc x icq x kh x kw`` in C order.
     x : In(stream.Signature(signed(data_width)))
-        Features, integers: per chunk ``icq x H x W`` in C order (unpadded).
+        Features, integers: per chunk ``B x icq x H x W`` in C order (unpadded; ``B`` =
+        descriptor ``batch``, images run with the same weights).
     o : Out(stream.Signature(signed(acc_width)))
-        Outputs, exact integer sums: ``Oc x Ho x Wo`` in C order per layer.
+        Outputs, exact integer sums: ``B x Oc x Ho x Wo`` in C order per layer.
     s : Out(stream.Signature(unsigned(48 + 32)))
         Per layer, after its compute phase: busy MAC-cycles (bits 0..47, the number of MAC
         enables counted in the array) and compute cycles (bits 48..79).
@@ -165,26 +169,35 @@ class ConvArray(wiring.Component):
 
         # ------------------------------------------------ column states (window groups)
         def cstate(name):
-            return {"oy": Signal(16, name=f"{name}_oy"), "ty": Signal(16, name=f"{name}_ty"),
+            return {"img": Signal(16, name=f"{name}_img"),
+                    "oy": Signal(16, name=f"{name}_oy"), "ty": Signal(16, name=f"{name}_ty"),
                     "jn": Signal(16, name=f"{name}_jn"), "jns": Signal(24, name=f"{name}_jns"),
                     "base": Signal(FW, name=f"{name}_base")}
 
-        # Advance of a column state by one tile (``cols`` window groups, at most one row
-        # wrap): both sums computed in parallel from per-pass constants, then selected.
+        # Advance of a column state by one tile (``cols`` window groups: ``ai`` images,
+        # ``a`` rows and ``b`` groups, with at most one row wrap and one image wrap): the
+        # four sums computed in parallel from per-pass constants, then selected.
         thr = Signal(16, name="adv_thr")                       # wrap iff jn >= wvn - bn
+        thi = [Signal(16, name=f"adv_thi{j}") for j in range(2)]   # image wrap iff oy >= thi
         k0 = {k: Signal.like(v, name=f"adv_k0_{k}") for k, v in cstate("t").items()}
         k1 = {k: Signal.like(v, name=f"adv_k1_{k}") for k, v in cstate("t").items()}
+        k0i = {k: Signal.like(v, name=f"adv_k0i_{k}") for k, v in cstate("t").items()}
+        k1i = {k: Signal.like(v, name=f"adv_k1i_{k}") for k, v in cstate("t").items()}
 
         def advance(cs):
             wrap = cs["jn"] >= thr
-            return {k: Mux(wrap, cs[k] + k1[k], cs[k] + k0[k]) for k in cs}
+            iwr = Mux(wrap, cs["oy"] >= thi[1], cs["oy"] >= thi[0])
+            return {k: Mux(iwr, Mux(wrap, cs[k] + k1i[k], cs[k] + k0i[k]),
+                           Mux(wrap, cs[k] + k1[k], cs[k] + k0[k])) for k in cs}
 
         ws = cstate("walk")
         ws_rb = Signal(24, name="walk_rb")
+        swpi = Signal(24, name="walk_swpi")        # row step across an image boundary
+        m.d.sync += swpi.eq(d.swp + d.iwrap)
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
         pinit_adv = [cstate(f"pinit_adv{c}") for c in range(MC)]
         cur = [cstate(f"cur{c}") for c in range(MC)]
-        SL = {"base": FW, "oy": 16, "jn": 16}
+        SL = {"base": FW, "img": 16, "jn": 16}
         slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
         BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW}
@@ -240,7 +253,7 @@ class ConvArray(wiring.Component):
         lanev = [[Signal(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
         for g in range(NG):
             for c in range(MC):
-                s_oyv = Mux(par[g], slot[1][c]["oy"], slot[0][c]["oy"]) < d.ho
+                s_oyv = Mux(par[g], slot[1][c]["img"], slot[0][c]["img"]) < d.batch
                 s_jn = Mux(par[g], slot[1][c]["jn"], slot[0][c]["jn"])
                 m.d.comb += lanev[g][c].eq(act[g] & s_oyv & (s_jn + g < d.wo))
 
@@ -447,6 +460,16 @@ class ConvArray(wiring.Component):
                  "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
                  "addr": st_addr}
         m.d.sync += [v.eq(nx[k]) for k, v in cur_v.items()]
+        # batch: per pass, the slot position where the current image starts (column sI_c,
+        # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a)
+        CW = max(1, (MC - 1).bit_length())
+        st_b, st_img = Signal(16, name="st_b"), Signal(16, name="st_img")   # st_b = B - 1
+        sI_c = [Signal(CW, name=f"st_ic{i}") for i in range(NP)]
+        sI_a = [Signal(24, name=f"st_ia{i}") for i in range(NP)]
+        sN_c = [Signal(CW, name=f"st_nc{i}") for i in range(NP)]
+        sN_a = [Signal(24, name=f"st_na{i}") for i in range(NP)]
+        st_pib = [Signal(CW, name=f"st_pib{i}") for i in range(NP)]
+        st_pia = [Signal(24, name=f"st_pia{i}") for i in range(NP)]
         handoff = Signal()
         st_step = Signal()
         m.d.comb += st_step.eq(st_busy & self.o.ready)
@@ -459,27 +482,45 @@ class ConvArray(wiring.Component):
         ne = st_e + 1
         mv = st_step & ~ch_end
         at_wrap = st_base + st_noc
+        img_end = ch_end & (st_o == st_oc - 1)
+        img_nx = img_end & (st_img != st_b)         # next image: channel 0, pass 0
+        e_nx = Mux(new_e, ne, st_e)
+        # next channel: its pass's image start (both candidates computed in parallel)
+        ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
+        ch_at = Mux(new_e, _sel(sI_a, ne) + st_o + 1, _sel(sI_a, st_e) + st_o + 1)
 
-        def nxv(hand, chan, keep, *pairs):
+        def nxv(hand, img, chan, keep, *pairs):
             expr = keep
             for cond, val in reversed(pairs):
                 expr = Mux(cond, val, expr)
-            return Mux(handoff, hand, Mux(ch_end, chan, expr))
+            return Mux(handoff, hand, Mux(img_nx, img, Mux(ch_end, chan, expr)))
         m.d.comb += [
-            nx["busy"].eq(Mux(handoff, 1, Mux(ch_end & (st_o == st_oc - 1), 0, st_busy))),
-            nx["o"].eq(nxv(0, st_o + 1, st_o)),
-            nx["oy"].eq(nxv(0, 0, st_oy, (mv, st_oy + rowend))),
-            nx["ox"].eq(nxv(0, 0, st_ox, (mv, Mux(rowend, 0, st_ox + 1)))),
-            nx["g"].eq(nxv(0, 0, st_g, (grp, 0), (cop, st_g + 1))),
-            nx["c"].eq(nxv(0, 0, st_c, (wrap, 0), (grp, st_c + 1))),
-            nx["at"].eq(nxv(0, st_o + 1, st_base, (wrap, at_wrap))),
-            nx["addr"].eq(nxv(0, st_o + 1, st_addr, (wrap, at_wrap), (grp, st_base),
+            nx["busy"].eq(Mux(handoff, 1, Mux(img_end & ~img_nx, 0, st_busy))),
+            nx["o"].eq(nxv(0, 0, st_o + 1, st_o)),
+            nx["oy"].eq(nxv(0, 0, 0, st_oy, (mv, st_oy + rowend))),
+            nx["ox"].eq(nxv(0, 0, 0, st_ox, (mv, Mux(rowend, 0, st_ox + 1)))),
+            nx["g"].eq(nxv(0, 0, 0, st_g, (grp, 0), (cop, st_g + 1))),
+            nx["c"].eq(nxv(0, sN_c[0], ch_c, st_c, (wrap, 0), (grp, st_c + 1))),
+            nx["at"].eq(nxv(0, sN_a[0], ch_at, st_base, (wrap, at_wrap))),
+            nx["addr"].eq(nxv(0, sN_a[0], ch_at, st_addr, (wrap, at_wrap), (grp, st_base),
                               (cop, st_addr + st_oc))),
-            nx["e"].eq(Mux(handoff, 0, Mux(new_e, ne, st_e))),
-            nx["n"].eq(Mux(handoff, d.p0_n, Mux(new_e, _sel(st_pn, ne), st_n))),
-            nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(new_e, _sel(st_pnoc, ne), st_noc))),
-            nx["cend"].eq(Mux(handoff, d.p0_cend, Mux(new_e, _sel(st_pcend, ne), st_cend))),
+            nx["e"].eq(Mux(handoff | img_nx, 0, e_nx)),
+            nx["n"].eq(Mux(handoff, d.p0_n, Mux(img_nx, st_pn[0],
+                                                Mux(new_e, _sel(st_pn, ne), st_n)))),
+            nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(img_nx, st_pnoc[0],
+                                                    Mux(new_e, _sel(st_pnoc, ne), st_noc)))),
+            nx["cend"].eq(Mux(handoff, d.p0_cend, Mux(img_nx, st_pcend[0],
+                                                      Mux(new_e, _sel(st_pcend, ne),
+                                                          st_cend)))),
         ]
+        with m.If(img_nx):
+            m.d.sync += st_img.eq(st_img + 1)
+            for i in range(NP):
+                csum = sN_c[i] + st_pib[i]
+                carry = csum >= MC
+                m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]),
+                             sN_c[i].eq(Mux(carry, csum - MC, csum)[:CW]),
+                             sN_a[i].eq(sN_a[i] + st_pia[i] + Mux(carry, st_pnoc[i], 0))]
 
         # output banks: read port 0 is the drain's while computing into the bank, else the
         # streamer's (next-state address: the data matches the current stream position)
@@ -532,9 +573,14 @@ class ConvArray(wiring.Component):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
                     with m.If(jn1 >= cp["wvn"]):
-                        m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0), ws["oy"].eq(ws["oy"] + 1),
-                                     ws["ty"].eq(ws["ty"] + d.stride),
-                                     ws_rb.eq(ws_rb + d.swp)]
+                        m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0)]
+                        with m.If(ws["oy"] + 1 == d.ho):      # next image
+                            m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
+                                         ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi)]
+                        with m.Else():
+                            m.d.sync += [ws["oy"].eq(ws["oy"] + 1),
+                                         ws["ty"].eq(ws["ty"] + d.stride),
+                                         ws_rb.eq(ws_rb + d.swp)]
                     with m.Else():
                         m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
                 with m.If(setup_last):
@@ -602,13 +648,26 @@ class ConvArray(wiring.Component):
         m.d.comb += from_init.eq(setup_last | glt[0])
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1)]
         # per-pass advance constants (stable from the second set-up clock on)
+        # (two register stages: kb first, then the four constant sets; stable from the
+        # fourth set-up clock on, before the first advance of a first-tile state)
+        kb0 = Signal(FW, name="adv_kb0")
+        kb1 = Signal(FW, name="adv_kb1")
         m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
+                     thi[0].eq(d.ho - cp["a"]), thi[1].eq(d.ho - cp["a"] - 1),
+                     kb0.eq(cp["aswp"] + cp["bns"] + cp["aiis"]),
+                     kb1.eq(cp["aswp"] + d.swp + cp["bns"] - cp["wvns"] + cp["aiis"]),
                      k0["oy"].eq(cp["a"]), k1["oy"].eq(cp["a"] + 1),
                      k0["ty"].eq(cp["as"]), k1["ty"].eq(cp["as"] + d.stride),
                      k0["jn"].eq(cp["bn"]), k1["jn"].eq(cp["bn"] - cp["wvn"]),
                      k0["jns"].eq(cp["bns"]), k1["jns"].eq(cp["bns"] - cp["wvns"]),
-                     k0["base"].eq(cp["aswp"] + cp["bns"]),
-                     k1["base"].eq(cp["aswp"] + d.swp + cp["bns"] - cp["wvns"])]
+                     k0["img"].eq(cp["ai"]), k1["img"].eq(cp["ai"]),
+                     k0["base"].eq(kb0), k1["base"].eq(kb1),
+                     k0i["oy"].eq(cp["a"] - d.ho), k1i["oy"].eq(cp["a"] + 1 - d.ho),
+                     k0i["ty"].eq(cp["as"] - d.hos), k1i["ty"].eq(cp["as"] + d.stride - d.hos),
+                     k0i["jn"].eq(cp["bn"]), k1i["jn"].eq(cp["bn"] - cp["wvn"]),
+                     k0i["jns"].eq(cp["bns"]), k1i["jns"].eq(cp["bns"] - cp["wvns"]),
+                     k0i["img"].eq(cp["ai"] + 1), k1i["img"].eq(cp["ai"] + 1),
+                     k0i["base"].eq(kb0 + d.iwrap), k1i["base"].eq(kb1 + d.iwrap)]
         for c in range(MC):
             nxt = advance(pinit[c])
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
@@ -635,7 +694,7 @@ class ConvArray(wiring.Component):
                 end_y = (d.pad + d.h - st["ty"])[:DIMW + 1]
                 end_x = (d.pad + d.w - st["jns"])[:DIMW + 1]
                 m.d.sync += [
-                    ok.eq((st["oy"] < d.ho) & (st["jn"] < d.wo)),
+                    ok.eq((st["img"] < d.batch) & (st["jn"] < d.wo)),
                     regs[0].eq(Mux(d.pad > st["ty"], d.pad - st["ty"], 0)),
                     regs[1].eq(Mux((d.pad + d.h) < st["ty"] + d.kh, end_y, d.kh)),
                     regs[2].eq(Mux(d.pad > st["jns"], d.pad - st["jns"], 0)),
@@ -683,6 +742,9 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- loaders
         a0, a1, a2 = Signal(24), Signal(24), Signal(24)
+        a3 = Signal(16, name="a3")             # image of the batch being loaded
+        ximg = Signal(24, name="ximg")         # bank offset of the next image's first map
+        xcst = Signal(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
         addr = Signal(24)
         le, lb, li = Signal(range(NP + 1)), Signal(16), Signal(16)
         lbase, la_x, la_c, lky, lkx, lic = (Signal(24, name=n) for n in
@@ -728,7 +790,8 @@ class ConvArray(wiring.Component):
                              kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
                              dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
                              cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
-                             a0.eq(0), a1.eq(0), a2.eq(0), addr.eq(0),
+                             a0.eq(0), a1.eq(0), a2.eq(0), a3.eq(0), addr.eq(0),
+                             ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1),
                              le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
                              lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n)]
                 m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
@@ -762,16 +825,21 @@ class ConvArray(wiring.Component):
                         m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh)]
             with m.State("XLOAD"):
                 # a0 = xp, a1 = yp, a2 = ic over the padded maps; borders written as zeros
+                # stream order (image, ic, yp, xp); banks [ic][image][Hp][Wp]
                 with m.If(step):
                     m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1)]
                     with m.If(a0 == d.wp - 1):
                         m.d.sync += [a0.eq(0), a1.eq(a1 + 1)]
                         with m.If(a1 == d.hp - 1):
-                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1)]
+                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst)]
                             with m.If(a2 == icc - 1):
-                                m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0), e.eq(0),
-                                             wblk[0].eq(0), cb[0].eq(0), dg.eq(0), di.eq(0)]
-                                m.next = "COMPUTE"
+                                m.d.sync += [a2.eq(0), a3.eq(a3 + 1), addr.eq(ximg),
+                                             ximg.eq(ximg + d.imgw)]
+                                with m.If(a3 == d.batch - 1):
+                                    m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
+                                                 e.eq(0), wblk[0].eq(0), cb[0].eq(0),
+                                                 dg.eq(0), di.eq(0)]
+                                    m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
                 with m.If(~issuing & ~_any(i_act) & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
@@ -791,6 +859,13 @@ class ConvArray(wiring.Component):
                     m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n")) for i in range(NP)]
                     m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
                     m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend")) for i in range(NP)]
+                    m.d.sync += [st_b.eq(d.batch - 1), st_img.eq(0)]
+                    for i in range(NP):
+                        m.d.sync += [sI_c[i].eq(0), sI_a[i].eq(0),
+                                     sN_c[i].eq(getattr(d, f"p{i}_sib")),
+                                     sN_a[i].eq(getattr(d, f"p{i}_sia")),
+                                     st_pib[i].eq(getattr(d, f"p{i}_sib")),
+                                     st_pia[i].eq(getattr(d, f"p{i}_sia"))]
                     m.next = "IDLE"
         # Port handshakes as plain assignments (Icarus does not evaluate an always @*
         # block at time 0 if none of its inputs ever changes).
@@ -812,9 +887,11 @@ class ConvArray(wiring.Component):
             "w": {"format": f"int{cfg.weight_width}",
                   "protocol": "valid/ready stream, per chunk Oc x icq x kh x kw weights, C order"},
             "x": {"format": f"int{cfg.data_width}",
-                  "protocol": "valid/ready stream, per chunk icq x H x W features, C order"},
+                  "protocol": "valid/ready stream, per chunk B x icq x H x W features, "
+                              "C order"},
             "o": {"format": f"int{cfg.acc_width}",
-                  "protocol": "valid/ready stream, Oc x Ho x Wo exact sums per layer, C order"},
+                  "protocol": "valid/ready stream, B x Oc x Ho x Wo exact sums per layer, "
+                              "C order"},
             "s": {"format": None, "protocol": "valid/ready stream, per layer: busy MAC-cycles "
                   "(bits 0..47), compute cycles (bits 48..79)"},
         }

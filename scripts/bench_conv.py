@@ -7,7 +7,8 @@
    remainder mapping without the shared-stream limit, and the column bound of any mapping.
 2. One PNG bar chart per network (per layer, naive vs seed vs remainder, both arrays).
 3. RTL-measured utilisation (busy MAC-cycles counted in the array) on the scaled 8x4 and
-   16x4 arrays beside the model, for scaled-down versions of the remainder cases.
+   16x4 arrays beside the model, for scaled-down versions of the remainder cases (naive and
+   remainder at batch 1, remainder with a batch of 4 images).
 4. Batching: network-level utilisation of the remainder mapping with B = 1, 2, 4, 8, 16
    images per layer, the column and tile bounds, and the smallest batch reaching 0.95 on
    both arrays.
@@ -44,6 +45,7 @@ RTL_CASES = [
     ("1x1, Oc = rows/2 + 1", "half_plus", 4, 6, 6, 1, 1, 0),
     ("7x7 map, full rows (column remainder)", "full", 2, 7, 7, 3, 1, 1),
 ]
+RTL_BATCH = 4          # the remainder mapping is also run with this many images per layer
 
 
 def _oc(kind, rows):
@@ -158,16 +160,19 @@ def charts(results):
 def rtl(sim):
     rows = []
     rng = np.random.default_rng(0)
-    for cfg in (ConvConfig(rows=8, cols=4, max_groups=4, out_depth=1024),
-                ConvConfig(rows=16, cols=4, max_groups=4, out_depth=1024)):
+    # buffers for RTL_BATCH images of the largest case (no input-channel split)
+    for cfg in (ConvConfig(rows=8, cols=4, max_groups=4, out_depth=4096, feat_depth=2048,
+                           max_slots=1024),
+                ConvConfig(rows=16, cols=4, max_groups=4, out_depth=4096, feat_depth=2048,
+                           max_slots=1024)):
         jobs, meta = [], []
         for label, kind, ic, h, w, k, s, p in RTL_CASES:
             layer = ConvLayer(_oc(kind, cfg.rows), ic, h, w, k, k, s, p)
-            x = rng.integers(-128, 128, (ic, h, w))
+            x = rng.integers(-128, 128, (RTL_BATCH, ic, h, w))
             wt = rng.integers(-128, 128, (layer.oc, ic, k, k))
-            for mapping in ("naive", "remainder"):
-                sched = plan(layer, cfg, mapping)
-                jobs.append((x, wt, sched))
+            for mapping, b in (("naive", 1), ("remainder", 1), ("remainder", RTL_BATCH)):
+                sched = plan(ConvLayer(layer.oc, ic, h, w, k, k, s, p, b), cfg, mapping)
+                jobs.append((x[:b] if b > 1 else x[0], wt, sched))
                 meta.append((label, mapping))
         t0 = time.time()
         outs, stats, _ = rtl_conv(jobs, cfg, sim, name="bench")
@@ -176,6 +181,7 @@ def rtl(sim):
             assert np.array_equal(y, ref_conv(x, wt, layer.stride, layer.pad))
             measured = st["busy"] / (cfg.rows * cfg.cols * st["cycles"])
             rows.append({"array": f"{cfg.rows}x{cfg.cols}", "case": label, "mapping": mapping,
+                         "batch": layer.batch,
                          "oc": layer.oc, "ic": layer.ic, "h": layer.h, "w": layer.w,
                          "k": layer.kh, "stride": layer.stride, "pad": layer.pad,
                          "passes": [[pp.r, pp.n, pp.count] for pp in sched.passes],
@@ -257,13 +263,15 @@ def markdown(results, rtl_rows, skip=None, batch=None):
         lines += ["## RTL-measured utilisation on the scaled arrays", "",
                   "Busy MAC-cycles are counted in the array (popcount of the MAC enables); "
                   "outputs are checked against the golden model.", "",
-                  "| array | case | layer | mapping | passes (R, n, blocks) | RTL busy / cycles | "
-                  "model cycles | stagger start-up | RTL utilisation | model |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| array | case | layer | mapping | batch | passes (R, n, blocks) | "
+                  "RTL busy / cycles | model cycles | stagger start-up | RTL utilisation | "
+                  "model |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rtl_rows:
             lines.append(
                 f"| {r['array']} | {r['case']} | {r['oc']}x{r['ic']}x{r['k']}x{r['k']} on "
                 f"{r['h']}x{r['w']} s{r['stride']} p{r['pad']} | {r['mapping']} | "
+                f"{r['batch']} | "
                 f"{' '.join(str(tuple(p)) for p in r['passes'])} | {r['rtl_busy']} / "
                 f"{r['rtl_cycles']} | {r['model_cycles']} | {r['stagger_cycles']} | "
                 f"{r['rtl_utilisation']:.4f} | {r['model_utilisation']:.4f} |")

@@ -575,7 +575,7 @@ def test_cli_run(tmp_path, capsys):
 
 @pytest.mark.parametrize("case, message", [
     ("w2d", "--weights must have shape (Oc, Ic, kh, kw), not (3, 3)"),
-    ("x2d", "--input must have shape (Ic, H, W), not (3, 3)"),
+    ("x2d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (3, 3)"),
     ("ic", "--weights has 2 input channels but --input has 3"),
     ("float", "--input must hold integers, not float64"),
     ("range", "--weights values must lie in [-128, 127] for 8-bit signed codes, found 0..300"),

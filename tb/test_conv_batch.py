@@ -8,8 +8,14 @@ per chunk (``B x icq`` padded maps), the cycle model's closed form with a batch,
 bound (brute force over every schedule of tiny arrays, and the mapper never beats it),
 the network tables (issue #5's 95 % target with a batch, impossible at batch 1), golden
 model on ``(B, Ic, H, W)`` vs per-image, scipy and torch.
+
+RTL side (both simulators): batches of 2 and 3 images with staggered copies, stride 2,
+pad 0/1, input-channel splits, padding-beat skipping, batch 1 and batch > 1 layers in one
+job; outputs == golden, busy MAC-cycles, compute cycles and the stats/output timeline ==
+model; output back-pressure with idle inputs; ``spnn run conv`` with a batch input.
 """
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -17,7 +23,8 @@ import pytest
 
 from gen.config import SpnnError
 from gen.conv import (MIN_BOX, ConvConfig, ConvLayer, check_fits, column_bound,
-                      compute_cycles, direct_conv, network_table, pack_descriptor,
+                      compute_cycles, descriptor, direct_conv, layer_cycles, network_table,
+                      pack_descriptor, rtl_conv,
                       pass_lanes, plan, ref_conv, schedule_cover, skipped_beats,
                       stall_free_cycles, tile_bound, tile_boxes, _slot_valid)
 from gen.networks import NETWORKS
@@ -189,7 +196,7 @@ def test_batch_skip_pad_boxes():
 
 def test_batch_feature_buffer_and_cycles():
     """A chunk holds B x icq padded maps; compute cycles: the stall-free closed form holds
-    with B times the tiles, and the array runs batch 1 only until the RTL gains it."""
+    with B times the tiles; the descriptor's batch fields."""
     cfg = ConvConfig(rows=8, cols=4, feat_depth=400, weight_depth=4096)
     layer = ConvLayer(4, 7, 8, 8, 3, 3, 1, 1)                 # one padded map = 100 words
     assert plan(layer, cfg).chunk_sizes == [4, 3]
@@ -205,9 +212,17 @@ def test_batch_feature_buffer_and_cycles():
     assert stall_free_cycles(sched) == compute_cycles(sched)
     assert sched.busy_mac_cycles == big.macs == 4 * one.busy_mac_cycles
     assert sched.utilisation > one.utilisation
-    with pytest.raises(SpnnError, match=r"^the generated array runs one image per layer "
-                                        r"\(batch 1\), not batch 2"):
-        check_fits(plan(ConvLayer(4, 2, 5, 5, 3, 3, 1, 1, batch=2), CFG_8x4))
+    # the generated array runs batches: the descriptor carries the batch and the strides
+    small = plan(ConvLayer(4, 2, 5, 5, 3, 3, 1, 1, batch=2), CFG_8x4)
+    check_fits(small)
+    d = descriptor(small)
+    assert (d["batch"], d["imgw"], d["hwp"]) == (2, 49, 98)
+    assert d["iwrap"] == 49 - 5 * 7
+    with pytest.raises(SpnnError, match=r"^3 padded input maps \(588 words\) exceed "
+                                        r"feat_depth 512$"):
+        check_fits(plan(ConvLayer(4, 2, 12, 12, 3, 3, 1, 1, batch=3),
+                        dataclasses.replace(CFG_8x4, max_slots=4096), icq=1,
+                        limit_buffers=False))
 
 
 # ------------------------------------------------------------------ bounds
@@ -362,3 +377,174 @@ def test_golden_batch_vs_torch():
                                        torch.tensor(w, dtype=torch.float64),
                                        stride=layer.stride, padding=layer.pad).numpy()
         np.testing.assert_array_equal(ref_conv(x, w, layer.stride, layer.pad), t)
+
+
+# ------------------------------------------------------------------ RTL
+
+# the RTL configurations: 8x4 as in test_conv.py (one shared build); 16x4 with room for
+# 4 images of a 7x7 output map
+RTL_8x4 = ConvConfig(rows=8, cols=4, max_groups=4, feat_depth=512, weight_depth=512,
+                     out_depth=128, max_slots=64, max_dim=16)
+RTL_16x4 = ConvConfig(rows=16, cols=4, max_groups=4, drain_rows=2, feat_depth=1024,
+                      weight_depth=512, out_depth=1024, max_slots=256, max_dim=16)
+
+BATCH_8x4 = [
+    # oc, ic, h, w, k, s, p, mapping, icq, batch
+    (3, 2, 6, 5, 3, 1, 1, "remainder", None, 2),   # n = 2 copies, pad 1
+    (3, 2, 5, 5, 3, 2, 0, "remainder", None, 3),   # stride 2 with n = 2, pad 0
+    (11, 3, 5, 6, 3, 2, 1, "naive", 2, 2),         # two passes, Ic split 2 + 1, row strips
+    (4, 2, 5, 4, 3, 1, 1, "remainder", None, 1),   # batch 1 between batches
+    (2, 2, 4, 4, 3, 1, 1, "remainder", None, 3),   # n = 4, 3 images
+    (3, 3, 4, 5, 3, 1, 1, "remainder", 2, 3),      # n = 2 with an Ic split, 3 images
+]
+
+BATCH_16x4 = [
+    (20, 3, 4, 4, 3, 1, 1, "remainder", None, 2),  # 16 + remainder 4 (n = 4)
+    (6, 5, 3, 5, 1, 2, 0, "remainder", 2, 3),      # 1x1 stride 2, n = 2, Ic split 2+2+1
+    (6, 2, 7, 7, 3, 2, 1, "remainder", None, 2),   # stride 2 with n = 2, pad 1
+    (16, 2, 7, 7, 3, 1, 1, "remainder", None, 1),  # 7x7 outputs: batch 1 ...
+    (16, 2, 7, 7, 3, 1, 1, "remainder", None, 4),  # ... and 4 (the column remainder)
+]
+
+
+def _rtl_jobs(cfg, specs, seed, skip_pad=False):
+    rng = np.random.default_rng(seed)
+    jobs = []
+    for oc, ic, h, w, k, s, p, mapping, icq, b in specs:
+        layer = ConvLayer(oc, ic, h, w, k, k, s, p, b)
+        sched = plan(layer, cfg, mapping, icq=icq, skip_pad=skip_pad)
+        x, wt = _data(rng, layer)
+        jobs.append((x if b > 1 else x[0], wt, sched))
+    return jobs
+
+
+def _rtl_check(jobs, outs, stats, result, cfg, cycle_log=None, timing=True):
+    assert len(outs) == len(jobs) == len(stats)
+    src = result["sources"]["c"]["cycles"]
+    stat_at = result["sinks"]["s"]["cycles"]
+    first = 0
+    for i, ((x, w, sched), y, st) in enumerate(zip(jobs, outs, stats)):
+        layer = sched.layer
+        ref = ref_conv(x, w, layer.stride, layer.pad)
+        assert y.shape == ref.shape
+        np.testing.assert_array_equal(y, ref, err_msg=f"layer {i}")
+        assert st["busy"] == sched.busy_mac_cycles, i
+        if cycle_log is not None:
+            cycle_log(st["cycles"], sched.compute_cycles)
+        assert st["cycles"] == sched.compute_cycles, i
+        if timing:
+            assert stat_at[i] - src[i] == layer_cycles(sched)["stat"], i
+        first += layer.oc * layer.positions
+    assert len(result["sinks"]["o"]["data"]) == first
+    if timing:
+        lc = layer_cycles(jobs[0][2])
+        o = result["sinks"]["o"]["cycles"]
+        n0 = jobs[0][2].layer.oc * jobs[0][2].layer.positions
+        assert o[0] - src[0] == lc["first_out"]
+        assert o[n0 - 1] - src[0] == lc["last_out"]
+
+
+def test_rtl_batch_8x4(sim, cycle_log):
+    jobs = _rtl_jobs(RTL_8x4, BATCH_8x4, 31)
+    assert {p.n for _, _, s in jobs for p in s.passes} >= {2, 4}
+    assert [len(s.chunk_sizes) for _, _, s in jobs] == [1, 1, 2, 1, 1, 2]
+    outs, stats, result = rtl_conv(jobs, RTL_8x4, sim, name="batch")
+    _rtl_check(jobs, outs, stats, result, RTL_8x4, cycle_log)
+
+
+def test_rtl_batch_16x4(sim, cycle_log):
+    """16x4 layers; the 7x7-output layer at batch 1 and 4: the column remainder of 49
+    positions on 4 columns is gone at batch 4 (196 = 49 tiles), utilisation RTL == model."""
+    jobs = _rtl_jobs(RTL_16x4, BATCH_16x4, 32)
+    assert [(p.r, p.n) for p in jobs[0][2].passes] == [(16, 1), (4, 4)]
+    outs, stats, result = rtl_conv(jobs, RTL_16x4, sim, name="batch")
+    _rtl_check(jobs, outs, stats, result, RTL_16x4, cycle_log)
+    util = [st["busy"] / (16 * 4 * st["cycles"]) for st in stats[3:]]
+    assert util == [jobs[3][2].utilisation, jobs[4][2].utilisation]
+    assert util[1] > util[0] + 0.05
+
+
+def test_rtl_batch_skip_pad(sim, cycle_log):
+    """Padding-beat skipping with a batch: boxes per image row, tiles spanning images."""
+    specs = [(8, 2, 5, 5, 3, 1, 1, "remainder", None, 2),
+             (5, 2, 5, 3, 3, 1, 1, "remainder", None, 3)]
+    jobs = _rtl_jobs(RTL_8x4, specs, 33, skip_pad=True)
+    assert all(skipped_beats(s) > 0 for _, _, s in jobs)
+    outs, stats, result = rtl_conv(jobs, RTL_8x4, sim, name="batch_skip")
+    _rtl_check(jobs, outs, stats, result, RTL_8x4, cycle_log)
+
+
+def test_rtl_batch_backpressure(sim, cycle_log):
+    """Idle inputs and a back-pressured output: same results, same compute phase."""
+    jobs = _rtl_jobs(RTL_8x4, [BATCH_8x4[i] for i in (0, 2, 4)], 34)
+    outs, stats, result = rtl_conv(jobs, RTL_8x4, sim, ready_prob=0.4, valid_prob=0.7,
+                                   seed=5, name="batch_bp")
+    _rtl_check(jobs, outs, stats, result, RTL_8x4, cycle_log, timing=False)
+
+
+# ------------------------------------------------------------------ CLI
+
+def _save(tmp_path, name, arr):
+    path = tmp_path / name
+    np.save(path, arr)
+    return str(path)
+
+
+def test_cli_batch(tmp_path, capsys):
+    """``spnn run conv --input (B, Ic, H, W)``: (B, Oc, Ho, Wo) output, report ``batch``."""
+    import json
+    from gen.cli import main
+    from gen.sim import sim_available
+    if not sim_available("icarus"):
+        pytest.skip("Icarus Verilog not installed")
+    rng = np.random.default_rng(41)
+    w = rng.integers(-128, 128, (5, 2, 3, 3))
+    x = rng.integers(-128, 128, (3, 2, 5, 6))
+    reports = []
+    for name, inp in (("b", x), ("one", x[1])):
+        out, rep = tmp_path / f"y{name}.npy", tmp_path / f"r{name}.json"
+        assert main(["run", "conv", "--weights", _save(tmp_path, "w.npy", w), "--input",
+                     _save(tmp_path, f"x{name}.npy", inp), "--array", "8x4", "--out",
+                     str(out), "--report", str(rep), "--sim", "icarus"]) == 0
+        np.testing.assert_array_equal(np.load(out), ref_conv(inp, w, 1, 1))
+        reports.append(json.loads(rep.read_text()))
+    assert np.load(tmp_path / "yb.npy").shape == (3, 5, 5, 6)
+    assert np.load(tmp_path / "yone.npy").shape == (5, 5, 6)
+    assert [r["batch"] for r in reports] == [3, 1]
+    assert all(r["rtl_matches_model"] for r in reports)
+    assert reports[0]["macs"] == 3 * reports[1]["macs"]
+    assert "on 3x2x5x6" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("case, message", [
+    ("x5d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (1, 2, 3, 5, 5)"),
+    ("x2d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (3, 5)"),
+    ("ic", "--weights has 3 input channels but --input has 2"),
+    ("empty", "--weights and --input must not be empty"),
+    ("float", "--input must hold integers, not float64"),
+    ("large", "the output maps 200x5x5 are too large for an RTL run (at most 4096 positions)"),
+])
+def test_cli_batch_errors(tmp_path, capsys, case, message):
+    from gen.cli import main
+    w = np.ones((4, 3, 3, 3), dtype=np.int64)
+    x = np.ones((2, 3, 5, 5), dtype=np.int64)
+    if case == "x5d":
+        x = np.ones((1, 2, 3, 5, 5), dtype=np.int64)
+    elif case == "x2d":
+        x = np.ones((3, 5), dtype=np.int64)
+    elif case == "ic":
+        x = np.ones((2, 2, 5, 5), dtype=np.int64)
+    elif case == "empty":
+        x = np.ones((0, 3, 5, 5), dtype=np.int64)
+    elif case == "float":
+        x = np.ones((2, 3, 5, 5)) * 0.5
+    elif case == "large":
+        x = np.ones((200, 3, 5, 5), dtype=np.int64)
+    out = tmp_path / "y.npy"
+    argv = ["run", "conv", "--weights", _save(tmp_path, "w.npy", w), "--input",
+            _save(tmp_path, "x.npy", x), "--array", "8x4", "--out", str(out),
+            "--sim", "icarus"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "spnn: error: " + message, err
+    assert not out.exists()
