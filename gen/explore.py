@@ -336,9 +336,10 @@ def array_plan(L, cfg: ExploreConfig):
 
 
 def _steps_array(L, sched):
+    """The array's steps with the lanes of ``gen.conv.pass_lanes`` (the RTL's layout:
+    column ``c`` of a tile takes a window group, copy ``g`` an adjacent window of it)."""
+    from .conv import pass_lanes
     rows, cols = sched.cfg.rows, sched.cfg.cols
-    slots = sched.slots
-    wv = slots // L.ho                       # slots per output row (strips) / unused (flat)
     start = 0
     for q in sched.chunk_sizes:
         t = np.arange(q * L.kk) + start * L.kk
@@ -348,18 +349,15 @@ def _steps_array(L, sched):
             prow, pcol = _grid(rows, cols)
             g, rr = prow // r, prow % r
             pe_ok = g < n
+            gi = np.minimum(g, n - 1)
+            lane_oy, lane_ox, lane_ok = pass_lanes(sched, ps)
             drain = -(-(r * n) // sched.cfg.drain_rows)
             total = L.b * ps.count * ps.tiles
             for lo, hi in _chunks(total, rows * cols * len(t)):
                 b, blk, tile = np.unravel_index(np.arange(lo, hi), (L.b, ps.count, ps.tiles))
-                slot = (tile[:, None] * n + g[None, :]) * cols + pcol[None, :]
-                if sched.flat:
-                    ok = slot < slots
-                    pos = np.minimum(slot, L.po - 1)
-                else:
-                    oy, ox = slot // wv, slot % wv
-                    ok = (oy < L.ho) & (ox < L.wo)
-                    pos = np.minimum(oy, L.ho - 1) * L.wo + np.minimum(ox, L.wo - 1)
+                lane = (tile[:, None], gi[None, :], pcol[None, :])
+                oy, ox, ok = lane_oy[lane], lane_ox[lane], lane_ok[lane]
+                pos = np.minimum(oy, L.ho - 1) * L.wo + np.minimum(ox, L.wo - 1)
                 m = cb + blk[:, None] * r + rr[None, :]
                 valid = ok & pe_ok[None, :] & (m < L.m)
                 yield (np.minimum(m, L.m - 1)[:, :, None], t[None, None, :],
