@@ -482,6 +482,17 @@ def test_rtl_batch_backpressure(sim, cycle_log):
     _rtl_check(jobs, outs, stats, result, RTL_8x4, cycle_log, timing=False)
 
 
+def test_rtl_batch_reset_mid_layer(sim, cycle_log):
+    """Reset during the compute phase of a batch-3 layer: nothing leaves before the reset,
+    and the rerun from the first descriptor is exact (results, busy, cycles, timing)."""
+    jobs = _rtl_jobs(RTL_8x4, [BATCH_8x4[i] for i in (0, 2)], 35)
+    assert jobs[0][2].layer.batch > 1 or jobs[1][2].layer.batch > 1
+    stat = layer_cycles(jobs[0][2])["stat"]
+    outs, stats, result = rtl_conv(jobs, RTL_8x4, sim, reset_at=stat - 20, name="batch_reset")
+    assert result["before_reset"]["o"]["data"] == []
+    _rtl_check(jobs, outs, stats, result, RTL_8x4, cycle_log)
+
+
 # ------------------------------------------------------------------ CLI
 
 def _save(tmp_path, name, arr):
