@@ -28,6 +28,7 @@ from gen.conv import (MIN_BOX, ConvConfig, ConvLayer, check_fits, column_bound,
                       pass_lanes, plan, ref_conv, schedule_cover, skipped_beats,
                       stall_free_cycles, tile_bound, tile_boxes, _slot_valid)
 from gen.networks import NETWORKS
+from tb.test_conv import _save
 
 BIG = ConvConfig(rows=128, cols=16, max_groups=8, drain_rows=8)
 HUGE = ConvConfig(rows=256, cols=32, max_groups=8, drain_rows=16)
@@ -494,12 +495,6 @@ def test_rtl_batch_reset_mid_layer(sim, cycle_log):
 
 
 # ------------------------------------------------------------------ CLI
-
-def _save(tmp_path, name, arr):
-    path = tmp_path / name
-    np.save(path, arr)
-    return str(path)
-
 
 def test_cli_batch(tmp_path, capsys):
     """``spnn run conv --input (B, Ic, H, W)``: (B, Oc, Ho, Wo) output, report ``batch``."""
