@@ -201,44 +201,49 @@ def test_schedule_cover():
                 cover = schedule_cover(sched)
                 assert cover.shape == (layer.oc, layer.positions)
                 assert np.all(cover == 1), (layer, mapping)
-                assert _brute_cover(sched) == layer.oc * layer.positions
+                assert len(_brute_cover(sched)) == layer.oc * layer.positions
     for layer in NETWORKS["alexnet"][2:] + NETWORKS["resnet18"][-3:]:
         sched = plan(ConvLayer(*layer[1:5], layer[5], layer[5], *layer[6:]), BIG,
                      limit_buffers=False)
         assert np.all(schedule_cover(sched) == 1)
 
 
+
+
 def _lanes(sched, p):
-    """Independent enumeration of one block's lanes: ``(tile, column, copy, oy, ox)``."""
+    """Independent enumeration of one block's lanes: ``(tile, column, copy, image, oy, ox)``.
+    Window groups of ``n`` adjacent windows; the ``B * Ho`` output rows of the batch in
+    order (image-major), groups raster-ordered over them."""
     layer, cols = sched.layer, sched.cfg.cols
     groups = -(-layer.wo // p.n)
     wv = groups if sched.flat else -(-groups // cols) * cols
     for t in range(p.tiles):
         for c in range(cols):
-            oy, j = divmod(t * cols + c, wv)
+            row, j = divmod(t * cols + c, wv)
+            image, oy = divmod(row, layer.ho)
             for g in range(p.n):
                 ox = j * p.n + g
-                if oy < layer.ho and j < groups and ox < layer.wo:
-                    yield t, c, g, oy, ox
+                if image < layer.batch and j < groups and ox < layer.wo:
+                    yield t, c, g, image, oy, ox
 
 
 def _brute_cover(sched):
-    """Distinct (channel, position) pairs over all passes; every lane adjacent to its
+    """Distinct (channel, image, oy, ox) over all passes; every lane adjacent to its
     neighbour copy (the shared stream: copy g is one stride right of copy g - 1)."""
     seen, cb = set(), 0
     for p in sched.passes:
         lanes = list(_lanes(sched, p))
-        pos = {(t, c, g): (oy, ox) for t, c, g, oy, ox in lanes}
-        for (t, c, g), (oy, ox) in pos.items():
-            if g:
-                assert pos[(t, c, g - 1)] == (oy, ox - 1)
+        pos = {(t, c, g): (b, oy, ox) for t, c, g, b, oy, ox in lanes}
+        for (t, c, g), (b, oy, ox) in pos.items():
+            if g:       # the shared stream: copy g one window right of copy g - 1, same row
+                assert pos[(t, c, g - 1)] == (b, oy, ox - 1)
         for _ in range(p.count):
-            for _, _, _, oy, ox in lanes:
+            for *_, b, oy, ox in lanes:
                 for o in range(cb, cb + p.r):
-                    assert (o, oy, ox) not in seen
-                    seen.add((o, oy, ox))
+                    assert (o, b, oy, ox) not in seen
+                    seen.add((o, b, oy, ox))
             cb += p.r
-    return len(seen)
+    return seen
 
 
 def test_compute_cycles_closed_form():
@@ -263,26 +268,26 @@ def test_compute_cycles_closed_form():
     assert stall_free_cycles(sched) < compute_cycles(sched)
 
 
+
 def _brute_boxes(sched):
-    """Per tile: bounding box of the kernel offsets that are real input for some lane
-    (tiles of staggered passes, n > 1, keep the whole kernel)."""
+    """Per tile: bounding box of the kernel offsets that are real input for some lane."""
     layer = sched.layer
     boxes = []
     for p in sched.passes:
-        per = []
         lanes = list(_lanes(sched, p))
+        per = []
         for t in range(p.tiles):
             if p.n > 1:
                 per.append((0, layer.kh, 0, layer.kw))
                 continue
             real = np.zeros((layer.kh, layer.kw), dtype=bool)
-            for oy, ox in [(oy, ox) for tt, _, _, oy, ox in lanes if tt == t]:
+            for oy, ox in [(oy, ox) for tt, _, _, _, oy, ox in lanes if tt == t]:
                 for ky, kx in itertools.product(range(layer.kh), range(layer.kw)):
                     y, x = oy * layer.stride + ky - layer.pad, ox * layer.stride + kx - layer.pad
                     real[ky, kx] |= 0 <= y < layer.h and 0 <= x < layer.w
             ys, xs = np.flatnonzero(real.any(1)), np.flatnonzero(real.any(0))
             box = (ys[0], ys[-1] - ys[0] + 1, xs[0], xs[-1] - xs[0] + 1)
-            if box[1] * box[3] < MIN_BOX:        # too short for the box pipeline: whole kernel
+            if box[1] * box[3] < MIN_BOX:
                 box = (0, layer.kh, 0, layer.kw)
             per.append(box)
         boxes += per * p.count

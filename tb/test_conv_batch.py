@@ -22,13 +22,13 @@ import numpy as np
 import pytest
 
 from gen.config import SpnnError
-from gen.conv import (MIN_BOX, ConvConfig, ConvLayer, check_fits, column_bound,
+from gen.conv import (ConvConfig, ConvLayer, check_fits, column_bound,
                       compute_cycles, descriptor, direct_conv, layer_cycles, network_table,
                       pack_descriptor, rtl_conv,
                       pass_lanes, plan, ref_conv, schedule_cover, skipped_beats,
                       stall_free_cycles, tile_bound, tile_boxes, _slot_valid)
 from gen.networks import NETWORKS
-from tb.test_conv import _save
+from tb.test_conv import _brute_boxes, _brute_cover, _save
 
 BIG = ConvConfig(rows=128, cols=16, max_groups=8, drain_rows=8)
 HUGE = ConvConfig(rows=256, cols=32, max_groups=8, drain_rows=16)
@@ -79,38 +79,6 @@ def _random_layer(rng, cfg, batch=1):
                      s, p, batch)
 
 
-def _lanes(sched, p):
-    """Independent enumeration of one block's lanes: ``(tile, column, copy, image, oy, ox)``.
-    Window groups of ``n`` adjacent windows; the ``B * Ho`` output rows of the batch in
-    order (image-major), groups raster-ordered over them."""
-    layer, cols = sched.layer, sched.cfg.cols
-    groups = -(-layer.wo // p.n)
-    wv = groups if sched.flat else -(-groups // cols) * cols
-    for t in range(p.tiles):
-        for c in range(cols):
-            row, j = divmod(t * cols + c, wv)
-            image, oy = divmod(row, layer.ho)
-            for g in range(p.n):
-                ox = j * p.n + g
-                if image < layer.batch and j < groups and ox < layer.wo:
-                    yield t, c, g, image, oy, ox
-
-
-def _brute_cover(sched):
-    seen, cb = set(), 0
-    for p in sched.passes:
-        lanes = list(_lanes(sched, p))
-        pos = {(t, c, g): (b, oy, ox) for t, c, g, b, oy, ox in lanes}
-        for (t, c, g), (b, oy, ox) in pos.items():
-            if g:       # the shared stream: copy g one window right of copy g - 1, same row
-                assert pos[(t, c, g - 1)] == (b, oy, ox - 1)
-        for _ in range(p.count):
-            for *_, b, oy, ox in lanes:
-                for o in range(cb, cb + p.r):
-                    assert (o, b, oy, ox) not in seen
-                    seen.add((o, b, oy, ox))
-            cb += p.r
-    return seen
 
 
 def test_batch_cover():
@@ -150,30 +118,6 @@ def test_batch_slot_order():
     assert _slot_valid(naive).sum() == layer.positions
     assert np.all(schedule_cover(naive) == 1)
 
-
-def _brute_boxes(sched):
-    """Per tile: bounding box of the kernel offsets that are real input for some lane."""
-    layer = sched.layer
-    boxes = []
-    for p in sched.passes:
-        lanes = list(_lanes(sched, p))
-        per = []
-        for t in range(p.tiles):
-            if p.n > 1:
-                per.append((0, layer.kh, 0, layer.kw))
-                continue
-            real = np.zeros((layer.kh, layer.kw), dtype=bool)
-            for oy, ox in [(oy, ox) for tt, _, _, _, oy, ox in lanes if tt == t]:
-                for ky, kx in itertools.product(range(layer.kh), range(layer.kw)):
-                    y, x = oy * layer.stride + ky - layer.pad, ox * layer.stride + kx - layer.pad
-                    real[ky, kx] |= 0 <= y < layer.h and 0 <= x < layer.w
-            ys, xs = np.flatnonzero(real.any(1)), np.flatnonzero(real.any(0))
-            box = (ys[0], ys[-1] - ys[0] + 1, xs[0], xs[-1] - xs[0] + 1)
-            if box[1] * box[3] < MIN_BOX:
-                box = (0, layer.kh, 0, layer.kw)
-            per.append(box)
-        boxes += per * p.count
-    return boxes
 
 
 def test_batch_skip_pad_boxes():
