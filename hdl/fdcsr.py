@@ -253,13 +253,7 @@ def popcount(value):
     if n == 0:
         return Const(0, 1)
     table = Array(Const(bin(v).count("1"), 3) for v in range(16))
-    terms = [table[value[i:min(i + 4, n)]] for i in range(0, n, 4)]
-    while len(terms) > 1:
-        nxt = [terms[i] + terms[i + 1] for i in range(0, len(terms) - 1, 2)]
-        if len(terms) % 2:
-            nxt.append(terms[-1])
-        terms = nxt
-    return terms[0]
+    return _sum(table[value[i:min(i + 4, n)]] for i in range(0, n, 4))
 
 
 def _lowest(value, chunk):
