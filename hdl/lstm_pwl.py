@@ -10,12 +10,12 @@ own.  It never stalls: ``i.ready`` is 1 and ``o.ready`` is ignored (the engine's
 element-wise pipeline has fixed timing).
 """
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib.memory import Memory
 
 from gen.lstm import PWL_EXTRA_STAGES as EXTRA_STAGES
 from .fixed import round_shift, saturate
-from .pwl import PwlUnit
+from .pwl import PwlUnit, search_bound
 
 __all__ = ["LstmPwlUnit", "EXTRA_STAGES"]
 
@@ -75,9 +75,7 @@ class LstmPwlUnit(PwlUnit):
         bounds = table.boundaries
         for j in range(k):
             half = cfg.segments >> (j + 1)
-            level = [bounds[i + half - 1] for i in range(0, cfg.segments, 2 * half)]
-            bound = Array(Const(b, unsigned(in_w)) for b in level)[seg >> (k - j)] \
-                if len(level) > 1 else Const(level[0], unsigned(in_w))
+            bound = search_bound(bounds, cfg.segments, j, seg, in_w)
             seg = reg(seg | Mux(mag >= bound, half, 0), f"seg_{j}", unsigned(k))
             mag, neg, valid = reg(mag, f"mag_{j}"), reg(neg, f"neg_{j}"), reg(valid, f"valid_{j}")
 

@@ -9,7 +9,19 @@ from amaranth.lib.wiring import In, Out
 from gen.pwl import PwlTable
 from .fixed import round_shift, saturate
 
-__all__ = ["PwlUnit"]
+__all__ = ["PwlUnit", "search_bound"]
+
+
+def search_bound(bounds, segments, j, seg, width):
+    """Boundary compared at step ``j`` of the binary segment search: the candidates of that
+    level (every ``2 * half``-th boundary, ``half = segments >> (j + 1)``) indexed by the
+    ``j`` bits of ``seg`` already decided (a constant at the first step)."""
+    k = segments.bit_length() - 1
+    half = segments >> (j + 1)
+    level = [bounds[i + half - 1] for i in range(0, segments, 2 * half)]
+    if len(level) == 1:
+        return Const(level[0], unsigned(width))
+    return Array(Const(b, unsigned(width)) for b in level)[seg >> (k - j)]
 
 
 class PwlUnit(wiring.Component):
@@ -88,9 +100,7 @@ class PwlUnit(wiring.Component):
         bounds = table.boundaries
         for j in range(k):
             half = cfg.segments >> (j + 1)
-            level = [bounds[i + half - 1] for i in range(0, cfg.segments, 2 * half)]
-            bound = Array(Const(b, unsigned(in_w)) for b in level)[seg >> (k - j)] \
-                if len(level) > 1 else Const(level[0], unsigned(in_w))
+            bound = search_bound(bounds, cfg.segments, j, seg, in_w)
             nseg = Signal(unsigned(k), name=f"seg_{j}")
             nmag, nneg, nvalid = (Signal.like(mag, name=f"mag_{j}"), Signal(name=f"neg_{j}"),
                                   Signal(name=f"valid_{j}"))
