@@ -9,7 +9,7 @@ import numpy as np
 from .config import SpnnError
 from .conv import ConvConfig, ConvLayer, MAPPINGS, check_fits, layer_cycles, plan, ref_conv, \
     rtl_conv
-from .runutil import add_common_arguments, load_npy, make_report, write_npy, write_report
+from .runutil import add_common_arguments, int_arg, load_npy, make_report, write_npy, write_report
 
 HELP = "remainder-aware im2col MAC array (convolution, seed 002)"
 DESCRIPTION = """\
@@ -54,16 +54,6 @@ def add_arguments(parser):
     add_common_arguments(parser)
 
 
-def _int(text, name, lo):
-    try:
-        v = int(text)
-    except ValueError:
-        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
-    if v < lo:
-        raise SpnnError(f"{name} must be at least {lo}, not {v}")
-    return v
-
-
 def _pow2(n, lo):
     return max(lo, 1 << max(0, int(n) - 1).bit_length())
 
@@ -85,10 +75,10 @@ def _setup(args):
     rows, cols = int(m.group(1)), int(m.group(2))
     if args.mapping not in MAPPINGS:
         raise SpnnError(f"--mapping must be one of {', '.join(MAPPINGS)}, not {args.mapping!r}")
-    stride = _int(args.stride, "--stride", 1)
-    pad = _int(args.pad, "--pad", 0)
-    dw = _int(args.data_width, "--data-width", 2)
-    ww = _int(args.weight_width, "--weight-width", 2)
+    stride = int_arg(args.stride, "--stride", 1)
+    pad = int_arg(args.pad, "--pad", 0)
+    dw = int_arg(args.data_width, "--data-width", 2)
+    ww = int_arg(args.weight_width, "--weight-width", 2)
     w = load_npy(args.weights, "--weights")
     x = load_npy(args.input, "--input")
     if w.ndim != 4:

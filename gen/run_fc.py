@@ -9,8 +9,8 @@ from .config import SpnnError
 from .fdcsr import (FcConfig, dense_cycles, encode, fc_schedule, ref_fc, rtl_fc,
                     storage_bits)
 from .fixed import decode, parse_format, quantise
-from .runutil import add_common_arguments, check_finite, load_npy, make_report, write_npy, \
-    write_report
+from .runutil import add_common_arguments, check_finite, int_arg, load_npy, make_report, \
+    write_npy, write_report
 
 HELP = "batched FC engine on FD-CSR weights (seed 001)"
 DESCRIPTION = """\
@@ -43,13 +43,6 @@ def add_arguments(parser):
                         "transfer: 1, 2, 4 (default) or 8")
     parser.add_argument("--raw", action="store_true", help="integer codes in and out")
     add_common_arguments(parser)
-
-
-def _int_arg(text, name):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
 
 
 def _codes(arr, fmt, name, raw):
@@ -97,9 +90,9 @@ def run(args) -> int:
     if cols > 65536 or rows > 65535:
         raise SpnnError(f"--weights must be at most 65535 x 65536, not {rows} x {cols}")
     n = x.shape[1]
-    lanes = n if args.lanes is None else _int_arg(args.lanes, "--lanes")
+    lanes = n if args.lanes is None else int_arg(args.lanes, "--lanes")
     batch, k, passes = _plan(lanes, n)
-    segs = _int_arg(args.segs_per_beat, "--segs-per-beat")
+    segs = int_arg(args.segs_per_beat, "--segs-per-beat")
     wc = _codes(w, w_fmt, "--weights", args.raw)
     xc = _codes(x, x_fmt, "--x", args.raw)
     fd = encode(wc)

@@ -7,8 +7,8 @@ from .config import SpnnError
 from .fixed import decode, parse_format, quantise
 from .lstm import (LstmConfig, compile_lstm, cycle_model, float_lstm, load_model, prune_lstm,
                    quantise_lstm, ref_lstm, rtl_lstm, step_cycles)
-from .runutil import add_common_arguments, check_finite, load_npy, make_report, write_npy, \
-    write_report
+from .runutil import add_common_arguments, check_finite, float_arg, int_arg, load_npy, \
+    make_report, write_npy, write_report
 from .spmv import ALLOCATORS
 
 HELP = "LSTM layer on the sparse PE array (seed 000)"
@@ -56,13 +56,6 @@ def add_arguments(parser):
     add_common_arguments(parser)
 
 
-def _int(text, name):
-    try:
-        return int(text)
-    except ValueError:
-        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
-
-
 def _vector(path, name, hid):
     if path is None:
         return None
@@ -87,16 +80,13 @@ def run(args) -> int:
     h0 = _vector(args.h0, "--h0", H)
     c0 = _vector(args.c0, "--c0", H)
     if args.density is not None:
-        try:
-            density = float(args.density)
-        except ValueError:
-            raise SpnnError(f"--density must be a number, not {args.density!r}") from None
+        density = float_arg(args.density, "--density")
         if not 0.0 < density <= 1.0:
             raise SpnnError(f"--density must be in (0, 1], not {args.density}")
         model = prune_lstm(model, density)
-    pes = _int(args.pes, "--pes")
-    fifo = _int(args.fifo_depth, "--fifo-depth")
-    segments = _int(args.segments, "--segments")
+    pes = int_arg(args.pes, "--pes")
+    fifo = int_arg(args.fifo_depth, "--fifo-depth")
+    segments = int_arg(args.segments, "--segments")
     try:
         fmts = {k: parse_format(getattr(args, k), "--" + k.replace("_", "-"))
                 for k in ("w_fmt", "x_fmt", "c_fmt", "b_fmt", "pre_fmt", "act_fmt")}
@@ -107,7 +97,7 @@ def run(args) -> int:
         if args.mem_depth is None:
             mem = max(2, 1 << max(1, int(plan.loads.max(initial=1) - 1).bit_length()))
         else:
-            mem = _int(args.mem_depth, "--mem-depth")
+            mem = int_arg(args.mem_depth, "--mem-depth")
         cfg = LstmConfig(pes=pes, max_inputs=X, max_hidden=H, fifo_depth=fifo, mem_depth=mem,
                          segments=segments, **fmts)
         plan = compile_lstm(q, cfg, args.alloc)

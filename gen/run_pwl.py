@@ -6,8 +6,8 @@ import numpy as np
 from .config import SpnnError
 from .fixed import decode, parse_format, quantise
 from .pwl import PwlConfig, fit_table, float_func, ref_pwl, rtl_pwl
-from .runutil import add_common_arguments, check_finite, load_npy, make_report, write_npy, \
-    write_report
+from .runutil import add_common_arguments, check_finite, int_arg, load_npy, make_report, \
+    write_npy, write_report
 
 HELP = "piecewise-linear sigmoid/tanh unit"
 DESCRIPTION = """\
@@ -36,10 +36,7 @@ def add_arguments(parser):
 
 
 def _config(args) -> PwlConfig:
-    try:
-        segments = int(args.segments)
-    except ValueError:
-        raise SpnnError(f"--segments must be an integer, not {args.segments!r}") from None
+    segments = int_arg(args.segments, "--segments")
     try:
         return PwlConfig(func=args.func, segments=segments,
                          in_fmt=parse_format(args.in_fmt, "--in-fmt"),

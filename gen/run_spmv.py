@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from .config import SpnnError
-from .fixed import QFormat, decode, parse_format, quantise
-from .runutil import add_common_arguments, check_finite, load_npy, make_report, write_npy, \
-    write_report
+from .fixed import QFormat, decode, quantise
+from .runutil import add_common_arguments, check_finite, float_arg, format_arg, int_arg, \
+    load_npy, make_report, write_npy, write_report
 from .spmv import ALLOCATORS, SpmvConfig, compile_tiled, cycle_model, gather_tiled, prune, \
     ref_spmv, run_jobs, tile_jobs
 
@@ -80,20 +80,6 @@ def add_arguments(parser):
     add_common_arguments(parser)
 
 
-def _int_arg(text, name):
-    try:
-        return int(text)
-    except ValueError:
-        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
-
-
-def _fmt_arg(text, name):
-    try:
-        return parse_format(text, name)
-    except (TypeError, ValueError) as exc:
-        raise SpnnError(str(exc)) from None
-
-
 def _signed_bits(arr) -> int:
     """Smallest signed width (>= 2) holding every value of an integer array."""
     if arr.size == 0:
@@ -125,8 +111,8 @@ def _codes(arr, fmt, name, default):
 
 
 def _prepare(args):
-    pes = _int_arg(args.pes, "--pes")
-    depth = _int_arg(args.fifo_depth, "--fifo-depth")
+    pes = int_arg(args.pes, "--pes")
+    depth = int_arg(args.fifo_depth, "--fifo-depth")
     if not 1 <= pes <= 256:
         raise SpnnError(f"--pes must be between 1 and 256, not {pes}")
     if not 1 <= depth <= 64:
@@ -143,17 +129,14 @@ def _prepare(args):
     check_finite(w, "--weights")
     check_finite(x, "--x")
     if args.density is not None:
-        try:
-            density = float(args.density)
-        except ValueError:
-            raise SpnnError(f"--density must be a number, not {args.density!r}") from None
+        density = float_arg(args.density, "--density")
         if not 0.0 <= density <= 1.0:
             raise SpnnError(f"--density must be between 0 and 1, not {density}")
         if w.dtype.kind != "f":
             raise SpnnError("--density prunes float weights; integer codes are used as given")
         w = prune(w, density)
-    w_fmt = _fmt_arg(args.w_fmt, "--w-fmt") if args.w_fmt else None
-    x_fmt = _fmt_arg(args.x_fmt, "--x-fmt") if args.x_fmt else None
+    w_fmt = format_arg(args.w_fmt, "--w-fmt") if args.w_fmt else None
+    x_fmt = format_arg(args.x_fmt, "--x-fmt") if args.x_fmt else None
     for fmt, name in ((w_fmt, "--w-fmt"), (x_fmt, "--x-fmt")):
         if fmt is not None and not 2 <= fmt.width <= 32:
             raise SpnnError(f"{name} must be 2 to 32 bits wide, not {fmt.width} ({fmt})")
@@ -168,22 +151,19 @@ def _prepare(args):
                             f"bits are supported (give a smaller --acc-width to saturate)")
         acc_width = need
     else:
-        acc_width = _int_arg(args.acc_width, "--acc-width")
+        acc_width = int_arg(args.acc_width, "--acc-width")
     acc_frac = w_fmt.frac_bits + x_fmt.frac_bits
-    out_fmt = (_fmt_arg(args.out_fmt, "--out-fmt") if args.out_fmt
+    out_fmt = (format_arg(args.out_fmt, "--out-fmt") if args.out_fmt
                else QFormat(max(1, acc_width - acc_frac), acc_frac))
     rows, cols = w.shape
     per_pe = max(2, math.ceil(rows / pes))
     rows_per_pe = min(4096, 1 << (per_pe + per_pe // 4 - 1).bit_length())
     if args.rows_per_pe is not None:
-        rows_per_pe = _int_arg(args.rows_per_pe, "--rows-per-pe")
-    max_cols = max(2, cols) if args.max_cols is None else _int_arg(args.max_cols, "--max-cols")
-    mem_depth = 65536 if args.mem_depth is None else _int_arg(args.mem_depth, "--mem-depth")
-    lanes = _int_arg(args.w_lanes, "--w-lanes")
-    try:
-        bandwidth = float(args.w_valid_prob)
-    except ValueError:
-        raise SpnnError(f"--w-valid-prob must be a number, not {args.w_valid_prob!r}") from None
+        rows_per_pe = int_arg(args.rows_per_pe, "--rows-per-pe")
+    max_cols = max(2, cols) if args.max_cols is None else int_arg(args.max_cols, "--max-cols")
+    mem_depth = 65536 if args.mem_depth is None else int_arg(args.mem_depth, "--mem-depth")
+    lanes = int_arg(args.w_lanes, "--w-lanes")
+    bandwidth = float_arg(args.w_valid_prob, "--w-valid-prob")
     if not 0.01 <= bandwidth <= 1.0:
         raise SpnnError(f"--w-valid-prob must be between 0.01 and 1, not {bandwidth}")
     try:

@@ -17,12 +17,40 @@ from pathlib import Path
 import numpy as np
 
 from .config import SpnnError, config_to_dict
+from .fixed import parse_format
 
 __all__ = ["load_npy", "check_finite", "add_common_arguments", "make_report", "write_report",
-           "write_npy", "REPORT_FIELDS"]
+           "write_npy", "int_arg", "float_arg", "format_arg", "REPORT_FIELDS"]
 
 REPORT_FIELDS = ("block", "config", "formats", "sim", "cycles", "ideal_cycles", "efficiency",
                  "utilisation", "samples", "max_abs_error")
+
+
+def int_arg(text, name: str, lo=None) -> int:
+    """``text`` as an integer (at least ``lo`` if given); otherwise a one-line SpnnError."""
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
+    if lo is not None and value < lo:
+        raise SpnnError(f"{name} must be at least {lo}, not {value}")
+    return value
+
+
+def float_arg(text, name: str) -> float:
+    """``text`` as a number; otherwise a one-line SpnnError (range checks are the caller's)."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise SpnnError(f"{name} must be a number, not {text!r}") from None
+
+
+def format_arg(text, name: str):
+    """``text`` (e.g. ``"Q4.12"``) as a :class:`gen.fixed.QFormat`; otherwise a SpnnError."""
+    try:
+        return parse_format(text, name)
+    except (TypeError, ValueError) as exc:
+        raise SpnnError(str(exc)) from None
 
 
 def load_npy(path, name: str) -> np.ndarray:

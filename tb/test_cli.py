@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from gen.cli import main
+from gen.config import SpnnError
+from gen.runutil import float_arg, format_arg, int_arg
 
 
 def run_cli(args, cwd=None):
@@ -192,3 +194,22 @@ def test_emitted_memories_have_compact_init():
     text = to_verilog(block.build(cfg), block.module_name(cfg))
     assert "spnn_zero_init_0" in text
     assert not re.search(r"^    \S+\[\d+\] = \d+'[hdb]0+;$", text, re.M)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: int_arg("2.5", "--pes"), "--pes must be an integer, not '2.5'"),
+    (lambda: int_arg(None, "--lanes"), "--lanes must be an integer, not None"),
+    (lambda: int_arg("0", "--stride", 1), "--stride must be at least 1, not 0"),
+    (lambda: float_arg("half", "--density"), "--density must be a number, not 'half'"),
+    (lambda: format_arg("Q4", "--w-fmt"), "--w-fmt"),
+])
+def test_argument_parsers_reject(call, message):
+    with pytest.raises(SpnnError) as err:
+        call()
+    assert message in str(err.value)
+
+
+def test_argument_parsers_accept():
+    assert int_arg("7", "--pes", 1) == 7
+    assert float_arg("0.25", "--density") == 0.25
+    assert format_arg("Q4.12", "--x-fmt").frac_bits == 12
