@@ -268,30 +268,8 @@ class LstmConfig:
 # ------------------------------------------------------------------ model import
 
 @dataclass
-class LstmFloat:
-    """Float weights of one LSTM layer (PyTorch layout; ``b = b_ih + b_hh``)."""
-
-    w_ih: np.ndarray   # (4H, X)
-    w_hh: np.ndarray   # (4H, H)
-    b: np.ndarray      # (4H,)
-
-    @property
-    def hidden(self) -> int:
-        return self.w_hh.shape[1]
-
-    @property
-    def inputs(self) -> int:
-        return self.w_ih.shape[1]
-
-    @property
-    def density(self) -> float:
-        n = self.w_ih.size + self.w_hh.size
-        return float((np.count_nonzero(self.w_ih) + np.count_nonzero(self.w_hh)) / max(n, 1))
-
-
-@dataclass
-class LstmQuant:
-    """Integer codes of one LSTM layer (formats of the config it was quantised for)."""
+class _LstmWeights:
+    """Weights of one LSTM layer, PyTorch layout: w_ih (4H, X), w_hh (4H, H), b (4H,)."""
 
     w_ih: np.ndarray
     w_hh: np.ndarray
@@ -308,6 +286,20 @@ class LstmQuant:
     @property
     def nnz(self) -> int:
         return int(np.count_nonzero(self.w_ih) + np.count_nonzero(self.w_hh))
+
+
+@dataclass
+class LstmFloat(_LstmWeights):
+    """Float weights of one LSTM layer (PyTorch layout; ``b = b_ih + b_hh``)."""
+
+    @property
+    def density(self) -> float:
+        return float(self.nnz / max(self.w_ih.size + self.w_hh.size, 1))
+
+
+@dataclass
+class LstmQuant(_LstmWeights):
+    """Integer codes of one LSTM layer (formats of the config it was quantised for)."""
 
 
 _KEYS = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")

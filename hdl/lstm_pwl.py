@@ -11,11 +11,10 @@ element-wise pipeline has fixed timing).
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib.memory import Memory
 
 from gen.lstm import PWL_EXTRA_STAGES as EXTRA_STAGES
 from .fixed import round_shift, saturate
-from .pwl import PwlUnit, search_bound
+from .pwl import PwlUnit, search_bound, table_rom
 
 __all__ = ["LstmPwlUnit", "EXTRA_STAGES"]
 
@@ -80,14 +79,7 @@ class LstmPwlUnit(PwlUnit):
             mag, neg, valid = reg(mag, f"mag_{j}"), reg(neg, f"neg_{j}"), reg(valid, f"valid_{j}")
 
         # table ROM, read synchronously
-        m.submodules.slopes = slopes = Memory(shape=signed(cfg.slope_width),
-                                              depth=cfg.segments, init=table.slopes)
-        m.submodules.intercepts = icpts = Memory(shape=signed(table.icpt_width),
-                                                 depth=cfg.segments, init=table.intercepts)
-        slope_rd = slopes.read_port(domain="sync")
-        icpt_rd = icpts.read_port(domain="sync")
-        m.d.comb += [slope_rd.addr.eq(seg), icpt_rd.addr.eq(seg),
-                     slope_rd.en.eq(1), icpt_rd.en.eq(1)]
+        slope_rd, icpt_rd = table_rom(m, cfg, table, seg, 1)
         r_mag, neg, valid = reg(mag, "r_mag"), reg(neg, "r_neg"), reg(valid, "r_valid")
 
         # multiply (registered), the product once more, then add the intercept

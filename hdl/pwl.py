@@ -12,6 +12,20 @@ from .fixed import round_shift, saturate
 __all__ = ["PwlUnit", "search_bound"]
 
 
+def table_rom(m, cfg, table, seg, en):
+    """The segment table as two synchronous ROMs (``slopes``, ``intercepts``) addressed by
+    ``seg``, read when ``en``; returns their read ports (data one clock after the address)."""
+    m.submodules.slopes = slopes = Memory(shape=signed(cfg.slope_width),
+                                          depth=cfg.segments, init=table.slopes)
+    m.submodules.intercepts = icpts = Memory(shape=signed(table.icpt_width),
+                                             depth=cfg.segments, init=table.intercepts)
+    slope_rd = slopes.read_port(domain="sync")
+    icpt_rd = icpts.read_port(domain="sync")
+    m.d.comb += [slope_rd.addr.eq(seg), icpt_rd.addr.eq(seg),
+                 slope_rd.en.eq(en), icpt_rd.en.eq(en)]
+    return slope_rd, icpt_rd
+
+
 def search_bound(bounds, segments, j, seg, width):
     """Boundary compared at step ``j`` of the binary segment search: the candidates of that
     level (every ``2 * half``-th boundary, ``half = segments >> (j + 1)``) indexed by the
@@ -112,14 +126,7 @@ class PwlUnit(wiring.Component):
             seg, mag, neg, valid = nseg, nmag, nneg, nvalid
 
         # Table ROM, read synchronously.
-        m.submodules.slopes = slopes = Memory(shape=signed(cfg.slope_width),
-                                              depth=cfg.segments, init=table.slopes)
-        m.submodules.intercepts = icpts = Memory(shape=signed(table.icpt_width),
-                                                 depth=cfg.segments, init=table.intercepts)
-        slope_rd = slopes.read_port(domain="sync")
-        icpt_rd = icpts.read_port(domain="sync")
-        m.d.comb += [slope_rd.addr.eq(seg), icpt_rd.addr.eq(seg),
-                     slope_rd.en.eq(advance), icpt_rd.en.eq(advance)]
+        slope_rd, icpt_rd = table_rom(m, cfg, table, seg, advance)
         r_mag, r_neg, r_valid = (Signal.like(mag, name="r_mag"), Signal(name="r_neg"),
                                  Signal(name="r_valid"))
         with m.If(advance):
