@@ -12,11 +12,35 @@ import typing
 
 from .fixed import QFormat, parse_format
 
-__all__ = ["SpnnError", "config_from_strings", "config_to_dict"]
+__all__ = ["SpnnError", "config_from_strings", "config_to_dict", "check_int", "check_format"]
 
 
 class SpnnError(ValueError):
     """A user-facing error: one line, naming the parameter, the value and what is allowed."""
+
+
+def check_int(config, name: str, lo=None, hi=None) -> int:
+    """Validate the integer field ``name`` of a block config (``lo <= value <= hi`` if given).
+
+    Raises TypeError for a non-integer (bool included) and ValueError out of range, with the
+    messages the config docstrings promise ("pes must be between 1 and 256, not 300").
+    """
+    value = getattr(config, name)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, not {value!r}")
+    if lo is not None and not lo <= value <= hi:
+        raise ValueError(f"{name} must be between {lo} and {hi}, not {value}")
+    return value
+
+
+def check_format(config, name: str, lo: int, hi: int) -> QFormat:
+    """Validate the QFormat field ``name`` of a block config: ``lo..hi`` bits wide."""
+    fmt = getattr(config, name)
+    if not isinstance(fmt, QFormat):
+        raise TypeError(f"{name} must be a QFormat, not {fmt!r}")
+    if not lo <= fmt.width <= hi:
+        raise ValueError(f"{name} must be {lo} to {hi} bits wide, not {fmt.width} ({fmt})")
+    return fmt
 
 
 def _convert(name, text, kind):

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .config import SpnnError
+from .config import SpnnError, check_int
 from .fixed import to_signed, to_unsigned  # noqa: F401 - re-exported for callers
 
 __all__ = ["ConvConfig", "ConvLayer", "Schedule", "Pass", "MAPPINGS", "n_rule", "n_limit",
@@ -115,8 +115,7 @@ class ConvConfig:
         for name in ("rows", "cols", "max_groups", "max_passes", "drain_rows", "data_width",
                      "weight_width", "acc_width", "feat_depth", "weight_depth", "out_depth",
                      "max_slots", "max_dim"):
-            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be an integer, not {getattr(self, name)!r}")
+            check_int(self, name)
         if not 1 <= self.rows <= 512:
             raise ValueError(f"rows must be between 1 and 512, not {self.rows}")
         if not (_pow2(self.cols) and self.cols <= 64):

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import check_format, check_int
 from .fixed import QFormat, check_codes, index_bits
 
 __all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
@@ -348,31 +349,21 @@ class FcConfig:
     fifo_depth: int = 4
 
     def __post_init__(self):
-        def _int(name, lo, hi):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"{name} must be an integer, not {v!r}")
-            if not lo <= v <= hi:
-                raise ValueError(f"{name} must be between {lo} and {hi}, not {v}")
-        _int("batch", 1, 64)
+        check_int(self, "batch", 1, 64)
         if self.nz_per_clock not in (1, 2, 4):
             raise ValueError(f"nz_per_clock must be 1, 2 or 4, not {self.nz_per_clock}")
         _check_width(self.row_width)
         if self.segs_per_beat not in (1, 2, 4, 8):
             raise ValueError(f"segs_per_beat must be 1, 2, 4 or 8, not {self.segs_per_beat}")
-        for name in ("w_fmt", "x_fmt"):
-            fmt = getattr(self, name)
-            if not isinstance(fmt, QFormat):
-                raise TypeError(f"{name} must be a QFormat, not {fmt!r}")
-            if not 2 <= fmt.width <= 24:
-                raise ValueError(f"{name} must be 2 to 24 bits wide, not {fmt.width} ({fmt})")
-        _int("max_cols", 1, 65536)
+        check_format(self, "w_fmt", 2, 24)
+        check_format(self, "x_fmt", 2, 24)
+        check_int(self, "max_cols", 1, 65536)
         if self.max_cols % self.beat_cols:
             raise ValueError(f"max_cols must be a multiple of row_width * segs_per_beat = "
                              f"{self.beat_cols}, not {self.max_cols}")
-        _int("max_rows", 1, 65535)
-        _int("addr_width", 4, 32)
-        _int("fifo_depth", 2, 64)
+        check_int(self, "max_rows", 1, 65535)
+        check_int(self, "addr_width", 4, 32)
+        check_int(self, "fifo_depth", 2, 64)
 
     @property
     def beat_cols(self) -> int:

@@ -55,6 +55,7 @@ import random
 
 import numpy as np
 
+from .config import check_format, check_int
 from .fixed import QFormat, check_codes, index_bits, quantise, requantise
 from .pwl import PwlConfig, fit_table, ref_pwl
 
@@ -123,22 +124,13 @@ class LstmConfig:
         for name, lo, hi in (("pes", 1, 256), ("max_inputs", 1, 4096), ("max_hidden", 1, 8192),
                              ("fifo_depth", 2, 256), ("mem_depth", 2, 1 << 20),
                              ("segments", 2, 256)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an integer, not {value!r}")
-            if not lo <= value <= hi:
-                raise ValueError(f"{name} must be between {lo} and {hi}, not {value}")
+            check_int(self, name, lo, hi)
         if self.segments & (self.segments - 1):
             raise ValueError(f"segments must be a power of two between 2 and 256, "
                              f"not {self.segments}")
         for name, lo, hi in (("w_fmt", 2, 24), ("b_fmt", 2, 32), ("x_fmt", 4, 24),
                              ("pre_fmt", 4, 24), ("act_fmt", 4, 24), ("c_fmt", 4, 24)):
-            fmt = getattr(self, name)
-            if not isinstance(fmt, QFormat):
-                raise TypeError(f"{name} must be a QFormat, not {fmt!r}")
-            if not lo <= fmt.width <= hi:
-                raise ValueError(f"{name} must be {lo} to {hi} bits wide, not {fmt.width} "
-                                 f"({fmt})")
+            check_format(self, name, lo, hi)
         if self.act_fmt.frac_bits < 2:
             raise ValueError(f"act_fmt must have at least 2 fraction bits, not {self.act_fmt}")
         if self.b_fmt.frac_bits > self.acc_frac:

@@ -87,6 +87,7 @@ import random
 
 import numpy as np
 
+from .config import check_format, check_int
 from .fixed import QFormat, check_codes, index_bits, requantise, saturate, to_signed
 
 __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
@@ -142,20 +143,10 @@ class SpmvConfig:
         for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 2, 4096),
                              ("max_cols", 2, 65536), ("mem_depth", 2, 65536),
                              ("acc_width", 2, 64), ("w_lanes", 1, 64)):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"{name} must be an integer, not {value!r}")
-            if not lo <= value <= hi:
-                raise ValueError(f"{name} must be between {lo} and {hi}, not {value}")
-        for name in ("w_fmt", "x_fmt", "out_fmt"):
-            if not isinstance(getattr(self, name), QFormat):
-                raise TypeError(f"{name} must be a QFormat, not {getattr(self, name)!r}")
-        for name in ("w_fmt", "x_fmt"):
-            fmt = getattr(self, name)
-            if not 2 <= fmt.width <= 32:
-                raise ValueError(f"{name} must be 2 to 32 bits wide, not {fmt.width} ({fmt})")
-        if self.out_fmt.width < 2:
-            raise ValueError(f"out_fmt must be at least 2 bits wide, not {self.out_fmt}")
+            check_int(self, name, lo, hi)
+        check_format(self, "w_fmt", 2, 32)
+        check_format(self, "x_fmt", 2, 32)
+        check_format(self, "out_fmt", 2, 64)
         if self.w_lanes > self.pes:
             raise ValueError(f"w_lanes must be between 1 and pes = {self.pes}, "
                              f"not {self.w_lanes}")

@@ -213,3 +213,18 @@ def test_argument_parsers_accept():
     assert int_arg("7", "--pes", 1) == 7
     assert float_arg("0.25", "--density") == 0.25
     assert format_arg("Q4.12", "--x-fmt").frac_bits == 12
+
+
+def test_config_field_checks():
+    from gen.config import check_format, check_int
+    from gen.fixed import QFormat
+    from gen.spmv import SpmvConfig
+    with pytest.raises(TypeError, match="pes must be an integer, not True"):
+        SpmvConfig(pes=True)
+    with pytest.raises(ValueError, match="pes must be between 1 and 256, not 0"):
+        SpmvConfig(pes=0)
+    with pytest.raises(ValueError, match=r"out_fmt must be 2 to 64 bits wide, not 1 \(Q1.0\)"):
+        SpmvConfig(out_fmt=QFormat(1, 0))
+    cfg = SpmvConfig()
+    assert check_int(cfg, "pes", 1, 256) == cfg.pes
+    assert check_format(cfg, "w_fmt", 2, 32) == cfg.w_fmt
