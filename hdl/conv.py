@@ -192,6 +192,9 @@ class ConvArray(wiring.Component):
 
         ws = cstate("walk")
         ws_rb = Signal(24, name="walk_rb")
+        # walk wrap thresholds: jn + n >= wvn iff jn >= wvn - n; oy + 1 == ho iff oy == ho - 1
+        walk_thr, walk_hom1 = Signal(16, name="walk_thr"), Signal(16, name="walk_hom1")
+        m.d.sync += walk_hom1.eq(d.ho - 1)
         swpi = Signal(24, name="walk_swpi")        # row step across an image boundary
         m.d.sync += swpi.eq(d.swp + d.iwrap)
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
@@ -200,7 +203,8 @@ class ConvArray(wiring.Component):
         SL = {"base": FW, "img": 16, "jn": 16}
         slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
-        BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW}
+        BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW,
+              "kym": 8, "kxm": 8, "kyz": 1, "kxz": 1}   # kyl - 1, kxl - 1, kyl == 0, kxl == 0
         sbox = [{k: Signal(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
 
         # ------------------------------------------------ groups (copies)
@@ -222,6 +226,11 @@ class ConvArray(wiring.Component):
 
         adv = Signal()
         last_k = gsig("lastk", 1)
+        # last_k[g] is a register: "this beat is the last of the tile", predicted one beat
+        # ahead from the counters and the tile's box (decremented bounds kxm/kym, chunk
+        # constants iccm = icc - 2, iccz = icc == 1, kq1 = kq == 1)
+        iccm, iccz, kq1 = Signal(16, name="iccm"), Signal(name="iccz"), Signal(name="kq1")
+        m.d.sync += [iccm.eq(iccl - 1), iccz.eq(iccl == 0), kq1.eq(kq == 1)]
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -230,7 +239,6 @@ class ConvArray(wiring.Component):
             bx = {k: Mux(par[g], sbox[1][k], sbox[0][k]) for k in BX}
             gbox.append(bx)
             m.d.comb += [
-                last_k[g].eq((kx[g] == bx["kxl"]) & (ic[g] == iccl) & (ky[g] == bx["kyl"])),
                 gdone[g].eq(act[g] & last_k[g] & glt[g] & glb[g]),
                 foff[g].eq(fx[g] + fc[g] + fy[g] + bx["fbox"]),
                 waddr[g].eq(wblk[g] + wx[g] + wc[g] + wy[g] + bx["wbox"]),
@@ -565,6 +573,7 @@ class ConvArray(wiring.Component):
                 with m.If(sk == 0):
                     m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
                     m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
+                    m.d.sync += walk_thr.eq(_sel(pvl["wvn"], e) - _sel(pvl["n"], e))
                 for c in range(MC):
                     with m.If(sk == c + 1):
                         m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
@@ -572,9 +581,9 @@ class ConvArray(wiring.Component):
                 with m.If(sk != 0):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
-                    with m.If(jn1 >= cp["wvn"]):
+                    with m.If(ws["jn"] >= walk_thr):
                         m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0)]
-                        with m.If(ws["oy"] + 1 == d.ho):      # next image
+                        with m.If(ws["oy"] == walk_hom1):      # next image
                             m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
                                          ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi)]
                         with m.Else():
@@ -592,7 +601,7 @@ class ConvArray(wiring.Component):
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
                         with m.If(sg == g):
-                            m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0),
+                            m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0), last_k[g].eq(kq1),
                                          glt[g].eq(tiles1), glb[g].eq(count1),
                                          blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                                          fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
@@ -614,6 +623,17 @@ class ConvArray(wiring.Component):
             for g in range(NG):
                 bx = gbox[g]
                 with m.If(act[g]):
+                    with m.If(last_k[g]):
+                        m.d.sync += last_k[g].eq(kq1)
+                    with m.Elif(ky[g] == bx["kyl"]):
+                        with m.If(ic[g] == iccl):
+                            m.d.sync += last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"])
+                        with m.Else():
+                            m.d.sync += last_k[g].eq((ic[g] == iccm) & (kx[g] == bx["kxl"])
+                                                     & bx["kyz"])
+                    with m.Else():
+                        m.d.sync += last_k[g].eq((ky[g] == bx["kym"]) & (ic[g] == iccl)
+                                                 & (kx[g] == bx["kxl"]))
                     with m.If(last_k[g]):
                         m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
                                      fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
@@ -674,6 +694,7 @@ class ConvArray(wiring.Component):
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
         with m.If(adv & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+                         last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fc[0].eq(0), fy[0].eq(0),
                          wx[0].eq(0), wc[0].eq(0), wy[0].eq(0), gob[0].eq(cb[0]),
@@ -724,6 +745,8 @@ class ConvArray(wiring.Component):
             nkx = Mux(full, d.kw, bb["nkx"])[:8]
             m.d.sync += [cc["ky0"].eq(ky0), cc["kx0"].eq(kx0), cc["kyl"].eq(nky - 1),
                          cc["kxl"].eq(nkx - 1), cc["fbox"].eq(ky0 * d.wp + kx0),
+                         cc["kym"].eq(nky - 2), cc["kxm"].eq(nkx - 2),
+                         cc["kyz"].eq(nky == 1), cc["kxz"].eq(nkx == 1),
                          cc["wbox"].eq(kx0 * cqkh + ky0)]
             return cc
         cbox = box_stages(cur, "cbox")
