@@ -164,8 +164,9 @@ class ConvArray(wiring.Component):
         cp = {f: Signal(fw[f"p0_{f}"], name=f"cp_{f}") for f in _PASS_FIELDS}
         issuing = Signal()
         setup = Signal()
+        isu = Signal(name="isu")       # issuing & ~setup, as its own register
         sk = Signal(range(MC + 5))
-        setup_last = Signal()
+        setup_last = Signal()          # registered: the last set-up clock (sk == cols + 4)
 
         # ------------------------------------------------ column states (window groups)
         def cstate(name):
@@ -217,6 +218,7 @@ class ConvArray(wiring.Component):
         tt, blk = gsig("t", 24), gsig("blk", 16)
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
         tiles1, count1 = Signal(name="tiles1"), Signal(name="count1")
+        tiles2, count2 = Signal(24, name="tiles2"), Signal(16, name="count2")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
         pb, sg, st_at = Signal(24, name="pb"), Signal(range(NG + 1), name="sg"), \
@@ -231,6 +233,8 @@ class ConvArray(wiring.Component):
         # constants iccm = icc - 2, iccz = icc == 1, kq1 = kq == 1)
         iccm, iccz, kq1 = Signal(16, name="iccm"), Signal(name="iccz"), Signal(name="kq1")
         m.d.sync += [iccm.eq(iccl - 1), iccz.eq(iccl == 0), kq1.eq(kq == 1)]
+        # per copy, registered: ky / ic / kx at their last value in the tile
+        kye, ice, kxe = gsig("kye", 1), gsig("ice", 1), gsig("kxe", 1)
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -390,10 +394,12 @@ class ConvArray(wiring.Component):
                         m.d.sync += acc[r][c].eq(total)
         # busy MAC-cycles: popcount of the enables, one register stage
         pc = Signal(_bits(MR * MC))
+        # (per row registered, then the sum registered: the compute phase ends at least
+        # four clocks after the last accumulation, so busy is complete before the stats)
         pc_rows = [Signal(_bits(MC), name=f"pc{r}") for r in range(MR)]
         for r in range(MR):
-            m.d.comb += pc_rows[r].eq(sum(s2_en[r][c] for c in range(MC)))
-        m.d.sync += pc.eq(Mux(adv, sum(pc_rows), 0))
+            m.d.sync += pc_rows[r].eq(Mux(adv, sum(s2_en[r][c] for c in range(MC)), 0))
+        m.d.sync += pc.eq(sum(pc_rows))
         m.d.sync += busy.eq(busy + pc)
 
         newpend = Signal(NG)
@@ -592,16 +598,19 @@ class ConvArray(wiring.Component):
                                          ws_rb.eq(ws_rb + d.swp)]
                     with m.Else():
                         m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
+                m.d.sync += setup_last.eq(sk == MC + 3)
                 with m.If(setup_last):
-                    m.d.sync += [setup.eq(0), sk.eq(0)]
+                    m.d.sync += [setup.eq(0), sk.eq(0), isu.eq(1)]
             with m.Else():
                 m.d.sync += pb.eq(pb + 1)
-                with m.If((sg < cp["n"]) & (pb + 1 == st_at)):
+                with m.If((sg < cp["n"]) & (pb == st_at)):
                     m.d.sync += [sg.eq(sg + 1), st_at.eq(st_at + dq), sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
                         with m.If(sg == g):
                             m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0), last_k[g].eq(kq1),
+                                         kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
+                                         kxe[g].eq(sbox[0]["kxz"]),
                                          glt[g].eq(tiles1), glb[g].eq(count1),
                                          blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                                          fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
@@ -612,61 +621,19 @@ class ConvArray(wiring.Component):
                 # pass end: every started copy finishes
                 with m.If((sg == cp["n"]) & _any(act)
                           & ~_any(act[g] & ~gdone[g] for g in range(NG))):
+                    m.d.sync += isu.eq(0)
                     with m.If(e == d.npasses - 1):
                         m.d.sync += issuing.eq(0)
                     with m.Else():
                         m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
-        m.d.comb += setup_last.eq(setup & (sk == MC + 4))
-
-        # per-group beat counters
-        with m.If(adv & issuing & ~setup):
-            for g in range(NG):
-                bx = gbox[g]
-                with m.If(act[g]):
-                    with m.If(last_k[g]):
-                        m.d.sync += last_k[g].eq(kq1)
-                    with m.Elif(ky[g] == bx["kyl"]):
-                        with m.If(ic[g] == iccl):
-                            m.d.sync += last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"])
-                        with m.Else():
-                            m.d.sync += last_k[g].eq((ic[g] == iccm) & (kx[g] == bx["kxl"])
-                                                     & bx["kyz"])
-                    with m.Else():
-                        m.d.sync += last_k[g].eq((ky[g] == bx["kym"]) & (ic[g] == iccl)
-                                                 & (kx[g] == bx["kxl"]))
-                    with m.If(last_k[g]):
-                        m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
-                                     fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
-                                     wy[g].eq(0), par[g].eq(~par[g])]
-                        with m.If(glt[g]):
-                            m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] + 2 == cp["count"])]
-                            m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
-                                         wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
-                                         gob[g].eq(goc[g] + cb[g] + cp["r"])]
-                            with m.If(glb[g]):
-                                m.d.sync += act[g].eq(0)
-                        with m.Else():
-                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
-                                         glt[g].eq(tt[g] + 2 == cp["tiles"])]
-                    with m.Elif(ky[g] == bx["kyl"]):
-                        m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
-                        with m.If(ic[g] == iccl):
-                            m.d.sync += [ic[g].eq(0), fc[g].eq(0), wc[g].eq(0),
-                                         kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
-                                         wx[g].eq(wx[g] + cqkh)]
-                        with m.Else():
-                            m.d.sync += [ic[g].eq(ic[g] + 1), fc[g].eq(fc[g] + d.hwp),
-                                         wc[g].eq(wc[g] + d.kh)]
-                    with m.Else():
-                        m.d.sync += [ky[g].eq(ky[g] + 1), fy[g].eq(fy[g] + d.wp),
-                                     wy[g].eq(wy[g] + 1)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
         g0_next = Signal()
         m.d.comb += g0_next.eq(adv & act[0] & last_k[0] & ~gdone[0] & ~setup)
         from_init = Signal()
         m.d.comb += from_init.eq(setup_last | glt[0])
-        m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1)]
+        m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
+                     tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
         # per-pass advance constants (stable from the second set-up clock on)
         # (two register stages: kb first, then the four constant sets; stable from the
         # fourth set-up clock on, before the first advance of a first-tile state)
@@ -700,7 +667,7 @@ class ConvArray(wiring.Component):
                          wx[0].eq(0), wc[0].eq(0), wy[0].eq(0), gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), pb.eq(0), sg.eq(1),
-                         st_at.eq(dq), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
+                         st_at.eq(dq - 1), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
         # Padding box of a tile (skip_pad, n = 1 passes): three register stages per source
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
@@ -762,6 +729,57 @@ class ConvArray(wiring.Component):
             for c in range(MC):
                 nxt = advance(cur[c])
                 m.d.sync += [cur[c][k].eq(Mux(from_init, pinit_adv[c][k], nxt[k])) for k in ws]
+
+        with m.If(adv & setup_last):      # copy 0 starts: flags of its first tile
+            m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
+        # per-group beat counters (selects are registered flags)
+        with m.If(adv & isu):
+            for g in range(NG):
+                bx = gbox[g]
+                # the box of the copy's next tile: copy 0 writes it now, the others read it
+                nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
+                      else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
+                with m.If(act[g]):
+                    with m.If(last_k[g]):
+                        m.d.sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
+                                     kxe[g].eq(nb["kxz"])]
+                    with m.Elif(kye[g]):
+                        m.d.sync += kye[g].eq(bx["kyz"])
+                        with m.If(ice[g]):
+                            m.d.sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
+                                         ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
+                        with m.Else():
+                            m.d.sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
+                                         ice[g].eq(ic[g] == iccm)]
+                    with m.Else():
+                        m.d.sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
+                                     kye[g].eq(ky[g] == bx["kym"])]
+                    with m.If(last_k[g]):
+                        m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
+                                     fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
+                                     wy[g].eq(0), par[g].eq(~par[g])]
+                        with m.If(glt[g]):
+                            m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
+                            m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
+                                         wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
+                                         gob[g].eq(goc[g] + cb[g] + cp["r"])]
+                            with m.If(glb[g]):
+                                m.d.sync += act[g].eq(0)
+                        with m.Else():
+                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
+                                         glt[g].eq(tt[g] == tiles2)]
+                    with m.Elif(kye[g]):
+                        m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
+                        with m.If(ice[g]):
+                            m.d.sync += [ic[g].eq(0), fc[g].eq(0), wc[g].eq(0),
+                                         kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
+                                         wx[g].eq(wx[g] + cqkh)]
+                        with m.Else():
+                            m.d.sync += [ic[g].eq(ic[g] + 1), fc[g].eq(fc[g] + d.hwp),
+                                         wc[g].eq(wc[g] + d.kh)]
+                    with m.Else():
+                        m.d.sync += [ky[g].eq(ky[g] + 1), fy[g].eq(fy[g] + d.wp),
+                                     wy[g].eq(wy[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
         a0, a1, a2 = Signal(24), Signal(24), Signal(24)
