@@ -227,6 +227,13 @@ class ConvArray(wiring.Component):
         wpass, cbpass = Signal(24, name="wpass"), Signal(16, name="cbpass")
 
         adv = Signal()
+        # Replicas of the stall register (same next value, no reset so that synthesis keeps
+        # them apart; they may differ from adv only in the first clock after a reset, when
+        # the pipeline is empty): one per MAC row, one per column's feature banks, one for
+        # the issue stage, so that no single flip-flop drives thousands of enables.
+        adv_row = [Signal(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
+        adv_col = [Signal(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
+        adv_iss = Signal(init=1, reset_less=True, name="adv_iss")
         last_k = gsig("lastk", 1)
         # last_k[g] is a register: "this beat is the last of the tile", predicted one beat
         # ahead from the counters and the tile's box (decremented bounds kxm/kym, chunk
@@ -313,7 +320,6 @@ class ConvArray(wiring.Component):
 
         def copy_stage(dst, src):
             out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N")]
-            out += [dst["en"][r].eq(src["en"][r]) for r in range(MR)]
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             return out
         sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
@@ -331,9 +337,10 @@ class ConvArray(wiring.Component):
         s2_en, s2_gob, s2_grb, s2_R, s2_N = s2["en"], s2["gob"], s2["grb"], s2["R"], s2["N"]
         for c in range(MC):
             for p in range(2):
-                m.d.comb += [fread[c][p].addr.eq(a_base[c][p] + a_fo[p]), fread[c][p].en.eq(adv)]
+                m.d.comb += [fread[c][p].addr.eq(a_base[c][p] + a_fo[p]),
+                             fread[c][p].en.eq(adv_col[c])]
         for r in range(MR):
-            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv)]
+            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv_row[r])]
 
         with m.If(adv):
             rv, rl, rp = [], [], []
@@ -343,20 +350,28 @@ class ConvArray(wiring.Component):
                 rv.append(v)
                 rl.append(row_act[r] & _sel(i_lk, g))
                 rp.append(_sel(i_par, g))
-                m.d.sync += sa["en"][r].eq(Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
-                                                 for c in range(MC)]))
-                m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
+                with m.If(adv_row[r]):
+                    m.d.sync += sa["en"][r].eq(
+                        Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
+                              for c in range(MC)]))
+                    m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
             m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
                          sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
                          sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N)]
             m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
             m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
             m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
-            m.d.sync += [a_base[c][p].eq(i_base[c][p]) for c in range(MC) for p in range(2)]
             m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
-            # bank data registered as read (x2), then selected, gated and multiplied (s2)
-            m.d.sync += [fd[c][p].eq(fread[c][p].data) for c in range(MC) for p in range(2)]
-            for r in range(MR):
+        for c in range(MC):
+            with m.If(adv_col[c]):
+                m.d.sync += [a_base[c][p].eq(i_base[c][p]) for p in range(2)]
+                # bank data registered as read (x2)
+                m.d.sync += [fd[c][p].eq(fread[c][p].data) for p in range(2)]
+        for r in range(MR):
+            with m.If(adv_row[r]):
+                m.d.sync += [s1["en"][r].eq(sa["en"][r]), x2["en"][r].eq(s1["en"][r]),
+                             s2["en"][r].eq(x2["en"][r])]
+                # then selected, gated and multiplied (s2)
                 m.d.sync += wr[r].eq(wread[r].data)
                 for c in range(MC):
                     f = Mux(x2["en"][r][c], Mux(x2["rp"][r], fd[c][1], fd[c][0]), 0)
@@ -384,8 +399,8 @@ class ConvArray(wiring.Component):
         m.d.comb += adv.eq(adv_r)
 
         # accumulate / capture
-        with m.If(adv):
-            for r in range(MR):
+        for r in range(MR):
+            with m.If(adv_row[r]):
                 for c in range(MC):
                     total = acc[r][c] + prod[r][c]
                     with m.If(s2_rl[r]):
@@ -398,7 +413,7 @@ class ConvArray(wiring.Component):
         # four clocks after the last accumulation, so busy is complete before the stats)
         pc_rows = [Signal(_bits(MC), name=f"pc{r}") for r in range(MR)]
         for r in range(MR):
-            m.d.sync += pc_rows[r].eq(Mux(adv, sum(s2_en[r][c] for c in range(MC)), 0))
+            m.d.sync += pc_rows[r].eq(Mux(adv_row[r], sum(s2_en[r][c] for c in range(MC)), 0))
         m.d.sync += pc.eq(sum(pc_rows))
         m.d.sync += busy.eq(busy + pc)
 
@@ -434,7 +449,10 @@ class ConvArray(wiring.Component):
             if g == 0:
                 b = b | (s2n_gl[0] & s2n_first & ~clear_n)
             blocked_n.append(b)
-        m.d.sync += adv_r.eq(~_any(blocked_n))
+        adv_n = Signal(name="adv_n")
+        m.d.comb += adv_n.eq(~_any(blocked_n))
+        m.d.sync += [adv_r.eq(adv_n), adv_iss.eq(adv_n)]
+        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col]
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
@@ -573,7 +591,7 @@ class ConvArray(wiring.Component):
                      self.o.payload.eq(_sel([_sel(st_data[b], st_c) for b in range(2)], st_sel))]
 
         # ---------------------------------------------------------------- issue control
-        with m.If(adv & issuing):
+        with m.If(adv_iss & issuing):
             with m.If(setup):
                 m.d.sync += sk.eq(sk + 1)
                 with m.If(sk == 0):
@@ -629,7 +647,7 @@ class ConvArray(wiring.Component):
 
         # group 0 start (last set-up clock) and column-state / slot updates
         g0_next = Signal()
-        m.d.comb += g0_next.eq(adv & act[0] & last_k[0] & ~gdone[0] & ~setup)
+        m.d.comb += g0_next.eq(adv_iss & act[0] & last_k[0] & ~gdone[0] & ~setup)
         from_init = Signal()
         m.d.comb += from_init.eq(setup_last | glt[0])
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
@@ -659,7 +677,7 @@ class ConvArray(wiring.Component):
             nxt = advance(pinit[c])
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
-        with m.If(adv & setup_last):
+        with m.If(adv_iss & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
@@ -719,7 +737,7 @@ class ConvArray(wiring.Component):
         cbox = box_stages(cur, "cbox")
         ibox = box_stages(pinit, "ibox")
 
-        with m.If((adv & setup_last) | g0_next):
+        with m.If((adv_iss & setup_last) | g0_next):
             tgt = Mux(setup_last, 0, ~par[0])
             for p in range(2):
                 with m.If(tgt == p):
@@ -730,10 +748,10 @@ class ConvArray(wiring.Component):
                 nxt = advance(cur[c])
                 m.d.sync += [cur[c][k].eq(Mux(from_init, pinit_adv[c][k], nxt[k])) for k in ws]
 
-        with m.If(adv & setup_last):      # copy 0 starts: flags of its first tile
+        with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
         # per-group beat counters (selects are registered flags)
-        with m.If(adv & isu):
+        with m.If(adv_iss & isu):
             for g in range(NG):
                 bx = gbox[g]
                 # the box of the copy's next tile: copy 0 writes it now, the others read it
