@@ -505,21 +505,32 @@ class ConvArray(wiring.Component):
         handoff = Signal()
         st_step = Signal()
         m.d.comb += st_step.eq(st_busy & self.o.ready)
-        rowend = st_ox == st_wo - 1
-        ch_end = st_step & rowend & (st_oy == st_ho - 1)        # next output channel
-        grp = st_step & ~ch_end & ((st_g == st_n - 1) | rowend)  # next window group
+        # registered flags (each predicted from the next state): ox == wo - 1,
+        # oy == ho - 1, g == n - 1, c == cols - 1, o + 1 == cend, o == oc - 1, img == B - 1
+        fl = {k: Signal(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
+                                                   "olastc", "olast", "imglast")}
+        st_wo1, st_ho1, st_oc1 = (Signal(DIMW, name="st_wo1"), Signal(DIMW, name="st_ho1"),
+                                  Signal(16, name="st_oc1"))
+        # sums kept in registers instead of adders on the address path:
+        # stX[i] = sI_a[i] + o + 1 (a new channel's address in pass i),
+        # st_basew = st_base + st_noc, st_addroc = st_addr + st_oc
+        stX = [Signal(24, name=f"st_x{i}") for i in range(NP)]
+        st_basew, st_addroc = Signal(24, name="st_basew"), Signal(24, name="st_addroc")
+        rowend = fl["rowend"]
+        ch_end = st_step & rowend & fl["lastrow"]                 # next output channel
+        grp = st_step & ~ch_end & (fl["glast"] | rowend)          # next window group
         cop = st_step & ~ch_end & ~grp                            # next copy of the group
-        wrap = grp & ((st_c == MC - 1) | (~st_flat & rowend))
-        new_e = ch_end & (st_o + 1 == st_cend)
+        wrap = grp & (fl["clast"] | (~st_flat & rowend))
+        new_e = ch_end & fl["olastc"]
         ne = st_e + 1
         mv = st_step & ~ch_end
-        at_wrap = st_base + st_noc
-        img_end = ch_end & (st_o == st_oc - 1)
-        img_nx = img_end & (st_img != st_b)         # next image: channel 0, pass 0
+        at_wrap = st_basew
+        img_end = ch_end & fl["olast"]
+        img_nx = img_end & ~fl["imglast"]           # next image: channel 0, pass 0
         e_nx = Mux(new_e, ne, st_e)
-        # next channel: its pass's image start (both candidates computed in parallel)
+        # next channel: its pass's image start
         ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
-        ch_at = Mux(new_e, _sel(sI_a, ne) + st_o + 1, _sel(sI_a, st_e) + st_o + 1)
+        ch_at = Mux(new_e, _sel(stX, ne), _sel(stX, st_e))
 
         def nxv(hand, img, chan, keep, *pairs):
             expr = keep
@@ -535,7 +546,7 @@ class ConvArray(wiring.Component):
             nx["c"].eq(nxv(0, sN_c[0], ch_c, st_c, (wrap, 0), (grp, st_c + 1))),
             nx["at"].eq(nxv(0, sN_a[0], ch_at, st_base, (wrap, at_wrap))),
             nx["addr"].eq(nxv(0, sN_a[0], ch_at, st_addr, (wrap, at_wrap), (grp, st_base),
-                              (cop, st_addr + st_oc))),
+                              (cop, st_addroc))),
             nx["e"].eq(Mux(handoff | img_nx, 0, e_nx)),
             nx["n"].eq(Mux(handoff, d.p0_n, Mux(img_nx, st_pn[0],
                                                 Mux(new_e, _sel(st_pn, ne), st_n)))),
@@ -545,6 +556,26 @@ class ConvArray(wiring.Component):
                                                       Mux(new_e, _sel(st_pcend, ne),
                                                           st_cend)))),
         ]
+        oc_n = Mux(handoff, d.oc, st_oc)
+        m.d.sync += [
+            fl["rowend"].eq(nx["ox"] == Mux(handoff, d.wo - 1, st_wo1)),
+            fl["lastrow"].eq(nx["oy"] == Mux(handoff, d.ho - 1, st_ho1)),
+            fl["glast"].eq(nx["g"] + 1 == nx["n"]),
+            fl["clast"].eq(nx["c"] == MC - 1),
+            fl["olastc"].eq(nx["o"] + 1 == nx["cend"]),
+            fl["olast"].eq(nx["o"] == Mux(handoff, d.oc - 1, st_oc1)),
+            fl["imglast"].eq(Mux(handoff, d.batch == 1,
+                                 Mux(img_nx, st_img + 1 == st_b, fl["imglast"]))),
+            st_basew.eq(nx["at"] + nx["noc"]),
+            st_addroc.eq(nx["addr"] + oc_n),
+        ]
+        with m.If(handoff):
+            m.d.sync += [st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1)]
+            m.d.sync += [x.eq(1) for x in stX]
+        with m.Elif(img_nx):
+            m.d.sync += [stX[i].eq(sN_a[i] + 1) for i in range(NP)]
+        with m.Elif(ch_end):
+            m.d.sync += [x.eq(x + 1) for x in stX]
         with m.If(img_nx):
             m.d.sync += st_img.eq(st_img + 1)
             for i in range(NP):
