@@ -831,7 +831,7 @@ class ConvArray(wiring.Component):
                                      wy[g].eq(wy[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
-        a0, a1, a2 = Signal(24), Signal(24), Signal(24)
+        a0, a1, a2 = Signal(16), Signal(DIMW + 1), Signal(16)
         a3 = Signal(16, name="a3")             # image of the batch being loaded
         ximg = Signal(24, name="ximg")         # bank offset of the next image's first map
         xcst = Signal(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
@@ -839,16 +839,16 @@ class ConvArray(wiring.Component):
         le, lb, li = Signal(range(NP + 1)), Signal(16), Signal(16)
         lbase, la_x, la_c, lky, lkx, lic = (Signal(24, name=n) for n in
                                             ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
-        lR, lcount = _sel(pvl["r"], le), _sel(pvl["count"], le)
         # row offsets g * R of the loader's pass (registered when the pass changes)
         lRg = [Signal(20, name=f"lRg{g}") for g in range(NG)]
+        lrow = [Signal(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
         lN = Signal(4, name="lN")
         w_en = Signal()
         wl_addr = Signal(24, name="wl_addr")
         wl_data = Signal(signed(cfg.weight_width), name="wl_data")
         wl_hit = Signal(MR, name="wl_hit")
         m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
-                     wl_hit.eq(Cat(*[w_en & _any((li + lRg[g] == r) & (g < lN)
+                     wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < lN)
                                                  for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
             wp = wmem[r].write_port()
@@ -864,10 +864,20 @@ class ConvArray(wiring.Component):
         last_chunk = Signal()
         x_ready = Signal()
         m.d.comb += last_chunk.eq(q == d.chunks - 1)
-        interior = ((a1 >= d.pad) & (a1 < d.pad + d.h) & (a0 >= d.pad) & (a0 < d.pad + d.w))
+        padh, padw = Signal(DIMW + 1, name="ld_padh"), Signal(DIMW + 1, name="ld_padw")
+        m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
+        interior = ((a1 >= d.pad) & (a1 < padh) & (a0 >= d.pad) & (a0 < padw))
         step = ~interior | self.x.valid
         m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
                      f_data.eq(Mux(interior, self.x.payload, 0))]
+        # loader constants from the descriptor (registered; d is stable from CHUNK on)
+        kw1, kh1 = Signal(8, name="ld_kw1"), Signal(8, name="ld_kh1")
+        oc1 = Signal(16, name="ld_oc1")
+        wp1, hp1 = Signal(DIMW, name="ld_wp1"), Signal(DIMW, name="ld_hp1")
+        b1 = Signal(16, name="ld_b1")
+        lR1, lcount1 = Signal(16, name="ld_r1"), Signal(16, name="ld_count1")
+        m.d.sync += [kw1.eq(d.kw - 1), kh1.eq(d.kh - 1), oc1.eq(d.oc - 1), wp1.eq(d.wp - 1),
+                     hp1.eq(d.hp - 1), b1.eq(d.batch - 1)]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
@@ -883,26 +893,34 @@ class ConvArray(wiring.Component):
                              a0.eq(0), a1.eq(0), a2.eq(0), a3.eq(0), addr.eq(0),
                              ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1),
                              le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
-                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n)]
+                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n),
+                             lR1.eq(d.p0_r - 1), lcount1.eq(d.p0_count - 1)]
                 m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
+                m.d.sync += [lrow[g].eq(d.p0_r * g) for g in range(NG)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
                 # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
                 with m.If(self.w.valid):
-                    with m.If(lkx == d.kw - 1):
+                    with m.If(lkx == kw1):
                         m.d.sync += [lkx.eq(0), la_x.eq(0)]
-                        with m.If(lky == d.kh - 1):
+                        with m.If(lky == kh1):
                             m.d.sync += lky.eq(0)
-                            with m.If(lic == icc - 1):
+                            with m.If(lic == iccl):
                                 m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1)]
-                                with m.If(li == lR - 1):
+                                m.d.sync += [lrow[g].eq(lrow[g] + 1) for g in range(NG)]
+                                with m.If(li == lR1):
                                     m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq)]
-                                    with m.If(lb == lcount - 1):
+                                    m.d.sync += [lrow[g].eq(lRg[g]) for g in range(NG)]
+                                    with m.If(lb == lcount1):
                                         m.d.sync += [lb.eq(0), le.eq(le + 1),
-                                                     lN.eq(_sel(pvl["n"], le + 1))]
+                                                     lN.eq(_sel(pvl["n"], le + 1)),
+                                                     lR1.eq(_sel(pvl["r"], le + 1) - 1),
+                                                     lcount1.eq(_sel(pvl["count"], le + 1) - 1)]
                                         m.d.sync += [lRg[g].eq(_sel(pvl["r"], le + 1) * g)
                                                      for g in range(NG)]
-                                with m.If(a0 == d.oc - 1):
+                                        m.d.sync += [lrow[g].eq(_sel(pvl["r"], le + 1) * g)
+                                                     for g in range(NG)]
+                                with m.If(a0 == oc1):
                                     m.d.sync += a0.eq(0)
                                     m.next = "XLOAD"
                                 with m.Else():
@@ -918,14 +936,14 @@ class ConvArray(wiring.Component):
                 # stream order (image, ic, yp, xp); banks [ic][image][Hp][Wp]
                 with m.If(step):
                     m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1)]
-                    with m.If(a0 == d.wp - 1):
+                    with m.If(a0 == wp1):
                         m.d.sync += [a0.eq(0), a1.eq(a1 + 1)]
-                        with m.If(a1 == d.hp - 1):
+                        with m.If(a1 == hp1):
                             m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst)]
-                            with m.If(a2 == icc - 1):
+                            with m.If(a2 == iccl):
                                 m.d.sync += [a2.eq(0), a3.eq(a3 + 1), addr.eq(ximg),
                                              ximg.eq(ximg + d.imgw)]
-                                with m.If(a3 == d.batch - 1):
+                                with m.If(a3 == b1):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
                                                  dg.eq(0), di.eq(0)]
