@@ -234,6 +234,8 @@ class ConvArray(wiring.Component):
         adv_row = [Signal(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
         adv_col = [Signal(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
         adv_iss = Signal(init=1, reset_less=True, name="adv_iss")
+        adv_slot = [Signal(init=1, reset_less=True, name=f"adv_slot{c}") for c in range(MC)]
+        adv_box = Signal(init=1, reset_less=True, name="adv_box")
         last_k = gsig("lastk", 1)
         # last_k[g] is a register: "this beat is the last of the tile", predicted one beat
         # ahead from the counters and the tile's box (decremented bounds kxm/kym, chunk
@@ -452,7 +454,7 @@ class ConvArray(wiring.Component):
         adv_n = Signal(name="adv_n")
         m.d.comb += adv_n.eq(~_any(blocked_n))
         m.d.sync += [adv_r.eq(adv_n), adv_iss.eq(adv_n)]
-        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col]
+        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col + adv_slot + [adv_box]]
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
@@ -657,16 +659,21 @@ class ConvArray(wiring.Component):
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
                         with m.If(sg == g):
-                            m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0), last_k[g].eq(kq1),
-                                         kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
-                                         kxe[g].eq(sbox[0]["kxz"]),
-                                         glt[g].eq(tiles1), glb[g].eq(count1),
-                                         blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
-                                         fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
-                                         wx[g].eq(0), wc[g].eq(0), wy[g].eq(0),
-                                         wblk[g].eq(wpass), cb[g].eq(cbpass),
-                                         gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
-                                         goc[g].eq(sgoc), grb[g].eq(sgrb)]
+                            m.d.sync += act[g].eq(1)
+        # an idle copy (g >= 1) keeps loading the start values of the next copy to start
+        # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
+        for g in range(1, NG):
+            with m.If(~act[g]):
+                m.d.sync += [par[g].eq(0), tt[g].eq(0), last_k[g].eq(kq1),
+                             kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
+                             kxe[g].eq(sbox[0]["kxz"]),
+                             glt[g].eq(tiles1), glb[g].eq(count1),
+                             blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
+                             fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
+                             wx[g].eq(0), wc[g].eq(0), wy[g].eq(0),
+                             wblk[g].eq(wpass), cb[g].eq(cbpass),
+                             gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
+                             goc[g].eq(sgoc), grb[g].eq(sgrb)]
                 # pass end: every started copy finishes
                 with m.If((sg == cp["n"]) & _any(act)
                           & ~_any(act[g] & ~gdone[g] for g in range(NG))):
@@ -677,8 +684,6 @@ class ConvArray(wiring.Component):
                         m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
-        g0_next = Signal()
-        m.d.comb += g0_next.eq(adv_iss & act[0] & last_k[0] & ~gdone[0] & ~setup)
         from_init = Signal()
         m.d.comb += from_init.eq(setup_last | glt[0])
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
@@ -768,14 +773,19 @@ class ConvArray(wiring.Component):
         cbox = box_stages(cur, "cbox")
         ibox = box_stages(pinit, "ibox")
 
-        with m.If((adv_iss & setup_last) | g0_next):
-            tgt = Mux(setup_last, 0, ~par[0])
+        # copy 0 enters a tile: per column its own enable (own stall replica), so that no
+        # single net reaches every column's slot and state registers
+        tgt = Mux(setup_last, 0, ~par[0])
+        g0_go = act[0] & last_k[0] & ~gdone[0] & ~setup
+        with m.If(adv_box & (setup_last | g0_go)):
             for p in range(2):
                 with m.If(tgt == p):
                     m.d.sync += [sbox[p][k].eq(Mux(from_init, ibox[k], cbox[k])) for k in BX]
-                    for c in range(MC):
+        for c in range(MC):
+            with m.If(adv_slot[c] & (setup_last | g0_go)):
+                for p in range(2):
+                    with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
-            for c in range(MC):
                 nxt = advance(cur[c])
                 m.d.sync += [cur[c][k].eq(Mux(from_init, pinit_adv[c][k], nxt[k])) for k in ws]
 
