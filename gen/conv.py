@@ -91,8 +91,8 @@ class ConvConfig:
         Largest input height/width (before padding), 1..4096.
     shared_stream : bool
         Keep the shared-stream limit ``n <= max(2, floor(kw / stride) + 1)`` (and
-        ``n <= Wo``): the staggered copies of a column share one feature bank with two read
-        ports, which is what the generated RTL runs.  ``False`` is for what-if mapper tables
+        ``n <= Wo``): the staggered copies of a column share one feature stream read at two
+        tile positions (the RTL keeps two single-read-port copies of the bank per column).  ``False`` is for what-if mapper tables
         only; :func:`check_fits` rejects such schedules for the RTL.
     """
 

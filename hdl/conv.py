@@ -5,8 +5,8 @@ The ``n`` copies (groups of ``R`` rows) of a pass run *staggered*, as in the see
 ``g`` of column ``c`` computes the window one stride right of copy ``g - 1`` and runs
 ``D = min(stride, kw) * q * kh`` beats behind it (beats in <kernel column, input channel,
 kernel row> order), so all copies working on one tile read the same feature word each
-beat.  Each column therefore has a feature bank with two synchronous read ports (the tile
-in flight and the next one); each row has its own weight bank (one synchronous read port)
+beat.  Each column therefore has two feature banks (identical copies of the padded maps,
+one synchronous read port each: the tile in flight and the next one); each row has its own weight bank (one synchronous read port)
 filled by the weight mapping; the output banks (one per column, ping-pong) are synchronous
 too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
 """
@@ -63,7 +63,7 @@ class ConvArray(wiring.Component):
     output row and starts ``g * D`` beats after copy 0, ``D`` = descriptor ``dq``.  Per
     input-channel chunk: weight load (the weight mapping writes each weight into the banks
     of the rows that use it), feature load (padding inserted, one copy per column and read
-    port), compute (a pass set-up of ``cols + 2`` clocks, then the staggered tiles; with the
+    port), compute (a pass set-up of ``cols + 5`` clocks, then the staggered tiles; with the
     descriptor bit ``skip`` the tiles of ``n = 1`` passes run only their box of kernel
     rows/columns that are not padding for every lane, see :func:`gen.conv.tile_boxes`),
     the partial sums of later chunks added into the output banks; finally a stats word and
