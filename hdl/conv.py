@@ -213,8 +213,11 @@ class ConvArray(wiring.Component):
             return [Signal(width, name=f"g{g}_{name}") for g in range(NG)]
         act, par = gsig("act", 1), gsig("par", 1)
         kx, ky, ic = gsig("kx", 8), gsig("ky", 8), gsig("ic", 16)
-        fx, fc, fy = gsig("fx", FW), gsig("fc", FW), gsig("fy", FW)
-        wx, wc, wy = gsig("wx", WW), gsig("wc", WW), gsig("wy", 8)
+        # beat offsets kept as running sums (one adder per update): feature fx = kernel
+        # column + window offset, fxc = fx + ic * hwp, fo = fxc + ky * wp; weight
+        # wbx = block + kx * q * kh, wbxc = wbx + ic * kh, wo = wbxc + ky
+        fx, fxc, fo_g = gsig("fx", FW), gsig("fxc", FW), gsig("fo", FW)
+        wbx, wbxc, wo_g = gsig("wbx", WW), gsig("wbxc", WW), gsig("wo", WW)
         tt, blk = gsig("t", 24), gsig("blk", 16)
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
         tiles1, count1 = Signal(name="tiles1"), Signal(name="count1")
@@ -253,8 +256,8 @@ class ConvArray(wiring.Component):
             gbox.append(bx)
             m.d.comb += [
                 gdone[g].eq(act[g] & last_k[g] & glt[g] & glb[g]),
-                foff[g].eq(fx[g] + fc[g] + fy[g] + bx["fbox"]),
-                waddr[g].eq(wblk[g] + wx[g] + wc[g] + wy[g] + bx["wbox"]),
+                foff[g].eq(fo_g[g] + bx["fbox"]),
+                waddr[g].eq(wo_g[g] + bx["wbox"]),
             ]
 
         # rows -> groups (registered per pass)
@@ -669,8 +672,8 @@ class ConvArray(wiring.Component):
                              kxe[g].eq(sbox[0]["kxz"]),
                              glt[g].eq(tiles1), glb[g].eq(count1),
                              blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
-                             fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
-                             wx[g].eq(0), wc[g].eq(0), wy[g].eq(0),
+                             fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
+                             wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
                              wblk[g].eq(wpass), cb[g].eq(cbpass),
                              gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
                              goc[g].eq(sgoc), grb[g].eq(sgrb)]
@@ -717,8 +720,9 @@ class ConvArray(wiring.Component):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
-                         ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fc[0].eq(0), fy[0].eq(0),
-                         wx[0].eq(0), wc[0].eq(0), wy[0].eq(0), gob[0].eq(cb[0]),
+                         ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
+                         wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
+                         gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), pb.eq(0), sg.eq(1),
                          st_at.eq(dq - 1), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
@@ -815,10 +819,13 @@ class ConvArray(wiring.Component):
                                      kye[g].eq(ky[g] == bx["kym"])]
                     with m.If(last_k[g]):
                         m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
-                                     fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
-                                     wy[g].eq(0), par[g].eq(~par[g])]
+                                     fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
+                                     wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
+                                     par[g].eq(~par[g])]
                         with m.If(glt[g]):
                             m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
+                            m.d.sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
+                                         wo_g[g].eq(wblk[g] + kq)]
                             m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
                                          wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
                                          gob[g].eq(goc[g] + cb[g] + cp["r"])]
@@ -828,17 +835,19 @@ class ConvArray(wiring.Component):
                             m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
                                          glt[g].eq(tt[g] == tiles2)]
                     with m.Elif(kye[g]):
-                        m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
+                        m.d.sync += ky[g].eq(0)
                         with m.If(ice[g]):
-                            m.d.sync += [ic[g].eq(0), fc[g].eq(0), wc[g].eq(0),
-                                         kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
-                                         wx[g].eq(wx[g] + cqkh)]
+                            m.d.sync += [ic[g].eq(0), kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
+                                         fxc[g].eq(fx[g] + 1), fo_g[g].eq(fx[g] + 1),
+                                         wbx[g].eq(wbx[g] + cqkh), wbxc[g].eq(wbx[g] + cqkh),
+                                         wo_g[g].eq(wbx[g] + cqkh)]
                         with m.Else():
-                            m.d.sync += [ic[g].eq(ic[g] + 1), fc[g].eq(fc[g] + d.hwp),
-                                         wc[g].eq(wc[g] + d.kh)]
+                            m.d.sync += [ic[g].eq(ic[g] + 1), fxc[g].eq(fxc[g] + d.hwp),
+                                         fo_g[g].eq(fxc[g] + d.hwp), wbxc[g].eq(wbxc[g] + d.kh),
+                                         wo_g[g].eq(wbxc[g] + d.kh)]
                     with m.Else():
-                        m.d.sync += [ky[g].eq(ky[g] + 1), fy[g].eq(fy[g] + d.wp),
-                                     wy[g].eq(wy[g] + 1)]
+                        m.d.sync += [ky[g].eq(ky[g] + 1), fo_g[g].eq(fo_g[g] + d.wp),
+                                     wo_g[g].eq(wo_g[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
         a0, a1, a2 = Signal(16), Signal(DIMW + 1), Signal(16)
