@@ -321,10 +321,12 @@ class ConvArray(wiring.Component):
                     "rp": Signal(MR, name=f"{name}_rp"), "gl": Signal(NG, name=f"{name}_gl"),
                     "first": Signal(name=f"{name}_first"), "v": Signal(name=f"{name}_v"),
                     "gob": gsig(f"{name}_gob", 24), "grb": gsig(f"{name}_grb", 16),
-                    "R": Signal(16, name=f"{name}_R"), "N": Signal(4, name=f"{name}_N")}
+                    "R": Signal(16, name=f"{name}_R"), "N": Signal(4, name=f"{name}_N"),
+                    "Rle": Signal(name=f"{name}_Rle")}      # R <= drain_rows
 
         def copy_stage(dst, src):
-            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N")]
+            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N",
+                                               "Rle")]
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             return out
         sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
@@ -362,7 +364,8 @@ class ConvArray(wiring.Component):
                     m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
             m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
                          sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
-                         sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N)]
+                         sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N),
+                         sa["Rle"].eq(i_R <= DR)]
             m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
             m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
             m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
@@ -391,6 +394,11 @@ class ConvArray(wiring.Component):
         working = Signal()
         fin = Signal()
         d_R = Signal(16, name="d_R")          # rows of the copy being drained (one pass)
+        d_Rle = Signal(name="d_Rle")          # d_R <= drain_rows
+        drem = Signal(16, name="drem")        # rows left of the copy being drained
+        cap_last = gsig("cap_last", 1)        # copy g is its pass's last copy (g + 1 == n)
+        daddr = Signal(24, name="daddr")      # output address of the drain step (gob + di)
+        drow = Signal(16, name="drow")        # shadow row of the drain step (rb + di)
         dlast = Signal(name="dlast")          # this drain step is the copy's last one
         m.d.comb += [working.eq(pending.bit_select(dg, 1)), fin.eq(working & dlast)]
         fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
@@ -427,7 +435,7 @@ class ConvArray(wiring.Component):
             cap = adv & s2_gl[g]
             with m.If(cap):
                 m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_N[g].eq(s2_N),
-                             cap_rb[g].eq(s2_grb[g])]
+                             cap_rb[g].eq(s2_grb[g]), cap_last[g].eq(s2_N == g + 1)]
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
         any_cap = adv & s2_gl.any()
@@ -435,13 +443,23 @@ class ConvArray(wiring.Component):
         dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), Signal(name="dlast_n")
         r_fin = Signal(16, name="d_R_fin")
         m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
+        rle_fin = Mux(any_cap, s2["Rle"], d_Rle)
         m.d.comb += [
-            dg_n.eq(Mux(fin, Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1), dg)),
+            dg_n.eq(Mux(fin, Mux(_sel(cap_last, dg), 0, dg + 1), dg)),
             di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
             dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
-            dlast_n.eq(Mux(~working, s2_R <= DR, Mux(fin, r_fin <= DR, di + 2 * DR >= d_R))),
+            dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, drem <= 2 * DR))),
         ]
-        m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n)]
+        m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n),
+                     d_Rle.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_Rle))),
+                     drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
+        # the next drain step's output address and shadow row (the captures of this clock
+        # included)
+        cap_gob_n = [Mux(adv & s2_gl[g], s2_gob[g], cap_gob[g]) for g in range(NG)]
+        cap_rb_n = [Mux(adv & s2_gl[g], s2_grb[g], cap_rb[g]) for g in range(NG)]
+        new_copy = fin | ~working
+        m.d.sync += [daddr.eq(Mux(new_copy, _sel(cap_gob_n, dg_n), daddr + DR)),
+                     drow.eq(Mux(new_copy, _sel(cap_rb_n, dg_n), drow + DR))]
         # next clock's stall from the next state
         s2n_gl = Mux(adv, x2["gl"], s2_gl)
         s2n_first = Mux(adv, x2["first"], s2_first)
@@ -463,17 +481,14 @@ class ConvArray(wiring.Component):
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
         wb_addr = [Signal(24, name=f"wb{j}_addr") for j in range(DR)]
         wb_new = [[Signal(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
-        d_gob, d_rb = _sel(cap_gob, dg), _sel(cap_rb, dg)
         oaddr = []
         for j in range(DR):
-            ij = Signal(16, name=f"dr{j}_i")
-            m.d.comb += ij.eq(di + j)
             oa = Signal(24, name=f"dr{j}_addr")
-            m.d.comb += oa.eq(d_gob + ij)
+            m.d.comb += oa.eq(daddr + j)
             oaddr.append(oa)
             rr = Signal(16, name=f"dr{j}_row")
-            m.d.comb += rr.eq(d_rb + ij)
-            m.d.sync += [wb_v[j].eq(working & (ij < d_R)), wb_addr[j].eq(oa)]
+            m.d.comb += rr.eq(drow + j)
+            m.d.sync += [wb_v[j].eq(working & (drem > j)), wb_addr[j].eq(oa)]
             for c in range(MC):
                 m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
 
