@@ -201,7 +201,7 @@ class ConvArray(wiring.Component):
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
         pinit_adv = [cstate(f"pinit_adv{c}") for c in range(MC)]
         cur = [cstate(f"cur{c}") for c in range(MC)]
-        SL = {"base": FW, "img": 16, "jn": 16}
+        SL = {"base": FW, "img": 16, "jn": 16, "lv": NG}   # lv: lane g valid (img < B, jn + g < Wo)
         slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
         BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW,
@@ -277,9 +277,8 @@ class ConvArray(wiring.Component):
         lanev = [[Signal(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
         for g in range(NG):
             for c in range(MC):
-                s_oyv = Mux(par[g], slot[1][c]["img"], slot[0][c]["img"]) < d.batch
-                s_jn = Mux(par[g], slot[1][c]["jn"], slot[0][c]["jn"])
-                m.d.comb += lanev[g][c].eq(act[g] & s_oyv & (s_jn + g < d.wo))
+                m.d.comb += lanev[g][c].eq(act[g] & Mux(par[g], slot[1][c]["lv"][g],
+                                                        slot[0][c]["lv"][g]))
 
         # feature read ports: port p serves the copies on tiles of parity p; all of them
         # read the same word, take the address of the lowest such copy
@@ -731,6 +730,9 @@ class ConvArray(wiring.Component):
             nxt = advance(pinit[c])
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
+        for c in range(MC):
+            src[c]["lv"] = Cat(*[(src[c]["img"] < d.batch) & (src[c]["jn"] + g < d.wo)
+                                 for g in range(NG)])
         with m.If(adv_iss & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
@@ -745,7 +747,8 @@ class ConvArray(wiring.Component):
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
         # 4 beats because a box of fewer than 4 kernel positions runs the whole kernel.
-        skipbox = d.skip & (cp["n"] == 1)
+        skipbox = Signal(name="skipbox")
+        m.d.sync += skipbox.eq(d.skip & (cp["n"] == 1))
 
         def box_stages(states, tag):
             ylo, yhi, xlo, xhi = [], [], [], []
@@ -784,10 +787,12 @@ class ConvArray(wiring.Component):
             nky = Mux(full, d.kh, bb["nky"])[:8]
             nkx = Mux(full, d.kw, bb["nkx"])[:8]
             m.d.sync += [cc["ky0"].eq(ky0), cc["kx0"].eq(kx0), cc["kyl"].eq(nky - 1),
-                         cc["kxl"].eq(nkx - 1), cc["fbox"].eq(ky0 * d.wp + kx0),
+                         cc["kxl"].eq(nkx - 1),
                          cc["kym"].eq(nky - 2), cc["kxm"].eq(nkx - 2),
                          cc["kyz"].eq(nky == 1), cc["kxz"].eq(nkx == 1),
-                         cc["wbox"].eq(kx0 * cqkh + ky0)]
+                         # products straight from the stage-B registers, zeroed afterwards
+                         cc["fbox"].eq(Mux(full, 0, bb["ky0"] * d.wp + bb["kx0"])),
+                         cc["wbox"].eq(Mux(full, 0, bb["kx0"] * cqkh + bb["ky0"]))]
             return cc
         cbox = box_stages(cur, "cbox")
         ibox = box_stages(pinit, "ibox")
