@@ -239,6 +239,7 @@ class ConvArray(wiring.Component):
         adv_iss = Signal(init=1, reset_less=True, name="adv_iss")
         adv_slot = [Signal(init=1, reset_less=True, name=f"adv_slot{c}") for c in range(MC)]
         adv_box = Signal(init=1, reset_less=True, name="adv_box")
+        adv_cp = [Signal(init=1, reset_less=True, name=f"adv_cp{g}") for g in range(NG)]
         last_k = gsig("lastk", 1)
         # last_k[g] is a register: "this beat is the last of the tile", predicted one beat
         # ahead from the counters and the tile's box (decremented bounds kxm/kym, chunk
@@ -265,7 +266,7 @@ class ConvArray(wiring.Component):
         row_act = [Signal(name=f"row{r}_act") for r in range(MR)]
         mulR = [Signal(20, name=f"mulR{j}") for j in range(NG + 1)]
         for j in range(NG + 1):
-            m.d.comb += mulR[j].eq(cp["r"] * j)
+            m.d.sync += mulR[j].eq(cp["r"] * j)     # valid from the second set-up clock
         nR = _sel(mulR, cp["n"])
         with m.If(setup):
             for r in range(MR):
@@ -421,12 +422,16 @@ class ConvArray(wiring.Component):
                         m.d.sync += acc[r][c].eq(total)
         # busy MAC-cycles: popcount of the enables, one register stage
         pc = Signal(_bits(MR * MC))
-        # (per row registered, then the sum registered: the compute phase ends at least
-        # four clocks after the last accumulation, so busy is complete before the stats)
+        # (per row registered, then per four rows, then the sum: the compute phase ends at
+        # least four clocks after the last accumulation, so busy is complete before the
+        # stats)
         pc_rows = [Signal(_bits(MC), name=f"pc{r}") for r in range(MR)]
         for r in range(MR):
             m.d.sync += pc_rows[r].eq(Mux(adv_row[r], sum(s2_en[r][c] for c in range(MC)), 0))
-        m.d.sync += pc.eq(sum(pc_rows))
+        pc_q = [Signal(_bits(4 * MC), name=f"pcq{i}") for i in range((MR + 3) // 4)]
+        for i in range(len(pc_q)):
+            m.d.sync += pc_q[i].eq(sum(pc_rows[4 * i:4 * i + 4]))
+        m.d.sync += pc.eq(sum(pc_q))
         m.d.sync += busy.eq(busy + pc)
 
         newpend = Signal(NG)
@@ -474,7 +479,7 @@ class ConvArray(wiring.Component):
         adv_n = Signal(name="adv_n")
         m.d.comb += adv_n.eq(~_any(blocked_n))
         m.d.sync += [adv_r.eq(adv_n), adv_iss.eq(adv_n)]
-        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col + adv_slot + [adv_box]]
+        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col + adv_slot + [adv_box] + adv_cp]
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
@@ -567,11 +572,12 @@ class ConvArray(wiring.Component):
             nx["addr"].eq(nxv(0, sN_a[0], ch_at, st_addr, (wrap, at_wrap), (grp, st_base),
                               (cop, st_addroc))),
             nx["e"].eq(Mux(handoff | img_nx, 0, e_nx)),
-            nx["n"].eq(Mux(handoff, d.p0_n, Mux(img_nx, st_pn[0],
+            # n and cend are kept minus one (st_pn, st_pcend likewise)
+            nx["n"].eq(Mux(handoff, d.p0_n - 1, Mux(img_nx, st_pn[0],
                                                 Mux(new_e, _sel(st_pn, ne), st_n)))),
             nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(img_nx, st_pnoc[0],
                                                     Mux(new_e, _sel(st_pnoc, ne), st_noc)))),
-            nx["cend"].eq(Mux(handoff, d.p0_cend, Mux(img_nx, st_pcend[0],
+            nx["cend"].eq(Mux(handoff, d.p0_cend - 1, Mux(img_nx, st_pcend[0],
                                                       Mux(new_e, _sel(st_pcend, ne),
                                                           st_cend)))),
         ]
@@ -579,9 +585,9 @@ class ConvArray(wiring.Component):
         m.d.sync += [
             fl["rowend"].eq(nx["ox"] == Mux(handoff, d.wo - 1, st_wo1)),
             fl["lastrow"].eq(nx["oy"] == Mux(handoff, d.ho - 1, st_ho1)),
-            fl["glast"].eq(nx["g"] + 1 == nx["n"]),
+            fl["glast"].eq(nx["g"] == nx["n"]),
             fl["clast"].eq(nx["c"] == MC - 1),
-            fl["olastc"].eq(nx["o"] + 1 == nx["cend"]),
+            fl["olastc"].eq(nx["o"] == nx["cend"]),
             fl["olast"].eq(nx["o"] == Mux(handoff, d.oc - 1, st_oc1)),
             fl["imglast"].eq(Mux(handoff, d.batch == 1,
                                  Mux(img_nx, st_img + 1 == st_b, fl["imglast"]))),
@@ -816,58 +822,57 @@ class ConvArray(wiring.Component):
         with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
         # per-group beat counters (selects are registered flags)
-        with m.If(adv_iss & isu):
-            for g in range(NG):
-                bx = gbox[g]
-                # the box of the copy's next tile: copy 0 writes it now, the others read it
-                nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
-                      else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
-                with m.If(act[g]):
-                    with m.If(last_k[g]):
-                        m.d.sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
-                                     kxe[g].eq(nb["kxz"])]
-                    with m.Elif(kye[g]):
-                        m.d.sync += kye[g].eq(bx["kyz"])
-                        with m.If(ice[g]):
-                            m.d.sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
-                                         ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
-                        with m.Else():
-                            m.d.sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
-                                         ice[g].eq(ic[g] == iccm)]
+        for g in range(NG):
+            bx = gbox[g]
+            # the box of the copy's next tile: copy 0 writes it now, the others read it
+            nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
+                  else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
+            with m.If(adv_cp[g] & isu & act[g]):      # own stall replica per copy
+                with m.If(last_k[g]):
+                    m.d.sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
+                                 kxe[g].eq(nb["kxz"])]
+                with m.Elif(kye[g]):
+                    m.d.sync += kye[g].eq(bx["kyz"])
+                    with m.If(ice[g]):
+                        m.d.sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
+                                     ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
                     with m.Else():
-                        m.d.sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
-                                     kye[g].eq(ky[g] == bx["kym"])]
-                    with m.If(last_k[g]):
-                        m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
-                                     fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
-                                     wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
-                                     par[g].eq(~par[g])]
-                        with m.If(glt[g]):
-                            m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
-                            m.d.sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
-                                         wo_g[g].eq(wblk[g] + kq)]
-                            m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
-                                         wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
-                                         gob[g].eq(goc[g] + cb[g] + cp["r"])]
-                            with m.If(glb[g]):
-                                m.d.sync += act[g].eq(0)
-                        with m.Else():
-                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
-                                         glt[g].eq(tt[g] == tiles2)]
-                    with m.Elif(kye[g]):
-                        m.d.sync += ky[g].eq(0)
-                        with m.If(ice[g]):
-                            m.d.sync += [ic[g].eq(0), kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
-                                         fxc[g].eq(fx[g] + 1), fo_g[g].eq(fx[g] + 1),
-                                         wbx[g].eq(wbx[g] + cqkh), wbxc[g].eq(wbx[g] + cqkh),
-                                         wo_g[g].eq(wbx[g] + cqkh)]
-                        with m.Else():
-                            m.d.sync += [ic[g].eq(ic[g] + 1), fxc[g].eq(fxc[g] + d.hwp),
-                                         fo_g[g].eq(fxc[g] + d.hwp), wbxc[g].eq(wbxc[g] + d.kh),
-                                         wo_g[g].eq(wbxc[g] + d.kh)]
+                        m.d.sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
+                                     ice[g].eq(ic[g] == iccm)]
+                with m.Else():
+                    m.d.sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
+                                 kye[g].eq(ky[g] == bx["kym"])]
+                with m.If(last_k[g]):
+                    m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
+                                 fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
+                                 wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
+                                 par[g].eq(~par[g])]
+                    with m.If(glt[g]):
+                        m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
+                        m.d.sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
+                                     wo_g[g].eq(wblk[g] + kq)]
+                        m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
+                                     wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
+                                     gob[g].eq(goc[g] + cb[g] + cp["r"])]
+                        with m.If(glb[g]):
+                            m.d.sync += act[g].eq(0)
                     with m.Else():
-                        m.d.sync += [ky[g].eq(ky[g] + 1), fo_g[g].eq(fo_g[g] + d.wp),
-                                     wo_g[g].eq(wo_g[g] + 1)]
+                        m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
+                                     glt[g].eq(tt[g] == tiles2)]
+                with m.Elif(kye[g]):
+                    m.d.sync += ky[g].eq(0)
+                    with m.If(ice[g]):
+                        m.d.sync += [ic[g].eq(0), kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
+                                     fxc[g].eq(fx[g] + 1), fo_g[g].eq(fx[g] + 1),
+                                     wbx[g].eq(wbx[g] + cqkh), wbxc[g].eq(wbx[g] + cqkh),
+                                     wo_g[g].eq(wbx[g] + cqkh)]
+                    with m.Else():
+                        m.d.sync += [ic[g].eq(ic[g] + 1), fxc[g].eq(fxc[g] + d.hwp),
+                                     fo_g[g].eq(fxc[g] + d.hwp), wbxc[g].eq(wbxc[g] + d.kh),
+                                     wo_g[g].eq(wbxc[g] + d.kh)]
+                with m.Else():
+                    m.d.sync += [ky[g].eq(ky[g] + 1), fo_g[g].eq(fo_g[g] + d.wp),
+                                 wo_g[g].eq(wo_g[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
         a0, a1, a2 = Signal(16), Signal(DIMW + 1), Signal(16)
@@ -902,7 +907,8 @@ class ConvArray(wiring.Component):
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
         last_chunk = Signal()
         x_ready = Signal()
-        m.d.comb += last_chunk.eq(q == d.chunks - 1)
+        chunks1 = Signal(16, name="chunks1")
+        m.d.comb += last_chunk.eq(q == chunks1)
         padh, padw = Signal(DIMW + 1, name="ld_padh"), Signal(DIMW + 1, name="ld_padw")
         m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
         interior = ((a1 >= d.pad) & (a1 < padh) & (a0 >= d.pad) & (a0 < padw))
@@ -921,6 +927,7 @@ class ConvArray(wiring.Component):
             with m.State("IDLE"):
                 with m.If(self.c.valid):
                     m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
+                                 chunks1.eq(self.c.payload.chunks - 1),
                                  first_chunk.eq(1)]
                     m.next = "CHUNK"
             with m.State("CHUNK"):
@@ -1003,9 +1010,9 @@ class ConvArray(wiring.Component):
                 with m.If(~st_busy):
                     m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_oc.eq(d.oc), st_ho.eq(d.ho),
                                  st_wo.eq(d.wo), st_flat.eq(d.flat)]
-                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n")) for i in range(NP)]
+                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n") - 1) for i in range(NP)]
                     m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
-                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend")) for i in range(NP)]
+                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend") - 1) for i in range(NP)]
                     m.d.sync += [st_b.eq(d.batch - 1), st_img.eq(0)]
                     for i in range(NP):
                         m.d.sync += [sI_c[i].eq(0), sI_a[i].eq(0),
