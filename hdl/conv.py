@@ -886,6 +886,9 @@ class ConvArray(wiring.Component):
         # row offsets g * R of the loader's pass (registered when the pass changes)
         lRg = [Signal(20, name=f"lRg{g}") for g in range(NG)]
         lrow = [Signal(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
+        # g * R of every pass, registered from the descriptor (no multiplier at a pass change)
+        gR = [[Signal(20, name=f"ld_gr{i}_{g}") for g in range(NG)] for i in range(NP)]
+        m.d.sync += [gR[i][g].eq(getattr(d, f"p{i}_r") * g) for i in range(NP) for g in range(NG)]
         lN = Signal(4, name="lN")
         w_en = Signal()
         wl_addr = Signal(24, name="wl_addr")
@@ -962,9 +965,11 @@ class ConvArray(wiring.Component):
                                                      lN.eq(_sel(pvl["n"], le + 1)),
                                                      lR1.eq(_sel(pvl["r"], le + 1) - 1),
                                                      lcount1.eq(_sel(pvl["count"], le + 1) - 1)]
-                                        m.d.sync += [lRg[g].eq(_sel(pvl["r"], le + 1) * g)
+                                        m.d.sync += [lRg[g].eq(_sel([gR[i][g] for i in range(NP)],
+                                                                    le + 1))
                                                      for g in range(NG)]
-                                        m.d.sync += [lrow[g].eq(_sel(pvl["r"], le + 1) * g)
+                                        m.d.sync += [lrow[g].eq(_sel([gR[i][g] for i in range(NP)],
+                                                                     le + 1))
                                                      for g in range(NG)]
                                 with m.If(a0 == oc1):
                                     m.d.sync += a0.eq(0)
