@@ -893,6 +893,8 @@ def check_fits(sched):
                         f"{cfg.max_slots}")
     if layer.batch >= 1 << 16:
         raise SpnnError(f"batch must be below 65536, not {layer.batch}")
+    if sched.skip_pad and layer.pad > 7:
+        raise SpnnError(f"skip_pad in the generated array needs pad <= 7, not {layer.pad}")
     maps = layer.batch * sched.icq
     if maps * hp * wp > cfg.feat_depth:
         raise SpnnError(f"{maps} padded input maps ({maps * hp * wp} words) exceed "

@@ -756,6 +756,20 @@ class ConvArray(wiring.Component):
         skipbox = Signal(name="skipbox")
         m.d.sync += skipbox.eq(d.skip & (cp["n"] == 1))
 
+        # k * Wp and k * q * kh for k = 0..7 (shift-and-add, registered; the box offsets
+        # ky0, kx0 are at most pad, and check_fits limits skip_pad to pad <= 7)
+        def multiples(x, width, tag):
+            out = [Const(0, width)]
+            for k in range(1, 8):
+                sig = Signal(width, name=f"{tag}{k}")
+                terms = {1: x, 2: x << 1, 3: (x << 1) + x, 4: x << 2, 5: (x << 2) + x,
+                         6: (x << 2) + (x << 1), 7: (x << 3) - x}[k]
+                m.d.sync += sig.eq(terms)
+                out.append(sig)
+            return out
+        mul_wp = multiples(d.wp, FW, "mul_wp")
+        mul_qkh = multiples(cqkh, WW, "mul_qkh")
+
         def box_stages(states, tag):
             ylo, yhi, xlo, xhi = [], [], [], []
             for c, st in enumerate(states):
@@ -796,9 +810,9 @@ class ConvArray(wiring.Component):
                          cc["kxl"].eq(nkx - 1),
                          cc["kym"].eq(nky - 2), cc["kxm"].eq(nkx - 2),
                          cc["kyz"].eq(nky == 1), cc["kxz"].eq(nkx == 1),
-                         # products straight from the stage-B registers, zeroed afterwards
-                         cc["fbox"].eq(Mux(full, 0, bb["ky0"] * d.wp + bb["kx0"])),
-                         cc["wbox"].eq(Mux(full, 0, bb["kx0"] * cqkh + bb["ky0"]))]
+                         # products from the tables of multiples (ky0, kx0 <= pad <= 7)
+                         cc["fbox"].eq(Mux(full, 0, _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"])),
+                         cc["wbox"].eq(Mux(full, 0, _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]))]
             return cc
         cbox = box_stages(cur, "cbox")
         ibox = box_stages(pinit, "ibox")

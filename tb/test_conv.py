@@ -328,6 +328,10 @@ def test_skip_pad_beats():
         plan(ConvLayer(1, 1, 4, 4, 3, 3, 1, 3), cfg, skip_pad=True)
     with pytest.raises(TypeError, match="skip_pad must be a bool"):
         plan(layer, cfg, skip_pad=1)
+    from gen.conv import check_fits     # the array's box offsets come from tables of 8
+    check_fits(plan(ConvLayer(1, 1, 4, 4, 15, 15, 1, 7), cfg, skip_pad=True))
+    with pytest.raises(SpnnError, match="skip_pad in the generated array needs pad <= 7"):
+        check_fits(plan(ConvLayer(1, 1, 4, 4, 17, 17, 1, 8), cfg, skip_pad=True))
 
 
 def test_unshared_schedules_rejected():
