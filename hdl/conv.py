@@ -928,7 +928,12 @@ class ConvArray(wiring.Component):
         m.d.comb += last_chunk.eq(q == chunks1)
         padh, padw = Signal(DIMW + 1, name="ld_padh"), Signal(DIMW + 1, name="ld_padw")
         m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
-        interior = ((a1 >= d.pad) & (a1 < padh) & (a0 >= d.pad) & (a0 < padw))
+        # loader end / window flags, registered (each predicted from the counter's next value)
+        ekx, eky, eic, eli, elb, eoc = (Signal(name=f"ld_e{k}") for k in
+                                        ("kx", "ky", "ic", "li", "lb", "oc"))
+        ex0, ey1, ec2, eb3 = (Signal(name=f"ld_x{k}") for k in ("x", "y", "c", "b"))
+        inx, iny = Signal(name="ld_inx"), Signal(name="ld_iny")   # a0 / a1 inside the map
+        interior = inx & iny
         step = ~interior | self.x.valid
         m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
                      f_data.eq(Mux(interior, self.x.payload, 0))]
@@ -957,58 +962,75 @@ class ConvArray(wiring.Component):
                              ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1),
                              le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
                              lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n),
-                             lR1.eq(d.p0_r - 1), lcount1.eq(d.p0_count - 1)]
+                             lR1.eq(d.p0_r - 1), lcount1.eq(d.p0_count - 1),
+                             ekx.eq(d.kw == 1), eky.eq(d.kh == 1),
+                             eic.eq(Mux(last_chunk, d.icq_last, d.icq) == 1),
+                             eli.eq(d.p0_r == 1), elb.eq(d.p0_count == 1), eoc.eq(d.oc == 1)]
                 m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
                 m.d.sync += [lrow[g].eq(d.p0_r * g) for g in range(NG)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
                 # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
                 with m.If(self.w.valid):
-                    with m.If(lkx == kw1):
-                        m.d.sync += [lkx.eq(0), la_x.eq(0)]
-                        with m.If(lky == kh1):
-                            m.d.sync += lky.eq(0)
-                            with m.If(lic == iccl):
-                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1)]
+                    with m.If(ekx):
+                        m.d.sync += [lkx.eq(0), la_x.eq(0), ekx.eq(kw1 == 0)]
+                        with m.If(eky):
+                            m.d.sync += [lky.eq(0), eky.eq(kh1 == 0)]
+                            with m.If(eic):
+                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1),
+                                             eic.eq(iccl == 0), eli.eq(li + 1 == lR1)]
                                 m.d.sync += [lrow[g].eq(lrow[g] + 1) for g in range(NG)]
-                                with m.If(li == lR1):
-                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq)]
+                                with m.If(eli):
+                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq),
+                                                 eli.eq(lR1 == 0), elb.eq(lb + 1 == lcount1)]
                                     m.d.sync += [lrow[g].eq(lRg[g]) for g in range(NG)]
-                                    with m.If(lb == lcount1):
+                                    with m.If(elb):
                                         m.d.sync += [lb.eq(0), le.eq(le + 1),
                                                      lN.eq(_sel(pvl["n"], le + 1)),
                                                      lR1.eq(_sel(pvl["r"], le + 1) - 1),
-                                                     lcount1.eq(_sel(pvl["count"], le + 1) - 1)]
+                                                     lcount1.eq(_sel(pvl["count"], le + 1) - 1),
+                                                     eli.eq(_sel(pvl["r"], le + 1) == 1),
+                                                     elb.eq(_sel(pvl["count"], le + 1) == 1)]
                                         m.d.sync += [lRg[g].eq(_sel([gR[i][g] for i in range(NP)],
                                                                     le + 1))
                                                      for g in range(NG)]
                                         m.d.sync += [lrow[g].eq(_sel([gR[i][g] for i in range(NP)],
                                                                      le + 1))
                                                      for g in range(NG)]
-                                with m.If(a0 == oc1):
-                                    m.d.sync += a0.eq(0)
+                                with m.If(eoc):
+                                    # the feature load starts at (0, 0, 0, 0)
+                                    m.d.sync += [a0.eq(0), ex0.eq(wp1 == 0), ey1.eq(hp1 == 0),
+                                                 ec2.eq(iccl == 0), eb3.eq(b1 == 0),
+                                                 inx.eq(d.pad == 0), iny.eq(d.pad == 0)]
                                     m.next = "XLOAD"
                                 with m.Else():
-                                    m.d.sync += a0.eq(a0 + 1)
+                                    m.d.sync += [a0.eq(a0 + 1), eoc.eq(a0 + 1 == oc1)]
                             with m.Else():
-                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh)]
+                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh),
+                                             eic.eq(lic + 1 == iccl)]
                         with m.Else():
-                            m.d.sync += lky.eq(lky + 1)
+                            m.d.sync += [lky.eq(lky + 1), eky.eq(lky + 1 == kh1)]
                     with m.Else():
-                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh)]
+                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh), ekx.eq(lkx + 1 == kw1)]
             with m.State("XLOAD"):
                 # a0 = xp, a1 = yp, a2 = ic over the padded maps; borders written as zeros
                 # stream order (image, ic, yp, xp); banks [ic][image][Hp][Wp]
                 with m.If(step):
-                    m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1)]
-                    with m.If(a0 == wp1):
-                        m.d.sync += [a0.eq(0), a1.eq(a1 + 1)]
-                        with m.If(a1 == hp1):
-                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst)]
-                            with m.If(a2 == iccl):
+                    m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1), ex0.eq(a0 + 1 == wp1),
+                                 inx.eq((a0 + 1 >= d.pad) & (a0 + 1 < padw))]
+                    with m.If(ex0):
+                        m.d.sync += [a0.eq(0), a1.eq(a1 + 1), ex0.eq(wp1 == 0),
+                                     inx.eq(d.pad == 0), ey1.eq(a1 + 1 == hp1),
+                                     iny.eq((a1 + 1 >= d.pad) & (a1 + 1 < padh))]
+                        with m.If(ey1):
+                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst),
+                                         ey1.eq(hp1 == 0), iny.eq(d.pad == 0),
+                                         ec2.eq(a2 + 1 == iccl)]
+                            with m.If(ec2):
                                 m.d.sync += [a2.eq(0), a3.eq(a3 + 1), addr.eq(ximg),
-                                             ximg.eq(ximg + d.imgw)]
-                                with m.If(a3 == b1):
+                                             ximg.eq(ximg + d.imgw), ec2.eq(iccl == 0),
+                                             eb3.eq(a3 + 1 == b1)]
+                                with m.If(eb3):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
                                                  dg.eq(0), di.eq(0)]
