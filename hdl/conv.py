@@ -915,10 +915,16 @@ class ConvArray(wiring.Component):
             wp = wmem[r].write_port()
             m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
         f_addr, f_data, f_en = Signal(24), Signal(signed(cfg.data_width)), Signal()
+        # feature bank writes registered per column (one clock later; the banks are read
+        # only after the pass set-up, cols + 5 clocks after the last write)
         for c in range(MC):
+            fa_c = Signal(FW, name=f"fw{c}_addr")
+            fd_c = Signal(signed(cfg.data_width), name=f"fw{c}_data")
+            fe_c = Signal(name=f"fw{c}_en")
+            m.d.sync += [fa_c.eq(f_addr), fd_c.eq(f_data), fe_c.eq(f_en)]
             for p in range(2):
                 wp = fmem[c][p].write_port()
-                m.d.comb += [wp.addr.eq(f_addr), wp.data.eq(f_data), wp.en.eq(f_en)]
+                m.d.comb += [wp.addr.eq(fa_c), wp.data.eq(fd_c), wp.en.eq(fe_c)]
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
