@@ -541,16 +541,31 @@ class ConvArray(wiring.Component):
         stX = [Signal(24, name=f"st_x{i}") for i in range(NP)]
         st_basew, st_addroc = Signal(24, name="st_basew"), Signal(24, name="st_addroc")
         rowend = fl["rowend"]
-        ch_end = st_step & rowend & fl["lastrow"]                 # next output channel
-        grp = st_step & ~ch_end & (fl["glast"] | rowend)          # next window group
-        cop = st_step & ~ch_end & ~grp                            # next copy of the group
-        wrap = grp & (fl["clast"] | (~st_flat & rowend))
-        new_e = ch_end & fl["olastc"]
+        # what a step does, as registered flags (from the next flags): F["chend"] a new
+        # output channel, F["grp"] the next window group, F["cop"] the next copy, F["wrap"]
+        # back to column 0, F["newe"] the next pass, F["iend"] the image's end,
+        # F["imgnx"] the next image
+        F = {k: Signal(name=f"st_F{k}") for k in ("chend", "grp", "cop", "wrap", "newe",
+                                                  "iend", "imgnx")}
+
+        def step_flags(f, flat):
+            chend = f["rowend"] & f["lastrow"]
+            grp_ = ~chend & (f["glast"] | f["rowend"])
+            iend = chend & f["olast"]
+            return {"chend": chend, "grp": grp_, "cop": ~chend & ~grp_,
+                    "wrap": grp_ & (f["clast"] | (~flat & f["rowend"])),
+                    "newe": chend & f["olastc"], "iend": iend,
+                    "imgnx": iend & ~f["imglast"]}
+        ch_end = st_step & F["chend"]                 # next output channel
+        grp = st_step & F["grp"]                      # next window group
+        cop = st_step & F["cop"]                      # next copy of the group
+        wrap = st_step & F["wrap"]
+        new_e = st_step & F["newe"]
         ne = st_e + 1
-        mv = st_step & ~ch_end
+        mv = st_step & ~F["chend"]
         at_wrap = st_basew
-        img_end = ch_end & fl["olast"]
-        img_nx = img_end & ~fl["imglast"]           # next image: channel 0, pass 0
+        img_end = st_step & F["iend"]
+        img_nx = st_step & F["imgnx"]                 # next image: channel 0, pass 0
         e_nx = Mux(new_e, ne, st_e)
         # next channel: its pass's image start
         ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
@@ -582,15 +597,20 @@ class ConvArray(wiring.Component):
                                                           st_cend)))),
         ]
         oc_n = Mux(handoff, d.oc, st_oc)
+        fl_n = {
+            "rowend": nx["ox"] == Mux(handoff, d.wo - 1, st_wo1),
+            "lastrow": nx["oy"] == Mux(handoff, d.ho - 1, st_ho1),
+            "glast": nx["g"] == nx["n"],
+            "clast": nx["c"] == MC - 1,
+            "olastc": nx["o"] == nx["cend"],
+            "olast": nx["o"] == Mux(handoff, d.oc - 1, st_oc1),
+            "imglast": Mux(handoff, d.batch == 1, Mux(img_nx, st_img + 1 == st_b,
+                                                      fl["imglast"])),
+        }
+        m.d.sync += [fl[k].eq(v) for k, v in fl_n.items()]
+        sfn = step_flags(fl_n, Mux(handoff, d.flat, st_flat))
+        m.d.sync += [F[k].eq(v) for k, v in sfn.items()]
         m.d.sync += [
-            fl["rowend"].eq(nx["ox"] == Mux(handoff, d.wo - 1, st_wo1)),
-            fl["lastrow"].eq(nx["oy"] == Mux(handoff, d.ho - 1, st_ho1)),
-            fl["glast"].eq(nx["g"] == nx["n"]),
-            fl["clast"].eq(nx["c"] == MC - 1),
-            fl["olastc"].eq(nx["o"] == nx["cend"]),
-            fl["olast"].eq(nx["o"] == Mux(handoff, d.oc - 1, st_oc1)),
-            fl["imglast"].eq(Mux(handoff, d.batch == 1,
-                                 Mux(img_nx, st_img + 1 == st_b, fl["imglast"]))),
             st_basew.eq(nx["at"] + nx["noc"]),
             st_addroc.eq(nx["addr"] + oc_n),
         ]
