@@ -400,10 +400,9 @@ class ConvArray(wiring.Component):
         daddr = Signal(24, name="daddr")      # output address of the drain step (gob + di)
         drow = Signal(16, name="drow")        # shadow row of the drain step (rb + di)
         dlast = Signal(name="dlast")          # this drain step is the copy's last one
-        m.d.comb += [working.eq(pending.bit_select(dg, 1)), fin.eq(working & dlast)]
+        # working, fin and fin_g are registers holding exactly pending[dg], working & dlast
+        # and fin & (dg == g): they are computed from the next state below (for the stall)
         fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
-        for g in range(NG):
-            m.d.comb += fin_g[g].eq(fin & (dg == g))
         # The stall: a capture (s2) waits while its copy's previous capture is not drained
         # (the first capture of a pass: while anything is).  It is a function of registered
         # state only, so it is computed one clock ahead from the next state and registered
@@ -469,6 +468,8 @@ class ConvArray(wiring.Component):
         s2n_first = Mux(adv, x2["first"], s2_first)
         work_n = newpend.bit_select(dg_n, 1)
         fin_gn = [work_n & dlast_n & (dg_n == g) for g in range(NG)]
+        m.d.sync += [working.eq(work_n), fin.eq(work_n & dlast_n)]
+        m.d.sync += [fin_g[g].eq(fin_gn[g]) for g in range(NG)]
         clear_n = ~_any(newpend[g] & ~fin_gn[g] for g in range(NG))
         blocked_n = []
         for g in range(NG):
