@@ -330,7 +330,6 @@ class ConvArray(wiring.Component):
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             return out
         sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
-        a_fo = [Signal(FW, name=f"a_fo{p}") for p in range(2)]
         a_base = [[Signal(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
         a_wad = [Signal(WW, name=f"a_wad{r}") for r in range(MR)]
         wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
@@ -344,7 +343,7 @@ class ConvArray(wiring.Component):
         s2_en, s2_gob, s2_grb, s2_R, s2_N = s2["en"], s2["gob"], s2["grb"], s2["R"], s2["N"]
         for c in range(MC):
             for p in range(2):
-                m.d.comb += [fread[c][p].addr.eq(a_base[c][p] + a_fo[p]),
+                m.d.comb += [fread[c][p].addr.eq(a_base[c][p]),
                              fread[c][p].en.eq(adv_col[c])]
         for r in range(MR):
             m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv_row[r])]
@@ -368,11 +367,11 @@ class ConvArray(wiring.Component):
                          sa["Rle"].eq(i_R <= DR)]
             m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
             m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
-            m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
             m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
         for c in range(MC):
             with m.If(adv_col[c]):
-                m.d.sync += [a_base[c][p].eq(i_base[c][p]) for p in range(2)]
+                # the bank address registered as the sum (window base + beat offset)
+                m.d.sync += [a_base[c][p].eq(i_base[c][p] + fo[p]) for p in range(2)]
                 # bank data registered as read (x2)
                 m.d.sync += [fd[c][p].eq(fread[c][p].data) for p in range(2)]
         for r in range(MR):
