@@ -790,19 +790,26 @@ class ConvArray(wiring.Component):
         mul_wp = multiples(d.wp, FW, "mul_wp")
         mul_qkh = multiples(cqkh, WW, "mul_qkh")
 
+        # descriptor sums for the box stage A, registered: pad + h, pad + w and (signed)
+        # pad + h - kh, pad + w - kw (so (pad + h) < ty + kh is bx_hk < ty)
+        bx_padh, bx_padw = Signal(DIMW + 1, name="bx_padh"), Signal(DIMW + 1, name="bx_padw")
+        bx_hk, bx_wk = Signal(signed(DIMW + 2), name="bx_hk"), Signal(signed(DIMW + 2), name="bx_wk")
+        m.d.sync += [bx_padh.eq(d.pad + d.h), bx_padw.eq(d.pad + d.w),
+                     bx_hk.eq(d.pad + d.h - d.kh), bx_wk.eq(d.pad + d.w - d.kw)]
+
         def box_stages(states, tag):
             ylo, yhi, xlo, xhi = [], [], [], []
             for c, st in enumerate(states):
                 ok = Signal(name=f"{tag}A{c}_ok")
                 regs = [Signal(8, name=f"{tag}A{c}_{k}") for k in ("ylo", "yhi", "xlo", "xhi")]
-                end_y = (d.pad + d.h - st["ty"])[:DIMW + 1]
-                end_x = (d.pad + d.w - st["jns"])[:DIMW + 1]
+                end_y = (bx_padh - st["ty"])[:DIMW + 1]
+                end_x = (bx_padw - st["jns"])[:DIMW + 1]
                 m.d.sync += [
                     ok.eq((st["img"] < d.batch) & (st["jn"] < d.wo)),
                     regs[0].eq(Mux(d.pad > st["ty"], d.pad - st["ty"], 0)),
-                    regs[1].eq(Mux((d.pad + d.h) < st["ty"] + d.kh, end_y, d.kh)),
+                    regs[1].eq(Mux(bx_hk < st["ty"], end_y, d.kh)),
                     regs[2].eq(Mux(d.pad > st["jns"], d.pad - st["jns"], 0)),
-                    regs[3].eq(Mux((d.pad + d.w) < st["jns"] + d.kw, end_x, d.kw))]
+                    regs[3].eq(Mux(bx_wk < st["jns"], end_x, d.kw))]
                 ylo.append(Mux(ok, regs[0], 255))
                 yhi.append(Mux(ok, regs[1], 0))
                 xlo.append(Mux(ok, regs[2], 255))
