@@ -732,14 +732,17 @@ class ConvArray(wiring.Component):
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
         # per-pass advance constants (stable from the second set-up clock on)
-        # (two register stages: kb first, then the four constant sets; stable from the
-        # fourth set-up clock on, before the first advance of a first-tile state)
+        # (three register stages: partial sums, kb, then the four constant sets; stable
+        # from the fourth set-up clock on; pinit_adv, recomputed every clock, is used only
+        # in the last set-up clock)
         kb0 = Signal(FW, name="adv_kb0")
         kb1 = Signal(FW, name="adv_kb1")
+        kbp = [Signal(FW, name=f"adv_kbp{i}") for i in range(3)]
+        m.d.sync += [kbp[0].eq(cp["aswp"] + cp["bns"]), kbp[1].eq(cp["aswp"] + d.swp + cp["bns"]),
+                     kbp[2].eq(cp["aiis"] - cp["wvns"])]
         m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
                      thi[0].eq(d.ho - cp["a"]), thi[1].eq(d.ho - cp["a"] - 1),
-                     kb0.eq(cp["aswp"] + cp["bns"] + cp["aiis"]),
-                     kb1.eq(cp["aswp"] + d.swp + cp["bns"] - cp["wvns"] + cp["aiis"]),
+                     kb0.eq(kbp[0] + cp["aiis"]), kb1.eq(kbp[1] + kbp[2]),
                      k0["oy"].eq(cp["a"]), k1["oy"].eq(cp["a"] + 1),
                      k0["ty"].eq(cp["as"]), k1["ty"].eq(cp["as"] + d.stride),
                      k0["jn"].eq(cp["bn"]), k1["jn"].eq(cp["bn"] - cp["wvn"]),
