@@ -703,6 +703,14 @@ class ConvArray(wiring.Component):
                     for g in range(1, NG):
                         with m.If(sg == g):
                             m.d.sync += act[g].eq(1)
+                # pass end: every started copy finishes
+                with m.If((sg == cp["n"]) & _any(act)
+                          & ~_any(act[g] & ~gdone[g] for g in range(NG))):
+                    m.d.sync += isu.eq(0)
+                    with m.If(e == d.npasses - 1):
+                        m.d.sync += issuing.eq(0)
+                    with m.Else():
+                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
         # an idle copy (g >= 1) keeps loading the start values of the next copy to start
         # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
         for g in range(1, NG):
@@ -717,14 +725,6 @@ class ConvArray(wiring.Component):
                              wblk[g].eq(wpass), cb[g].eq(cbpass),
                              gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
                              goc[g].eq(sgoc), grb[g].eq(sgrb)]
-                # pass end: every started copy finishes
-                with m.If((sg == cp["n"]) & _any(act)
-                          & ~_any(act[g] & ~gdone[g] for g in range(NG))):
-                    m.d.sync += isu.eq(0)
-                    with m.If(e == d.npasses - 1):
-                        m.d.sync += issuing.eq(0)
-                    with m.Else():
-                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
         from_init = Signal()
