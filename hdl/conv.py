@@ -230,10 +230,12 @@ class ConvArray(wiring.Component):
         wpass, cbpass = Signal(24, name="wpass"), Signal(16, name="cbpass")
 
         adv = Signal()
-        # Replicas of the stall register (same next value, no reset so that synthesis keeps
-        # them apart; they may differ from adv only in the first clock after a reset, when
-        # the pipeline is empty): one per MAC row, one per column's feature banks, one for
-        # the issue stage, so that no single flip-flop drives thousands of enables.
+        # Replicas of the stall register (same next value, no reset; they may differ from
+        # adv only in the first clock after a reset, when the pipeline is empty): one per
+        # MAC row, per column's feature banks, per copy and for the slots, meant to split
+        # the thousands of enables.  Measured: Yosys (opt_merge) merges flip-flops with
+        # identical inputs, so in the ECP5 netlist they collapse into one register next to
+        # adv_r; real replication needs a keep attribute on the cells (not done).
         adv_row = [Signal(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
         adv_col = [Signal(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
         adv_iss = Signal(init=1, reset_less=True, name="adv_iss")
