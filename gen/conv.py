@@ -92,8 +92,9 @@ class ConvConfig:
     shared_stream : bool
         Keep the shared-stream limit ``n <= max(2, floor(kw / stride) + 1)`` (and
         ``n <= Wo``): the staggered copies of a column share one feature stream read at two
-        tile positions (the RTL keeps two single-read-port copies of the bank per column).  ``False`` is for what-if mapper tables
-        only; :func:`check_fits` rejects such schedules for the RTL.
+        tile positions (the RTL keeps two single-read-port copies of the bank per column).
+        ``False`` is for what-if mapper tables only; :func:`check_fits` rejects such
+        schedules for the RTL.
     """
 
     rows: int = 16

@@ -6,9 +6,9 @@ The ``n`` copies (groups of ``R`` rows) of a pass run *staggered*, as in the see
 ``D = min(stride, kw) * q * kh`` beats behind it (beats in <kernel column, input channel,
 kernel row> order), so all copies working on one tile read the same feature word each
 beat.  Each column therefore has two feature banks (identical copies of the padded maps,
-one synchronous read port each: the tile in flight and the next one); each row has its own weight bank (one synchronous read port)
-filled by the weight mapping; the output banks (one per column, ping-pong) are synchronous
-too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
+one synchronous read port each: the tile in flight and the next one); each row has its
+own weight bank (one synchronous read port) filled by the weight mapping; the output
+banks (one per column, ping-pong) are synchronous too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -798,7 +798,8 @@ class ConvArray(wiring.Component):
         # descriptor sums for the box stage A, registered: pad + h, pad + w and (signed)
         # pad + h - kh, pad + w - kw (so (pad + h) < ty + kh is bx_hk < ty)
         bx_padh, bx_padw = Signal(DIMW + 1, name="bx_padh"), Signal(DIMW + 1, name="bx_padw")
-        bx_hk, bx_wk = Signal(signed(DIMW + 2), name="bx_hk"), Signal(signed(DIMW + 2), name="bx_wk")
+        bx_hk = Signal(signed(DIMW + 2), name="bx_hk")
+        bx_wk = Signal(signed(DIMW + 2), name="bx_wk")
         m.d.sync += [bx_padh.eq(d.pad + d.h), bx_padw.eq(d.pad + d.w),
                      bx_hk.eq(d.pad + d.h - d.kh), bx_wk.eq(d.pad + d.w - d.kw)]
 
