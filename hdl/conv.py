@@ -335,8 +335,8 @@ class ConvArray(wiring.Component):
         a_base = [[Signal(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
         a_wad = [Signal(WW, name=f"a_wad{r}") for r in range(MR)]
         wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
-        fd = [[Signal(signed(cfg.data_width), name=f"fd{c}_{p}") for p in range(2)]
-              for c in range(MC)]
+        fsel = [[Signal(signed(cfg.data_width), name=f"fsel{r}_{c}") for c in range(MC)]
+                for r in range(MR)]
         prod = [[Signal(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
                  for c in range(MC)] for r in range(MR)]
         acc = [[Signal(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
@@ -374,17 +374,18 @@ class ConvArray(wiring.Component):
             with m.If(adv_col[c]):
                 # the bank address registered as the sum (window base + beat offset)
                 m.d.sync += [a_base[c][p].eq(i_base[c][p] + fo[p]) for p in range(2)]
-                # bank data registered as read (x2)
-                m.d.sync += [fd[c][p].eq(fread[c][p].data) for p in range(2)]
         for r in range(MR):
             with m.If(adv_row[r]):
                 m.d.sync += [s1["en"][r].eq(sa["en"][r]), x2["en"][r].eq(s1["en"][r]),
                              s2["en"][r].eq(x2["en"][r])]
-                # then selected, gated and multiplied (s2)
+                # bank data selected (tile parity) and gated per row as it is registered
+                # (x2), so that both multiplier inputs come straight from flip-flops (s2)
                 m.d.sync += wr[r].eq(wread[r].data)
                 for c in range(MC):
-                    f = Mux(x2["en"][r][c], Mux(x2["rp"][r], fd[c][1], fd[c][0]), 0)
-                    m.d.sync += prod[r][c].eq(wr[r] * f)
+                    m.d.sync += fsel[r][c].eq(Mux(s1["en"][r][c],
+                                                  Mux(s1["rp"][r], fread[c][1].data,
+                                                      fread[c][0].data), 0))
+                    m.d.sync += prod[r][c].eq(wr[r] * fsel[r][c])
 
         # ---------------------------------------------------------------- drain
         pending = Signal(NG)
