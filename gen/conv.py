@@ -91,9 +91,10 @@ class ConvConfig:
         Largest input height/width (before padding), 1..4096.
     shared_stream : bool
         Keep the shared-stream limit ``n <= max(2, floor(kw / stride) + 1)`` (and
-        ``n <= Wo``): the staggered copies of a column share one feature bank with two read
-        ports, which is what the generated RTL runs.  ``False`` is for what-if mapper tables
-        only; :func:`check_fits` rejects such schedules for the RTL.
+        ``n <= Wo``): the staggered copies of a column share one feature stream read at two
+        tile positions (the RTL keeps two single-read-port copies of the bank per column).
+        ``False`` is for what-if mapper tables only; :func:`check_fits` rejects such
+        schedules for the RTL.
     """
 
     rows: int = 16
@@ -892,6 +893,8 @@ def check_fits(sched):
                         f"{cfg.max_slots}")
     if layer.batch >= 1 << 16:
         raise SpnnError(f"batch must be below 65536, not {layer.batch}")
+    if sched.skip_pad and layer.pad > 7:
+        raise SpnnError(f"skip_pad in the generated array needs pad <= 7, not {layer.pad}")
     maps = layer.batch * sched.icq
     if maps * hp * wp > cfg.feat_depth:
         raise SpnnError(f"{maps} padded input maps ({maps * hp * wp} words) exceed "

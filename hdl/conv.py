@@ -5,10 +5,10 @@ The ``n`` copies (groups of ``R`` rows) of a pass run *staggered*, as in the see
 ``g`` of column ``c`` computes the window one stride right of copy ``g - 1`` and runs
 ``D = min(stride, kw) * q * kh`` beats behind it (beats in <kernel column, input channel,
 kernel row> order), so all copies working on one tile read the same feature word each
-beat.  Each column therefore has a feature bank with two synchronous read ports (the tile
-in flight and the next one); each row has its own weight bank (one synchronous read port)
-filled by the weight mapping; the output banks (one per column, ping-pong) are synchronous
-too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
+beat.  Each column therefore has two feature banks (identical copies of the padded maps,
+one synchronous read port each: the tile in flight and the next one); each row has its
+own weight bank (one synchronous read port) filled by the weight mapping; the output
+banks (one per column, ping-pong) are synchronous too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
@@ -63,7 +63,7 @@ class ConvArray(wiring.Component):
     output row and starts ``g * D`` beats after copy 0, ``D`` = descriptor ``dq``.  Per
     input-channel chunk: weight load (the weight mapping writes each weight into the banks
     of the rows that use it), feature load (padding inserted, one copy per column and read
-    port), compute (a pass set-up of ``cols + 2`` clocks, then the staggered tiles; with the
+    port), compute (a pass set-up of ``cols + 5`` clocks, then the staggered tiles; with the
     descriptor bit ``skip`` the tiles of ``n = 1`` passes run only their box of kernel
     rows/columns that are not padding for every lane, see :func:`gen.conv.tile_boxes`),
     the partial sums of later chunks added into the output banks; finally a stats word and
@@ -164,8 +164,9 @@ class ConvArray(wiring.Component):
         cp = {f: Signal(fw[f"p0_{f}"], name=f"cp_{f}") for f in _PASS_FIELDS}
         issuing = Signal()
         setup = Signal()
+        isu = Signal(name="isu")       # issuing & ~setup, as its own register
         sk = Signal(range(MC + 5))
-        setup_last = Signal()
+        setup_last = Signal()          # registered: the last set-up clock (sk == cols + 4)
 
         # ------------------------------------------------ column states (window groups)
         def cstate(name):
@@ -192,15 +193,19 @@ class ConvArray(wiring.Component):
 
         ws = cstate("walk")
         ws_rb = Signal(24, name="walk_rb")
+        # walk wrap thresholds: jn + n >= wvn iff jn >= wvn - n; oy + 1 == ho iff oy == ho - 1
+        walk_thr, walk_hom1 = Signal(16, name="walk_thr"), Signal(16, name="walk_hom1")
+        m.d.sync += walk_hom1.eq(d.ho - 1)
         swpi = Signal(24, name="walk_swpi")        # row step across an image boundary
         m.d.sync += swpi.eq(d.swp + d.iwrap)
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
         pinit_adv = [cstate(f"pinit_adv{c}") for c in range(MC)]
         cur = [cstate(f"cur{c}") for c in range(MC)]
-        SL = {"base": FW, "img": 16, "jn": 16}
+        SL = {"base": FW, "img": 16, "jn": 16, "lv": NG}   # lv: lane g valid (img < B, jn + g < Wo)
         slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
-        BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW}
+        BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW,
+              "kym": 8, "kxm": 8, "kyz": 1, "kxz": 1}   # kyl - 1, kxl - 1, kyl == 0, kxl == 0
         sbox = [{k: Signal(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
 
         # ------------------------------------------------ groups (copies)
@@ -208,11 +213,15 @@ class ConvArray(wiring.Component):
             return [Signal(width, name=f"g{g}_{name}") for g in range(NG)]
         act, par = gsig("act", 1), gsig("par", 1)
         kx, ky, ic = gsig("kx", 8), gsig("ky", 8), gsig("ic", 16)
-        fx, fc, fy = gsig("fx", FW), gsig("fc", FW), gsig("fy", FW)
-        wx, wc, wy = gsig("wx", WW), gsig("wc", WW), gsig("wy", 8)
+        # beat offsets kept as running sums (one adder per update): feature fx = kernel
+        # column + window offset, fxc = fx + ic * hwp, fo = fxc + ky * wp; weight
+        # wbx = block + kx * q * kh, wbxc = wbx + ic * kh, wo = wbxc + ky
+        fx, fxc, fo_g = gsig("fx", FW), gsig("fxc", FW), gsig("fo", FW)
+        wbx, wbxc, wo_g = gsig("wbx", WW), gsig("wbxc", WW), gsig("wo", WW)
         tt, blk = gsig("t", 24), gsig("blk", 16)
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
         tiles1, count1 = Signal(name="tiles1"), Signal(name="count1")
+        tiles2, count2 = Signal(24, name="tiles2"), Signal(16, name="count2")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
         pb, sg, st_at = Signal(24, name="pb"), Signal(range(NG + 1), name="sg"), \
@@ -221,7 +230,26 @@ class ConvArray(wiring.Component):
         wpass, cbpass = Signal(24, name="wpass"), Signal(16, name="cbpass")
 
         adv = Signal()
+        # Replicas of the stall register (same next value, no reset; they may differ from
+        # adv only in the first clock after a reset, when the pipeline is empty): one per
+        # MAC row, per column's feature banks, per copy and for the slots, meant to split
+        # the thousands of enables.  Measured: Yosys (opt_merge) merges flip-flops with
+        # identical inputs, so in the ECP5 netlist they collapse into one register next to
+        # adv_r; real replication needs a keep attribute on the cells (not done).
+        adv_row = [Signal(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
+        adv_col = [Signal(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
+        adv_iss = Signal(init=1, reset_less=True, name="adv_iss")
+        adv_slot = [Signal(init=1, reset_less=True, name=f"adv_slot{c}") for c in range(MC)]
+        adv_box = Signal(init=1, reset_less=True, name="adv_box")
+        adv_cp = [Signal(init=1, reset_less=True, name=f"adv_cp{g}") for g in range(NG)]
         last_k = gsig("lastk", 1)
+        # last_k[g] is a register: "this beat is the last of the tile", predicted one beat
+        # ahead from the counters and the tile's box (decremented bounds kxm/kym, chunk
+        # constants iccm = icc - 2, iccz = icc == 1, kq1 = kq == 1)
+        iccm, iccz, kq1 = Signal(16, name="iccm"), Signal(name="iccz"), Signal(name="kq1")
+        m.d.sync += [iccm.eq(iccl - 1), iccz.eq(iccl == 0), kq1.eq(kq == 1)]
+        # per copy, registered: ky / ic / kx at their last value in the tile
+        kye, ice, kxe = gsig("kye", 1), gsig("ice", 1), gsig("kxe", 1)
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -230,10 +258,9 @@ class ConvArray(wiring.Component):
             bx = {k: Mux(par[g], sbox[1][k], sbox[0][k]) for k in BX}
             gbox.append(bx)
             m.d.comb += [
-                last_k[g].eq((kx[g] == bx["kxl"]) & (ic[g] == iccl) & (ky[g] == bx["kyl"])),
                 gdone[g].eq(act[g] & last_k[g] & glt[g] & glb[g]),
-                foff[g].eq(fx[g] + fc[g] + fy[g] + bx["fbox"]),
-                waddr[g].eq(wblk[g] + wx[g] + wc[g] + wy[g] + bx["wbox"]),
+                foff[g].eq(fo_g[g] + bx["fbox"]),
+                waddr[g].eq(wo_g[g] + bx["wbox"]),
             ]
 
         # rows -> groups (registered per pass)
@@ -241,7 +268,7 @@ class ConvArray(wiring.Component):
         row_act = [Signal(name=f"row{r}_act") for r in range(MR)]
         mulR = [Signal(20, name=f"mulR{j}") for j in range(NG + 1)]
         for j in range(NG + 1):
-            m.d.comb += mulR[j].eq(cp["r"] * j)
+            m.d.sync += mulR[j].eq(cp["r"] * j)     # valid from the second set-up clock
         nR = _sel(mulR, cp["n"])
         with m.If(setup):
             for r in range(MR):
@@ -253,9 +280,8 @@ class ConvArray(wiring.Component):
         lanev = [[Signal(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
         for g in range(NG):
             for c in range(MC):
-                s_oyv = Mux(par[g], slot[1][c]["img"], slot[0][c]["img"]) < d.batch
-                s_jn = Mux(par[g], slot[1][c]["jn"], slot[0][c]["jn"])
-                m.d.comb += lanev[g][c].eq(act[g] & s_oyv & (s_jn + g < d.wo))
+                m.d.comb += lanev[g][c].eq(act[g] & Mux(par[g], slot[1][c]["lv"][g],
+                                                        slot[0][c]["lv"][g]))
 
         # feature read ports: port p serves the copies on tiles of parity p; all of them
         # read the same word, take the address of the lowest such copy
@@ -297,20 +323,20 @@ class ConvArray(wiring.Component):
                     "rp": Signal(MR, name=f"{name}_rp"), "gl": Signal(NG, name=f"{name}_gl"),
                     "first": Signal(name=f"{name}_first"), "v": Signal(name=f"{name}_v"),
                     "gob": gsig(f"{name}_gob", 24), "grb": gsig(f"{name}_grb", 16),
-                    "R": Signal(16, name=f"{name}_R"), "N": Signal(4, name=f"{name}_N")}
+                    "R": Signal(16, name=f"{name}_R"), "N": Signal(4, name=f"{name}_N"),
+                    "Rle": Signal(name=f"{name}_Rle")}      # R <= drain_rows
 
         def copy_stage(dst, src):
-            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N")]
-            out += [dst["en"][r].eq(src["en"][r]) for r in range(MR)]
+            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N",
+                                               "Rle")]
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             return out
         sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
-        a_fo = [Signal(FW, name=f"a_fo{p}") for p in range(2)]
         a_base = [[Signal(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
         a_wad = [Signal(WW, name=f"a_wad{r}") for r in range(MR)]
         wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
-        fd = [[Signal(signed(cfg.data_width), name=f"fd{c}_{p}") for p in range(2)]
-              for c in range(MC)]
+        fsel = [[Signal(signed(cfg.data_width), name=f"fsel{r}_{c}") for c in range(MC)]
+                for r in range(MR)]
         prod = [[Signal(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
                  for c in range(MC)] for r in range(MR)]
         acc = [[Signal(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
@@ -319,9 +345,10 @@ class ConvArray(wiring.Component):
         s2_en, s2_gob, s2_grb, s2_R, s2_N = s2["en"], s2["gob"], s2["grb"], s2["R"], s2["N"]
         for c in range(MC):
             for p in range(2):
-                m.d.comb += [fread[c][p].addr.eq(a_base[c][p] + a_fo[p]), fread[c][p].en.eq(adv)]
+                m.d.comb += [fread[c][p].addr.eq(a_base[c][p]),
+                             fread[c][p].en.eq(adv_col[c])]
         for r in range(MR):
-            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv)]
+            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv_row[r])]
 
         with m.If(adv):
             rv, rl, rp = [], [], []
@@ -331,24 +358,34 @@ class ConvArray(wiring.Component):
                 rv.append(v)
                 rl.append(row_act[r] & _sel(i_lk, g))
                 rp.append(_sel(i_par, g))
-                m.d.sync += sa["en"][r].eq(Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
-                                                 for c in range(MC)]))
-                m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
+                with m.If(adv_row[r]):
+                    m.d.sync += sa["en"][r].eq(
+                        Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
+                              for c in range(MC)]))
+                    m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
             m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
                          sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
-                         sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N)]
+                         sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N),
+                         sa["Rle"].eq(i_R <= DR)]
             m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
             m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
-            m.d.sync += [a_fo[p].eq(fo[p]) for p in range(2)]
-            m.d.sync += [a_base[c][p].eq(i_base[c][p]) for c in range(MC) for p in range(2)]
             m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
-            # bank data registered as read (x2), then selected, gated and multiplied (s2)
-            m.d.sync += [fd[c][p].eq(fread[c][p].data) for c in range(MC) for p in range(2)]
-            for r in range(MR):
+        for c in range(MC):
+            with m.If(adv_col[c]):
+                # the bank address registered as the sum (window base + beat offset)
+                m.d.sync += [a_base[c][p].eq(i_base[c][p] + fo[p]) for p in range(2)]
+        for r in range(MR):
+            with m.If(adv_row[r]):
+                m.d.sync += [s1["en"][r].eq(sa["en"][r]), x2["en"][r].eq(s1["en"][r]),
+                             s2["en"][r].eq(x2["en"][r])]
+                # bank data selected (tile parity) and gated per row as it is registered
+                # (x2), so that both multiplier inputs come straight from flip-flops (s2)
                 m.d.sync += wr[r].eq(wread[r].data)
                 for c in range(MC):
-                    f = Mux(x2["en"][r][c], Mux(x2["rp"][r], fd[c][1], fd[c][0]), 0)
-                    m.d.sync += prod[r][c].eq(wr[r] * f)
+                    m.d.sync += fsel[r][c].eq(Mux(s1["en"][r][c],
+                                                  Mux(s1["rp"][r], fread[c][1].data,
+                                                      fread[c][0].data), 0))
+                    m.d.sync += prod[r][c].eq(wr[r] * fsel[r][c])
 
         # ---------------------------------------------------------------- drain
         pending = Signal(NG)
@@ -359,11 +396,15 @@ class ConvArray(wiring.Component):
         working = Signal()
         fin = Signal()
         d_R = Signal(16, name="d_R")          # rows of the copy being drained (one pass)
+        d_Rle = Signal(name="d_Rle")          # d_R <= drain_rows
+        drem = Signal(16, name="drem")        # rows left of the copy being drained
+        cap_last = gsig("cap_last", 1)        # copy g is its pass's last copy (g + 1 == n)
+        daddr = Signal(24, name="daddr")      # output address of the drain step (gob + di)
+        drow = Signal(16, name="drow")        # shadow row of the drain step (rb + di)
         dlast = Signal(name="dlast")          # this drain step is the copy's last one
-        m.d.comb += [working.eq(pending.bit_select(dg, 1)), fin.eq(working & dlast)]
+        # working, fin and fin_g are registers holding exactly pending[dg], working & dlast
+        # and fin & (dg == g): they are computed from the next state below (for the stall)
         fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
-        for g in range(NG):
-            m.d.comb += fin_g[g].eq(fin & (dg == g))
         # The stall: a capture (s2) waits while its copy's previous capture is not drained
         # (the first capture of a pass: while anything is).  It is a function of registered
         # state only, so it is computed one clock ahead from the next state and registered
@@ -372,8 +413,8 @@ class ConvArray(wiring.Component):
         m.d.comb += adv.eq(adv_r)
 
         # accumulate / capture
-        with m.If(adv):
-            for r in range(MR):
+        for r in range(MR):
+            with m.If(adv_row[r]):
                 for c in range(MC):
                     total = acc[r][c] + prod[r][c]
                     with m.If(s2_rl[r]):
@@ -382,10 +423,16 @@ class ConvArray(wiring.Component):
                         m.d.sync += acc[r][c].eq(total)
         # busy MAC-cycles: popcount of the enables, one register stage
         pc = Signal(_bits(MR * MC))
+        # (per row registered, then per four rows, then the sum: the compute phase ends at
+        # least four clocks after the last accumulation, so busy is complete before the
+        # stats)
         pc_rows = [Signal(_bits(MC), name=f"pc{r}") for r in range(MR)]
         for r in range(MR):
-            m.d.comb += pc_rows[r].eq(sum(s2_en[r][c] for c in range(MC)))
-        m.d.sync += pc.eq(Mux(adv, sum(pc_rows), 0))
+            m.d.sync += pc_rows[r].eq(Mux(adv_row[r], sum(s2_en[r][c] for c in range(MC)), 0))
+        pc_q = [Signal(_bits(4 * MC), name=f"pcq{i}") for i in range((MR + 3) // 4)]
+        for i in range(len(pc_q)):
+            m.d.sync += pc_q[i].eq(sum(pc_rows[4 * i:4 * i + 4]))
+        m.d.sync += pc.eq(sum(pc_q))
         m.d.sync += busy.eq(busy + pc)
 
         newpend = Signal(NG)
@@ -393,7 +440,7 @@ class ConvArray(wiring.Component):
             cap = adv & s2_gl[g]
             with m.If(cap):
                 m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_N[g].eq(s2_N),
-                             cap_rb[g].eq(s2_grb[g])]
+                             cap_rb[g].eq(s2_grb[g]), cap_last[g].eq(s2_N == g + 1)]
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
         any_cap = adv & s2_gl.any()
@@ -401,18 +448,30 @@ class ConvArray(wiring.Component):
         dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), Signal(name="dlast_n")
         r_fin = Signal(16, name="d_R_fin")
         m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
+        rle_fin = Mux(any_cap, s2["Rle"], d_Rle)
         m.d.comb += [
-            dg_n.eq(Mux(fin, Mux(dg + 1 == _sel(cap_N, dg), 0, dg + 1), dg)),
+            dg_n.eq(Mux(fin, Mux(_sel(cap_last, dg), 0, dg + 1), dg)),
             di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
             dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
-            dlast_n.eq(Mux(~working, s2_R <= DR, Mux(fin, r_fin <= DR, di + 2 * DR >= d_R))),
+            dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, drem <= 2 * DR))),
         ]
-        m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n)]
+        m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n),
+                     d_Rle.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_Rle))),
+                     drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
+        # the next drain step's output address and shadow row (the captures of this clock
+        # included)
+        cap_gob_n = [Mux(adv & s2_gl[g], s2_gob[g], cap_gob[g]) for g in range(NG)]
+        cap_rb_n = [Mux(adv & s2_gl[g], s2_grb[g], cap_rb[g]) for g in range(NG)]
+        new_copy = fin | ~working
+        m.d.sync += [daddr.eq(Mux(new_copy, _sel(cap_gob_n, dg_n), daddr + DR)),
+                     drow.eq(Mux(new_copy, _sel(cap_rb_n, dg_n), drow + DR))]
         # next clock's stall from the next state
         s2n_gl = Mux(adv, x2["gl"], s2_gl)
         s2n_first = Mux(adv, x2["first"], s2_first)
         work_n = newpend.bit_select(dg_n, 1)
         fin_gn = [work_n & dlast_n & (dg_n == g) for g in range(NG)]
+        m.d.sync += [working.eq(work_n), fin.eq(work_n & dlast_n)]
+        m.d.sync += [fin_g[g].eq(fin_gn[g]) for g in range(NG)]
         clear_n = ~_any(newpend[g] & ~fin_gn[g] for g in range(NG))
         blocked_n = []
         for g in range(NG):
@@ -420,23 +479,23 @@ class ConvArray(wiring.Component):
             if g == 0:
                 b = b | (s2n_gl[0] & s2n_first & ~clear_n)
             blocked_n.append(b)
-        m.d.sync += adv_r.eq(~_any(blocked_n))
+        adv_n = Signal(name="adv_n")
+        m.d.comb += adv_n.eq(~_any(blocked_n))
+        m.d.sync += [adv_r.eq(adv_n), adv_iss.eq(adv_n)]
+        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col + adv_slot + [adv_box] + adv_cp]
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
         wb_addr = [Signal(24, name=f"wb{j}_addr") for j in range(DR)]
         wb_new = [[Signal(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
-        d_gob, d_rb = _sel(cap_gob, dg), _sel(cap_rb, dg)
         oaddr = []
         for j in range(DR):
-            ij = Signal(16, name=f"dr{j}_i")
-            m.d.comb += ij.eq(di + j)
             oa = Signal(24, name=f"dr{j}_addr")
-            m.d.comb += oa.eq(d_gob + ij)
+            m.d.comb += oa.eq(daddr + j)
             oaddr.append(oa)
             rr = Signal(16, name=f"dr{j}_row")
-            m.d.comb += rr.eq(d_rb + ij)
-            m.d.sync += [wb_v[j].eq(working & (ij < d_R)), wb_addr[j].eq(oa)]
+            m.d.comb += rr.eq(drow + j)
+            m.d.sync += [wb_v[j].eq(working & (drem > j)), wb_addr[j].eq(oa)]
             for c in range(MC):
                 m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
 
@@ -473,21 +532,47 @@ class ConvArray(wiring.Component):
         handoff = Signal()
         st_step = Signal()
         m.d.comb += st_step.eq(st_busy & self.o.ready)
-        rowend = st_ox == st_wo - 1
-        ch_end = st_step & rowend & (st_oy == st_ho - 1)        # next output channel
-        grp = st_step & ~ch_end & ((st_g == st_n - 1) | rowend)  # next window group
-        cop = st_step & ~ch_end & ~grp                            # next copy of the group
-        wrap = grp & ((st_c == MC - 1) | (~st_flat & rowend))
-        new_e = ch_end & (st_o + 1 == st_cend)
+        # registered flags (each predicted from the next state): ox == wo - 1,
+        # oy == ho - 1, g == n - 1, c == cols - 1, o + 1 == cend, o == oc - 1, img == B - 1
+        fl = {k: Signal(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
+                                                   "olastc", "olast", "imglast")}
+        st_wo1, st_ho1, st_oc1 = (Signal(DIMW, name="st_wo1"), Signal(DIMW, name="st_ho1"),
+                                  Signal(16, name="st_oc1"))
+        # sums kept in registers instead of adders on the address path:
+        # stX[i] = sI_a[i] + o + 1 (a new channel's address in pass i),
+        # st_basew = st_base + st_noc, st_addroc = st_addr + st_oc
+        stX = [Signal(24, name=f"st_x{i}") for i in range(NP)]
+        st_basew, st_addroc = Signal(24, name="st_basew"), Signal(24, name="st_addroc")
+        rowend = fl["rowend"]
+        # what a step does, as registered flags (from the next flags): F["chend"] a new
+        # output channel, F["grp"] the next window group, F["cop"] the next copy, F["wrap"]
+        # back to column 0, F["newe"] the next pass, F["iend"] the image's end,
+        # F["imgnx"] the next image
+        F = {k: Signal(name=f"st_F{k}") for k in ("chend", "grp", "cop", "wrap", "newe",
+                                                  "iend", "imgnx")}
+
+        def step_flags(f, flat):
+            chend = f["rowend"] & f["lastrow"]
+            grp_ = ~chend & (f["glast"] | f["rowend"])
+            iend = chend & f["olast"]
+            return {"chend": chend, "grp": grp_, "cop": ~chend & ~grp_,
+                    "wrap": grp_ & (f["clast"] | (~flat & f["rowend"])),
+                    "newe": chend & f["olastc"], "iend": iend,
+                    "imgnx": iend & ~f["imglast"]}
+        ch_end = st_step & F["chend"]                 # next output channel
+        grp = st_step & F["grp"]                      # next window group
+        cop = st_step & F["cop"]                      # next copy of the group
+        wrap = st_step & F["wrap"]
+        new_e = st_step & F["newe"]
         ne = st_e + 1
-        mv = st_step & ~ch_end
-        at_wrap = st_base + st_noc
-        img_end = ch_end & (st_o == st_oc - 1)
-        img_nx = img_end & (st_img != st_b)         # next image: channel 0, pass 0
+        mv = st_step & ~F["chend"]
+        at_wrap = st_basew
+        img_end = st_step & F["iend"]
+        img_nx = st_step & F["imgnx"]                 # next image: channel 0, pass 0
         e_nx = Mux(new_e, ne, st_e)
-        # next channel: its pass's image start (both candidates computed in parallel)
+        # next channel: its pass's image start
         ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
-        ch_at = Mux(new_e, _sel(sI_a, ne) + st_o + 1, _sel(sI_a, st_e) + st_o + 1)
+        ch_at = Mux(new_e, _sel(stX, ne), _sel(stX, st_e))
 
         def nxv(hand, img, chan, keep, *pairs):
             expr = keep
@@ -503,16 +588,42 @@ class ConvArray(wiring.Component):
             nx["c"].eq(nxv(0, sN_c[0], ch_c, st_c, (wrap, 0), (grp, st_c + 1))),
             nx["at"].eq(nxv(0, sN_a[0], ch_at, st_base, (wrap, at_wrap))),
             nx["addr"].eq(nxv(0, sN_a[0], ch_at, st_addr, (wrap, at_wrap), (grp, st_base),
-                              (cop, st_addr + st_oc))),
+                              (cop, st_addroc))),
             nx["e"].eq(Mux(handoff | img_nx, 0, e_nx)),
-            nx["n"].eq(Mux(handoff, d.p0_n, Mux(img_nx, st_pn[0],
+            # n and cend are kept minus one (st_pn, st_pcend likewise)
+            nx["n"].eq(Mux(handoff, d.p0_n - 1, Mux(img_nx, st_pn[0],
                                                 Mux(new_e, _sel(st_pn, ne), st_n)))),
             nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(img_nx, st_pnoc[0],
                                                     Mux(new_e, _sel(st_pnoc, ne), st_noc)))),
-            nx["cend"].eq(Mux(handoff, d.p0_cend, Mux(img_nx, st_pcend[0],
+            nx["cend"].eq(Mux(handoff, d.p0_cend - 1, Mux(img_nx, st_pcend[0],
                                                       Mux(new_e, _sel(st_pcend, ne),
                                                           st_cend)))),
         ]
+        oc_n = Mux(handoff, d.oc, st_oc)
+        fl_n = {
+            "rowend": nx["ox"] == Mux(handoff, d.wo - 1, st_wo1),
+            "lastrow": nx["oy"] == Mux(handoff, d.ho - 1, st_ho1),
+            "glast": nx["g"] == nx["n"],
+            "clast": nx["c"] == MC - 1,
+            "olastc": nx["o"] == nx["cend"],
+            "olast": nx["o"] == Mux(handoff, d.oc - 1, st_oc1),
+            "imglast": Mux(handoff, d.batch == 1, Mux(img_nx, st_img + 1 == st_b,
+                                                      fl["imglast"])),
+        }
+        m.d.sync += [fl[k].eq(v) for k, v in fl_n.items()]
+        sfn = step_flags(fl_n, Mux(handoff, d.flat, st_flat))
+        m.d.sync += [F[k].eq(v) for k, v in sfn.items()]
+        m.d.sync += [
+            st_basew.eq(nx["at"] + nx["noc"]),
+            st_addroc.eq(nx["addr"] + oc_n),
+        ]
+        with m.If(handoff):
+            m.d.sync += [st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1)]
+            m.d.sync += [x.eq(1) for x in stX]
+        with m.Elif(img_nx):
+            m.d.sync += [stX[i].eq(sN_a[i] + 1) for i in range(NP)]
+        with m.Elif(ch_end):
+            m.d.sync += [x.eq(x + 1) for x in stX]
         with m.If(img_nx):
             m.d.sync += st_img.eq(st_img + 1)
             for i in range(NP):
@@ -559,12 +670,13 @@ class ConvArray(wiring.Component):
                      self.o.payload.eq(_sel([_sel(st_data[b], st_c) for b in range(2)], st_sel))]
 
         # ---------------------------------------------------------------- issue control
-        with m.If(adv & issuing):
+        with m.If(adv_iss & issuing):
             with m.If(setup):
                 m.d.sync += sk.eq(sk + 1)
                 with m.If(sk == 0):
                     m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
                     m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
+                    m.d.sync += walk_thr.eq(_sel(pvl["wvn"], e) - _sel(pvl["n"], e))
                 for c in range(MC):
                     with m.If(sk == c + 1):
                         m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
@@ -572,9 +684,9 @@ class ConvArray(wiring.Component):
                 with m.If(sk != 0):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
-                    with m.If(jn1 >= cp["wvn"]):
+                    with m.If(ws["jn"] >= walk_thr):
                         m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0)]
-                        with m.If(ws["oy"] + 1 == d.ho):      # next image
+                        with m.If(ws["oy"] == walk_hom1):      # next image
                             m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
                                          ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi)]
                         with m.Else():
@@ -583,79 +695,57 @@ class ConvArray(wiring.Component):
                                          ws_rb.eq(ws_rb + d.swp)]
                     with m.Else():
                         m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
+                m.d.sync += setup_last.eq(sk == MC + 3)
                 with m.If(setup_last):
-                    m.d.sync += [setup.eq(0), sk.eq(0)]
+                    m.d.sync += [setup.eq(0), sk.eq(0), isu.eq(1)]
             with m.Else():
                 m.d.sync += pb.eq(pb + 1)
-                with m.If((sg < cp["n"]) & (pb + 1 == st_at)):
+                with m.If((sg < cp["n"]) & (pb == st_at)):
                     m.d.sync += [sg.eq(sg + 1), st_at.eq(st_at + dq), sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
                         with m.If(sg == g):
-                            m.d.sync += [act[g].eq(1), par[g].eq(0), tt[g].eq(0),
-                                         glt[g].eq(tiles1), glb[g].eq(count1),
-                                         blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
-                                         fx[g].eq(sgs), fc[g].eq(0), fy[g].eq(0),
-                                         wx[g].eq(0), wc[g].eq(0), wy[g].eq(0),
-                                         wblk[g].eq(wpass), cb[g].eq(cbpass),
-                                         gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
-                                         goc[g].eq(sgoc), grb[g].eq(sgrb)]
+                            m.d.sync += act[g].eq(1)
                 # pass end: every started copy finishes
                 with m.If((sg == cp["n"]) & _any(act)
                           & ~_any(act[g] & ~gdone[g] for g in range(NG))):
+                    m.d.sync += isu.eq(0)
                     with m.If(e == d.npasses - 1):
                         m.d.sync += issuing.eq(0)
                     with m.Else():
                         m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
-        m.d.comb += setup_last.eq(setup & (sk == MC + 4))
-
-        # per-group beat counters
-        with m.If(adv & issuing & ~setup):
-            for g in range(NG):
-                bx = gbox[g]
-                with m.If(act[g]):
-                    with m.If(last_k[g]):
-                        m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
-                                     fc[g].eq(0), fy[g].eq(0), wx[g].eq(0), wc[g].eq(0),
-                                     wy[g].eq(0), par[g].eq(~par[g])]
-                        with m.If(glt[g]):
-                            m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] + 2 == cp["count"])]
-                            m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
-                                         wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
-                                         gob[g].eq(goc[g] + cb[g] + cp["r"])]
-                            with m.If(glb[g]):
-                                m.d.sync += act[g].eq(0)
-                        with m.Else():
-                            m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
-                                         glt[g].eq(tt[g] + 2 == cp["tiles"])]
-                    with m.Elif(ky[g] == bx["kyl"]):
-                        m.d.sync += [ky[g].eq(0), fy[g].eq(0), wy[g].eq(0)]
-                        with m.If(ic[g] == iccl):
-                            m.d.sync += [ic[g].eq(0), fc[g].eq(0), wc[g].eq(0),
-                                         kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
-                                         wx[g].eq(wx[g] + cqkh)]
-                        with m.Else():
-                            m.d.sync += [ic[g].eq(ic[g] + 1), fc[g].eq(fc[g] + d.hwp),
-                                         wc[g].eq(wc[g] + d.kh)]
-                    with m.Else():
-                        m.d.sync += [ky[g].eq(ky[g] + 1), fy[g].eq(fy[g] + d.wp),
-                                     wy[g].eq(wy[g] + 1)]
+        # an idle copy (g >= 1) keeps loading the start values of the next copy to start
+        # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
+        for g in range(1, NG):
+            with m.If(~act[g]):
+                m.d.sync += [par[g].eq(0), tt[g].eq(0), last_k[g].eq(kq1),
+                             kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
+                             kxe[g].eq(sbox[0]["kxz"]),
+                             glt[g].eq(tiles1), glb[g].eq(count1),
+                             blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
+                             fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
+                             wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
+                             wblk[g].eq(wpass), cb[g].eq(cbpass),
+                             gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
+                             goc[g].eq(sgoc), grb[g].eq(sgrb)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
-        g0_next = Signal()
-        m.d.comb += g0_next.eq(adv & act[0] & last_k[0] & ~gdone[0] & ~setup)
         from_init = Signal()
         m.d.comb += from_init.eq(setup_last | glt[0])
-        m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1)]
+        m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
+                     tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
         # per-pass advance constants (stable from the second set-up clock on)
-        # (two register stages: kb first, then the four constant sets; stable from the
-        # fourth set-up clock on, before the first advance of a first-tile state)
+        # (three register stages: partial sums, kb, then the four constant sets; stable
+        # from the fourth set-up clock on; pinit_adv, recomputed every clock, is used only
+        # in the last set-up clock)
         kb0 = Signal(FW, name="adv_kb0")
         kb1 = Signal(FW, name="adv_kb1")
+        kbp = [Signal(FW, name=f"adv_kbp{i}") for i in range(3)]
+        m.d.sync += [kbp[0].eq(cp["aswp"] + cp["bns"]), kbp[1].eq(cp["aswp"] + d.swp + cp["bns"]),
+                     kbp[2].eq(cp["aiis"] - cp["wvns"])]
         m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
                      thi[0].eq(d.ho - cp["a"]), thi[1].eq(d.ho - cp["a"] - 1),
-                     kb0.eq(cp["aswp"] + cp["bns"] + cp["aiis"]),
-                     kb1.eq(cp["aswp"] + d.swp + cp["bns"] - cp["wvns"] + cp["aiis"]),
+                     kb0.eq(kbp[0] + cp["aiis"]), kb1.eq(kbp[1] + kbp[2]),
                      k0["oy"].eq(cp["a"]), k1["oy"].eq(cp["a"] + 1),
                      k0["ty"].eq(cp["as"]), k1["ty"].eq(cp["as"] + d.stride),
                      k0["jn"].eq(cp["bn"]), k1["jn"].eq(cp["bn"] - cp["wvn"]),
@@ -672,33 +762,61 @@ class ConvArray(wiring.Component):
             nxt = advance(pinit[c])
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
-        with m.If(adv & setup_last):
+        for c in range(MC):
+            src[c]["lv"] = Cat(*[(src[c]["img"] < d.batch) & (src[c]["jn"] + g < d.wo)
+                                 for g in range(NG)])
+        with m.If(adv_iss & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+                         last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
-                         ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fc[0].eq(0), fy[0].eq(0),
-                         wx[0].eq(0), wc[0].eq(0), wy[0].eq(0), gob[0].eq(cb[0]),
+                         ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
+                         wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
+                         gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), pb.eq(0), sg.eq(1),
-                         st_at.eq(dq), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
+                         st_at.eq(dq - 1), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
         # Padding box of a tile (skip_pad, n = 1 passes): three register stages per source
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
         # 4 beats because a box of fewer than 4 kernel positions runs the whole kernel.
-        skipbox = d.skip & (cp["n"] == 1)
+        skipbox = Signal(name="skipbox")
+        m.d.sync += skipbox.eq(d.skip & (cp["n"] == 1))
+
+        # k * Wp and k * q * kh for k = 0..7 (shift-and-add, registered; the box offsets
+        # ky0, kx0 are at most pad, and check_fits limits skip_pad to pad <= 7)
+        def multiples(x, width, tag):
+            out = [Const(0, width)]
+            for k in range(1, 8):
+                sig = Signal(width, name=f"{tag}{k}")
+                terms = {1: x, 2: x << 1, 3: (x << 1) + x, 4: x << 2, 5: (x << 2) + x,
+                         6: (x << 2) + (x << 1), 7: (x << 3) - x}[k]
+                m.d.sync += sig.eq(terms)
+                out.append(sig)
+            return out
+        mul_wp = multiples(d.wp, FW, "mul_wp")
+        mul_qkh = multiples(cqkh, WW, "mul_qkh")
+
+        # descriptor sums for the box stage A, registered: pad + h, pad + w and (signed)
+        # pad + h - kh, pad + w - kw (so (pad + h) < ty + kh is bx_hk < ty)
+        bx_padh, bx_padw = Signal(DIMW + 1, name="bx_padh"), Signal(DIMW + 1, name="bx_padw")
+        bx_hk = Signal(signed(DIMW + 2), name="bx_hk")
+        bx_wk = Signal(signed(DIMW + 2), name="bx_wk")
+        m.d.sync += [bx_padh.eq(d.pad + d.h), bx_padw.eq(d.pad + d.w),
+                     bx_hk.eq(d.pad + d.h - d.kh), bx_wk.eq(d.pad + d.w - d.kw)]
 
         def box_stages(states, tag):
             ylo, yhi, xlo, xhi = [], [], [], []
             for c, st in enumerate(states):
                 ok = Signal(name=f"{tag}A{c}_ok")
                 regs = [Signal(8, name=f"{tag}A{c}_{k}") for k in ("ylo", "yhi", "xlo", "xhi")]
-                end_y = (d.pad + d.h - st["ty"])[:DIMW + 1]
-                end_x = (d.pad + d.w - st["jns"])[:DIMW + 1]
+                end_y = (bx_padh - st["ty"])[:DIMW + 1]
+                end_x = (bx_padw - st["jns"])[:DIMW + 1]
                 m.d.sync += [
                     ok.eq((st["img"] < d.batch) & (st["jn"] < d.wo)),
                     regs[0].eq(Mux(d.pad > st["ty"], d.pad - st["ty"], 0)),
-                    regs[1].eq(Mux((d.pad + d.h) < st["ty"] + d.kh, end_y, d.kh)),
+                    regs[1].eq(Mux(bx_hk < st["ty"], end_y, d.kh)),
                     regs[2].eq(Mux(d.pad > st["jns"], d.pad - st["jns"], 0)),
-                    regs[3].eq(Mux((d.pad + d.w) < st["jns"] + d.kw, end_x, d.kw))]
+                    regs[3].eq(Mux(bx_wk < st["jns"], end_x, d.kw))]
                 ylo.append(Mux(ok, regs[0], 255))
                 yhi.append(Mux(ok, regs[1], 0))
                 xlo.append(Mux(ok, regs[2], 255))
@@ -723,25 +841,89 @@ class ConvArray(wiring.Component):
             nky = Mux(full, d.kh, bb["nky"])[:8]
             nkx = Mux(full, d.kw, bb["nkx"])[:8]
             m.d.sync += [cc["ky0"].eq(ky0), cc["kx0"].eq(kx0), cc["kyl"].eq(nky - 1),
-                         cc["kxl"].eq(nkx - 1), cc["fbox"].eq(ky0 * d.wp + kx0),
-                         cc["wbox"].eq(kx0 * cqkh + ky0)]
+                         cc["kxl"].eq(nkx - 1),
+                         cc["kym"].eq(nky - 2), cc["kxm"].eq(nkx - 2),
+                         cc["kyz"].eq(nky == 1), cc["kxz"].eq(nkx == 1),
+                         # products from the tables of multiples (ky0, kx0 <= pad <= 7)
+                         cc["fbox"].eq(Mux(full, 0, _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"])),
+                         cc["wbox"].eq(Mux(full, 0, _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]))]
             return cc
         cbox = box_stages(cur, "cbox")
         ibox = box_stages(pinit, "ibox")
 
-        with m.If((adv & setup_last) | g0_next):
-            tgt = Mux(setup_last, 0, ~par[0])
+        # copy 0 enters a tile: per column its own enable (own stall replica), so that no
+        # single net reaches every column's slot and state registers
+        tgt = Mux(setup_last, 0, ~par[0])
+        g0_go = act[0] & last_k[0] & ~gdone[0] & ~setup
+        with m.If(adv_box & (setup_last | g0_go)):
             for p in range(2):
                 with m.If(tgt == p):
                     m.d.sync += [sbox[p][k].eq(Mux(from_init, ibox[k], cbox[k])) for k in BX]
-                    for c in range(MC):
+        for c in range(MC):
+            with m.If(adv_slot[c] & (setup_last | g0_go)):
+                for p in range(2):
+                    with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
-            for c in range(MC):
                 nxt = advance(cur[c])
                 m.d.sync += [cur[c][k].eq(Mux(from_init, pinit_adv[c][k], nxt[k])) for k in ws]
 
+        with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
+            m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
+        # per-group beat counters (selects are registered flags)
+        for g in range(NG):
+            bx = gbox[g]
+            # the box of the copy's next tile: copy 0 writes it now, the others read it
+            nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
+                  else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
+            with m.If(adv_cp[g] & isu & act[g]):      # own stall replica per copy
+                with m.If(last_k[g]):
+                    m.d.sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
+                                 kxe[g].eq(nb["kxz"])]
+                with m.Elif(kye[g]):
+                    m.d.sync += kye[g].eq(bx["kyz"])
+                    with m.If(ice[g]):
+                        m.d.sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
+                                     ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
+                    with m.Else():
+                        m.d.sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
+                                     ice[g].eq(ic[g] == iccm)]
+                with m.Else():
+                    m.d.sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
+                                 kye[g].eq(ky[g] == bx["kym"])]
+                with m.If(last_k[g]):
+                    m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
+                                 fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
+                                 wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
+                                 par[g].eq(~par[g])]
+                    with m.If(glt[g]):
+                        m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
+                        m.d.sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
+                                     wo_g[g].eq(wblk[g] + kq)]
+                        m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
+                                     wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
+                                     gob[g].eq(goc[g] + cb[g] + cp["r"])]
+                        with m.If(glb[g]):
+                            m.d.sync += act[g].eq(0)
+                    with m.Else():
+                        m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
+                                     glt[g].eq(tt[g] == tiles2)]
+                with m.Elif(kye[g]):
+                    m.d.sync += ky[g].eq(0)
+                    with m.If(ice[g]):
+                        m.d.sync += [ic[g].eq(0), kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
+                                     fxc[g].eq(fx[g] + 1), fo_g[g].eq(fx[g] + 1),
+                                     wbx[g].eq(wbx[g] + cqkh), wbxc[g].eq(wbx[g] + cqkh),
+                                     wo_g[g].eq(wbx[g] + cqkh)]
+                    with m.Else():
+                        m.d.sync += [ic[g].eq(ic[g] + 1), fxc[g].eq(fxc[g] + d.hwp),
+                                     fo_g[g].eq(fxc[g] + d.hwp), wbxc[g].eq(wbxc[g] + d.kh),
+                                     wo_g[g].eq(wbxc[g] + d.kh)]
+                with m.Else():
+                    m.d.sync += [ky[g].eq(ky[g] + 1), fo_g[g].eq(fo_g[g] + d.wp),
+                                 wo_g[g].eq(wo_g[g] + 1)]
+
         # ---------------------------------------------------------------- loaders
-        a0, a1, a2 = Signal(24), Signal(24), Signal(24)
+        a0, a1, a2 = Signal(16), Signal(DIMW + 1), Signal(16)
         a3 = Signal(16, name="a3")             # image of the batch being loaded
         ximg = Signal(24, name="ximg")         # bank offset of the next image's first map
         xcst = Signal(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
@@ -749,39 +931,65 @@ class ConvArray(wiring.Component):
         le, lb, li = Signal(range(NP + 1)), Signal(16), Signal(16)
         lbase, la_x, la_c, lky, lkx, lic = (Signal(24, name=n) for n in
                                             ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
-        lR, lcount = _sel(pvl["r"], le), _sel(pvl["count"], le)
         # row offsets g * R of the loader's pass (registered when the pass changes)
         lRg = [Signal(20, name=f"lRg{g}") for g in range(NG)]
+        lrow = [Signal(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
+        # g * R of every pass, registered from the descriptor (no multiplier at a pass change)
+        gR = [[Signal(20, name=f"ld_gr{i}_{g}") for g in range(NG)] for i in range(NP)]
+        m.d.sync += [gR[i][g].eq(getattr(d, f"p{i}_r") * g) for i in range(NP) for g in range(NG)]
         lN = Signal(4, name="lN")
         w_en = Signal()
         wl_addr = Signal(24, name="wl_addr")
         wl_data = Signal(signed(cfg.weight_width), name="wl_data")
         wl_hit = Signal(MR, name="wl_hit")
         m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
-                     wl_hit.eq(Cat(*[w_en & _any((li + lRg[g] == r) & (g < lN)
+                     wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < lN)
                                                  for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
             wp = wmem[r].write_port()
             m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
         f_addr, f_data, f_en = Signal(24), Signal(signed(cfg.data_width)), Signal()
+        # feature bank writes registered per column (one clock later; the banks are read
+        # only after the pass set-up, cols + 5 clocks after the last write)
         for c in range(MC):
+            fa_c = Signal(FW, name=f"fw{c}_addr")
+            fd_c = Signal(signed(cfg.data_width), name=f"fw{c}_data")
+            fe_c = Signal(name=f"fw{c}_en")
+            m.d.sync += [fa_c.eq(f_addr), fd_c.eq(f_data), fe_c.eq(f_en)]
             for p in range(2):
                 wp = fmem[c][p].write_port()
-                m.d.comb += [wp.addr.eq(f_addr), wp.data.eq(f_data), wp.en.eq(f_en)]
+                m.d.comb += [wp.addr.eq(fa_c), wp.data.eq(fd_c), wp.en.eq(fe_c)]
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
         last_chunk = Signal()
         x_ready = Signal()
-        m.d.comb += last_chunk.eq(q == d.chunks - 1)
-        interior = ((a1 >= d.pad) & (a1 < d.pad + d.h) & (a0 >= d.pad) & (a0 < d.pad + d.w))
+        chunks1 = Signal(16, name="chunks1")
+        m.d.comb += last_chunk.eq(q == chunks1)
+        padh, padw = Signal(DIMW + 1, name="ld_padh"), Signal(DIMW + 1, name="ld_padw")
+        m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
+        # loader end / window flags, registered (each predicted from the counter's next value)
+        ekx, eky, eic, eli, elb, eoc = (Signal(name=f"ld_e{k}") for k in
+                                        ("kx", "ky", "ic", "li", "lb", "oc"))
+        ex0, ey1, ec2, eb3 = (Signal(name=f"ld_x{k}") for k in ("x", "y", "c", "b"))
+        inx, iny = Signal(name="ld_inx"), Signal(name="ld_iny")   # a0 / a1 inside the map
+        interior = inx & iny
         step = ~interior | self.x.valid
         m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
                      f_data.eq(Mux(interior, self.x.payload, 0))]
+        # loader constants from the descriptor (registered; d is stable from CHUNK on)
+        kw1, kh1 = Signal(8, name="ld_kw1"), Signal(8, name="ld_kh1")
+        oc1 = Signal(16, name="ld_oc1")
+        wp1, hp1 = Signal(DIMW, name="ld_wp1"), Signal(DIMW, name="ld_hp1")
+        b1 = Signal(16, name="ld_b1")
+        lR1, lcount1 = Signal(16, name="ld_r1"), Signal(16, name="ld_count1")
+        m.d.sync += [kw1.eq(d.kw - 1), kh1.eq(d.kh - 1), oc1.eq(d.oc - 1), wp1.eq(d.wp - 1),
+                     hp1.eq(d.hp - 1), b1.eq(d.batch - 1)]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
                     m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
+                                 chunks1.eq(self.c.payload.chunks - 1),
                                  first_chunk.eq(1)]
                     m.next = "CHUNK"
             with m.State("CHUNK"):
@@ -793,49 +1001,76 @@ class ConvArray(wiring.Component):
                              a0.eq(0), a1.eq(0), a2.eq(0), a3.eq(0), addr.eq(0),
                              ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1),
                              le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
-                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n)]
+                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n),
+                             lR1.eq(d.p0_r - 1), lcount1.eq(d.p0_count - 1),
+                             ekx.eq(d.kw == 1), eky.eq(d.kh == 1),
+                             eic.eq(Mux(last_chunk, d.icq_last, d.icq) == 1),
+                             eli.eq(d.p0_r == 1), elb.eq(d.p0_count == 1), eoc.eq(d.oc == 1)]
                 m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
+                m.d.sync += [lrow[g].eq(d.p0_r * g) for g in range(NG)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
                 # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
                 with m.If(self.w.valid):
-                    with m.If(lkx == d.kw - 1):
-                        m.d.sync += [lkx.eq(0), la_x.eq(0)]
-                        with m.If(lky == d.kh - 1):
-                            m.d.sync += lky.eq(0)
-                            with m.If(lic == icc - 1):
-                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1)]
-                                with m.If(li == lR - 1):
-                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq)]
-                                    with m.If(lb == lcount - 1):
+                    with m.If(ekx):
+                        m.d.sync += [lkx.eq(0), la_x.eq(0), ekx.eq(kw1 == 0)]
+                        with m.If(eky):
+                            m.d.sync += [lky.eq(0), eky.eq(kh1 == 0)]
+                            with m.If(eic):
+                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1),
+                                             eic.eq(iccl == 0), eli.eq(li + 1 == lR1)]
+                                m.d.sync += [lrow[g].eq(lrow[g] + 1) for g in range(NG)]
+                                with m.If(eli):
+                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq),
+                                                 eli.eq(lR1 == 0), elb.eq(lb + 1 == lcount1)]
+                                    m.d.sync += [lrow[g].eq(lRg[g]) for g in range(NG)]
+                                    with m.If(elb):
                                         m.d.sync += [lb.eq(0), le.eq(le + 1),
-                                                     lN.eq(_sel(pvl["n"], le + 1))]
-                                        m.d.sync += [lRg[g].eq(_sel(pvl["r"], le + 1) * g)
+                                                     lN.eq(_sel(pvl["n"], le + 1)),
+                                                     lR1.eq(_sel(pvl["r"], le + 1) - 1),
+                                                     lcount1.eq(_sel(pvl["count"], le + 1) - 1),
+                                                     eli.eq(_sel(pvl["r"], le + 1) == 1),
+                                                     elb.eq(_sel(pvl["count"], le + 1) == 1)]
+                                        m.d.sync += [lRg[g].eq(_sel([gR[i][g] for i in range(NP)],
+                                                                    le + 1))
                                                      for g in range(NG)]
-                                with m.If(a0 == d.oc - 1):
-                                    m.d.sync += a0.eq(0)
+                                        m.d.sync += [lrow[g].eq(_sel([gR[i][g] for i in range(NP)],
+                                                                     le + 1))
+                                                     for g in range(NG)]
+                                with m.If(eoc):
+                                    # the feature load starts at (0, 0, 0, 0)
+                                    m.d.sync += [a0.eq(0), ex0.eq(wp1 == 0), ey1.eq(hp1 == 0),
+                                                 ec2.eq(iccl == 0), eb3.eq(b1 == 0),
+                                                 inx.eq(d.pad == 0), iny.eq(d.pad == 0)]
                                     m.next = "XLOAD"
                                 with m.Else():
-                                    m.d.sync += a0.eq(a0 + 1)
+                                    m.d.sync += [a0.eq(a0 + 1), eoc.eq(a0 + 1 == oc1)]
                             with m.Else():
-                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh)]
+                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh),
+                                             eic.eq(lic + 1 == iccl)]
                         with m.Else():
-                            m.d.sync += lky.eq(lky + 1)
+                            m.d.sync += [lky.eq(lky + 1), eky.eq(lky + 1 == kh1)]
                     with m.Else():
-                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh)]
+                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh), ekx.eq(lkx + 1 == kw1)]
             with m.State("XLOAD"):
                 # a0 = xp, a1 = yp, a2 = ic over the padded maps; borders written as zeros
                 # stream order (image, ic, yp, xp); banks [ic][image][Hp][Wp]
                 with m.If(step):
-                    m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1)]
-                    with m.If(a0 == d.wp - 1):
-                        m.d.sync += [a0.eq(0), a1.eq(a1 + 1)]
-                        with m.If(a1 == d.hp - 1):
-                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst)]
-                            with m.If(a2 == icc - 1):
+                    m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1), ex0.eq(a0 + 1 == wp1),
+                                 inx.eq((a0 + 1 >= d.pad) & (a0 + 1 < padw))]
+                    with m.If(ex0):
+                        m.d.sync += [a0.eq(0), a1.eq(a1 + 1), ex0.eq(wp1 == 0),
+                                     inx.eq(d.pad == 0), ey1.eq(a1 + 1 == hp1),
+                                     iny.eq((a1 + 1 >= d.pad) & (a1 + 1 < padh))]
+                        with m.If(ey1):
+                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst),
+                                         ey1.eq(hp1 == 0), iny.eq(d.pad == 0),
+                                         ec2.eq(a2 + 1 == iccl)]
+                            with m.If(ec2):
                                 m.d.sync += [a2.eq(0), a3.eq(a3 + 1), addr.eq(ximg),
-                                             ximg.eq(ximg + d.imgw)]
-                                with m.If(a3 == d.batch - 1):
+                                             ximg.eq(ximg + d.imgw), ec2.eq(iccl == 0),
+                                             eb3.eq(a3 + 1 == b1)]
+                                with m.If(eb3):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
                                                  dg.eq(0), di.eq(0)]
@@ -856,9 +1091,9 @@ class ConvArray(wiring.Component):
                 with m.If(~st_busy):
                     m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_oc.eq(d.oc), st_ho.eq(d.ho),
                                  st_wo.eq(d.wo), st_flat.eq(d.flat)]
-                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n")) for i in range(NP)]
+                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n") - 1) for i in range(NP)]
                     m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
-                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend")) for i in range(NP)]
+                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend") - 1) for i in range(NP)]
                     m.d.sync += [st_b.eq(d.batch - 1), st_img.eq(0)]
                     for i in range(NP):
                         m.d.sync += [sI_c[i].eq(0), sI_a[i].eq(0),

@@ -296,6 +296,7 @@ def _brute_boxes(sched):
 
 def test_skip_pad_beats():
     """Padding-beat skipping: boxes == brute force, beat count, exact cycle saving."""
+    from gen.conv import check_fits
     cfg = ConvConfig(rows=8, cols=4)
     # 5x5 input, 3x3 pad 1, 8 channels (n = 1), flat columns: 7 tiles of 4 positions
     layer = ConvLayer(8, 3, 5, 5, 3, 3, 1, 1)
@@ -328,6 +329,10 @@ def test_skip_pad_beats():
         plan(ConvLayer(1, 1, 4, 4, 3, 3, 1, 3), cfg, skip_pad=True)
     with pytest.raises(TypeError, match="skip_pad must be a bool"):
         plan(layer, cfg, skip_pad=1)
+    # the array's box offsets come from tables of 8 multiples: pad <= 7 in the RTL
+    check_fits(plan(ConvLayer(1, 1, 4, 4, 15, 15, 1, 7), cfg, skip_pad=True))
+    with pytest.raises(SpnnError, match="skip_pad in the generated array needs pad <= 7"):
+        check_fits(plan(ConvLayer(1, 1, 4, 4, 17, 17, 1, 8), cfg, skip_pad=True))
 
 
 def test_unshared_schedules_rejected():
