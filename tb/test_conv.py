@@ -492,6 +492,23 @@ def test_rtl_edge_layers(sim):
     _check(jobs, outs, stats, result, CFG_8x4)
 
 
+
+@pytest.mark.parametrize("rows, cols", [(4, 1), (8, 2)])
+def test_rtl_narrow_arrays(sim, rows, cols):
+    """One- and two-column arrays (a pass-end bug once hung only these): remainder passes,
+    a 5x5 kernel, an Ic split and a skip_pad layer, cycles == model."""
+    cfg = ConvConfig(rows=rows, cols=cols, max_groups=4, feat_depth=512, weight_depth=256,
+                     out_depth=512, max_slots=128)
+    specs = [(5, 2, 5, 5, 3, 1, 1, "remainder", None, "random"),
+             (2, 2, 6, 6, 5, 1, 2, "remainder", None, "random"),
+             (6, 3, 4, 5, 1, 1, 0, "remainder", 2, "random")]
+    jobs = _jobs(cfg, specs, 5)
+    layer = ConvLayer(5, 2, 5, 5, 3, 3, 1, 1)
+    x, w = _data(np.random.default_rng(1), layer)
+    jobs.append((x, w, plan(layer, cfg, "remainder", skip_pad=True)))
+    outs, stats, result = rtl_conv(jobs, cfg, sim, name="narrow")
+    _check(jobs, outs, stats, result, cfg)
+
 SKIP_SPECS = [
     # oc, ic, h, w, k, s, p, icq: padded layers, each run without and with skip_pad
     (5, 3, 5, 5, 3, 1, 1, None),        # n = 1
