@@ -65,17 +65,18 @@ class Fifo(Elaboratable):
             m_read.eq(need & m_ne),
             bypass.eq(need & ~m_ne & self.w_en),
             m_write.eq(self.w_en & ~bypass),
-            wp.addr.eq(w_ptr), wp.data.eq(self.w_data), wp.en.eq(m_write),
+            wp.addr.eq(w_ptr), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
             rp.addr.eq(r_ptr),
         ]
-        with m.If(m_write):
+        # every written word goes into the RAM (its write enable is `w_en` alone), also
+        # one that bypasses into the head register: `r_ptr` then steps past it
+        with m.If(self.w_en):
             m.d.sync += w_ptr.eq(w_ptr + 1)
-        with m.If(m_read):
-            m.d.sync += [r_ptr.eq(r_ptr + 1), self.r_data.eq(rp.data)]
-        with m.Elif(bypass):
-            m.d.sync += self.r_data.eq(self.w_data)
+        with m.If(m_read | bypass):
+            m.d.sync += r_ptr.eq(r_ptr + 1)
         with m.If(need):
-            m.d.sync += self.r_rdy.eq(m_read | bypass)
+            m.d.sync += [self.r_rdy.eq(m_read | bypass),
+                         self.r_data.eq(Mux(m_ne, rp.data, self.w_data))]
         with m.If(m_write & ~m_read):
             m.d.sync += m_level.eq(m_level + 1)
         with m.Elif(~m_write & m_read):
@@ -204,8 +205,11 @@ class SpmvPE(Elaboratable):
         acc_w, acc_r = acc.write_port(), acc.read_port(domain="sync")
 
         # ---- load: the engine's registered word is decoded and registered here
-        ld_entry, ld_close, ld_start = Signal(), Signal(), Signal()
-        ld_value, ld_idx, ld_bank = Signal(signed(ww)), Signal(unsigned(ib)), Signal()
+        ld_entry, ld_close = Signal(name="ld_entry"), Signal(name="ld_close")
+        ld_start = Signal(name="ld_start")
+        ld_value = Signal(signed(ww), reset_less=True)
+        ld_idx = Signal(unsigned(ib), reset_less=True)
+        ld_bank = Signal(reset_less=True)
         m.d.sync += [
             ld_entry.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_entry),
             ld_close.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_close),
@@ -219,19 +223,28 @@ class SpmvPE(Elaboratable):
         new_count = (count + ld_entry)[:cb]
         new_wptr = (wptr + ld_entry)[:ab + 1]
         count_nz = Signal()                   # count != 0, kept as a register
+        # The block RAM write sides are registers (address, data, enable), written one
+        # clock after the word is processed: nothing but a route between a flip-flop and
+        # a RAM pin, so the placer can put them beside the RAM.
+        ew_en, pw_en = Signal(), Signal()
+        ew_addr = Signal(unsigned(ab + 1), reset_less=True)
+        ew_data = Signal(unsigned(ww + ib), reset_less=True)
+        pw_addr = Signal(unsigned(pb + 1), reset_less=True)
+        pw_data = Signal(unsigned(ab + cb + 1), reset_less=True)
+        m.d.sync += [ew_en.eq(ld_entry & ~ld_start), ew_addr.eq(Cat(wptr[:ab], ld_bank)),
+                     ew_data.eq(Cat(ld_value, ld_idx)),
+                     pw_en.eq(ld_close & ~ld_start), pw_addr.eq(Cat(col[:pb], ld_bank)),
+                     pw_data.eq(Cat(start, new_count, count_nz | ld_entry))]
+        m.d.comb += [ent_w.addr.eq(ew_addr), ent_w.data.eq(ew_data), ent_w.en.eq(ew_en),
+                     ptr_w.addr.eq(pw_addr), ptr_w.data.eq(pw_data), ptr_w.en.eq(pw_en)]
         with m.If(ld_start):
             m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), count_nz.eq(0), col.eq(0),
                          self.ld_cols_nz.eq(0), self.blk_cols.eq(col),
                          self.blk_cols_nz.eq(self.ld_cols_nz)]
         with m.Else():
             with m.If(ld_entry):
-                m.d.comb += [ent_w.addr.eq(Cat(wptr[:ab], ld_bank)),
-                             ent_w.data.eq(Cat(ld_value, ld_idx)), ent_w.en.eq(1)]
                 m.d.sync += wptr.eq(new_wptr)
             with m.If(ld_close):
-                m.d.comb += [ptr_w.addr.eq(Cat(col[:pb], ld_bank)),
-                             ptr_w.data.eq(Cat(start, new_count, count_nz | ld_entry)),
-                             ptr_w.en.eq(1)]
                 m.d.sync += [start.eq(new_wptr), count.eq(0), count_nz.eq(0),
                              col.eq(col + 1), self.ld_cols_nz.eq(1)]
             with m.Else():
@@ -249,10 +262,14 @@ class SpmvPE(Elaboratable):
         # overfills it (it stops at fifo_depth items with a delayed flag; the slots
         # beyond fifo_depth absorb what is already in flight)
         width = xw + ab + cb + 1
+        # (the push is registered: the FIFO RAM's write enable, address and data are
+        # flip-flops)
         m.submodules.fifo = fifo = Fifo(width, cfg.fifo_slots)
-        m.d.comb += [fifo.w_en.eq(self.push_v & ptr_nz),
-                     fifo.w_data.eq(Cat(self.push_x, ptr_start, ptr_count,
-                                        ptr_count != 1))]
+        f_en = Signal(name="f_en")
+        f_data = Signal(width, name="f_data", reset_less=True)
+        m.d.sync += [f_en.eq(self.push_v & ptr_nz),
+                     f_data.eq(Cat(self.push_x, ptr_start, ptr_count, ptr_count != 1))]
+        m.d.comb += [fifo.w_en.eq(f_en), fifo.w_data.eq(f_data)]
         m.d.sync += self.high.eq(fifo.level >= cfg.fifo_depth)
         head_x = fifo.r_data[:xw].as_signed()
         head_start = fifo.r_data[xw:xw + ab]
@@ -260,36 +277,46 @@ class SpmvPE(Elaboratable):
         head_multi = fifo.r_data[xw + ab + cb]
 
         # ---- stage A: issue one entry read per clock
+        # (the entry address goes into a register, `rd_ent`, that drives the block RAM
+        # alone: the read is one clock after the issue)
         rem = Signal(unsigned(cb))
         rem_nz = Signal()                     # rem != 0, kept as a register
         addr = Signal(unsigned(ab))
         cur_x = Signal(signed(xw))
-        v_b = Signal()
-        x_b = Signal(signed(xw))
+        rd_ent = Signal(unsigned(ab + 1), name="rd_ent", reset_less=True)
+        v_a, v_b = Signal(), Signal()
+        x_a = Signal(signed(xw), reset_less=True)
+        x_b = Signal(signed(xw), reset_less=True)
         # (unconditional assignments: continuous in the Verilog, so simulators see
         # them from time 0 although their inputs are registers that start constant)
         m.d.comb += [ent_r.en.eq(1), fifo.r_en.eq(~rem_nz & fifo.r_rdy),
-                     ent_r.addr.eq(Cat(Mux(rem_nz, addr, head_start), self.cp_bank))]
+                     ent_r.addr.eq(rd_ent)]
+        m.d.sync += [rd_ent.eq(Cat(Mux(rem_nz, addr, head_start), self.cp_bank)),
+                     v_b.eq(v_a), x_b.eq(x_a)]
         with m.If(rem_nz):
             m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), rem_nz.eq(rem != 1),
-                         v_b.eq(1), x_b.eq(cur_x)]
+                         v_a.eq(1), x_a.eq(cur_x)]
         with m.Elif(fifo.r_rdy):
             m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
-                         rem_nz.eq(head_multi), cur_x.eq(head_x), v_b.eq(1),
-                         x_b.eq(head_x)]
+                         rem_nz.eq(head_multi), cur_x.eq(head_x), v_a.eq(1),
+                         x_a.eq(head_x)]
         with m.Else():
-            m.d.sync += v_b.eq(0)
+            m.d.sync += v_a.eq(0)
 
         # Every memory output is registered before any logic uses it (ECP5/Xilinx block
         # RAM clock-to-out is slow): B registers the entry, C multiplies and reads the
         # accumulator, D registers the accumulator, E adds and writes.
-        # ---- stage B: register the entry
-        w_c = Signal(signed(ww))
-        row_c = Signal(unsigned(ib))
-        x_c = Signal(signed(xw))
+        # ---- stage B: register the entry (the block RAM's output register), then again
+        # (B2: the multiplier's operand registers and the accumulator row)
+        e_q = Signal(unsigned(ww + ib), name="e_q", reset_less=True)
+        x_q = Signal(signed(xw), name="x_q", reset_less=True)
+        v_q = Signal(name="v_q")
+        m.d.sync += [e_q.eq(ent_r.data), x_q.eq(x_b), v_q.eq(v_b)]
+        w_c = Signal(signed(ww), reset_less=True)
+        row_c = Signal(unsigned(ib), reset_less=True)
+        x_c = Signal(signed(xw), reset_less=True)
         v_c = Signal()
-        m.d.sync += [w_c.eq(ent_r.data[:ww]), row_c.eq(ent_r.data[ww:]), x_c.eq(x_b),
-                     v_c.eq(v_b)]
+        m.d.sync += [w_c.eq(e_q[:ww]), row_c.eq(e_q[ww:]), x_c.eq(x_q), v_c.eq(v_q)]
 
         # ---- drain and clear requests, registered here
         drain = Signal()
@@ -302,14 +329,13 @@ class SpmvPE(Elaboratable):
                      c_en.eq(self.clr_init | hit),
                      c_addr.eq(Mux(self.clr_init, self.clr_addr, self.dr_idx))]
 
-        # ---- stage C: operands registered again (a register beside the DSP: the entry
-        # memory, the multiplier and the adders sit in different corners of a PE's
-        # area), accumulator read
-        w_d = Signal(signed(ww))
-        x_d = Signal(signed(xw))
-        row_d = Signal(unsigned(ib))
+        # ---- stage C: multiply (the product registered twice: once beside the DSP, once
+        # beside the adders; the entry memory, the multiplier and the adders sit in
+        # different corners of a PE's area), accumulator read
+        prod_m = Signal(signed(ww + xw), name="prod_m", reset_less=True)
+        row_d = Signal(unsigned(ib), reset_less=True)
         v_d = Signal()
-        m.d.sync += [w_d.eq(w_c), x_d.eq(x_c), row_d.eq(row_c), v_d.eq(v_c)]
+        m.d.sync += [prod_m.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
         m.d.comb += [acc_r.addr.eq(Mux(drain, rd_addr, row_c)), acc_r.en.eq(1)]
 
         # The sum of stage E is written to the accumulator memory one clock later, from
@@ -331,7 +357,7 @@ class SpmvPE(Elaboratable):
         # ---- stage D: multiply (registered); base = the accumulator read, or a
         # forwarded newer value (also the drain's output register: no forwarding hits
         # while draining)
-        m.d.sync += [prod_e.eq(w_d * x_d), row_e.eq(row_d), v_e.eq(v_d),
+        m.d.sync += [prod_e.eq(prod_m), row_e.eq(row_d), v_e.eq(v_d),
                      hit_d.eq(v_e & (row_e == row_d)),
                      self.acc_data.eq(Mux(hit_e, wr_val, Mux(hit_wr, old_val, acc_r.data))),
                      # the drained value, or 0: the engine ORs the PEs' outputs, so no
@@ -352,5 +378,7 @@ class SpmvPE(Elaboratable):
 
         # (the memory write one clock after E needs no idle term: `done` follows idle by
         # done_delay >= 1 clocks and nothing reads the accumulators before)
-        m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_b & ~v_c & ~v_d & ~v_e)
+        # (a push in f_en is covered by the engine's broadcaster-empty flag)
+        m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_a & ~v_b & ~v_q & ~v_c & ~v_d
+                                 & ~v_e)
         return m
