@@ -43,7 +43,7 @@ class Fifo(Elaboratable):
         self.width, self.depth = width, depth
         self.w_data = Signal(width, name="w_data")
         self.w_en = Signal(name="w_en")
-        self.r_data = Signal(width, name="r_data")
+        self.r_data = Signal(width, name="r_data", reset_less=True)
         self.r_en = Signal(name="r_en")
         self.r_rdy = Signal(name="r_rdy")
         self.level = Signal(range(depth + 2), name="level")
@@ -177,8 +177,8 @@ class SpmvPE(Elaboratable):
         self.dr_v = Signal()
         self.dr_pe = Signal(unsigned(cfg.pe_bits))
         self.dr_idx = Signal(unsigned(cfg.idx_bits))
-        self.acc_data = Signal(signed(cfg.acc_width))
-        self.dr_data = Signal(signed(cfg.acc_width))
+        self.acc_data = Signal(signed(cfg.acc_width), reset_less=True)
+        self.dr_data = Signal(signed(cfg.acc_width), reset_less=True)
         self.idle = Signal()
 
     def elaborate(self, platform):
@@ -251,8 +251,8 @@ class SpmvPE(Elaboratable):
                 m.d.sync += [count.eq(new_count), count_nz.eq(count_nz | ld_entry)]
 
         # ---- pointer read (every clock) and its register
-        ptr_start = Signal(unsigned(ab))
-        ptr_count = Signal(unsigned(cb))
+        ptr_start = Signal(unsigned(ab), reset_less=True)
+        ptr_count = Signal(unsigned(cb), reset_less=True)
         ptr_nz = Signal()
         m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(1)]
         m.d.sync += [ptr_start.eq(ptr_r.data[:ab]), ptr_count.eq(ptr_r.data[ab:ab + cb]),
@@ -279,10 +279,10 @@ class SpmvPE(Elaboratable):
         # ---- stage A: issue one entry read per clock
         # (the entry address goes into a register, `rd_ent`, that drives the block RAM
         # alone: the read is one clock after the issue)
-        rem = Signal(unsigned(cb))
+        rem = Signal(unsigned(cb), reset_less=True)
         rem_nz = Signal()                     # rem != 0, kept as a register
-        addr = Signal(unsigned(ab))
-        cur_x = Signal(signed(xw))
+        addr = Signal(unsigned(ab), reset_less=True)
+        cur_x = Signal(signed(xw), reset_less=True)
         rd_ent = Signal(unsigned(ab + 1), name="rd_ent", reset_less=True)
         v_a, v_b = Signal(), Signal()
         x_a = Signal(signed(xw), reset_less=True)
@@ -320,8 +320,8 @@ class SpmvPE(Elaboratable):
 
         # ---- drain and clear requests, registered here
         drain = Signal()
-        rd_addr = Signal(unsigned(ib))
-        c_en, c_addr = Signal(), Signal(unsigned(ib))
+        rd_addr = Signal(unsigned(ib), reset_less=True)
+        c_en, c_addr = Signal(), Signal(unsigned(ib), reset_less=True)
         hit = self.dr_v & (self.dr_pe == self.index)
         mine1, mine2 = Signal(), Signal()     # this PE's drain read, in C and in D
         m.d.sync += [mine1.eq(hit), mine2.eq(mine1)]
@@ -345,11 +345,12 @@ class SpmvPE(Elaboratable):
         # The newest (the entry just ahead, in E) is selected in E; the two older ones
         # are merged with the memory value in D, into `base`.  Every row comparison is
         # made one stage early and registered.
-        wr_v, wr_row = Signal(), Signal(unsigned(ib))       # E's sum, one clock later
-        wr_val = Signal(signed(cfg.acc_width))
-        old_val = Signal(signed(cfg.acc_width))             # E's sum, two clocks later
-        prod_e = Signal(signed(ww + xw))
-        row_e = Signal(unsigned(ib))
+        wr_v = Signal()                                     # E's sum, one clock later
+        wr_row = Signal(unsigned(ib), reset_less=True)
+        wr_val = Signal(signed(cfg.acc_width), reset_less=True)
+        old_val = Signal(signed(cfg.acc_width), reset_less=True)  # two clocks later
+        prod_e = Signal(signed(ww + xw), reset_less=True)
+        row_e = Signal(unsigned(ib), reset_less=True)
         v_e = Signal()
         hit_e, hit_wr, hit_d = Signal(), Signal(), Signal()
         # in C: the entry in E and the one in wr_* against this one (row_c)
