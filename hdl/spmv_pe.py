@@ -318,16 +318,13 @@ class SpmvPE(Elaboratable):
         v_c = Signal()
         m.d.sync += [w_c.eq(e_q[:ww]), row_c.eq(e_q[ww:]), x_c.eq(x_q), v_c.eq(v_q)]
 
-        # ---- drain and clear requests, registered here
-        drain = Signal()
-        rd_addr = Signal(unsigned(ib), reset_less=True)
-        c_en, c_addr = Signal(), Signal(unsigned(ib), reset_less=True)
+        # ---- drain and clear requests.  The accumulator memory's read address is a
+        # register (`acc_ra`: the drained row while draining, else the row entering C)
         hit = self.dr_v & (self.dr_pe == self.index)
         mine1, mine2 = Signal(), Signal()     # this PE's drain read, in C and in D
         m.d.sync += [mine1.eq(hit), mine2.eq(mine1)]
-        m.d.sync += [drain.eq(self.drain), rd_addr.eq(self.dr_idx),
-                     c_en.eq(self.clr_init | hit),
-                     c_addr.eq(Mux(self.clr_init, self.clr_addr, self.dr_idx))]
+        acc_ra = Signal(unsigned(ib), name="acc_ra", reset_less=True)
+        m.d.sync += acc_ra.eq(Mux(self.drain, self.dr_idx, e_q[ww:]))
 
         # ---- stage C: multiply (the product registered twice: once beside the DSP, once
         # beside the adders; the entry memory, the multiplier and the adders sit in
@@ -336,7 +333,7 @@ class SpmvPE(Elaboratable):
         row_d = Signal(unsigned(ib), reset_less=True)
         v_d = Signal()
         m.d.sync += [prod_m.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
-        m.d.comb += [acc_r.addr.eq(Mux(drain, rd_addr, row_c)), acc_r.en.eq(1)]
+        m.d.comb += [acc_r.addr.eq(acc_ra), acc_r.en.eq(1)]
 
         # The sum of stage E is written to the accumulator memory one clock later, from
         # its register (wr_*), so the adder ends at a flip-flop.  An entry's accumulator
@@ -372,10 +369,19 @@ class SpmvPE(Elaboratable):
         new = Mux(hit_d, _saturating_add(wr_val, prod_e, cfg.acc_width),
                   _saturating_add(self.acc_data, prod_e, cfg.acc_width))
         m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new), old_val.eq(wr_val)]
-        with m.If(wr_v):
-            m.d.comb += [acc_w.addr.eq(wr_row), acc_w.data.eq(wr_val), acc_w.en.eq(1)]
-        with m.Elif(c_en):
-            m.d.comb += [acc_w.addr.eq(c_addr), acc_w.data.eq(0), acc_w.en.eq(1)]
+        # the memory's write side has registers of its own (a copy of wr_*, or a clear
+        # after reset / behind a drain read), so wr_val stays beside the adders
+        aw_en = Signal(name="aw_en")
+        aw_addr = Signal(unsigned(ib), name="aw_addr", reset_less=True)
+        aw_data = Signal(signed(cfg.acc_width), name="aw_data", reset_less=True)
+        m.d.sync += [aw_en.eq(v_e | self.clr_init | hit),
+                     aw_addr.eq(Mux(v_e, row_e, Mux(self.clr_init, self.clr_addr,
+                                                    self.dr_idx)))]
+        with m.If(v_e):
+            m.d.sync += aw_data.eq(new)
+        with m.Else():
+            m.d.sync += aw_data.eq(0)
+        m.d.comb += [acc_w.addr.eq(aw_addr), acc_w.data.eq(aw_data), acc_w.en.eq(aw_en)]
 
         # (the memory write one clock after E needs no idle term: `done` follows idle by
         # done_delay >= 1 clocks and nothing reads the accumulators before)
