@@ -10,16 +10,14 @@ from gen.spmv import SpmvConfig
 __all__ = ["SpmvPE", "Fifo"]
 
 
-def _saturating_add(acc, addend, width):
-    """``saturate(acc + addend)`` to ``width`` bits (``acc`` is ``width`` bits wide,
-    ``addend`` at most): the result of :func:`hdl.fixed.saturate` on the full sum, with
-    the overflow found from the two top bits of the ``width + 1``-bit sum instead of
-    two comparisons after the adder (a shorter path)."""
-    total = (acc.as_signed() + addend.as_signed())[:width + 1].as_signed()
-    overflow = total[width] != total[width - 1]
+def _clamp(value, width):
+    """``value`` (``width + 1`` bits, signed) saturated to ``width`` bits: in range iff
+    its two top bits are equal (a LUT per bit, no comparison)."""
+    value = value.as_signed()
     hi = Const((1 << (width - 1)) - 1, signed(width))
     lo = Const(-(1 << (width - 1)), signed(width))
-    return Mux(overflow, Mux(total[width], lo, hi), total[:width].as_signed())
+    overflow = value[width] != value[width - 1]
+    return Mux(overflow, Mux(value[width], lo, hi), value[:width].as_signed())
 
 
 class Fifo(Elaboratable):
@@ -198,7 +196,9 @@ class SpmvPE(Elaboratable):
         # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)
         m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=2 << pb, init=[],
                                         attrs=no_rw)
-        m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width), depth=cfg.rows_per_pe,
+        # accumulators hold the unsaturated sum u = s + p of a saturated value s and a
+        # product (acc_width + 1 bits); readers saturate it (see stage E)
+        m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width + 1), depth=cfg.rows_per_pe,
                                         init=[])
         ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
         ptr_w, ptr_r = ptr.write_port(), ptr.read_port(domain="sync")
@@ -344,8 +344,11 @@ class SpmvPE(Elaboratable):
         # made one stage early and registered.
         wr_v = Signal()                                     # E's sum, one clock later
         wr_row = Signal(unsigned(ib), reset_less=True)
-        wr_val = Signal(signed(cfg.acc_width), reset_less=True)
-        old_val = Signal(signed(cfg.acc_width), reset_less=True)  # two clocks later
+        aw = cfg.acc_width
+        wr_val = Signal(signed(aw + 1), reset_less=True)          # unsaturated
+        old_val = Signal(signed(aw), reset_less=True)  # two clocks later, saturated
+        c_hi = Signal(signed(aw + 1), name="c_hi", reset_less=True)   # max + product
+        c_lo = Signal(signed(aw + 1), name="c_lo", reset_less=True)   # min + product
         prod_e = Signal(signed(ww + xw), reset_less=True)
         row_e = Signal(unsigned(ib), reset_less=True)
         v_e = Signal()
@@ -356,24 +359,35 @@ class SpmvPE(Elaboratable):
         # forwarded newer value (also the drain's output register: no forwarding hits
         # while draining)
         m.d.sync += [prod_e.eq(prod_m), row_e.eq(row_d), v_e.eq(v_d),
+                     c_hi.eq((1 << (aw - 1)) - 1 + prod_m),
+                     c_lo.eq(-(1 << (aw - 1)) + prod_m),
                      hit_d.eq(v_e & (row_e == row_d)),
-                     self.acc_data.eq(Mux(hit_e, wr_val, Mux(hit_wr, old_val, acc_r.data))),
+                     self.acc_data.eq(Mux(hit_e, _clamp(wr_val, aw),
+                                          Mux(hit_wr, old_val, _clamp(acc_r.data, aw)))),
                      # the drained value, or 0: the engine ORs the PEs' outputs, so no
                      # select signal has to travel to the PEs
-                     self.dr_data.eq(Mux(mine2, acc_r.data, 0))]
+                     self.dr_data.eq(Mux(mine2, _clamp(acc_r.data, aw), 0))]
 
         # ---- stage E: saturating add (newest value forwarded: back-to-back updates of
         # one row neither stall nor get lost)
         # (two adders, so no select sits before a carry chain: each sum saturates on
         # its own and the forwarding select is the last step)
-        new = Mux(hit_d, _saturating_add(wr_val, prod_e, cfg.acc_width),
-                  _saturating_add(self.acc_data, prod_e, cfg.acc_width))
-        m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new), old_val.eq(wr_val)]
+        # Lazy saturation: the loop keeps u_k with saturate(u_k) = s_k, the saturated
+        # accumulator, and u_(k+1) = s_k + p_k exactly (acc_width + 1 bits), so
+        # saturate(u_(k+1)) = saturate(s_k + p_k) = s_(k+1).  For back-to-back updates
+        # of one row, s_k + p_k = max + p or min + p (precomputed in D) when u_k is out
+        # of range, else u_k + p: the selects come from registers, and no carry-out
+        # has to fan out to every bit inside the one-clock loop.
+        w_ovf = wr_val[aw] != wr_val[aw - 1]
+        fwd = Mux(w_ovf, Mux(wr_val[aw], c_lo, c_hi), (wr_val + prod_e)[:aw + 1])
+        new = Mux(hit_d, fwd, (self.acc_data + prod_e)[:aw + 1])
+        m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new),
+                     old_val.eq(_clamp(wr_val, aw))]
         # the memory's write side has registers of its own (a copy of wr_*, or a clear
         # after reset / behind a drain read), so wr_val stays beside the adders
         aw_en = Signal(name="aw_en")
         aw_addr = Signal(unsigned(ib), name="aw_addr", reset_less=True)
-        aw_data = Signal(signed(cfg.acc_width), name="aw_data", reset_less=True)
+        aw_data = Signal(signed(aw + 1), name="aw_data", reset_less=True)
         m.d.sync += [aw_en.eq(v_e | self.clr_init | hit),
                      aw_addr.eq(Mux(v_e, row_e, Mux(self.clr_init, self.clr_addr,
                                                     self.dr_idx)))]
