@@ -350,6 +350,17 @@ class SpmvPE(Elaboratable):
         c_hi = Signal(signed(aw + 1), name="c_hi", reset_less=True)   # max + product
         c_lo = Signal(signed(aw + 1), name="c_lo", reset_less=True)   # min + product
         prod_e = Signal(signed(ww + xw), reset_less=True)
+        # a second product register (complemented, so Yosys keeps it apart) for the
+        # second adder: each adder has its own register beside it
+        prod_n = Signal(signed(ww + xw), name="prod_n", reset_less=True)
+        # min + p and max + p need no adder over acc_width bits: the product fits in
+        # acc_width bits, so min + p keeps p's low acc_width - 1 bits under the top bits
+        # (~sign, 1), and max + p = 2^(aw-1) + (p - 1) keeps (p - 1)'s under (~sign, 0)
+        pw = ww + xw
+        p_ext = Cat(prod_m, prod_m[-1].replicate(aw + 1 - pw))
+        p_dec = Signal(signed(pw + 1), name="p_dec")
+        m.d.comb += p_dec.eq(prod_m - 1)
+        q_ext = Cat(p_dec, p_dec[-1].replicate(aw - pw))
         row_e = Signal(unsigned(ib), reset_less=True)
         v_e = Signal()
         hit_e, hit_wr, hit_d = Signal(), Signal(), Signal()
@@ -358,9 +369,9 @@ class SpmvPE(Elaboratable):
         # ---- stage D: multiply (registered); base = the accumulator read, or a
         # forwarded newer value (also the drain's output register: no forwarding hits
         # while draining)
-        m.d.sync += [prod_e.eq(prod_m), row_e.eq(row_d), v_e.eq(v_d),
-                     c_hi.eq((1 << (aw - 1)) - 1 + prod_m),
-                     c_lo.eq(-(1 << (aw - 1)) + prod_m),
+        m.d.sync += [prod_e.eq(prod_m), prod_n.eq(~prod_m), row_e.eq(row_d), v_e.eq(v_d),
+                     c_hi.eq(Cat(q_ext[:aw - 1], ~q_ext[aw - 1], Const(0, 1))),
+                     c_lo.eq(Cat(p_ext[:aw - 1], ~p_ext[aw - 1], Const(1, 1))),
                      hit_d.eq(v_e & (row_e == row_d)),
                      self.acc_data.eq(Mux(hit_e, _clamp(wr_val, aw),
                                           Mux(hit_wr, old_val, _clamp(acc_r.data, aw)))),
@@ -380,7 +391,7 @@ class SpmvPE(Elaboratable):
         # has to fan out to every bit inside the one-clock loop.
         w_ovf = wr_val[aw] != wr_val[aw - 1]
         fwd = Mux(w_ovf, Mux(wr_val[aw], c_lo, c_hi), (wr_val + prod_e)[:aw + 1])
-        new = Mux(hit_d, fwd, (self.acc_data + prod_e)[:aw + 1])
+        new = Mux(hit_d, fwd, (self.acc_data + ~prod_n)[:aw + 1])
         m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new),
                      old_val.eq(_clamp(wr_val, aw))]
         # the memory's write side has registers of its own (a copy of wr_*, or a clear
