@@ -220,8 +220,9 @@ class SpmvConfig:
 
     # Pipeline constants used by the cycle model (see hdl/spmv.py).
     # PE issue -> final sum: address register, entry register, operand register,
-    # product register, product/accumulator register, add
-    pe_latency = 6
+    # product register (beside the DSP), product register, product/accumulator
+    # register, add
+    pe_latency = 7
 
     @property
     def tree_levels(self) -> int:

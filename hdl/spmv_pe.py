@@ -324,7 +324,7 @@ class SpmvPE(Elaboratable):
         mine1, mine2 = Signal(), Signal()     # this PE's drain read, in C and in D
         m.d.sync += [mine1.eq(hit), mine2.eq(mine1)]
         acc_ra = Signal(unsigned(ib), name="acc_ra", reset_less=True)
-        m.d.sync += acc_ra.eq(Mux(self.drain, self.dr_idx, e_q[ww:]))
+        m.d.sync += acc_ra.eq(Mux(self.drain, self.dr_idx, row_c))
 
         # ---- stage C: multiply (the product registered twice: once beside the DSP, once
         # beside the adders; the entry memory, the multiplier and the adders sit in
@@ -333,6 +333,12 @@ class SpmvPE(Elaboratable):
         row_d = Signal(unsigned(ib), reset_less=True)
         v_d = Signal()
         m.d.sync += [prod_m.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
+        # ---- stage C2: the product's second register, the DSP output's only load (so
+        # it can sit beside the DSP, wherever the DSP is), accumulator read
+        prod_x = Signal(signed(ww + xw), name="prod_x", reset_less=True)
+        row_x = Signal(unsigned(ib), name="row_x", reset_less=True)
+        v_x = Signal(name="v_x")
+        m.d.sync += [prod_x.eq(prod_m), row_x.eq(row_d), v_x.eq(v_d)]
         m.d.comb += [acc_r.addr.eq(acc_ra), acc_r.en.eq(1)]
 
         # The sum of stage E is written to the accumulator memory one clock later, from
@@ -357,22 +363,22 @@ class SpmvPE(Elaboratable):
         # acc_width bits, so min + p keeps p's low acc_width - 1 bits under the top bits
         # (~sign, 1), and max + p = 2^(aw-1) + (p - 1) keeps (p - 1)'s under (~sign, 0)
         pw = ww + xw
-        p_ext = Cat(prod_m, prod_m[-1].replicate(aw + 1 - pw))
+        p_ext = Cat(prod_x, prod_x[-1].replicate(aw + 1 - pw))
         p_dec = Signal(signed(pw + 1), name="p_dec")
-        m.d.comb += p_dec.eq(prod_m - 1)
+        m.d.comb += p_dec.eq(prod_x - 1)
         q_ext = Cat(p_dec, p_dec[-1].replicate(aw - pw))
         row_e = Signal(unsigned(ib), reset_less=True)
         v_e = Signal()
         hit_e, hit_wr, hit_d = Signal(), Signal(), Signal()
         # in C: the entry in E and the one in wr_* against this one (row_c)
-        m.d.sync += [hit_e.eq(v_e & (row_e == row_c)), hit_wr.eq(wr_v & (wr_row == row_c))]
+        m.d.sync += [hit_e.eq(v_e & (row_e == row_d)), hit_wr.eq(wr_v & (wr_row == row_d))]
         # ---- stage D: multiply (registered); base = the accumulator read, or a
         # forwarded newer value (also the drain's output register: no forwarding hits
         # while draining)
-        m.d.sync += [prod_e.eq(prod_m), prod_n.eq(~prod_m), row_e.eq(row_d), v_e.eq(v_d),
+        m.d.sync += [prod_e.eq(prod_x), prod_n.eq(~prod_x), row_e.eq(row_x), v_e.eq(v_x),
                      c_hi.eq(Cat(q_ext[:aw - 1], ~q_ext[aw - 1], Const(0, 1))),
                      c_lo.eq(Cat(p_ext[:aw - 1], ~p_ext[aw - 1], Const(1, 1))),
-                     hit_d.eq(v_e & (row_e == row_d)),
+                     hit_d.eq(v_e & (row_e == row_x)),
                      self.acc_data.eq(Mux(hit_e, _clamp(wr_val, aw),
                                           Mux(hit_wr, old_val, _clamp(acc_r.data, aw)))),
                      # the drained value, or 0: the engine ORs the PEs' outputs, so no
@@ -412,5 +418,5 @@ class SpmvPE(Elaboratable):
         # done_delay >= 1 clocks and nothing reads the accumulators before)
         # (a push in f_en is covered by the engine's broadcaster-empty flag)
         m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_a & ~v_b & ~v_q & ~v_c & ~v_d
-                                 & ~v_e)
+                                 & ~v_x & ~v_e)
         return m
