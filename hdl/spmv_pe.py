@@ -139,13 +139,16 @@ class SpmvPE(Elaboratable):
     idle : out, 1
         Registered: in the previous clock the FIFO was empty and nothing in flight.
 
-    Pipeline: A issue (entry read; one per clock, back to back across FIFO items) ->
-    B entry register -> C operand register and accumulator read -> D multiply and
-    accumulator register ->
-    E saturating add (4 clocks from issue to the final sum), written to the memory one
-    clock later from its register.  The sums of the three entries ahead of an entry are
-    forwarded from registers, so back-to-back updates of one accumulator neither stall
-    nor lose an update.
+    Pipeline (``cfg.pe_latency`` = 7 clocks from issue to the final sum): A issue (one
+    per clock, back to back across FIFO items) into the entry address register -> entry
+    read -> B entry register -> B2 operand registers -> C multiply -> C2 product
+    register, accumulator read -> D product registers, ``min + p``, ``max + p`` and the
+    accumulator register -> E add (lazy saturation: the memory holds the unsaturated
+    ``s + p``, ``acc_width + 1`` bits), written to the memory one clock later from write
+    registers.  Every RAM and DSP input is a register whose only load is that pin, and
+    every RAM and DSP output is registered first.  The sums of the three entries ahead
+    of an entry are forwarded from registers, so back-to-back updates of one accumulator
+    neither stall nor lose an update.
     """
 
     def __init__(self, cfg: SpmvConfig, index: int = 0):
