@@ -320,6 +320,10 @@ class SpmvPE(Elaboratable):
         x_c = Signal(signed(xw), reset_less=True)
         v_c = Signal()
         m.d.sync += [w_c.eq(e_q[:ww]), row_c.eq(e_q[ww:]), x_c.eq(x_q), v_c.eq(v_q)]
+        # the multiples of x the radix-4 partial products select from: 3x and -x
+        x3_c = Signal(signed(xw + 2), name="x3_c", reset_less=True)
+        xn_c = Signal(signed(xw + 1), name="xn_c", reset_less=True)
+        m.d.sync += [x3_c.eq(x_q + (x_q << 1)), xn_c.eq(-x_q)]
 
         # ---- drain and clear requests.  The accumulator memory's read address is a
         # register (`acc_ra`: the drained row while draining, else the row entering C)
@@ -329,19 +333,40 @@ class SpmvPE(Elaboratable):
         acc_ra = Signal(unsigned(ib), name="acc_ra", reset_less=True)
         m.d.sync += acc_ra.eq(Mux(self.drain, self.dr_idx, row_c))
 
-        # ---- stage C: multiply (the product registered twice: once beside the DSP, once
-        # beside the adders; the entry memory, the multiplier and the adders sit in
-        # different corners of a PE's area), accumulator read
-        prod_m = Signal(signed(ww + xw), name="prod_m", reset_less=True)
+        # ---- stages C and C2: multiply in LUTs and carry chains, not in a DSP (on the
+        # ECP5 a DSP adds 3.1 ns and sits on its own row, often away from the PE; the
+        # product is exact either way).  The weight's radix-4 digits select partial
+        # products from registers (0, x, 2x, 3x; the signed top digit 0, x, -2x, -x),
+        # C adds them in pairs into registers, C2 adds the pairs.
+        pw = ww + xw
+        wd = Cat(w_c, w_c[-1]) if ww % 2 else w_c           # even width, same value
+        nd = len(wd) // 2
+        pps = []
+        for i in range(nd):
+            d0, d1 = wd[2 * i], wd[2 * i + 1]
+            if i < nd - 1:                                   # unsigned digit 0..3
+                pp = Mux(d1, Mux(d0, x3_c, x_c << 1), Mux(d0, x_c, 0))
+            else:                                            # signed digit -2..1
+                pp = Mux(d1, Mux(d0, xn_c, xn_c << 1), Mux(d0, x_c, 0))
+            pps.append((pp, 2 * i))
+        pairs = []
+        for k in range(0, nd, 2):
+            (a_pp, a_sh), rest = pps[k], pps[k + 1:k + 2]
+            total = a_pp if not rest else a_pp + (rest[0][0] << 2)
+            reg = Signal(signed(min(len(total), pw + 2)), name=f"pp_sum{k // 2}",
+                         reset_less=True)
+            m.d.sync += reg.eq(total)
+            pairs.append((reg, a_sh))
         row_d = Signal(unsigned(ib), reset_less=True)
         v_d = Signal()
-        m.d.sync += [prod_m.eq(w_c * x_c), row_d.eq(row_c), v_d.eq(v_c)]
-        # ---- stage C2: the product's second register, the DSP output's only load (so
-        # it can sit beside the DSP, wherever the DSP is), accumulator read
-        prod_x = Signal(signed(ww + xw), name="prod_x", reset_less=True)
+        m.d.sync += [row_d.eq(row_c), v_d.eq(v_c)]
+        prod = pairs[0][0]
+        for reg, sh in pairs[1:]:
+            prod = prod + (reg << sh)
+        prod_x = Signal(signed(pw), name="prod_x", reset_less=True)
         row_x = Signal(unsigned(ib), name="row_x", reset_less=True)
         v_x = Signal(name="v_x")
-        m.d.sync += [prod_x.eq(prod_m), row_x.eq(row_d), v_x.eq(v_d)]
+        m.d.sync += [prod_x.eq(prod[:pw]), row_x.eq(row_d), v_x.eq(v_d)]
         m.d.comb += [acc_r.addr.eq(acc_ra), acc_r.en.eq(1)]
 
         # The sum of stage E is written to the accumulator memory one clock later, from
