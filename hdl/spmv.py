@@ -167,6 +167,7 @@ class SpmvEngine(wiring.Component):
             pe = SpmvPE(cfg, p)
             m.submodules[f"pe{p}"] = ResetInserter({"pe": rst_leaves[p]})(
                 DomainRenamer({"sync": "pe"})(pe))
+            m.d.comb += pe.rst_in.eq(rst_leaves[p])
             pes.append(pe)
         L = cfg.w_lanes
         rb = index_bits(cfg.lane_rows)

@@ -138,15 +138,19 @@ class SpmvPE(Elaboratable):
         ``dr_v``.
     idle : out, 1
         Registered: in the previous clock the FIFO was empty and nothing in flight.
+    rst_in : in, 1
+        The PE's reset (the engine's reset-tree leaf that also resets the PE's domain),
+        for the PE's local reset copy.
 
     Pipeline (``cfg.pe_latency`` = 7 clocks from issue to the final sum): A issue (one
     per clock, back to back across FIFO items) into the entry address register -> entry
-    read -> B entry register -> B2 operand registers -> C multiply -> C2 product
-    register, accumulator read -> D product registers, ``min + p``, ``max + p`` and the
+    read -> B entry register -> B2 operand registers (w, x, 3x, -x) -> C radix-4 partial
+    products added in pairs -> C2 product register (LUTs and carry chains, no DSP),
+    accumulator read -> D product registers, ``min + p``, ``max + p`` and the
     accumulator register -> E add (lazy saturation: the memory holds the unsaturated
     ``s + p``, ``acc_width + 1`` bits), written to the memory one clock later from write
-    registers.  Every RAM and DSP input is a register whose only load is that pin, and
-    every RAM and DSP output is registered first.  The sums of the three entries ahead
+    registers.  Every RAM input is a register whose only load is that pin, and every
+    RAM output is registered first.  The sums of the three entries ahead
     of an entry are forwarded from registers, so back-to-back updates of one accumulator
     neither stall nor lose an update.
     """
@@ -157,8 +161,8 @@ class SpmvPE(Elaboratable):
         ww, xw = cfg.w_fmt.width, cfg.x_fmt.width
         self.lw_take = Signal()
         self.lw_pe = Signal(unsigned(cfg.pe_bits))
-        self.blk_cols = Signal(unsigned(cfg.col_bits))
-        self.blk_cols_nz = Signal()
+        self.blk_cols = Signal(unsigned(cfg.col_bits), reset_less=True)
+        self.blk_cols_nz = Signal(reset_less=True)
         self.lw_entry = Signal()
         self.lw_close = Signal()
         self.lw_end = Signal()
@@ -171,7 +175,7 @@ class SpmvPE(Elaboratable):
         self.ptr_addr = Signal(unsigned(cfg.col_bits))
         self.push_v = Signal()
         self.push_x = Signal(signed(xw))
-        self.high = Signal()
+        self.high = Signal(reset_less=True)
         self.clr_init = Signal()
         self.clr_addr = Signal(unsigned(cfg.idx_bits))
         self.drain = Signal()
@@ -180,7 +184,8 @@ class SpmvPE(Elaboratable):
         self.dr_idx = Signal(unsigned(cfg.idx_bits))
         self.acc_data = Signal(signed(cfg.acc_width), reset_less=True)
         self.dr_data = Signal(signed(cfg.acc_width), reset_less=True)
-        self.idle = Signal()
+        self.idle = Signal(reset_less=True)
+        self.rst_in = Signal(name="rst_in")
 
     def elaborate(self, platform):
         m = Module()
@@ -256,7 +261,7 @@ class SpmvPE(Elaboratable):
         # ---- pointer read (every clock) and its register
         ptr_start = Signal(unsigned(ab), reset_less=True)
         ptr_count = Signal(unsigned(cb), reset_less=True)
-        ptr_nz = Signal()
+        ptr_nz = Signal(reset_less=True)
         m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(1)]
         m.d.sync += [ptr_start.eq(ptr_r.data[:ab]), ptr_count.eq(ptr_r.data[ab:ab + cb]),
                      ptr_nz.eq(ptr_r.data[ab + cb])]
@@ -287,7 +292,7 @@ class SpmvPE(Elaboratable):
         addr = Signal(unsigned(ab), reset_less=True)
         cur_x = Signal(signed(xw), reset_less=True)
         rd_ent = Signal(unsigned(ab + 1), name="rd_ent", reset_less=True)
-        v_a, v_b = Signal(), Signal()
+        v_a, v_b = Signal(), Signal(reset_less=True)
         x_a = Signal(signed(xw), reset_less=True)
         x_b = Signal(signed(xw), reset_less=True)
         # (unconditional assignments: continuous in the Verilog, so simulators see
@@ -313,12 +318,12 @@ class SpmvPE(Elaboratable):
         # (B2: the multiplier's operand registers and the accumulator row)
         e_q = Signal(unsigned(ww + ib), name="e_q", reset_less=True)
         x_q = Signal(signed(xw), name="x_q", reset_less=True)
-        v_q = Signal(name="v_q")
+        v_q = Signal(name="v_q", reset_less=True)
         m.d.sync += [e_q.eq(ent_r.data), x_q.eq(x_b), v_q.eq(v_b)]
         w_c = Signal(signed(ww), reset_less=True)
         row_c = Signal(unsigned(ib), reset_less=True)
         x_c = Signal(signed(xw), reset_less=True)
-        v_c = Signal()
+        v_c = Signal(reset_less=True)
         m.d.sync += [w_c.eq(e_q[:ww]), row_c.eq(e_q[ww:]), x_c.eq(x_q), v_c.eq(v_q)]
         # the multiples of x the radix-4 partial products select from: 3x and -x
         x3_c = Signal(signed(xw + 2), name="x3_c", reset_less=True)
@@ -328,7 +333,8 @@ class SpmvPE(Elaboratable):
         # ---- drain and clear requests.  The accumulator memory's read address is a
         # register (`acc_ra`: the drained row while draining, else the row entering C)
         hit = self.dr_v & (self.dr_pe == self.index)
-        mine1, mine2 = Signal(), Signal()     # this PE's drain read, in C and in D
+        mine1 = Signal(reset_less=True)       # this PE's drain read, in C and in D
+        mine2 = Signal(reset_less=True)
         m.d.sync += [mine1.eq(hit), mine2.eq(mine1)]
         acc_ra = Signal(unsigned(ib), name="acc_ra", reset_less=True)
         m.d.sync += acc_ra.eq(Mux(self.drain, self.dr_idx, row_c))
@@ -358,14 +364,14 @@ class SpmvPE(Elaboratable):
             m.d.sync += reg.eq(total)
             pairs.append((reg, a_sh))
         row_d = Signal(unsigned(ib), reset_less=True)
-        v_d = Signal()
+        v_d = Signal(reset_less=True)
         m.d.sync += [row_d.eq(row_c), v_d.eq(v_c)]
         prod = pairs[0][0]
         for reg, sh in pairs[1:]:
             prod = prod + (reg << sh)
         prod_x = Signal(signed(pw), name="prod_x", reset_less=True)
         row_x = Signal(unsigned(ib), name="row_x", reset_less=True)
-        v_x = Signal(name="v_x")
+        v_x = Signal(name="v_x", reset_less=True)
         m.d.sync += [prod_x.eq(prod[:pw]), row_x.eq(row_d), v_x.eq(v_d)]
         m.d.comb += [acc_r.addr.eq(acc_ra), acc_r.en.eq(1)]
 
@@ -376,7 +382,7 @@ class SpmvPE(Elaboratable):
         # The newest (the entry just ahead, in E) is selected in E; the two older ones
         # are merged with the memory value in D, into `base`.  Every row comparison is
         # made one stage early and registered.
-        wr_v = Signal()                                     # E's sum, one clock later
+        wr_v = Signal(reset_less=True)                      # E's sum, one clock later
         wr_row = Signal(unsigned(ib), reset_less=True)
         aw = cfg.acc_width
         wr_val = Signal(signed(aw + 1), reset_less=True)          # unsaturated
@@ -396,8 +402,9 @@ class SpmvPE(Elaboratable):
         m.d.comb += p_dec.eq(prod_x - 1)
         q_ext = Cat(p_dec, p_dec[-1].replicate(aw - pw))
         row_e = Signal(unsigned(ib), reset_less=True)
-        v_e = Signal()
-        hit_e, hit_wr, hit_d = Signal(), Signal(), Signal()
+        v_e = Signal(reset_less=True)
+        hit_e, hit_wr = Signal(reset_less=True), Signal(reset_less=True)
+        hit_d = Signal(reset_less=True)
         # in C: the entry in E and the one in wr_* against this one (row_c)
         m.d.sync += [hit_e.eq(v_e & (row_e == row_d)), hit_wr.eq(wr_v & (wr_row == row_d))]
         # ---- stage D: multiply (registered); base = the accumulator read, or a
@@ -430,13 +437,15 @@ class SpmvPE(Elaboratable):
                      old_val.eq(_clamp(wr_val, aw))]
         # the memory's write side has registers of its own (a copy of wr_*, or a clear
         # after reset / behind a drain read), so wr_val stays beside the adders
-        aw_en = Signal(name="aw_en")
+        # (the clear after reset has priority: a stale valid bit flushing out of the
+        # pipeline just after a reset cannot displace it)
+        aw_en = Signal(name="aw_en", reset_less=True)
         aw_addr = Signal(unsigned(ib), name="aw_addr", reset_less=True)
         aw_data = Signal(signed(aw + 1), name="aw_data", reset_less=True)
         m.d.sync += [aw_en.eq(v_e | self.clr_init | hit),
-                     aw_addr.eq(Mux(v_e, row_e, Mux(self.clr_init, self.clr_addr,
-                                                    self.dr_idx)))]
-        with m.If(v_e):
+                     aw_addr.eq(Mux(self.clr_init, self.clr_addr,
+                                    Mux(v_e, row_e, self.dr_idx)))]
+        with m.If(v_e & ~self.clr_init):
             m.d.sync += aw_data.eq(new)
         with m.Else():
             m.d.sync += aw_data.eq(0)
@@ -447,4 +456,15 @@ class SpmvPE(Elaboratable):
         # (a push in f_en is covered by the engine's broadcaster-empty flag)
         m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_a & ~v_b & ~v_q & ~v_c & ~v_d
                                  & ~v_x & ~v_e)
+
+        # The valid bits from B on and the accumulator write enable are cleared by a
+        # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
+        # reset net does not stretch from the loader to the adders.  What flushes out in
+        # that clock is harmless: the engine is in INIT, whose clears win (above) and
+        # come after; flags and data registers without reset are recomputed every
+        # clock and used only under a valid bit.
+        rst_mac = Signal(name="rst_mac", reset_less=True)
+        m.d.sync += rst_mac.eq(self.rst_in)
+        with m.If(rst_mac):
+            m.d.sync += [v.eq(0) for v in (v_b, v_q, v_c, v_d, v_x, v_e, aw_en)]
         return m
