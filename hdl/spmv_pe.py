@@ -454,8 +454,18 @@ class SpmvPE(Elaboratable):
         # (the memory write one clock after E needs no idle term: `done` follows idle by
         # done_delay >= 1 clocks and nothing reads the accumulators before)
         # (a push in f_en is covered by the engine's broadcaster-empty flag)
-        m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_a & ~v_b & ~v_q & ~v_c & ~v_d
-                                 & ~v_x & ~v_e)
+        # The stages after A only delay v_a, so "something in B..E" is "v_a was set in
+        # the last pe_latency - 1 clocks": a countdown beside the issue logic tells it,
+        # and the idle flag needs no signal from the far end of the PE.
+        tail = cfg.pe_latency - 1
+        tail_cnt = Signal(range(tail + 1), name="tail_cnt")
+        tail_busy = Signal(name="tail_busy")          # any of v_b .. v_e (register)
+        with m.If(v_a):
+            m.d.sync += tail_cnt.eq(tail)
+        with m.Elif(tail_cnt != 0):
+            m.d.sync += tail_cnt.eq(tail_cnt - 1)
+        m.d.sync += tail_busy.eq(v_a | (tail_cnt > 1))
+        m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_a & ~tail_busy)
 
         # The valid bits from B on and the accumulator write enable are cleared by a
         # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
