@@ -210,7 +210,10 @@ class SpmvConfig:
         return -(-self.max_rows // self.w_lanes)
 
     # Pipeline constants used by the cycle model (see hdl/spmv.py).
-    pe_latency = 4        # PE issue -> final sum (entry reg, multiply, acc reg, add)
+    # PE issue -> final sum: address register, entry register, operand register,
+    # product register (beside the DSP), product register, product/accumulator
+    # register, add
+    pe_latency = 7
 
     @property
     def tree_levels(self) -> int:
@@ -234,7 +237,7 @@ class SpmvConfig:
     def push_delay(self) -> int:
         """Activation accepted -> pushed into the FIFOs: broadcast tree, pointer read,
         pointer register."""
-        return 2 + self.tree_levels
+        return 3 + self.tree_levels
 
     @property
     def stall_delay(self) -> int:

@@ -167,6 +167,7 @@ class SpmvEngine(wiring.Component):
             pe = SpmvPE(cfg, p)
             m.submodules[f"pe{p}"] = ResetInserter({"pe": rst_leaves[p]})(
                 DomainRenamer({"sync": "pe"})(pe))
+            m.d.comb += pe.rst_in.eq(rst_leaves[p])
             pes.append(pe)
         L = cfg.w_lanes
         rb = index_bits(cfg.lane_rows)
@@ -226,10 +227,17 @@ class SpmvEngine(wiring.Component):
         with m.If(w_take & Cat(wd.kind == KIND_ROW for wd in words).any()):
             m.d.sync += rows_seen.eq(1)
         for lane, word in enumerate(words):
+            # the rowmap's write side is registers (the write lands one clock later;
+            # the rowmap is read only in the drain, long after)
             map_w = maps[lane][0]
-            with m.If(w_take & (word.kind == KIND_ROW)):
-                m.d.comb += [map_w.addr.eq(Cat(row_cnt[lane][:rb], mb_load)),
-                             map_w.data.eq(Cat(word.idx, word.pe)), map_w.en.eq(1)]
+            mw_en = Signal(name=f"map_w_en{lane}")
+            mw_addr = Signal(len(map_w.addr), name=f"map_w_addr{lane}", reset_less=True)
+            mw_data = Signal(len(map_w.data), name=f"map_w_data{lane}", reset_less=True)
+            is_row = w_take & (word.kind == KIND_ROW)
+            m.d.sync += [mw_en.eq(is_row), mw_addr.eq(Cat(row_cnt[lane][:rb], mb_load)),
+                         mw_data.eq(Cat(word.idx, word.pe))]
+            m.d.comb += [map_w.addr.eq(mw_addr), map_w.data.eq(mw_data), map_w.en.eq(mw_en)]
+            with m.If(is_row):
                 m.d.sync += row_cnt[lane].eq(row_cnt[lane] + 1)
         # END: the PEs process it load_delay - 2 clocks after its transfer; PE 0 then
         # latches the block's column count, which reaches the engine one clock later
@@ -302,10 +310,11 @@ class SpmvEngine(wiring.Component):
             m.d.comb += [pe.ptr_addr.eq(leaf[:cfg.col_bits]), pe.cp_bank.eq(leaf[-1])]
         for pe, leaf in zip(pes, _broadcast(m, Cat(s2_valid, s2_x), P, B, "xtree")):
             m.d.comb += [pe.push_v.eq(leaf[0]), pe.push_x.eq(leaf[1:])]
-        in_flight = Signal(max(B, 1), name="in_flight")   # s2_valid of the last B clocks
-        if B > 1:
+        # s2_valid of the last B + 1 clocks: in the trees, or in the PEs' push registers
+        in_flight = Signal(B + 1, name="in_flight")
+        if B >= 1:
             m.d.sync += in_flight.eq(Cat(s2_valid, in_flight[:-1]))
-        elif B == 1:
+        else:
             m.d.sync += in_flight.eq(s2_valid)
         with m.If(x_take):
             m.d.sync += [cols_in.eq(cols_in + 1), cols_left.eq(cols_left - 1),
@@ -313,7 +322,7 @@ class SpmvEngine(wiring.Component):
         # done: the broadcaster empty and every PE idle, seen done_delay clocks late
         be = [Signal(name=f"bc_empty{i}") for i in range(cfg.done_delay)]
         m.d.sync += be[0].eq(in_compute & ~more & ~s1_valid & ~s2_valid
-                             & ~(in_flight.any() if B else 0))
+                             & ~in_flight.any())
         m.d.sync += [be[i].eq(be[i - 1]) for i in range(1, len(be))]
         done = be[-1] & all_idle
 

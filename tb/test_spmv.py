@@ -223,11 +223,12 @@ def test_model_spends_one_cycle_per_nonzero_and_none_on_empty_columns():
     x = np.ones(60, dtype=np.int64)
     job = cycle_model([(plan, x)], cfg)["jobs"][0]
     ideal = plan.nnz // 2
-    # pipeline fill: broadcast tree, pointer read, pointer register + push, issue, entry
-    # register, multiply, accumulator register, add; no cycle for the empty
-    # (column, PE) pairs
+    # pipeline fill: broadcast tree, pointer read, pointer register, push register,
+    # issue, entry address register, entry register, operand register, multiply,
+    # product register, accumulator register, add; no cycle for the empty (column, PE)
+    # pairs
     fill = cfg.push_delay + 1 + cfg.pe_latency
-    assert fill == 8 and job["compute_cycles"] == ideal + fill
+    assert fill == 12 and job["compute_cycles"] == ideal + fill
     # zero activations cost the PEs nothing: only the one-per-clock input remains
     x0 = np.zeros(60, dtype=np.int64)
     x0[59] = 1
