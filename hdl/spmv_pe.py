@@ -20,6 +20,40 @@ def _clamp(value, width):
     return Mux(overflow, Mux(value[width], lo, hi), value[:width].as_signed())
 
 
+def radix4_product(m, w, x, x3, xn):
+    """Signed ``w * x`` in LUTs and carry chains, over two clocks.
+
+    ``x3 = 3x`` and ``xn = -x`` are registers beside ``x``.  The radix-4 digits of ``w``
+    (unsigned 0..3, the top one signed -2..1) select partial products from them; they are
+    added in pairs into registers ``pp_sum<k>`` (clock 1) and the pairs summed
+    combinationally (the caller registers the result, clock 2).  Returns that sum; its
+    low ``len(w) + len(x)`` bits are the exact product.
+    """
+    pw = len(w) + len(x)
+    wd = Cat(w, w[-1]) if len(w) % 2 else w                # even width, same value
+    nd = len(wd) // 2
+    pps = []
+    for i in range(nd):
+        d0, d1 = wd[2 * i], wd[2 * i + 1]
+        if i < nd - 1:                                       # unsigned digit 0..3
+            pp = Mux(d1, Mux(d0, x3, x << 1), Mux(d0, x, 0))
+        else:                                                # signed digit -2..1
+            pp = Mux(d1, Mux(d0, xn, xn << 1), Mux(d0, x, 0))
+        pps.append((pp, 2 * i))
+    pairs = []
+    for k in range(0, nd, 2):
+        (a_pp, a_sh), rest = pps[k], pps[k + 1:k + 2]
+        total = a_pp if not rest else a_pp + (rest[0][0] << 2)
+        reg = Signal(signed(min(len(total), pw + 2)), name=f"pp_sum{k // 2}",
+                     reset_less=True)
+        m.d.sync += reg.eq(total)
+        pairs.append((reg, a_sh))
+    prod = pairs[0][0]
+    for reg, sh in pairs[1:]:
+        prod = prod + (reg << sh)
+    return prod
+
+
 class Fifo(Elaboratable):
     """A first-word-fall-through FIFO: distributed RAM behind a head register.
 
@@ -345,30 +379,10 @@ class SpmvPE(Elaboratable):
         # products from registers (0, x, 2x, 3x; the signed top digit 0, x, -2x, -x),
         # C adds them in pairs into registers, C2 adds the pairs.
         pw = ww + xw
-        wd = Cat(w_c, w_c[-1]) if ww % 2 else w_c           # even width, same value
-        nd = len(wd) // 2
-        pps = []
-        for i in range(nd):
-            d0, d1 = wd[2 * i], wd[2 * i + 1]
-            if i < nd - 1:                                   # unsigned digit 0..3
-                pp = Mux(d1, Mux(d0, x3_c, x_c << 1), Mux(d0, x_c, 0))
-            else:                                            # signed digit -2..1
-                pp = Mux(d1, Mux(d0, xn_c, xn_c << 1), Mux(d0, x_c, 0))
-            pps.append((pp, 2 * i))
-        pairs = []
-        for k in range(0, nd, 2):
-            (a_pp, a_sh), rest = pps[k], pps[k + 1:k + 2]
-            total = a_pp if not rest else a_pp + (rest[0][0] << 2)
-            reg = Signal(signed(min(len(total), pw + 2)), name=f"pp_sum{k // 2}",
-                         reset_less=True)
-            m.d.sync += reg.eq(total)
-            pairs.append((reg, a_sh))
+        prod = radix4_product(m, w_c, x_c, x3_c, xn_c)
         row_d = Signal(unsigned(ib), reset_less=True)
         v_d = Signal(reset_less=True)
         m.d.sync += [row_d.eq(row_c), v_d.eq(v_c)]
-        prod = pairs[0][0]
-        for reg, sh in pairs[1:]:
-            prod = prod + (reg << sh)
         prod_x = Signal(signed(pw), name="prod_x", reset_less=True)
         row_x = Signal(unsigned(ib), name="row_x", reset_less=True)
         v_x = Signal(name="v_x", reset_less=True)

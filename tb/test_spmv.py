@@ -480,3 +480,34 @@ def test_cli_integer_run_is_exact(npys, capsys):
     assert len(report["blocks"]) == 3 * 3 and report["exact_integer_result"]
     assert report["weight_bandwidth_words_per_clock"] == 1.0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("ww, xw", [(2, 3), (3, 5), (4, 4), (5, 3), (6, 2)])
+def test_radix4_product_exhaustive(ww, xw):
+    """The PE's LUT multiplier equals w * x for every pair of codes (odd and even widths,
+    the most negative values included), in Amaranth's own simulator."""
+    from amaranth.hdl import Module, Signal, signed
+    from amaranth.sim import Simulator
+    from hdl.spmv_pe import radix4_product
+    m = Module()
+    w, x = Signal(signed(ww)), Signal(signed(xw))
+    x3, xn = Signal(signed(xw + 2)), Signal(signed(xw + 1))
+    out = Signal(signed(ww + xw))
+    m.d.comb += [x3.eq(x * 3), xn.eq(-x), out.eq(radix4_product(m, w, x, x3, xn)[:ww + xw])]
+    pairs = [(a, b) for a in range(-(1 << ww - 1), 1 << ww - 1)
+             for b in range(-(1 << xw - 1), 1 << xw - 1)]
+    wrong = []
+
+    async def bench(ctx):
+        for a, b in pairs:
+            ctx.set(w, a)
+            ctx.set(x, b)
+            await ctx.tick()
+            if ctx.get(out) != a * b:
+                wrong.append((a, b, ctx.get(out)))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert not wrong, wrong[:5]
