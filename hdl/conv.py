@@ -48,6 +48,17 @@ def _sel(items, idx):
     return out
 
 
+def _S(*args, **kwargs):
+    """A register (or wire) WITHOUT synchronous reset unless ``reset_less=False`` is given.
+
+    Only the control state that decides what the array does after a reset (FSM, valid and
+    enable bits of the pipeline, the drain's pending flags, the stall) keeps the reset;
+    counters, addresses, descriptor copies and the whole datapath are (re)loaded before they
+    are used, so the reset net reaches a few hundred flip-flops instead of all of them."""
+    kwargs.setdefault("reset_less", True)
+    return Signal(*args, **kwargs)
+
+
 def _any(sigs):
     sigs = list(sigs)
     return Cat(*sigs).any() if sigs else Const(0, 1)
@@ -127,7 +138,7 @@ class ConvArray(wiring.Component):
         FW = _bits(cfg.feat_depth) + 1       # feature bank offsets (modulo 2**FW)
         WW = _bits(cfg.weight_depth) + 1     # weight bank offsets
 
-        d = Signal(self.desc_layout)
+        d = _S(self.desc_layout)
         pvl = {f: [getattr(d, f"p{i}_{f}") for i in range(NP)] for f in _PASS_FIELDS}
 
         # ---------------------------------------------------------------- memories
@@ -147,39 +158,39 @@ class ConvArray(wiring.Component):
                 m.submodules[f"omem{b}_{c}"] = omem[b][c]
 
         # ---------------------------------------------------------------- control state
-        sel = Signal()                 # output buffer written by the compute side
-        q = Signal(16)                 # chunk index
-        first_chunk = Signal()
-        icc = Signal(16)               # channels in this chunk
-        iccl = Signal(16)              # icc - 1
-        kq = Signal(24)                # beats per tile in this chunk
-        dq = Signal(24)                # stagger between copies
-        cqkh = Signal(24)              # icc * kh
-        busy = Signal(STAT_BUSY_BITS)
-        ccyc = Signal(32)
-        in_compute = Signal()
+        sel = _S(reset_less=False)               # output buffer written by the compute side
+        q = _S(16)                 # chunk index
+        first_chunk = _S()
+        icc = _S(16)               # channels in this chunk
+        iccl = _S(16)              # icc - 1
+        kq = _S(24)                # beats per tile in this chunk
+        dq = _S(24)                # stagger between copies
+        cqkh = _S(24)              # icc * kh
+        busy = _S(STAT_BUSY_BITS)
+        ccyc = _S(32)
+        in_compute = _S()
 
         # pass registers (loaded in the first set-up clock of a pass)
-        e = Signal(range(NP + 1))
-        cp = {f: Signal(fw[f"p0_{f}"], name=f"cp_{f}") for f in _PASS_FIELDS}
-        issuing = Signal()
-        setup = Signal()
-        isu = Signal(name="isu")       # issuing & ~setup, as its own register
-        sk = Signal(range(MC + 5))
-        setup_last = Signal()          # registered: the last set-up clock (sk == cols + 4)
+        e = _S(range(NP + 1))
+        cp = {f: _S(fw[f"p0_{f}"], name=f"cp_{f}") for f in _PASS_FIELDS}
+        issuing = _S(reset_less=False)
+        setup = _S(reset_less=False)
+        isu = _S(name="isu", reset_less=False)       # issuing & ~setup, as its own register
+        sk = _S(range(MC + 5))
+        setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 4)
 
         # ------------------------------------------------ column states (window groups)
         def cstate(name):
-            return {"img": Signal(16, name=f"{name}_img"),
-                    "oy": Signal(16, name=f"{name}_oy"), "ty": Signal(16, name=f"{name}_ty"),
-                    "jn": Signal(16, name=f"{name}_jn"), "jns": Signal(24, name=f"{name}_jns"),
-                    "base": Signal(FW, name=f"{name}_base")}
+            return {"img": _S(16, name=f"{name}_img"),
+                    "oy": _S(16, name=f"{name}_oy"), "ty": _S(16, name=f"{name}_ty"),
+                    "jn": _S(16, name=f"{name}_jn"), "jns": _S(24, name=f"{name}_jns"),
+                    "base": _S(FW, name=f"{name}_base")}
 
         # Advance of a column state by one tile (``cols`` window groups: ``ai`` images,
         # ``a`` rows and ``b`` groups, with at most one row wrap and one image wrap): the
         # four sums computed in parallel from per-pass constants, then selected.
-        thr = Signal(16, name="adv_thr")                       # wrap iff jn >= wvn - bn
-        thi = [Signal(16, name=f"adv_thi{j}") for j in range(2)]   # image wrap iff oy >= thi
+        thr = _S(16, name="adv_thr")                       # wrap iff jn >= wvn - bn
+        thi = [_S(16, name=f"adv_thi{j}") for j in range(2)]   # image wrap iff oy >= thi
         k0 = {k: Signal.like(v, name=f"adv_k0_{k}") for k, v in cstate("t").items()}
         k1 = {k: Signal.like(v, name=f"adv_k1_{k}") for k, v in cstate("t").items()}
         k0i = {k: Signal.like(v, name=f"adv_k0i_{k}") for k, v in cstate("t").items()}
@@ -192,26 +203,26 @@ class ConvArray(wiring.Component):
                            Mux(wrap, cs[k] + k1[k], cs[k] + k0[k])) for k in cs}
 
         ws = cstate("walk")
-        ws_rb = Signal(24, name="walk_rb")
+        ws_rb = _S(24, name="walk_rb")
         # walk wrap thresholds: jn + n >= wvn iff jn >= wvn - n; oy + 1 == ho iff oy == ho - 1
-        walk_thr, walk_hom1 = Signal(16, name="walk_thr"), Signal(16, name="walk_hom1")
+        walk_thr, walk_hom1 = _S(16, name="walk_thr"), _S(16, name="walk_hom1")
         m.d.sync += walk_hom1.eq(d.ho - 1)
-        swpi = Signal(24, name="walk_swpi")        # row step across an image boundary
+        swpi = _S(24, name="walk_swpi")        # row step across an image boundary
         m.d.sync += swpi.eq(d.swp + d.iwrap)
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
         pinit_adv = [cstate(f"pinit_adv{c}") for c in range(MC)]
         cur = [cstate(f"cur{c}") for c in range(MC)]
         SL = {"base": FW, "img": 16, "jn": 16, "lv": NG}   # lv: lane g valid (img < B, jn + g < Wo)
-        slot = [[{k: Signal(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
+        slot = [[{k: _S(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
         BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW,
               "kym": 8, "kxm": 8, "kyz": 1, "kxz": 1}   # kyl - 1, kxl - 1, kyl == 0, kxl == 0
-        sbox = [{k: Signal(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
+        sbox = [{k: _S(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
 
         # ------------------------------------------------ groups (copies)
-        def gsig(name, width):
-            return [Signal(width, name=f"g{g}_{name}") for g in range(NG)]
-        act, par = gsig("act", 1), gsig("par", 1)
+        def gsig(name, width, reset_less=True):
+            return [_S(width, name=f"g{g}_{name}", reset_less=reset_less) for g in range(NG)]
+        act, par = gsig("act", 1, reset_less=False), gsig("par", 1)
         kx, ky, ic = gsig("kx", 8), gsig("ky", 8), gsig("ic", 16)
         # beat offsets kept as running sums (one adder per update): feature fx = kernel
         # column + window offset, fxc = fx + ic * hwp, fo = fxc + ky * wp; weight
@@ -220,33 +231,36 @@ class ConvArray(wiring.Component):
         wbx, wbxc, wo_g = gsig("wbx", WW), gsig("wbxc", WW), gsig("wo", WW)
         tt, blk = gsig("t", 24), gsig("blk", 16)
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
-        tiles1, count1 = Signal(name="tiles1"), Signal(name="count1")
-        tiles2, count2 = Signal(24, name="tiles2"), Signal(16, name="count2")
+        tiles1, count1 = _S(name="tiles1"), _S(name="count1")
+        tiles2, count2 = _S(24, name="tiles2"), _S(16, name="count2")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
-        pb, sg, st_at = Signal(24, name="pb"), Signal(range(NG + 1), name="sg"), \
-            Signal(24, name="st_at")
-        sgs, sgoc, sgrb = Signal(16, name="sgs"), Signal(24, name="sgoc"), Signal(16, name="sgrb")
-        wpass, cbpass = Signal(24, name="wpass"), Signal(16, name="cbpass")
+        pb, sg, st_at = _S(24, name="pb"), _S(range(NG + 1), name="sg"), \
+            _S(24, name="st_at")
+        sgs, sgoc, sgrb = _S(16, name="sgs"), _S(24, name="sgoc"), _S(16, name="sgrb")
+        wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
 
-        adv = Signal()
+        adv = _S()
         # Replicas of the stall register (same next value, no reset; they may differ from
         # adv only in the first clock after a reset, when the pipeline is empty): one per
         # MAC row, per column's feature banks, per copy and for the slots, meant to split
         # the thousands of enables.  Measured: Yosys (opt_merge) merges flip-flops with
         # identical inputs, so in the ECP5 netlist they collapse into one register next to
         # adv_r; real replication needs a keep attribute on the cells (not done).
-        adv_row = [Signal(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
-        adv_col = [Signal(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
-        adv_iss = Signal(init=1, reset_less=True, name="adv_iss")
-        adv_slot = [Signal(init=1, reset_less=True, name=f"adv_slot{c}") for c in range(MC)]
-        adv_box = Signal(init=1, reset_less=True, name="adv_box")
-        adv_cp = [Signal(init=1, reset_less=True, name=f"adv_cp{g}") for g in range(NG)]
+        adv_row = [_S(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
+        adv_col = [_S(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
+        adv_iss = _S(init=1, reset_less=True, name="adv_iss")
+        adv_slot = [_S(init=1, reset_less=True, name=f"adv_slot{c}") for c in range(MC)]
+        adv_box = _S(init=1, reset_less=True, name="adv_box")
+        adv_cp = [_S(init=1, reset_less=True, name=f"adv_cp{g}") for g in range(NG)]
         last_k = gsig("lastk", 1)
+        # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
+        # product instead of clearing on capture, so they need no reset)
+        fk = gsig("fk", 1)
         # last_k[g] is a register: "this beat is the last of the tile", predicted one beat
         # ahead from the counters and the tile's box (decremented bounds kxm/kym, chunk
         # constants iccm = icc - 2, iccz = icc == 1, kq1 = kq == 1)
-        iccm, iccz, kq1 = Signal(16, name="iccm"), Signal(name="iccz"), Signal(name="kq1")
+        iccm, iccz, kq1 = _S(16, name="iccm"), _S(name="iccz"), _S(name="kq1")
         m.d.sync += [iccm.eq(iccl - 1), iccz.eq(iccl == 0), kq1.eq(kq == 1)]
         # per copy, registered: ky / ic / kx at their last value in the tile
         kye, ice, kxe = gsig("kye", 1), gsig("ice", 1), gsig("kxe", 1)
@@ -264,9 +278,9 @@ class ConvArray(wiring.Component):
             ]
 
         # rows -> groups (registered per pass)
-        row_g = [Signal(range(NG), name=f"row{r}_g") for r in range(MR)]
-        row_act = [Signal(name=f"row{r}_act") for r in range(MR)]
-        mulR = [Signal(20, name=f"mulR{j}") for j in range(NG + 1)]
+        row_g = [_S(range(NG), name=f"row{r}_g") for r in range(MR)]
+        row_act = [_S(name=f"row{r}_act") for r in range(MR)]
+        mulR = [_S(20, name=f"mulR{j}") for j in range(NG + 1)]
         for j in range(NG + 1):
             m.d.sync += mulR[j].eq(cp["r"] * j)     # valid from the second set-up clock
         nR = _sel(mulR, cp["n"])
@@ -277,7 +291,7 @@ class ConvArray(wiring.Component):
                              row_act[r].eq(Const(r) < nR)]
 
         # lane validity per group and column: copy g of column c is window jn + g
-        lanev = [[Signal(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
+        lanev = [[_S(name=f"lane{g}_{c}") for c in range(MC)] for g in range(NG)]
         for g in range(NG):
             for c in range(MC):
                 m.d.comb += lanev[g][c].eq(act[g] & Mux(par[g], slot[1][c]["lv"][g],
@@ -286,15 +300,18 @@ class ConvArray(wiring.Component):
         # feature read ports: port p serves the copies on tiles of parity p; all of them
         # read the same word, take the address of the lowest such copy
         # i2: the issue stage's per-copy outputs registered (offsets, lanes, flags)
-        i_act, i_lk, i_par = gsig("i_act", 1), gsig("i_lk", 1), gsig("i_par", 1)
+        i_fk = gsig("i_fk", 1)
+        i_act, i_lk, i_par = (gsig("i_act", 1, reset_less=False),
+                              gsig("i_lk", 1, reset_less=False), gsig("i_par", 1))
         i_foff, i_waddr = gsig("i_foff", FW), gsig("i_waddr", WW)
         i_gob, i_grb = gsig("i_gob", 24), gsig("i_grb", 16)
-        i_lanev = [Signal(MC, name=f"i_lanev{g}") for g in range(NG)]
-        i_first, i_R, i_N = Signal(name="i_first"), Signal(16, name="i_R"), Signal(4, name="i_N")
-        i_base = [[Signal(FW, name=f"i_base{c}_{p}") for p in range(2)] for c in range(MC)]
+        i_lanev = [_S(MC, name=f"i_lanev{g}") for g in range(NG)]
+        i_first, i_R, i_N = _S(name="i_first"), _S(16, name="i_R"), _S(4, name="i_N")
+        i_base = [[_S(FW, name=f"i_base{c}_{p}") for p in range(2)] for c in range(MC)]
         with m.If(adv):
             m.d.sync += [i_act[g].eq(act[g]) for g in range(NG)]
             m.d.sync += [i_lk[g].eq(act[g] & last_k[g]) for g in range(NG)]
+            m.d.sync += [i_fk[g].eq(fk[g]) for g in range(NG)]
             m.d.sync += [i_par[g].eq(par[g]) for g in range(NG)]
             m.d.sync += [i_foff[g].eq(foff[g]) for g in range(NG)]
             m.d.sync += [i_waddr[g].eq(waddr[g]) for g in range(NG)]
@@ -304,7 +321,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
                          i_R.eq(cp["r"]), i_N.eq(cp["n"])]
             m.d.sync += [i_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
-        fo = [Signal(FW, name=f"fo{p}") for p in range(2)]
+        fo = [_S(FW, name=f"fo{p}") for p in range(2)]
         for p in range(2):
             expr = Const(0, FW)
             for g in reversed(range(NG)):
@@ -318,29 +335,29 @@ class ConvArray(wiring.Component):
         # x2 (bank data registered) -> s2 (feature selected and gated, product registered;
         # accumulate)
         def stage(name):
-            return {"en": [Signal(MC, name=f"{name}_en{r}") for r in range(MR)],
-                    "rv": Signal(MR, name=f"{name}_rv"), "rl": Signal(MR, name=f"{name}_rl"),
-                    "rp": Signal(MR, name=f"{name}_rp"), "gl": Signal(NG, name=f"{name}_gl"),
-                    "first": Signal(name=f"{name}_first"), "v": Signal(name=f"{name}_v"),
+            return {"en": [_S(MC, name=f"{name}_en{r}") for r in range(MR)],
+                    "rv": _S(MR, name=f"{name}_rv"), "rl": _S(MR, name=f"{name}_rl"),
+                    "rp": _S(MR, name=f"{name}_rp"), "rf": _S(MR, name=f"{name}_rf"), "gl": _S(NG, name=f"{name}_gl", reset_less=False),
+                    "first": _S(name=f"{name}_first"), "v": _S(name=f"{name}_v", reset_less=False),
                     "gob": gsig(f"{name}_gob", 24), "grb": gsig(f"{name}_grb", 16),
-                    "R": Signal(16, name=f"{name}_R"), "N": Signal(4, name=f"{name}_N"),
-                    "Rle": Signal(name=f"{name}_Rle")}      # R <= drain_rows
+                    "R": _S(16, name=f"{name}_R"), "N": _S(4, name=f"{name}_N"),
+                    "Rle": _S(name=f"{name}_Rle")}      # R <= drain_rows
 
         def copy_stage(dst, src):
-            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "gl", "first", "v", "R", "N",
+            out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "rf", "gl", "first", "v", "R", "N",
                                                "Rle")]
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             return out
         sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
-        a_base = [[Signal(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
-        a_wad = [Signal(WW, name=f"a_wad{r}") for r in range(MR)]
-        wr = [Signal(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
-        fsel = [[Signal(signed(cfg.data_width), name=f"fsel{r}_{c}") for c in range(MC)]
+        a_base = [[_S(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
+        a_wad = [_S(WW, name=f"a_wad{r}") for r in range(MR)]
+        wr = [_S(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
+        fsel = [[_S(signed(cfg.data_width), name=f"fsel{r}_{c}") for c in range(MC)]
                 for r in range(MR)]
-        prod = [[Signal(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
+        prod = [[_S(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
                  for c in range(MC)] for r in range(MR)]
-        acc = [[Signal(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
-        shadow = [[Signal(signed(AW), name=f"sh{r}_{c}") for c in range(MC)] for r in range(MR)]
+        acc = [[_S(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
+        shadow = [[_S(signed(AW), name=f"sh{r}_{c}") for c in range(MC)] for r in range(MR)]
         s2_rv, s2_rl, s2_gl, s2_first, s2_v = s2["rv"], s2["rl"], s2["gl"], s2["first"], s2["v"]
         s2_en, s2_gob, s2_grb, s2_R, s2_N = s2["en"], s2["gob"], s2["grb"], s2["R"], s2["N"]
         for c in range(MC):
@@ -351,19 +368,20 @@ class ConvArray(wiring.Component):
             m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv_row[r])]
 
         with m.If(adv):
-            rv, rl, rp = [], [], []
+            rv, rl, rp, rf = [], [], [], []
             for r in range(MR):
                 g = row_g[r]
                 v = row_act[r] & _sel(i_act, g)
                 rv.append(v)
                 rl.append(row_act[r] & _sel(i_lk, g))
                 rp.append(_sel(i_par, g))
+                rf.append(_sel(i_fk, g))
                 with m.If(adv_row[r]):
                     m.d.sync += sa["en"][r].eq(
                         Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
                               for c in range(MC)]))
                     m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
-            m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
+            m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)), sa["rf"].eq(Cat(*rf)),
                          sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
                          sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N),
                          sa["Rle"].eq(i_R <= DR)]
@@ -388,54 +406,56 @@ class ConvArray(wiring.Component):
                     m.d.sync += prod[r][c].eq(wr[r] * fsel[r][c])
 
         # ---------------------------------------------------------------- drain
-        pending = Signal(NG)
-        dg = Signal(range(NG))
-        di = Signal(16)
+        pending = _S(NG, reset_less=False)
+        dg = _S(range(NG), reset_less=False)
+        di = _S(16, reset_less=False)
         cap_gob = gsig("cap_gob", 24)
         cap_N, cap_rb = gsig("cap_N", 4), gsig("cap_rb", 16)
-        working = Signal()
-        fin = Signal()
-        d_R = Signal(16, name="d_R")          # rows of the copy being drained (one pass)
-        d_Rle = Signal(name="d_Rle")          # d_R <= drain_rows
-        drem = Signal(16, name="drem")        # rows left of the copy being drained
+        working = _S(reset_less=False)
+        fin = _S(reset_less=False)
+        d_R = _S(16, name="d_R")          # rows of the copy being drained (one pass)
+        d_Rle = _S(name="d_Rle")          # d_R <= drain_rows
+        drem = _S(16, name="drem")        # rows left of the copy being drained
         cap_last = gsig("cap_last", 1)        # copy g is its pass's last copy (g + 1 == n)
-        daddr = Signal(24, name="daddr")      # output address of the drain step (gob + di)
-        drow = Signal(16, name="drow")        # shadow row of the drain step (rb + di)
-        dlast = Signal(name="dlast")          # this drain step is the copy's last one
+        daddr = _S(24, name="daddr")      # output address of the drain step (gob + di)
+        drow = _S(16, name="drow")        # shadow row of the drain step (rb + di)
+        dlast = _S(name="dlast")          # this drain step is the copy's last one
         # working, fin and fin_g are registers holding exactly pending[dg], working & dlast
         # and fin & (dg == g): they are computed from the next state below (for the stall)
-        fin_g = [Signal(name=f"fin{g}") for g in range(NG)]
+        fin_g = [_S(name=f"fin{g}", reset_less=False) for g in range(NG)]
         # The stall: a capture (s2) waits while its copy's previous capture is not drained
         # (the first capture of a pass: while anything is).  It is a function of registered
         # state only, so it is computed one clock ahead from the next state and registered
         # (adv_r drives the whole pipeline's enables from a flip-flop).
-        adv_r = Signal(init=1, name="adv_r")
+        adv_r = _S(init=1, name="adv_r", reset_less=False)
         m.d.comb += adv.eq(adv_r)
 
         # accumulate / capture
+        # (no reset, no valid bit: the first beat of a tile loads the product, a row with no
+        # valid beat adds zero products, the gated features; only a capture is qualified)
+        s2_rf = s2["rf"]
         for r in range(MR):
             with m.If(adv_row[r]):
                 for c in range(MC):
-                    total = acc[r][c] + prod[r][c]
+                    total = Mux(s2_rf[r], prod[r][c], acc[r][c] + prod[r][c])
+                    m.d.sync += acc[r][c].eq(total)
                     with m.If(s2_rl[r]):
-                        m.d.sync += [shadow[r][c].eq(total), acc[r][c].eq(0)]
-                    with m.Elif(s2_rv[r]):
-                        m.d.sync += acc[r][c].eq(total)
+                        m.d.sync += shadow[r][c].eq(total)
         # busy MAC-cycles: popcount of the enables, one register stage
-        pc = Signal(_bits(MR * MC))
+        pc = _S(_bits(MR * MC), reset_less=False)
         # (per row registered, then per four rows, then the sum: the compute phase ends at
         # least four clocks after the last accumulation, so busy is complete before the
         # stats)
-        pc_rows = [Signal(_bits(MC), name=f"pc{r}") for r in range(MR)]
+        pc_rows = [_S(_bits(MC), name=f"pc{r}", reset_less=False) for r in range(MR)]
         for r in range(MR):
-            m.d.sync += pc_rows[r].eq(Mux(adv_row[r], sum(s2_en[r][c] for c in range(MC)), 0))
-        pc_q = [Signal(_bits(4 * MC), name=f"pcq{i}") for i in range((MR + 3) // 4)]
+            m.d.sync += pc_rows[r].eq(Mux(adv_row[r] & s2_v, sum(s2_en[r][c] for c in range(MC)), 0))
+        pc_q = [_S(_bits(4 * MC), name=f"pcq{i}", reset_less=False) for i in range((MR + 3) // 4)]
         for i in range(len(pc_q)):
             m.d.sync += pc_q[i].eq(sum(pc_rows[4 * i:4 * i + 4]))
         m.d.sync += pc.eq(sum(pc_q))
         m.d.sync += busy.eq(busy + pc)
 
-        newpend = Signal(NG)
+        newpend = _S(NG)
         for g in range(NG):
             cap = adv & s2_gl[g]
             with m.If(cap):
@@ -445,8 +465,8 @@ class ConvArray(wiring.Component):
         m.d.sync += pending.eq(newpend)
         any_cap = adv & s2_gl.any()
         dg_n, di_n = Signal.like(dg, name="dg_n"), Signal.like(di, name="di_n")
-        dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), Signal(name="dlast_n")
-        r_fin = Signal(16, name="d_R_fin")
+        dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), _S(name="dlast_n")
+        r_fin = _S(16, name="d_R_fin")
         m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
         rle_fin = Mux(any_cap, s2["Rle"], d_Rle)
         m.d.comb += [
@@ -479,38 +499,38 @@ class ConvArray(wiring.Component):
             if g == 0:
                 b = b | (s2n_gl[0] & s2n_first & ~clear_n)
             blocked_n.append(b)
-        adv_n = Signal(name="adv_n")
+        adv_n = _S(name="adv_n")
         m.d.comb += adv_n.eq(~_any(blocked_n))
         m.d.sync += [adv_r.eq(adv_n), adv_iss.eq(adv_n)]
         m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col + adv_slot + [adv_box] + adv_cp]
 
         # drain read (stage A) -> add and write (stage B)
-        wb_v = [Signal(name=f"wb{j}_v") for j in range(DR)]
-        wb_addr = [Signal(24, name=f"wb{j}_addr") for j in range(DR)]
-        wb_new = [[Signal(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
+        wb_v = [_S(name=f"wb{j}_v", reset_less=False) for j in range(DR)]
+        wb_addr = [_S(24, name=f"wb{j}_addr") for j in range(DR)]
+        wb_new = [[_S(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
         oaddr = []
         for j in range(DR):
-            oa = Signal(24, name=f"dr{j}_addr")
+            oa = _S(24, name=f"dr{j}_addr")
             m.d.comb += oa.eq(daddr + j)
             oaddr.append(oa)
-            rr = Signal(16, name=f"dr{j}_row")
+            rr = _S(16, name=f"dr{j}_row")
             m.d.comb += rr.eq(drow + j)
             m.d.sync += [wb_v[j].eq(working & (drem > j)), wb_addr[j].eq(oa)]
             for c in range(MC):
                 m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
 
         # ---------------------------------------------------------------- streamer
-        st_busy, st_sel = Signal(), Signal()
-        st_oc, st_ho, st_wo = Signal(16), Signal(DIMW), Signal(DIMW)
-        st_flat = Signal()
-        st_pn = [Signal(4, name=f"st_pn{i}") for i in range(NP)]
-        st_pnoc = [Signal(24, name=f"st_pnoc{i}") for i in range(NP)]
-        st_pcend = [Signal(17, name=f"st_pcend{i}") for i in range(NP)]
-        st_o, st_oy, st_ox = Signal(16), Signal(DIMW), Signal(DIMW)
-        st_g, st_e = Signal(4), Signal(range(NP + 1))
-        st_c = Signal(range(MC)) if MC > 1 else Signal(1)
-        st_n, st_noc, st_cend = Signal(4), Signal(24), Signal(17)
-        st_base, st_addr = Signal(24, name="st_base"), Signal(24, name="st_addr")
+        st_busy, st_sel = _S(reset_less=False), _S()
+        st_oc, st_ho, st_wo = _S(16), _S(DIMW), _S(DIMW)
+        st_flat = _S()
+        st_pn = [_S(4, name=f"st_pn{i}") for i in range(NP)]
+        st_pnoc = [_S(24, name=f"st_pnoc{i}") for i in range(NP)]
+        st_pcend = [_S(17, name=f"st_pcend{i}") for i in range(NP)]
+        st_o, st_oy, st_ox = _S(16), _S(DIMW), _S(DIMW)
+        st_g, st_e = _S(4), _S(range(NP + 1))
+        st_c = _S(range(MC)) if MC > 1 else _S(1)
+        st_n, st_noc, st_cend = _S(4), _S(24), _S(17)
+        st_base, st_addr = _S(24, name="st_base"), _S(24, name="st_addr")
         nx = {k: Signal.like(v, name=f"nx_{k}") for k, v in
               {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
                "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
@@ -522,33 +542,33 @@ class ConvArray(wiring.Component):
         # batch: per pass, the slot position where the current image starts (column sI_c,
         # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a)
         CW = max(1, (MC - 1).bit_length())
-        st_b, st_img = Signal(16, name="st_b"), Signal(16, name="st_img")   # st_b = B - 1
-        sI_c = [Signal(CW, name=f"st_ic{i}") for i in range(NP)]
-        sI_a = [Signal(24, name=f"st_ia{i}") for i in range(NP)]
-        sN_c = [Signal(CW, name=f"st_nc{i}") for i in range(NP)]
-        sN_a = [Signal(24, name=f"st_na{i}") for i in range(NP)]
-        st_pib = [Signal(CW, name=f"st_pib{i}") for i in range(NP)]
-        st_pia = [Signal(24, name=f"st_pia{i}") for i in range(NP)]
-        handoff = Signal()
-        st_step = Signal()
+        st_b, st_img = _S(16, name="st_b"), _S(16, name="st_img")   # st_b = B - 1
+        sI_c = [_S(CW, name=f"st_ic{i}") for i in range(NP)]
+        sI_a = [_S(24, name=f"st_ia{i}") for i in range(NP)]
+        sN_c = [_S(CW, name=f"st_nc{i}") for i in range(NP)]
+        sN_a = [_S(24, name=f"st_na{i}") for i in range(NP)]
+        st_pib = [_S(CW, name=f"st_pib{i}") for i in range(NP)]
+        st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
+        handoff = _S()
+        st_step = _S()
         m.d.comb += st_step.eq(st_busy & self.o.ready)
         # registered flags (each predicted from the next state): ox == wo - 1,
         # oy == ho - 1, g == n - 1, c == cols - 1, o + 1 == cend, o == oc - 1, img == B - 1
-        fl = {k: Signal(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
+        fl = {k: _S(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
                                                    "olastc", "olast", "imglast")}
-        st_wo1, st_ho1, st_oc1 = (Signal(DIMW, name="st_wo1"), Signal(DIMW, name="st_ho1"),
-                                  Signal(16, name="st_oc1"))
+        st_wo1, st_ho1, st_oc1 = (_S(DIMW, name="st_wo1"), _S(DIMW, name="st_ho1"),
+                                  _S(16, name="st_oc1"))
         # sums kept in registers instead of adders on the address path:
         # stX[i] = sI_a[i] + o + 1 (a new channel's address in pass i),
         # st_basew = st_base + st_noc, st_addroc = st_addr + st_oc
-        stX = [Signal(24, name=f"st_x{i}") for i in range(NP)]
-        st_basew, st_addroc = Signal(24, name="st_basew"), Signal(24, name="st_addroc")
+        stX = [_S(24, name=f"st_x{i}") for i in range(NP)]
+        st_basew, st_addroc = _S(24, name="st_basew"), _S(24, name="st_addroc")
         rowend = fl["rowend"]
         # what a step does, as registered flags (from the next flags): F["chend"] a new
         # output channel, F["grp"] the next window group, F["cop"] the next copy, F["wrap"]
         # back to column 0, F["newe"] the next pass, F["iend"] the image's end,
         # F["imgnx"] the next image
-        F = {k: Signal(name=f"st_F{k}") for k in ("chend", "grp", "cop", "wrap", "newe",
+        F = {k: _S(name=f"st_F{k}") for k in ("chend", "grp", "cop", "wrap", "newe",
                                                   "iend", "imgnx")}
 
         def step_flags(f, flat):
@@ -650,10 +670,10 @@ class ConvArray(wiring.Component):
                     if j == 0:
                         st_data[b][c] = rp.data
         # stage C: the old partial sum registered, then added and written back
-        wc_v = [Signal(name=f"wc{j}_v") for j in range(DR)]
-        wc_addr = [Signal(24, name=f"wc{j}_addr") for j in range(DR)]
-        wc_new = [[Signal(signed(AW), name=f"wc{j}_{c}") for c in range(MC)] for j in range(DR)]
-        wc_old = [[Signal(signed(AW), name=f"wco{j}_{c}") for c in range(MC)] for j in range(DR)]
+        wc_v = [_S(name=f"wc{j}_v", reset_less=False) for j in range(DR)]
+        wc_addr = [_S(24, name=f"wc{j}_addr") for j in range(DR)]
+        wc_new = [[_S(signed(AW), name=f"wc{j}_{c}") for c in range(MC)] for j in range(DR)]
+        wc_old = [[_S(signed(AW), name=f"wco{j}_{c}") for c in range(MC)] for j in range(DR)]
         for j in range(DR):
             m.d.sync += [wc_v[j].eq(wb_v[j]), wc_addr[j].eq(wb_addr[j])]
             for c in range(MC):
@@ -718,7 +738,7 @@ class ConvArray(wiring.Component):
         # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
         for g in range(1, NG):
             with m.If(~act[g]):
-                m.d.sync += [par[g].eq(0), tt[g].eq(0), last_k[g].eq(kq1),
+                m.d.sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), last_k[g].eq(kq1),
                              kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
                              kxe[g].eq(sbox[0]["kxz"]),
                              glt[g].eq(tiles1), glb[g].eq(count1),
@@ -730,7 +750,7 @@ class ConvArray(wiring.Component):
                              goc[g].eq(sgoc), grb[g].eq(sgrb)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
-        from_init = Signal()
+        from_init = _S()
         m.d.comb += from_init.eq(setup_last | glt[0])
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
@@ -738,9 +758,9 @@ class ConvArray(wiring.Component):
         # (three register stages: partial sums, kb, then the four constant sets; stable
         # from the fourth set-up clock on; pinit_adv, recomputed every clock, is used only
         # in the last set-up clock)
-        kb0 = Signal(FW, name="adv_kb0")
-        kb1 = Signal(FW, name="adv_kb1")
-        kbp = [Signal(FW, name=f"adv_kbp{i}") for i in range(3)]
+        kb0 = _S(FW, name="adv_kb0")
+        kb1 = _S(FW, name="adv_kb1")
+        kbp = [_S(FW, name=f"adv_kbp{i}") for i in range(3)]
         m.d.sync += [kbp[0].eq(cp["aswp"] + cp["bns"]), kbp[1].eq(cp["aswp"] + d.swp + cp["bns"]),
                      kbp[2].eq(cp["aiis"] - cp["wvns"])]
         m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
@@ -766,7 +786,7 @@ class ConvArray(wiring.Component):
             src[c]["lv"] = Cat(*[(src[c]["img"] < d.batch) & (src[c]["jn"] + g < d.wo)
                                  for g in range(NG)])
         with m.If(adv_iss & setup_last):
-            m.d.sync += [act[0].eq(1), par[0].eq(0), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
@@ -779,7 +799,7 @@ class ConvArray(wiring.Component):
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
         # 4 beats because a box of fewer than 4 kernel positions runs the whole kernel.
-        skipbox = Signal(name="skipbox")
+        skipbox = _S(name="skipbox")
         m.d.sync += skipbox.eq(d.skip & (cp["n"] == 1))
 
         # k * Wp and k * q * kh for k = 0..7 (shift-and-add, registered; the box offsets
@@ -787,7 +807,7 @@ class ConvArray(wiring.Component):
         def multiples(x, width, tag):
             out = [Const(0, width)]
             for k in range(1, 8):
-                sig = Signal(width, name=f"{tag}{k}")
+                sig = _S(width, name=f"{tag}{k}")
                 terms = {1: x, 2: x << 1, 3: (x << 1) + x, 4: x << 2, 5: (x << 2) + x,
                          6: (x << 2) + (x << 1), 7: (x << 3) - x}[k]
                 m.d.sync += sig.eq(terms)
@@ -798,17 +818,17 @@ class ConvArray(wiring.Component):
 
         # descriptor sums for the box stage A, registered: pad + h, pad + w and (signed)
         # pad + h - kh, pad + w - kw (so (pad + h) < ty + kh is bx_hk < ty)
-        bx_padh, bx_padw = Signal(DIMW + 1, name="bx_padh"), Signal(DIMW + 1, name="bx_padw")
-        bx_hk = Signal(signed(DIMW + 2), name="bx_hk")
-        bx_wk = Signal(signed(DIMW + 2), name="bx_wk")
+        bx_padh, bx_padw = _S(DIMW + 1, name="bx_padh"), _S(DIMW + 1, name="bx_padw")
+        bx_hk = _S(signed(DIMW + 2), name="bx_hk")
+        bx_wk = _S(signed(DIMW + 2), name="bx_wk")
         m.d.sync += [bx_padh.eq(d.pad + d.h), bx_padw.eq(d.pad + d.w),
                      bx_hk.eq(d.pad + d.h - d.kh), bx_wk.eq(d.pad + d.w - d.kw)]
 
         def box_stages(states, tag):
             ylo, yhi, xlo, xhi = [], [], [], []
             for c, st in enumerate(states):
-                ok = Signal(name=f"{tag}A{c}_ok")
-                regs = [Signal(8, name=f"{tag}A{c}_{k}") for k in ("ylo", "yhi", "xlo", "xhi")]
+                ok = _S(name=f"{tag}A{c}_ok")
+                regs = [_S(8, name=f"{tag}A{c}_{k}") for k in ("ylo", "yhi", "xlo", "xhi")]
                 end_y = (bx_padh - st["ty"])[:DIMW + 1]
                 end_x = (bx_padw - st["jns"])[:DIMW + 1]
                 m.d.sync += [
@@ -829,13 +849,13 @@ class ConvArray(wiring.Component):
                 return vals[0]
             lo = lambda a, b: Mux(a < b, a, b)   # noqa: E731
             hi = lambda a, b: Mux(a > b, a, b)   # noqa: E731
-            bb = {k: Signal(8, name=f"{tag}B_{k}") for k in ("ky0", "nky", "kx0", "nkx")}
+            bb = {k: _S(8, name=f"{tag}B_{k}") for k in ("ky0", "nky", "kx0", "nkx")}
             y0, x0 = tree(ylo, lo), tree(xlo, lo)
             m.d.sync += [bb["ky0"].eq(y0), bb["nky"].eq(tree(yhi, hi) - y0),
                          bb["kx0"].eq(x0), bb["nkx"].eq(tree(xhi, hi) - x0)]
             small = (((bb["nky"] == 1) & (bb["nkx"] < 4)) | ((bb["nkx"] == 1) & (bb["nky"] < 4)))
             full = ~skipbox | small
-            cc = {k: Signal(wd, name=f"{tag}C_{k}") for k, wd in BX.items()}
+            cc = {k: _S(wd, name=f"{tag}C_{k}") for k, wd in BX.items()}
             ky0 = Mux(full, 0, bb["ky0"])[:8]
             kx0 = Mux(full, 0, bb["kx0"])[:8]
             nky = Mux(full, d.kh, bb["nky"])[:8]
@@ -876,6 +896,7 @@ class ConvArray(wiring.Component):
             nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
                   else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
             with m.If(adv_cp[g] & isu & act[g]):      # own stall replica per copy
+                m.d.sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
                     m.d.sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
                                  kxe[g].eq(nb["kxz"])]
@@ -923,38 +944,38 @@ class ConvArray(wiring.Component):
                                  wo_g[g].eq(wo_g[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
-        a0, a1, a2 = Signal(16), Signal(DIMW + 1), Signal(16)
-        a3 = Signal(16, name="a3")             # image of the batch being loaded
-        ximg = Signal(24, name="ximg")         # bank offset of the next image's first map
-        xcst = Signal(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
-        addr = Signal(24)
-        le, lb, li = Signal(range(NP + 1)), Signal(16), Signal(16)
-        lbase, la_x, la_c, lky, lkx, lic = (Signal(24, name=n) for n in
+        a0, a1, a2 = _S(16), _S(DIMW + 1), _S(16)
+        a3 = _S(16, name="a3")             # image of the batch being loaded
+        ximg = _S(24, name="ximg")         # bank offset of the next image's first map
+        xcst = _S(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
+        addr = _S(24)
+        le, lb, li = _S(range(NP + 1)), _S(16), _S(16)
+        lbase, la_x, la_c, lky, lkx, lic = (_S(24, name=n) for n in
                                             ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
         # row offsets g * R of the loader's pass (registered when the pass changes)
-        lRg = [Signal(20, name=f"lRg{g}") for g in range(NG)]
-        lrow = [Signal(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
+        lRg = [_S(20, name=f"lRg{g}") for g in range(NG)]
+        lrow = [_S(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
         # g * R of every pass, registered from the descriptor (no multiplier at a pass change)
-        gR = [[Signal(20, name=f"ld_gr{i}_{g}") for g in range(NG)] for i in range(NP)]
+        gR = [[_S(20, name=f"ld_gr{i}_{g}") for g in range(NG)] for i in range(NP)]
         m.d.sync += [gR[i][g].eq(getattr(d, f"p{i}_r") * g) for i in range(NP) for g in range(NG)]
-        lN = Signal(4, name="lN")
-        w_en = Signal()
-        wl_addr = Signal(24, name="wl_addr")
-        wl_data = Signal(signed(cfg.weight_width), name="wl_data")
-        wl_hit = Signal(MR, name="wl_hit")
+        lN = _S(4, name="lN")
+        w_en = _S()
+        wl_addr = _S(24, name="wl_addr")
+        wl_data = _S(signed(cfg.weight_width), name="wl_data")
+        wl_hit = _S(MR, name="wl_hit")
         m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
                      wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < lN)
                                                  for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
             wp = wmem[r].write_port()
             m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
-        f_addr, f_data, f_en = Signal(24), Signal(signed(cfg.data_width)), Signal()
+        f_addr, f_data, f_en = _S(24), _S(signed(cfg.data_width)), _S()
         # feature bank writes registered per column (one clock later; the banks are read
         # only after the pass set-up, cols + 5 clocks after the last write)
         for c in range(MC):
-            fa_c = Signal(FW, name=f"fw{c}_addr")
-            fd_c = Signal(signed(cfg.data_width), name=f"fw{c}_data")
-            fe_c = Signal(name=f"fw{c}_en")
+            fa_c = _S(FW, name=f"fw{c}_addr")
+            fd_c = _S(signed(cfg.data_width), name=f"fw{c}_data")
+            fe_c = _S(name=f"fw{c}_en")
             m.d.sync += [fa_c.eq(f_addr), fd_c.eq(f_data), fe_c.eq(f_en)]
             for p in range(2):
                 wp = fmem[c][p].write_port()
@@ -962,27 +983,27 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
-        last_chunk = Signal()
-        x_ready = Signal()
-        chunks1 = Signal(16, name="chunks1")
+        last_chunk = _S()
+        x_ready = _S()
+        chunks1 = _S(16, name="chunks1")
         m.d.comb += last_chunk.eq(q == chunks1)
-        padh, padw = Signal(DIMW + 1, name="ld_padh"), Signal(DIMW + 1, name="ld_padw")
+        padh, padw = _S(DIMW + 1, name="ld_padh"), _S(DIMW + 1, name="ld_padw")
         m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
         # loader end / window flags, registered (each predicted from the counter's next value)
-        ekx, eky, eic, eli, elb, eoc = (Signal(name=f"ld_e{k}") for k in
+        ekx, eky, eic, eli, elb, eoc = (_S(name=f"ld_e{k}") for k in
                                         ("kx", "ky", "ic", "li", "lb", "oc"))
-        ex0, ey1, ec2, eb3 = (Signal(name=f"ld_x{k}") for k in ("x", "y", "c", "b"))
-        inx, iny = Signal(name="ld_inx"), Signal(name="ld_iny")   # a0 / a1 inside the map
+        ex0, ey1, ec2, eb3 = (_S(name=f"ld_x{k}") for k in ("x", "y", "c", "b"))
+        inx, iny = _S(name="ld_inx"), _S(name="ld_iny")   # a0 / a1 inside the map
         interior = inx & iny
         step = ~interior | self.x.valid
         m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
                      f_data.eq(Mux(interior, self.x.payload, 0))]
         # loader constants from the descriptor (registered; d is stable from CHUNK on)
-        kw1, kh1 = Signal(8, name="ld_kw1"), Signal(8, name="ld_kh1")
-        oc1 = Signal(16, name="ld_oc1")
-        wp1, hp1 = Signal(DIMW, name="ld_wp1"), Signal(DIMW, name="ld_hp1")
-        b1 = Signal(16, name="ld_b1")
-        lR1, lcount1 = Signal(16, name="ld_r1"), Signal(16, name="ld_count1")
+        kw1, kh1 = _S(8, name="ld_kw1"), _S(8, name="ld_kh1")
+        oc1 = _S(16, name="ld_oc1")
+        wp1, hp1 = _S(DIMW, name="ld_wp1"), _S(DIMW, name="ld_hp1")
+        b1 = _S(16, name="ld_b1")
+        lR1, lcount1 = _S(16, name="ld_r1"), _S(16, name="ld_count1")
         m.d.sync += [kw1.eq(d.kw - 1), kh1.eq(d.kh - 1), oc1.eq(d.oc - 1), wp1.eq(d.wp - 1),
                      hp1.eq(d.hp - 1), b1.eq(d.batch - 1)]
         with m.FSM(name="ctl") as fsm:

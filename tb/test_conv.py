@@ -556,6 +556,20 @@ def test_rtl_reset_mid_layer(sim):
     _check(jobs, outs, stats, result, CFG_8x4)
 
 
+@pytest.mark.parametrize("where", ["wload", "compute", "stream"])
+def test_rtl_reset_points(sim, where):
+    """Reset while loading weights, early in the compute phase, and while layer 0 streams
+    out (layer 1 computing): most registers have no reset (only the control state does),
+    so everything after the reset must still be exact, cycle for cycle."""
+    jobs = _jobs(CFG_8x4, SPECS_8x4[:2], 14)
+    first = layer_cycles(jobs[0][2])
+    at = {"wload": 6, "compute": first["stat"] // 2, "stream": first["first_out"] + 30}[where]
+    outs, stats, result = rtl_conv(jobs, CFG_8x4, sim, reset_at=at, name=f"reset_{where}")
+    if where == "stream":
+        assert result["before_reset"]["o"]["data"]
+    _check(jobs, outs, stats, result, CFG_8x4)
+
+
 # ------------------------------------------------------------------ CLI
 
 def _save(tmp_path, name, arr):
