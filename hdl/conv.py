@@ -240,19 +240,15 @@ class ConvArray(wiring.Component):
         sgs, sgoc, sgrb = _S(16, name="sgs"), _S(24, name="sgoc"), _S(16, name="sgrb")
         wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
 
-        adv = _S()
-        # Replicas of the stall register (same next value, no reset; they may differ from
-        # adv only in the first clock after a reset, when the pipeline is empty): one per
-        # MAC row, per column's feature banks, per copy and for the slots, meant to split
-        # the thousands of enables.  Measured: Yosys (opt_merge) merges flip-flops with
-        # identical inputs, so in the ECP5 netlist they collapse into one register next to
-        # adv_r; real replication needs a keep attribute on the cells (not done).
-        adv_row = [_S(init=1, reset_less=True, name=f"adv_row{r}") for r in range(MR)]
-        adv_col = [_S(init=1, reset_less=True, name=f"adv_col{c}") for c in range(MC)]
-        adv_iss = _S(init=1, reset_less=True, name="adv_iss")
-        adv_slot = [_S(init=1, reset_less=True, name=f"adv_slot{c}") for c in range(MC)]
-        adv_box = _S(init=1, reset_less=True, name="adv_box")
-        adv_cp = [_S(init=1, reset_less=True, name=f"adv_cp{g}") for g in range(NG)]
+        # The stall: only the issue stage stalls (as a whole), when a copy is about to issue
+        # the last beat of a tile whose capture, ISSUE_TO_ACC clocks later, would find the
+        # copy's previous capture not yet drained (the first capture of a pass: anything not
+        # drained).  The drain's timing is predicted at issue time (the countdowns of the
+        # issue-side drain model below), so the MAC pipeline behind the issue stage never
+        # stalls: it runs free, its beats qualified by valid bits (bubbles while stalled).
+        adv = _S(name="adv_iss")                 # the issue stage advances (comb)
+        adv_iss, adv_box = adv, adv
+        adv_slot, adv_cp = [adv] * MC, [adv] * NG
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
         # product instead of clearing on capture, so they need no reset)
@@ -308,19 +304,19 @@ class ConvArray(wiring.Component):
         i_lanev = [_S(MC, name=f"i_lanev{g}") for g in range(NG)]
         i_first, i_R, i_N = _S(name="i_first"), _S(16, name="i_R"), _S(4, name="i_N")
         i_base = [[_S(FW, name=f"i_base{c}_{p}") for p in range(2)] for c in range(MC)]
-        with m.If(adv):
-            m.d.sync += [i_act[g].eq(act[g]) for g in range(NG)]
-            m.d.sync += [i_lk[g].eq(act[g] & last_k[g]) for g in range(NG)]
-            m.d.sync += [i_fk[g].eq(fk[g]) for g in range(NG)]
-            m.d.sync += [i_par[g].eq(par[g]) for g in range(NG)]
-            m.d.sync += [i_foff[g].eq(foff[g]) for g in range(NG)]
-            m.d.sync += [i_waddr[g].eq(waddr[g]) for g in range(NG)]
-            m.d.sync += [i_gob[g].eq(gob[g]) for g in range(NG)]
-            m.d.sync += [i_grb[g].eq(grb[g]) for g in range(NG)]
-            m.d.sync += [i_lanev[g].eq(Cat(*[lanev[g][c] for c in range(MC)])) for g in range(NG)]
-            m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0)),
-                         i_R.eq(cp["r"]), i_N.eq(cp["n"])]
-            m.d.sync += [i_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
+        # (free-running: a stalled issue stage sends bubbles)
+        m.d.sync += [i_act[g].eq(act[g] & adv) for g in range(NG)]
+        m.d.sync += [i_lk[g].eq(act[g] & last_k[g] & adv) for g in range(NG)]
+        m.d.sync += [i_fk[g].eq(act[g] & fk[g] & adv) for g in range(NG)]
+        m.d.sync += [i_par[g].eq(par[g]) for g in range(NG)]
+        m.d.sync += [i_foff[g].eq(foff[g]) for g in range(NG)]
+        m.d.sync += [i_waddr[g].eq(waddr[g]) for g in range(NG)]
+        m.d.sync += [i_gob[g].eq(gob[g]) for g in range(NG)]
+        m.d.sync += [i_grb[g].eq(grb[g]) for g in range(NG)]
+        m.d.sync += [i_lanev[g].eq(Cat(*[lanev[g][c] for c in range(MC)])) for g in range(NG)]
+        m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0) & adv),
+                     i_R.eq(cp["r"]), i_N.eq(cp["n"])]
+        m.d.sync += [i_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
         fo = [_S(FW, name=f"fo{p}") for p in range(2)]
         for p in range(2):
             expr = Const(0, FW)
@@ -363,47 +359,43 @@ class ConvArray(wiring.Component):
         for c in range(MC):
             for p in range(2):
                 m.d.comb += [fread[c][p].addr.eq(a_base[c][p]),
-                             fread[c][p].en.eq(adv_col[c])]
+                             fread[c][p].en.eq(1)]
         for r in range(MR):
-            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(adv_row[r])]
+            m.d.comb += [wread[r].addr.eq(a_wad[r]), wread[r].en.eq(1)]
 
-        with m.If(adv):
-            rv, rl, rp, rf = [], [], [], []
-            for r in range(MR):
-                g = row_g[r]
-                v = row_act[r] & _sel(i_act, g)
-                rv.append(v)
-                rl.append(row_act[r] & _sel(i_lk, g))
-                rp.append(_sel(i_par, g))
-                rf.append(_sel(i_fk, g))
-                with m.If(adv_row[r]):
-                    m.d.sync += sa["en"][r].eq(
-                        Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g)
-                              for c in range(MC)]))
-                    m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
-            m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)), sa["rf"].eq(Cat(*rf)),
-                         sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
-                         sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N),
-                         sa["Rle"].eq(i_R <= DR)]
-            m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
-            m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
-            m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
-        for c in range(MC):
-            with m.If(adv_col[c]):
-                # the bank address registered as the sum (window base + beat offset)
-                m.d.sync += [a_base[c][p].eq(i_base[c][p] + fo[p]) for p in range(2)]
+        rv, rl, rp, rf = [], [], [], []
         for r in range(MR):
-            with m.If(adv_row[r]):
-                m.d.sync += [s1["en"][r].eq(sa["en"][r]), x2["en"][r].eq(s1["en"][r]),
-                             s2["en"][r].eq(x2["en"][r])]
-                # bank data selected (tile parity) and gated per row as it is registered
-                # (x2), so that both multiplier inputs come straight from flip-flops (s2)
-                m.d.sync += wr[r].eq(wread[r].data)
-                for c in range(MC):
-                    m.d.sync += fsel[r][c].eq(Mux(s1["en"][r][c],
-                                                  Mux(s1["rp"][r], fread[c][1].data,
-                                                      fread[c][0].data), 0))
-                    m.d.sync += prod[r][c].eq(wr[r] * fsel[r][c])
+            g = row_g[r]
+            v = row_act[r] & _sel(i_act, g)
+            rv.append(v)
+            rl.append(row_act[r] & _sel(i_lk, g))
+            rp.append(_sel(i_par, g))
+            rf.append(_sel(i_fk, g))
+            m.d.sync += sa["en"][r].eq(
+                Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g) for c in range(MC)]))
+            m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
+        m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
+                     sa["rf"].eq(Cat(*rf)),
+                     sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
+                     sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N),
+                     sa["Rle"].eq(i_R <= DR)]
+        m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
+        m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
+        m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
+        for c in range(MC):
+            # the bank address registered as the sum (window base + beat offset)
+            m.d.sync += [a_base[c][p].eq(i_base[c][p] + fo[p]) for p in range(2)]
+        for r in range(MR):
+            m.d.sync += [s1["en"][r].eq(sa["en"][r]), x2["en"][r].eq(s1["en"][r]),
+                         s2["en"][r].eq(x2["en"][r])]
+            # bank data selected (tile parity) and gated per row as it is registered
+            # (x2), so that both multiplier inputs come straight from flip-flops (s2)
+            m.d.sync += wr[r].eq(wread[r].data)
+            for c in range(MC):
+                m.d.sync += fsel[r][c].eq(Mux(s1["en"][r][c],
+                                              Mux(s1["rp"][r], fread[c][1].data,
+                                                  fread[c][0].data), 0))
+                m.d.sync += prod[r][c].eq(wr[r] * fsel[r][c])
 
         # ---------------------------------------------------------------- drain
         pending = _S(NG, reset_less=False)
@@ -423,24 +415,17 @@ class ConvArray(wiring.Component):
         # working, fin and fin_g are registers holding exactly pending[dg], working & dlast
         # and fin & (dg == g): they are computed from the next state below (for the stall)
         fin_g = [_S(name=f"fin{g}", reset_less=False) for g in range(NG)]
-        # The stall: a capture (s2) waits while its copy's previous capture is not drained
-        # (the first capture of a pass: while anything is).  It is a function of registered
-        # state only, so it is computed one clock ahead from the next state and registered
-        # (adv_r drives the whole pipeline's enables from a flip-flop).
-        adv_r = _S(init=1, name="adv_r", reset_less=False)
-        m.d.comb += adv.eq(adv_r)
 
         # accumulate / capture
         # (no reset, no valid bit: the first beat of a tile loads the product, a row with no
         # valid beat adds zero products, the gated features; only a capture is qualified)
         s2_rf = s2["rf"]
         for r in range(MR):
-            with m.If(adv_row[r]):
-                for c in range(MC):
-                    total = Mux(s2_rf[r], prod[r][c], acc[r][c] + prod[r][c])
-                    m.d.sync += acc[r][c].eq(total)
-                    with m.If(s2_rl[r]):
-                        m.d.sync += shadow[r][c].eq(total)
+            for c in range(MC):
+                total = Mux(s2_rf[r], prod[r][c], acc[r][c] + prod[r][c])
+                m.d.sync += acc[r][c].eq(total)
+                with m.If(s2_rl[r]):
+                    m.d.sync += shadow[r][c].eq(total)
         # busy MAC-cycles: popcount of the enables, one register stage
         pc = _S(_bits(MR * MC), reset_less=False)
         # (per row registered, then per four rows, then the sum: the compute phase ends at
@@ -448,7 +433,7 @@ class ConvArray(wiring.Component):
         # stats)
         pc_rows = [_S(_bits(MC), name=f"pc{r}", reset_less=False) for r in range(MR)]
         for r in range(MR):
-            m.d.sync += pc_rows[r].eq(Mux(adv_row[r] & s2_v, sum(s2_en[r][c] for c in range(MC)), 0))
+            m.d.sync += pc_rows[r].eq(Mux(s2_v, sum(s2_en[r][c] for c in range(MC)), 0))
         pc_q = [_S(_bits(4 * MC), name=f"pcq{i}", reset_less=False) for i in range((MR + 3) // 4)]
         for i in range(len(pc_q)):
             m.d.sync += pc_q[i].eq(sum(pc_rows[4 * i:4 * i + 4]))
@@ -457,13 +442,13 @@ class ConvArray(wiring.Component):
 
         newpend = _S(NG)
         for g in range(NG):
-            cap = adv & s2_gl[g]
+            cap = s2_gl[g]
             with m.If(cap):
                 m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_N[g].eq(s2_N),
                              cap_rb[g].eq(s2_grb[g]), cap_last[g].eq(s2_N == g + 1)]
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
-        any_cap = adv & s2_gl.any()
+        any_cap = s2_gl.any()
         dg_n, di_n = Signal.like(dg, name="dg_n"), Signal.like(di, name="di_n")
         dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), _S(name="dlast_n")
         r_fin = _S(16, name="d_R_fin")
@@ -480,29 +465,56 @@ class ConvArray(wiring.Component):
                      drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
         # the next drain step's output address and shadow row (the captures of this clock
         # included)
-        cap_gob_n = [Mux(adv & s2_gl[g], s2_gob[g], cap_gob[g]) for g in range(NG)]
-        cap_rb_n = [Mux(adv & s2_gl[g], s2_grb[g], cap_rb[g]) for g in range(NG)]
+        cap_gob_n = [Mux(s2_gl[g], s2_gob[g], cap_gob[g]) for g in range(NG)]
+        cap_rb_n = [Mux(s2_gl[g], s2_grb[g], cap_rb[g]) for g in range(NG)]
         new_copy = fin | ~working
         m.d.sync += [daddr.eq(Mux(new_copy, _sel(cap_gob_n, dg_n), daddr + DR)),
                      drow.eq(Mux(new_copy, _sel(cap_rb_n, dg_n), drow + DR))]
-        # next clock's stall from the next state
-        s2n_gl = Mux(adv, x2["gl"], s2_gl)
-        s2n_first = Mux(adv, x2["first"], s2_first)
         work_n = newpend.bit_select(dg_n, 1)
         fin_gn = [work_n & dlast_n & (dg_n == g) for g in range(NG)]
         m.d.sync += [working.eq(work_n), fin.eq(work_n & dlast_n)]
         m.d.sync += [fin_g[g].eq(fin_gn[g]) for g in range(NG)]
-        clear_n = ~_any(newpend[g] & ~fin_gn[g] for g in range(NG))
-        blocked_n = []
+
+        # ------------------------------------------------ issue-side drain model (the stall)
+        # Exact twin of gen.conv._chunk_compute_cycles in countdowns, at issue time t (the
+        # capture of a beat issued now happens ISSUE_TO_ACC clocks later, at C):
+        # pd_L = max(0, last drain clock of all captures issued so far - C), pd_F[g] the
+        # same for copy g's latest capture; a capture at C starts its drain at
+        # max(C + 1, last + 1) and takes dg = ceil(R / drain_rows) clocks, so k captures
+        # issued together (in copy order) set pd_L to pd_L + k dg.  All count down by one
+        # per clock; zL / zF[g] are the registered flags "> 0".
+        pd_dg = _S(16, name="pd_dg")
+        if DR & (DR - 1) == 0:
+            m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) >> (DR.bit_length() - 1))
+        else:
+            m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) // DR)
+        # k dg - 1 and k dg >= 2 for k = 1..NG (shift-and-add, registered once per pass)
+        pd_m1 = [Const(0, 16)] + [_S(16, name=f"pd_m{k}") for k in range(1, NG + 1)]
+        pd_big = [Const(0, 1)] + [_S(name=f"pd_big{k}") for k in range(1, NG + 1)]
+        for k in range(1, NG + 1):
+            kdg = sum(pd_dg << b for b in range(k.bit_length()) if (k >> b) & 1)
+            m.d.sync += [pd_m1[k].eq(kdg - 1), pd_big[k].eq(kdg >= 2)]
+        pd_L, zL = _S(16, name="pd_L"), _S(name="pd_zL")
+        pd_F, zF = gsig("pd_F", 16), gsig("pd_zF", 1)
+        ft0 = _S(name="pd_ft0")            # copy 0 is in the first tile of its pass
+        capg = [act[g] & last_k[g] & adv for g in range(NG)]
+        kcnt = []
         for g in range(NG):
-            b = s2n_gl[g] & newpend[g] & ~fin_gn[g]
-            if g == 0:
-                b = b | (s2n_gl[0] & s2n_first & ~clear_n)
-            blocked_n.append(b)
-        adv_n = _S(name="adv_n")
-        m.d.comb += adv_n.eq(~_any(blocked_n))
-        m.d.sync += [adv_r.eq(adv_n), adv_iss.eq(adv_n)]
-        m.d.sync += [a.eq(adv_n) for a in adv_row + adv_col + adv_slot + [adv_box] + adv_cp]
+            kc = _S(range(NG + 1), name=f"pd_k{g}")
+            m.d.comb += kc.eq(sum(capg[h] for h in range(g + 1)))
+            kcnt.append(kc)
+        ktot = kcnt[-1]
+        m.d.sync += [pd_L.eq(Mux(ktot == 0, Mux(zL, pd_L - 1, 0), pd_L + _sel(pd_m1, ktot))),
+                     zL.eq(Mux(ktot == 0, pd_L > 1, zL | _sel(pd_big, ktot)))]
+        for g in range(NG):
+            m.d.sync += [pd_F[g].eq(Mux(capg[g], pd_L + _sel(pd_m1, kcnt[g]),
+                                        Mux(zF[g], pd_F[g] - 1, 0))),
+                         zF[g].eq(Mux(capg[g], zL | _sel(pd_big, kcnt[g]), pd_F[g] > 1))]
+        blocked = _any([act[g] & last_k[g] & zF[g] for g in range(NG)]
+                       + [act[0] & last_k[0] & ft0 & zL])
+        m.d.comb += adv.eq(~blocked)
+        with m.If(act[0] & last_k[0] & adv):
+            m.d.sync += ft0.eq(0)
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [_S(name=f"wb{j}_v", reset_less=False) for j in range(DR)]
@@ -786,7 +798,7 @@ class ConvArray(wiring.Component):
             src[c]["lv"] = Cat(*[(src[c]["img"] < d.batch) & (src[c]["jn"] + g < d.wo)
                                  for g in range(NG)])
         with m.If(adv_iss & setup_last):
-            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), ft0.eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
@@ -1094,7 +1106,8 @@ class ConvArray(wiring.Component):
                                 with m.If(eb3):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
-                                                 dg.eq(0), di.eq(0)]
+                                                 dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
+                                    m.d.sync += [x.eq(0) for x in pd_F + zF]
                                     m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
