@@ -669,7 +669,7 @@ def stagger_cycles(sched) -> int:
 
 # FSM overheads in cycles (measured once, then pinned by tests): see hdl/conv.py.
 _CFG_TO_CHUNK = 1
-_STAT_TO_OUT = 2
+_STAT_TO_OUT = 4
 
 
 def layer_cycles(sched) -> dict:

@@ -563,7 +563,13 @@ class ConvArray(wiring.Component):
         st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
         handoff = _S()
         st_step = _S()
-        m.d.comb += st_step.eq(st_busy & self.o.ready)
+        # Output FIFO (4 words): the streamer steps while the FIFO has room (a registered
+        # flag), so o.ready only touches the FIFO; the output bank is read at a registered
+        # address (st_ra = the next position's address, one clock later), its word pushed
+        # one clock after the step.  Two clocks from a step to the word at o.
+        OFD = 4
+        of_stop = _S(name="of_stop", reset_less=False)   # occupancy + pending push >= OFD-1
+        m.d.comb += st_step.eq(st_busy & ~of_stop)
         # registered flags (each predicted from the next state): ox == wo - 1,
         # oy == ho - 1, g == n - 1, c == cols - 1, o + 1 == cend, o == oc - 1, img == B - 1
         fl = {k: _S(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
@@ -668,6 +674,8 @@ class ConvArray(wiring.Component):
         # output banks: read port 0 is the drain's while computing into the bank, else the
         # streamer's (next-state address: the data matches the current stream position)
         st_data = [[None] * MC for _ in range(2)]
+        st_ra = _S(24, name="st_ra")
+        m.d.sync += st_ra.eq(nx["addr"])
         rdata = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         wports = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         for b in range(2):
@@ -676,7 +684,7 @@ class ConvArray(wiring.Component):
                 for j in range(DR):
                     rp = omem[b][c].read_port(domain="sync")
                     wports[b][j][c] = omem[b][c].write_port()
-                    m.d.comb += rp.addr.eq(Mux(own, oaddr[j], nx["addr"]) if j == 0
+                    m.d.comb += rp.addr.eq(Mux(own, oaddr[j], st_ra) if j == 0
                                            else oaddr[j])
                     rdata[b][j][c] = rp.data
                     if j == 0:
@@ -698,8 +706,28 @@ class ConvArray(wiring.Component):
                                                 wc_old[j][c] + wc_new[j][c])),
                                  wp.en.eq(wc_v[j] & (sel == b))]
         wb_any = _any(wb_v) | _any(wc_v)
-        m.d.comb += [self.o.valid.eq(st_busy),
-                     self.o.payload.eq(_sel([_sel(st_data[b], st_c) for b in range(2)], st_sel))]
+        of_push = _S(name="of_push", reset_less=False)   # the word of last clock's step
+        of_c, of_sel = Signal.like(st_c, name="of_c"), _S(name="of_sel")
+        m.d.sync += [of_push.eq(st_step), of_c.eq(st_c), of_sel.eq(st_sel)]
+        of_mem = [_S(signed(AW), name=f"of_q{i}") for i in range(OFD)]
+        of_wp = _S(range(OFD), name="of_wp", reset_less=False)
+        of_rp = _S(range(OFD), name="of_rp", reset_less=False)
+        of_cnt = _S(range(OFD + 1), name="of_cnt", reset_less=False)
+        of_ne = _S(name="of_ne", reset_less=False)
+        of_pop = self.o.valid & self.o.ready
+        of_cnt_n = _S(range(OFD + 2), name="of_cnt_n")
+        m.d.comb += of_cnt_n.eq(of_cnt + of_push - of_pop)
+        with m.If(of_push):
+            for i in range(OFD):
+                with m.If(of_wp == i):
+                    m.d.sync += of_mem[i].eq(_sel([_sel(st_data[b], of_c) for b in range(2)],
+                                                  of_sel))
+            m.d.sync += of_wp.eq(of_wp + 1)
+        with m.If(of_pop):
+            m.d.sync += of_rp.eq(of_rp + 1)
+        m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0),
+                     of_stop.eq(of_cnt_n + st_step >= OFD - 1)]
+        m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
         # ---------------------------------------------------------------- issue control
         with m.If(adv_iss & issuing):
