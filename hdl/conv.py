@@ -11,7 +11,7 @@ own weight bank (one synchronous read port) filled by the weight mapping; the ou
 banks (one per column, ping-pong) are synchronous too.  See ``docs/conv.md`` for the derivation and :mod:`gen.conv` for the exact cycle model.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Cat, Const, Module, Mux, ResetSignal, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -246,9 +246,16 @@ class ConvArray(wiring.Component):
         # drained).  The drain's timing is predicted at issue time (the countdowns of the
         # issue-side drain model below), so the MAC pipeline behind the issue stage never
         # stalls: it runs free, its beats qualified by valid bits (bubbles while stalled).
-        adv = _S(name="adv_iss")                 # the issue stage advances (comb)
-        adv_iss, adv_box = adv, adv
-        adv_slot, adv_cp = [adv] * MC, [adv] * NG
+        # adv: the issue stage advances, a register computed one clock ahead (from the next
+        # state); replicas for the slots of each column, each copy's counters, the box and
+        # the issue control.  A replica is loaded from its neighbour in the ring while the
+        # reset is high (never used then: nothing issues), so that no two have the same
+        # input and Yosys (opt_merge) keeps them apart.
+        adv = _S(init=1, name="adv_r", reset_less=False)
+        adv_iss, adv_box = _S(init=1, name="adv_iss"), _S(init=1, name="adv_box")
+        adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
+        adv_cp = [_S(init=1, name=f"adv_cp{g}") for g in range(NG)]
+        adv_reps = [adv_iss, adv_box] + adv_slot + adv_cp
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
         # product instead of clearing on capture, so they need no reset)
@@ -497,24 +504,38 @@ class ConvArray(wiring.Component):
         pd_L, zL = _S(16, name="pd_L"), _S(name="pd_zL")
         pd_F, zF = gsig("pd_F", 16), gsig("pd_zF", 1)
         ft0 = _S(name="pd_ft0")            # copy 0 is in the first tile of its pass
-        capg = [act[g] & last_k[g] & adv for g in range(NG)]
+        # W[g] = act[g] & last_k[g] (this beat is the copy's last of a tile), a register
+        # with its own next state: a start (pd_start), an advance (the new last_k, pd_lkn;
+        # act drops after the last tile of the copy's last block) or hold
+        W = gsig("pd_W", 1, reset_less=False)
+        pd_start = [_S(name=f"pd_start{g}") for g in range(NG)]
+        pd_lkn = [_S(name=f"pd_lkn{g}") for g in range(NG)]
+        capg = [W[g] & adv for g in range(NG)]
         kcnt = []
         for g in range(NG):
             kc = _S(range(NG + 1), name=f"pd_k{g}")
             m.d.comb += kc.eq(sum(capg[h] for h in range(g + 1)))
             kcnt.append(kc)
         ktot = kcnt[-1]
+        zL_n, zF_n = _S(name="pd_zL_n"), [_S(name=f"pd_zF_n{g}") for g in range(NG)]
+        W_n = [_S(name=f"pd_W_n{g}") for g in range(NG)]
+        ft0_n = _S(name="pd_ft0_n")
+        m.d.comb += zL_n.eq(Mux(ktot == 0, pd_L > 1, zL | _sel(pd_big, ktot)))
         m.d.sync += [pd_L.eq(Mux(ktot == 0, Mux(zL, pd_L - 1, 0), pd_L + _sel(pd_m1, ktot))),
-                     zL.eq(Mux(ktot == 0, pd_L > 1, zL | _sel(pd_big, ktot)))]
+                     zL.eq(zL_n), ft0.eq(ft0_n)]
         for g in range(NG):
+            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | _sel(pd_big, kcnt[g]), pd_F[g] > 1)),
+                         W_n[g].eq(Mux(pd_start[g], kq1,
+                                       Mux(adv & act[g],
+                                           pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
             m.d.sync += [pd_F[g].eq(Mux(capg[g], pd_L + _sel(pd_m1, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
-                         zF[g].eq(Mux(capg[g], zL | _sel(pd_big, kcnt[g]), pd_F[g] > 1))]
-        blocked = _any([act[g] & last_k[g] & zF[g] for g in range(NG)]
-                       + [act[0] & last_k[0] & ft0 & zL])
-        m.d.comb += adv.eq(~blocked)
-        with m.If(act[0] & last_k[0] & adv):
-            m.d.sync += ft0.eq(0)
+                         zF[g].eq(zF_n[g]), W[g].eq(W_n[g])]
+        m.d.comb += ft0_n.eq(Mux(pd_start[0], 1, Mux(W[0] & adv, 0, ft0)))
+        blocked_n = _any([W_n[g] & zF_n[g] for g in range(NG)] + [W_n[0] & ft0_n & zL_n])
+        m.d.sync += adv.eq(~blocked_n)
+        m.d.sync += [a.eq(Mux(ResetSignal(), adv_reps[i - 1], ~blocked_n))
+                     for i, a in enumerate(adv_reps)]
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [_S(name=f"wb{j}_v", reset_less=False) for j in range(DR)]
@@ -760,6 +781,8 @@ class ConvArray(wiring.Component):
                     m.d.sync += [setup.eq(0), sk.eq(0), isu.eq(1)]
             with m.Else():
                 m.d.sync += pb.eq(pb + 1)
+                m.d.comb += [pd_start[g].eq((sg < cp["n"]) & (pb == st_at) & (sg == g))
+                             for g in range(1, NG)]
                 with m.If((sg < cp["n"]) & (pb == st_at)):
                     m.d.sync += [sg.eq(sg + 1), st_at.eq(st_at + dq), sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
@@ -825,8 +848,9 @@ class ConvArray(wiring.Component):
         for c in range(MC):
             src[c]["lv"] = Cat(*[(src[c]["img"] < d.batch) & (src[c]["jn"] + g < d.wo)
                                  for g in range(NG)])
+        m.d.comb += pd_start[0].eq(adv_iss & setup_last)
         with m.If(adv_iss & setup_last):
-            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), ft0.eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
@@ -935,6 +959,10 @@ class ConvArray(wiring.Component):
             # the box of the copy's next tile: copy 0 writes it now, the others read it
             nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
                   else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
+            m.d.comb += pd_lkn[g].eq(Mux(last_k[g], kq1, Mux(
+                kye[g], Mux(ice[g], (kx[g] == bx["kxm"]) & iccz & bx["kyz"],
+                            (ic[g] == iccm) & kxe[g] & bx["kyz"]),
+                (ky[g] == bx["kym"]) & ice[g] & kxe[g])))
             with m.If(adv_cp[g] & isu & act[g]):      # own stall replica per copy
                 m.d.sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
