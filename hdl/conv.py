@@ -845,9 +845,18 @@ class ConvArray(wiring.Component):
             nxt = advance(pinit[c])
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
+        # lane-valid bits of a slot (image < B, window jn + g < Wo): compares against
+        # per-layer thresholds Wo - g; for the block's first tile (pinit, static during the
+        # pass) registered, for the next tile (cur) from the registers
+        lv_wo = [_S(signed(DIMW + 1), name=f"lv_wo{g}") for g in range(NG)]
+        m.d.sync += [lv_wo[g].eq(d.wo - g) for g in range(NG)]
+
+        def lane_valid(st):
+            return Cat(*[(st["img"] < d.batch) & (st["jn"] < lv_wo[g]) for g in range(NG)])
+        pinit_lv = [_S(NG, name=f"pinit{c}_lv") for c in range(MC)]
         for c in range(MC):
-            src[c]["lv"] = Cat(*[(src[c]["img"] < d.batch) & (src[c]["jn"] + g < d.wo)
-                                 for g in range(NG)])
+            m.d.sync += pinit_lv[c].eq(lane_valid(pinit[c]))
+            src[c]["lv"] = Mux(from_init, pinit_lv[c], lane_valid(cur[c]))
         m.d.comb += pd_start[0].eq(adv_iss & setup_last)
         with m.If(adv_iss & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
