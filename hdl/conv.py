@@ -815,6 +815,17 @@ class ConvArray(wiring.Component):
         # group 0 start (last set-up clock) and column-state / slot updates
         from_init = _S()
         m.d.comb += from_init.eq(setup_last | glt[0])
+        # from_init registered one clock ahead (next values of setup_last and glt[0]), one
+        # replica per column (slots, column state) and one for the box / copy 0's flags,
+        # ring-loaded during the reset like the stall replicas (no write happens then)
+        glt0_n = Mux(pd_start[0], tiles1,
+                     Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, tt[0] == tiles2), glt[0]))
+        setup_last_n = Mux(adv & issuing & setup, sk == MC + 3, setup_last)
+        fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
+        fi_box = _S(name="fi_box")
+        fi_reps = fi_col + [fi_box]
+        m.d.sync += [f.eq(Mux(ResetSignal(), fi_reps[i - 1], setup_last_n | glt0_n))
+                     for i, f in enumerate(fi_reps)]
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
         # per-pass advance constants (stable from the second set-up clock on)
@@ -844,7 +855,7 @@ class ConvArray(wiring.Component):
         for c in range(MC):
             nxt = advance(pinit[c])
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
-        src = [{k: Mux(from_init, pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
+        src = [{k: Mux(fi_col[c], pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
         # lane-valid bits of a slot (image < B, window jn + g < Wo): compares against
         # per-layer thresholds Wo - g; for the block's first tile (pinit, static during the
         # pass) registered, for the next tile (cur) from the registers
@@ -856,7 +867,7 @@ class ConvArray(wiring.Component):
         pinit_lv = [_S(NG, name=f"pinit{c}_lv") for c in range(MC)]
         for c in range(MC):
             m.d.sync += pinit_lv[c].eq(lane_valid(pinit[c]))
-            src[c]["lv"] = Mux(from_init, pinit_lv[c], lane_valid(cur[c]))
+            src[c]["lv"] = Mux(fi_col[c], pinit_lv[c], lane_valid(cur[c]))
         m.d.comb += pd_start[0].eq(adv_iss & setup_last)
         with m.If(adv_iss & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
@@ -951,14 +962,14 @@ class ConvArray(wiring.Component):
         with m.If(adv_box & (setup_last | g0_go)):
             for p in range(2):
                 with m.If(tgt == p):
-                    m.d.sync += [sbox[p][k].eq(Mux(from_init, ibox[k], cbox[k])) for k in BX]
+                    m.d.sync += [sbox[p][k].eq(Mux(fi_box, ibox[k], cbox[k])) for k in BX]
         for c in range(MC):
             with m.If(adv_slot[c] & (setup_last | g0_go)):
                 for p in range(2):
                     with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
                 nxt = advance(cur[c])
-                m.d.sync += [cur[c][k].eq(Mux(from_init, pinit_adv[c][k], nxt[k])) for k in ws]
+                m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k])) for k in ws]
 
         with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
@@ -966,7 +977,7 @@ class ConvArray(wiring.Component):
         for g in range(NG):
             bx = gbox[g]
             # the box of the copy's next tile: copy 0 writes it now, the others read it
-            nb = ({k: Mux(from_init, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
+            nb = ({k: Mux(fi_box, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
                   else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
             m.d.comb += pd_lkn[g].eq(Mux(last_k[g], kq1, Mux(
                 kye[g], Mux(ice[g], (kx[g] == bx["kxm"]) & iccz & bx["kyz"],
