@@ -1214,8 +1214,14 @@ class ConvArray(wiring.Component):
                     m.next = "IDLE"
         # Port handshakes as plain assignments (Icarus does not evaluate an always @*
         # block at time 0 if none of its inputs ever changes).
+        # handoff (HANDOFF state and the streamer idle) as a register, from the next state:
+        # the FSM enters HANDOFF from STAT when s is taken and stays while the streamer is
+        # busy; the streamer is busy in the clock after a handoff
+        hof = _S(name="st_hof", reset_less=False)
+        m.d.sync += hof.eq(((fsm.ongoing("STAT") & self.s.ready)
+                            | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx["busy"])
         m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
-                     handoff.eq(fsm.ongoing("HANDOFF") & ~st_busy),
+                     handoff.eq(hof),
                      w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
                      f_en.eq(fsm.ongoing("XLOAD") & step),
                      self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
