@@ -107,8 +107,8 @@ class ConvArray(wiring.Component):
     ------------------
     Exact timeline in :func:`gen.conv.layer_cycles` (streams never idle): per chunk one
     weight and one padded feature word per clock, then the compute phase of
-    :func:`gen.conv.compute_cycles` (one beat per clock per copy; the array stalls as a
-    whole only when a copy finishes a tile before its previous tile has drained).  The
+    :func:`gen.conv.compute_cycles` (one beat per clock per copy; the issue stage stalls,
+    sending bubbles, only when a copy finishes a tile before its last tile drained).  The
     output stream runs one value per clock in parallel with the next layer.
     """
 
