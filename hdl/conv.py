@@ -59,6 +59,14 @@ def _S(*args, **kwargs):
     return Signal(*args, **kwargs)
 
 
+def _replicate(value, replicas):
+    """Statements that load every register of ``replicas`` with ``value``: copies of one
+    register for fan-out.  While the reset is high each copy loads its neighbour in a ring
+    instead (the copies are unused then), so no two have the same input and Yosys's
+    ``opt_merge`` keeps them apart (a ``keep`` attribute does not stop it)."""
+    return [r.eq(Mux(ResetSignal(), replicas[i - 1], value)) for i, r in enumerate(replicas)]
+
+
 def _any(sigs):
     sigs = list(sigs)
     return Cat(*sigs).any() if sigs else Const(0, 1)
@@ -248,9 +256,8 @@ class ConvArray(wiring.Component):
         # stalls: it runs free, its beats qualified by valid bits (bubbles while stalled).
         # adv: the issue stage advances, a register computed one clock ahead (from the next
         # state); replicas for the slots of each column, each copy's counters, the box and
-        # the issue control.  A replica is loaded from its neighbour in the ring while the
-        # reset is high (never used then: nothing issues), so that no two have the same
-        # input and Yosys (opt_merge) keeps them apart.
+        # the issue control (ring-loaded during the reset, see _replicate; nothing issues
+        # then).
         adv = _S(init=1, name="adv_r", reset_less=False)
         adv_iss, adv_box = _S(init=1, name="adv_iss"), _S(init=1, name="adv_box")
         adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
@@ -534,8 +541,7 @@ class ConvArray(wiring.Component):
         m.d.comb += ft0_n.eq(Mux(pd_start[0], 1, Mux(W[0] & adv, 0, ft0)))
         blocked_n = _any([W_n[g] & zF_n[g] for g in range(NG)] + [W_n[0] & ft0_n & zL_n])
         m.d.sync += adv.eq(~blocked_n)
-        m.d.sync += [a.eq(Mux(ResetSignal(), adv_reps[i - 1], ~blocked_n))
-                     for i, a in enumerate(adv_reps)]
+        m.d.sync += _replicate(~blocked_n, adv_reps)
 
         # drain read (stage A) -> add and write (stage B)
         wb_v = [_S(name=f"wb{j}_v", reset_less=False) for j in range(DR)]
@@ -817,15 +823,14 @@ class ConvArray(wiring.Component):
         m.d.comb += from_init.eq(setup_last | glt[0])
         # from_init registered one clock ahead (next values of setup_last and glt[0]), one
         # replica per column (slots, column state) and one for the box / copy 0's flags,
-        # ring-loaded during the reset like the stall replicas (no write happens then)
+        # ring-loaded during the reset (_replicate; no write happens then)
         glt0_n = Mux(pd_start[0], tiles1,
                      Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, tt[0] == tiles2), glt[0]))
         setup_last_n = Mux(adv & issuing & setup, sk == MC + 3, setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
         fi_reps = fi_col + [fi_box]
-        m.d.sync += [f.eq(Mux(ResetSignal(), fi_reps[i - 1], setup_last_n | glt0_n))
-                     for i, f in enumerate(fi_reps)]
+        m.d.sync += _replicate(setup_last_n | glt0_n, fi_reps)
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
         # per-pass advance constants (stable from the second set-up clock on)
