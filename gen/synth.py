@@ -51,6 +51,8 @@ __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_v
 
 DEFAULT_FREQ = 150.0
 ROUTER2_CELLS = 10000
+PLACERS = ("heap", "static", "sa")
+DEFAULT_PLACER = "heap"
 VIVADO_PART = "xc7vx690tffg1761-2"
 
 TARGETS = {
@@ -238,10 +240,14 @@ def _run(cmd: list, cwd: Path, log: str, timeout: float):
                         + " | ".join(tail))
 
 
-def result_tag(module: str, cfg, target: str, seed: int = 1) -> str:
-    """``<module>-<config id>-<target>[-s<seed>]``: the name of a run's folder and JSON."""
+def result_tag(module: str, cfg, target: str, seed: int = 1,
+               placer: str = DEFAULT_PLACER) -> str:
+    """``<module>-<config id>-<target>[-s<seed>[-<placer>]]``: the name of a run's folder
+    and JSON (the placer only when it is not the default)."""
     tag = f"{module}-{config_id(cfg)}-{target}"
-    return tag + (f"-s{seed}" if TARGETS[target]["pnr"] else "")
+    if not TARGETS[target]["pnr"]:
+        return tag
+    return tag + f"-s{seed}" + (f"-{placer}" if placer != DEFAULT_PLACER else "")
 
 
 def _yosys_error(work: Path, flow: str) -> str:
@@ -317,12 +323,15 @@ def _critical_path(report: dict) -> dict | None:
 # ------------------------------------------------------------------------------ the flow
 
 def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/reports",
-          seed: int = 1, timeout: float = 3600.0, router: str | None = None) -> dict:
+          seed: int = 1, timeout: float = 3600.0, router: str | None = None,
+          placer: str = DEFAULT_PLACER) -> dict:
     """Synthesise one block configuration for ``target``; write and return the result dict.
 
     ``router`` is nextpnr's router; ``None`` picks ``router1`` (the better Fmax on
     small designs) below :data:`ROUTER2_CELLS` cells and ``router2`` (which copes
-    with congestion far faster) above.
+    with congestion far faster) above.  ``placer`` is nextpnr's placer: ``heap`` (its
+    default, analytic), ``static`` (electrostatic) or ``sa`` (simulated annealing); which
+    gives the better Fmax depends on the design and the seed (see docs/synth.md).
 
     Work files (Verilog, Yosys script, logs, netlist, nextpnr report) go to
     ``<out_dir>/synth/<module>-<config id>-<target>/``; the result to the same path
@@ -334,9 +343,11 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         raise SpnnError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
     if not 1 <= freq <= 1000:
         raise SpnnError(f"freq must be between 1 and 1000 MHz, not {freq:g}")
+    if placer not in PLACERS:
+        raise SpnnError(f"placer must be one of {', '.join(PLACERS)}, not {placer!r}")
     spec = TARGETS[target]
     module = block.module_name(cfg)
-    tag = result_tag(module, cfg, target, seed)
+    tag = result_tag(module, cfg, target, seed, placer)
     root = Path(out_dir) / "synth"
     work = root / tag
     if work.exists():
@@ -403,7 +414,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         if router not in ("router1", "router2"):
             raise SpnnError(f"router must be router1 or router2, not {router!r}")
         cmd = [_tool(spec["pnr"][0]), *spec["pnr"][1:], "--json", "netlist.json",
-               "--router", router,
+               "--router", router, "--placer", placer,
                "--freq", f"{freq:g}", "--seed", str(seed), "--timing-allow-fail",
                "--report", "report.json", "-l", "nextpnr.log", "-q"]
         _run(cmd, work, "nextpnr.out", timeout)
@@ -416,6 +427,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
             "timing_met": bool(achieved) and min(achieved) >= freq,
             "seed": seed,
             "router": router,
+            "placer": placer,
             "harness": {"kind": "serial shift chains", "ff": harness_ff},
             "utilisation": {k: {"used": v["used"], "available": v["available"]}
                             for k, v in report.get("utilization", {}).items() if v["used"]},
@@ -452,7 +464,12 @@ def markdown_table(results: list) -> str:
         text = diff(result)
         if result.get("yosys_flow", "default") != "default":
             text += f" (Yosys {result['yosys_flow']} flow)"
-        return text
+        pnr = []
+        if result.get("seed", 1) != 1:
+            pnr.append(f"seed {result['seed']}")
+        if result.get("placer", DEFAULT_PLACER) != DEFAULT_PLACER:
+            pnr.append(f"{result['placer']} placer")
+        return text + (f" ({', '.join(pnr)})" if pnr else "")
 
     lines = []
     for target in TARGETS:
@@ -610,7 +627,7 @@ def _cmd_synth(args) -> int:
               flush=True)
         try:
             result = synth(block, cfg, args.target, args.freq, args.output, args.seed,
-                           router=args.router)
+                           router=args.router, placer=args.placer)
         except SpnnError as exc:
             if len(jobs) == 1:
                 raise
@@ -659,6 +676,9 @@ def register(subparsers):
     p.add_argument("--router", choices=["router1", "router2"], default=None,
                    help=f"nextpnr router (default: router1 up to {ROUTER2_CELLS} cells, "
                    "router2 above)")
+    p.add_argument("--placer", choices=list(PLACERS), default=DEFAULT_PLACER,
+                   help=f"nextpnr placer (default {DEFAULT_PLACER}; static is nextpnr's "
+                   "electrostatic placer, sa simulated annealing)")
     p.add_argument("-o", "--output", default="build/reports",
                    help="report folder (default build/reports)")
     p.set_defaults(handler=_cmd_synth)

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gen.blocks import BLOCKS  # noqa: E402
 from gen.config import config_to_dict  # noqa: E402
-from gen.synth import (DEFAULT_FREQ, TARGETS, _classify, _versions, config_id,  # noqa: E402
-                       result_tag, synth)
+from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, TARGETS, _classify, _versions,  # noqa: E402
+                       config_id, result_tag, synth)
 
 SEED_MHZ = 100.0     # seed 000 (and the VC709 designs) run at 100 MHz
 GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
@@ -62,6 +62,8 @@ def cached(block, cfg, target, freq, seed):
     same = old.get("tools") == _versions() and old.get("config_id") == config_id(cfg) \
         and _same_verilog(block, cfg, OUT / "synth" / tag)
     if not same or (target != "xc7" and old.get("freq_target_mhz") != freq):
+        return None
+    if target != "xc7" and old.get("placer", DEFAULT_PLACER) != DEFAULT_PLACER:
         return None
     old["resources"] = _classify(target, old["cells"])   # current classes
     old.setdefault("yosys_flow", "default")
@@ -107,6 +109,7 @@ def bench_config(block, cfg, seeds, freq, timeout, reuse, slow):
             "utilisation": best["utilisation"],
             "critical_path": runs[0]["critical_path"],
             "router": runs[0]["router"],
+            "placer": runs[0].get("placer", DEFAULT_PLACER),
             "yosys_flow": runs[0]["yosys_flow"],
             "notes": runs[0]["notes"],
             "device": TARGETS["ecp5"]["description"],

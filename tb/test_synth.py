@@ -14,7 +14,7 @@ import pytest
 
 from gen.blocks import BLOCKS
 from gen.cli import main
-from gen.config import config_from_strings
+from gen.config import SpnnError, config_from_strings
 from gen.synth import harness_verilog, synth, verilog_ports, vivado_files, write_summary
 
 SMALLEST_PWL = {"segments": "2", "in_fmt": "Q2.2", "out_fmt": "Q2.2", "slope_width": "8",
@@ -37,6 +37,27 @@ def test_yosys_xc7_smoke(tmp_path):
     assert len(saved) == 1 and json.loads(saved[0].read_text()) == result
     table = write_summary(tmp_path).read_text()
     assert "| pwl | pwl_sigmoid | " in table and "segments=2" in table and "DSP48E1" in table
+
+
+def test_nextpnr_ecp5_smoke(tmp_path):
+    """The smallest PWL through synth_ecp5 and nextpnr (a few seconds), with a non-default
+    seed and placer: they reach nextpnr, the result and its folder name."""
+    block = BLOCKS["pwl"]
+    cfg = config_from_strings(block.config_cls, SMALLEST_PWL)
+    result = synth(block, cfg, "ecp5", out_dir=tmp_path, seed=2, placer="static")
+    assert result["seed"] == 2 and result["placer"] == "static"
+    assert result["router"] == "router1"          # a small design
+    assert 20 < result["fmax_mhz"] < 1000 and result["timing_met"] == (
+        result["fmax_mhz"] >= 150)
+    assert result["critical_path"]["total_ns"] > 0
+    saved = list((tmp_path / "synth").glob("pwl_sigmoid-*-ecp5-s2-static.json"))
+    assert len(saved) == 1 and json.loads(saved[0].read_text()) == result
+    log = (tmp_path / "synth" / saved[0].stem / "nextpnr.log").read_text()
+    assert "static" in log.lower()
+    table = write_summary(tmp_path).read_text()
+    assert "(seed 2, static placer)" in table and "LFE5U-85F" in table
+    with pytest.raises(SpnnError, match="placer must be one of heap, static, sa, not 'x'"):
+        synth(block, cfg, "ecp5", out_dir=tmp_path, placer="x")
 
 
 @pytest.mark.parametrize("argv, message", [
