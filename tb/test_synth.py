@@ -7,6 +7,7 @@ seconds; the very first YoWASP call on a machine also compiles the WebAssembly,
 generated TCL/XDC/core files are checked statically against the manifest.
 """
 
+import dataclasses
 import json
 import re
 
@@ -41,10 +42,11 @@ def test_yosys_xc7_smoke(tmp_path):
 
 def test_nextpnr_ecp5_smoke(tmp_path):
     """The smallest PWL through synth_ecp5 and nextpnr (a few seconds), with a non-default
-    seed and placer: they reach nextpnr, the result and its folder name."""
-    block = BLOCKS["pwl"]
+    seed and the block's own placer (here made ``static``): they reach nextpnr, the result
+    and its folder name."""
+    block = dataclasses.replace(BLOCKS["pwl"], placer="static")
     cfg = config_from_strings(block.config_cls, SMALLEST_PWL)
-    result = synth(block, cfg, "ecp5", out_dir=tmp_path, seed=2, placer="static")
+    result = synth(block, cfg, "ecp5", out_dir=tmp_path, seed=2)
     assert result["seed"] == 2 and result["placer"] == "static"
     assert result["router"] == "router1"          # a small design
     assert 20 < result["fmax_mhz"] < 1000 and result["timing_met"] == (
@@ -54,10 +56,20 @@ def test_nextpnr_ecp5_smoke(tmp_path):
     assert len(saved) == 1 and json.loads(saved[0].read_text()) == result
     log = (tmp_path / "synth" / saved[0].stem / "nextpnr.log").read_text()
     assert "static" in log.lower()
+    # the clock sits on its dedicated input pin (harness.lpf), the other pins float
+    assert result["clock_pin"] == "G2"
+    assert re.search(r"pin 'clk\$tr_io' constrained to Bel", log)
+    assert "promoting clock net clk" in log
     table = write_summary(tmp_path).read_text()
     assert "(seed 2, static placer)" in table and "LFE5U-85F" in table
     with pytest.raises(SpnnError, match="placer must be one of heap, static, sa, not 'x'"):
         synth(block, cfg, "ecp5", out_dir=tmp_path, placer="x")
+
+
+def test_block_placers():
+    """nextpnr's placer per block, as measured (docs/synth.md, "Seeds and placers")."""
+    assert {name: block.placer for name, block in BLOCKS.items()} == {
+        "pwl": "heap", "spmv": "static", "lstm": "heap", "conv": "heap", "fc": "heap"}
 
 
 @pytest.mark.parametrize("argv, message", [
