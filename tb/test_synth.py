@@ -174,3 +174,14 @@ def test_synth_table_splice(tmp_path):
     for path in bench.DOC_FILES:
         text = (bench.Path(__file__).resolve().parents[1] / path).read_text()
         assert text.count(bench.BEGIN) == 1 and text.count(bench.END) == 1, path
+
+
+def test_bench_placers_text():
+    bench = _bench_synth()
+    entry = lambda block, placer=None: {"block": block, "ecp5": {"placer": placer} if placer  # noqa: E731
+                                        else {}}
+    assert bench.placers_text([entry("pwl"), entry("fc", "heap")]) == "heap"
+    assert bench.placers_text([entry("spmv", "static"), entry("pwl"), {"block": "conv"}]) \
+        == "static for spmv, heap for the others"
+    assert bench.placers_text([entry("spmv", "static"), entry("lstm", "sa")]) \
+        == "sa for lstm, static for spmv"
