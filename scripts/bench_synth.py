@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from gen.blocks import BLOCKS  # noqa: E402
 from gen.config import config_to_dict  # noqa: E402
 from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, TARGETS, _classify, _versions,  # noqa: E402
-                       config_id, result_tag, synth)
+                       config_id, default_router, result_tag, synth)
 
 SEED_MHZ = 100.0     # seed 000 (and the VC709 designs) run at 100 MHz
 GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
@@ -64,7 +64,8 @@ def cached(block, cfg, target, freq, seed):
     if not same or (target != "xc7" and old.get("freq_target_mhz") != freq):
         return None
     if target != "xc7" and (old.get("placer", DEFAULT_PLACER) != block.placer
-                            or old.get("clock_pin") != TARGETS[target].get("clock_pin")):
+                            or old.get("clock_pin") != TARGETS[target].get("clock_pin")
+                            or old.get("router") != default_router(sum(old["cells"].values()))):
         return None
     old["resources"] = _classify(target, old["cells"])   # current classes
     old.setdefault("yosys_flow", "default")

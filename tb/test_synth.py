@@ -66,6 +66,13 @@ def test_nextpnr_ecp5_smoke(tmp_path):
         synth(block, cfg, "ecp5", out_dir=tmp_path, placer="x")
 
 
+def test_default_router():
+    from gen.synth import ROUTER2_CELLS, default_router
+    assert default_router(701) == "router1" and default_router(19040) == "router1"
+    assert default_router(ROUTER2_CELLS) == "router1"
+    assert default_router(ROUTER2_CELLS + 1) == "router2" and default_router(64631) == "router2"
+
+
 def test_block_placers():
     """nextpnr's placer per block, as measured (docs/synth.md, "Seeds and placers")."""
     assert {name: block.placer for name, block in BLOCKS.items()} == {
