@@ -94,7 +94,8 @@ def bench_config(block, cfg, seeds, freq, timeout, reuse, slow):
                       f"results only)", flush=True)
                 break
             r = run(block, cfg, "ecp5", freq, seed, timeout, reuse)
-            print(f"    ecp5 seed {seed}: Fmax {r['fmax_mhz']} MHz ({r['router']})  "
+            print(f"    ecp5 seed {seed}: Fmax {r['fmax_mhz']} MHz ({r['router']}, "
+                  f"{r.get('placer', DEFAULT_PLACER)} placer)  "
                   f"[{r['seconds']} s{', reused' if r.get('reused') else ''}]", flush=True)
             runs.append(r)
         fmax = [r["fmax_mhz"] for r in runs]
