@@ -333,6 +333,40 @@ def _critical_path(report: dict) -> dict | None:
     }
 
 
+def _failing_endpoints(report: dict, freq: float, top: int = 25) -> dict | None:
+    """Register and RAM inputs that miss ``freq``, from nextpnr's detailed timing report
+    (``--detailed-timing-report``: the latest arrival at every sequential input pin).
+
+    Returns the count, the number of sinks timed, and the ``top`` signals with the most
+    failing input pins (``{"signal", "pin", "count", "worst_ns"}``, most first): the whole
+    list of what stands between the design and ``freq``, where the critical path shows one.
+    """
+    nets = report.get("detailed_net_timings")
+    if nets is None:
+        return None
+    period = 1000.0 / freq
+    groups, timed, failing = {}, 0, 0
+    for net in nets:
+        for end in net.get("endpoints", []):
+            delay = end.get("delay")
+            arrival = max(delay) if isinstance(delay, list) else delay
+            if arrival is None:
+                continue
+            timed += 1
+            if arrival <= period:
+                continue
+            failing += 1
+            # indices folded (prod3_2 -> prod#_#): one line per kind of register
+            signal = re.sub(r"^dut\.", "", _base_name(end.get("cell", "")))
+            key = (re.sub(r"\d+", "#", signal), end.get("port"))
+            count, worst = groups.get(key, (0, 0.0))
+            groups[key] = (count + 1, max(worst, arrival))
+    ranked = sorted(groups.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+    return {"period_ns": round(period, 3), "sinks": timed, "count": failing,
+            "signals": [{"signal": k[0], "pin": k[1], "count": c, "worst_ns": round(w, 2)}
+                        for k, (c, w) in ranked[:top]]}
+
+
 # ------------------------------------------------------------------------------ the flow
 
 def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/reports",
@@ -433,7 +467,8 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         cmd = [_tool(spec["pnr"][0]), *spec["pnr"][1:], "--json", "netlist.json",
                "--router", router, "--placer", placer,
                "--freq", f"{freq:g}", "--seed", str(seed), "--timing-allow-fail",
-               "--report", "report.json", "-l", "nextpnr.log", "-q"]
+               "--report", "report.json", "--detailed-timing-report",
+               "-l", "nextpnr.log", "-q"]
         _run(cmd, work, "nextpnr.out", timeout)
         report = json.loads((work / "report.json").read_text())
         fmax = report.get("fmax", {})
@@ -450,6 +485,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
             "utilisation": {k: {"used": v["used"], "available": v["available"]}
                             for k, v in report.get("utilization", {}).items() if v["used"]},
             "critical_path": _critical_path(report),
+            "failing_endpoints": _failing_endpoints(report, freq),
             "pnr_seconds": round(time.monotonic() - t0 - t_synth, 1),
         })
     result["seconds"] = round(time.monotonic() - t0, 1)
@@ -657,6 +693,11 @@ def _cmd_synth(args) -> int:
         if "fmax_mhz" in result:
             line = f"Fmax {result['fmax_mhz']} MHz (target {args.freq:g}); " + line
         print(f"  {line}  [{result['seconds']} s]", flush=True)
+        fail = result.get("failing_endpoints")
+        if fail and fail["count"]:
+            most = ", ".join(f"{s['signal']}.{s['pin']} {s['count']}" for s in fail["signals"][:6])
+            print(f"  failing register inputs at {args.freq:g} MHz: {fail['count']} of "
+                  f"{fail['sinks']} (most: {most})", flush=True)
         results.append(result)
     print(write_summary(args.output))
     if failed:

@@ -52,6 +52,9 @@ def test_nextpnr_ecp5_smoke(tmp_path):
     assert 20 < result["fmax_mhz"] < 1000 and result["timing_met"] == (
         result["fmax_mhz"] >= 150)
     assert result["critical_path"]["total_ns"] > 0
+    fail = result["failing_endpoints"]       # from nextpnr's detailed timing report
+    assert fail["sinks"] > 50 and fail["period_ns"] == pytest.approx(1000 / 150, abs=1e-3)
+    assert (fail["count"] == 0) == result["timing_met"]
     saved = list((tmp_path / "synth").glob("pwl_sigmoid-*-ecp5-s2-static.json"))
     assert len(saved) == 1 and json.loads(saved[0].read_text()) == result
     log = (tmp_path / "synth" / saved[0].stem / "nextpnr.log").read_text()
@@ -64,6 +67,25 @@ def test_nextpnr_ecp5_smoke(tmp_path):
     assert "(seed 2, static placer)" in table and "LFE5U-85F" in table
     with pytest.raises(SpnnError, match="placer must be one of heap, static, sa, not 'x'"):
         synth(block, cfg, "ecp5", out_dir=tmp_path, placer="x")
+
+
+def test_failing_endpoints_summary():
+    """The failing-endpoint summary of a (made-up) detailed nextpnr report: arrivals over
+    the period count, indices fold, the most frequent signal comes first."""
+    from gen.synth import _failing_endpoints
+    def net(sinks):
+        return {"net": "n", "driver": "d", "endpoints": [
+            {"cell": cell, "port": port, "delay": [0.5, arrival]} for cell, port, arrival in sinks]}
+    report = {"detailed_net_timings": [
+        net([("dut.prod3_2_TRELLIS_FF_Q_11", "M", 8.8), ("dut.prod0_1_TRELLIS_FF_Q", "M", 7.0)]),
+        net([("dut.fsel0_0_TRELLIS_FF_Q", "DI", 9.7), ("dut.acc1_1_TRELLIS_FF_Q_3", "DI", 6.6)]),
+        net([("dut.fsel0_0_TRELLIS_FF_Q", "LSR", 2.0)])]}
+    fail = _failing_endpoints(report, 150.0)
+    assert fail == {"period_ns": 6.667, "sinks": 5, "count": 3, "signals": [
+        {"signal": "prod#_#", "pin": "M", "count": 2, "worst_ns": 8.8},
+        {"signal": "fsel#_#", "pin": "DI", "count": 1, "worst_ns": 9.7}]}
+    assert _failing_endpoints(report, 100.0)["count"] == 0
+    assert _failing_endpoints({"critical_paths": []}, 150.0) is None   # no detailed report
 
 
 def test_default_router():
