@@ -56,7 +56,7 @@ def _S(*args, **kwargs):
     counters, addresses, descriptor copies and the whole datapath are (re)loaded before they
     are used, so the reset net reaches a few hundred flip-flops instead of all of them."""
     kwargs.setdefault("reset_less", True)
-    return Signal(*args, **kwargs)
+    return Signal(*args, src_loc_at=1, **kwargs)   # named after the caller's variable
 
 
 def _replicate(value, replicas):
@@ -146,7 +146,7 @@ class ConvArray(wiring.Component):
         FW = _bits(cfg.feat_depth) + 1       # feature bank offsets (modulo 2**FW)
         WW = _bits(cfg.weight_depth) + 1     # weight bank offsets
 
-        d = _S(self.desc_layout)
+        d = _S(self.desc_layout, name="d")
         pvl = {f: [getattr(d, f"p{i}_{f}") for i in range(NP)] for f in _PASS_FIELDS}
 
         # ---------------------------------------------------------------- memories
@@ -559,16 +559,16 @@ class ConvArray(wiring.Component):
                 m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
 
         # ---------------------------------------------------------------- streamer
-        st_busy, st_sel = _S(reset_less=False), _S()
-        st_oc, st_ho, st_wo = _S(16), _S(DIMW), _S(DIMW)
+        st_busy, st_sel = _S(reset_less=False, name="st_busy"), _S(name="st_sel")
+        st_oc, st_ho, st_wo = _S(16, name="st_oc"), _S(DIMW, name="st_ho"), _S(DIMW, name="st_wo")
         st_flat = _S()
         st_pn = [_S(4, name=f"st_pn{i}") for i in range(NP)]
         st_pnoc = [_S(24, name=f"st_pnoc{i}") for i in range(NP)]
         st_pcend = [_S(17, name=f"st_pcend{i}") for i in range(NP)]
-        st_o, st_oy, st_ox = _S(16), _S(DIMW), _S(DIMW)
-        st_g, st_e = _S(4), _S(range(NP + 1))
-        st_c = _S(range(MC)) if MC > 1 else _S(1)
-        st_n, st_noc, st_cend = _S(4), _S(24), _S(17)
+        st_o, st_oy, st_ox = _S(16, name="st_o"), _S(DIMW, name="st_oy"), _S(DIMW, name="st_ox")
+        st_g, st_e = _S(4, name="st_g"), _S(range(NP + 1), name="st_e")
+        st_c = _S(range(MC) if MC > 1 else 1, name="st_c")
+        st_n, st_noc, st_cend = _S(4, name="st_n"), _S(24, name="st_noc"), _S(17, name="st_cend")
         st_base, st_addr = _S(24, name="st_base"), _S(24, name="st_addr")
         nx = {k: Signal.like(v, name=f"nx_{k}") for k, v in
               {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
@@ -1037,12 +1037,12 @@ class ConvArray(wiring.Component):
                                  wo_g[g].eq(wo_g[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
-        a0, a1, a2 = _S(16), _S(DIMW + 1), _S(16)
+        a0, a1, a2 = _S(16, name="a0"), _S(DIMW + 1, name="a1"), _S(16, name="a2")
         a3 = _S(16, name="a3")             # image of the batch being loaded
         ximg = _S(24, name="ximg")         # bank offset of the next image's first map
         xcst = _S(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
         addr = _S(24)
-        le, lb, li = _S(range(NP + 1)), _S(16), _S(16)
+        le, lb, li = _S(range(NP + 1), name="le"), _S(16, name="lb"), _S(16, name="li")
         lbase, la_x, la_c, lky, lkx, lic = (_S(24, name=n) for n in
                                             ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
         # row offsets g * R of the loader's pass (registered when the pass changes)
@@ -1062,7 +1062,8 @@ class ConvArray(wiring.Component):
         for r in range(MR):
             wp = wmem[r].write_port()
             m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
-        f_addr, f_data, f_en = _S(24), _S(signed(cfg.data_width)), _S()
+        f_addr, f_en = _S(24, name="f_addr"), _S(name="f_en")
+        f_data = _S(signed(cfg.data_width), name="f_data")
         # feature bank writes registered per column (one clock later; the banks are read
         # only after the pass set-up, cols + 5 clocks after the last write)
         for c in range(MC):
