@@ -570,11 +570,12 @@ def tile_bound(layer: ConvLayer, cfg: ConvConfig) -> float:
 
 # ------------------------------------------------------------------ cycle model
 
-# Pipeline of the array: a beat issued in cycle t registers its copy's offsets (t+1) and
-# bank addresses (t+2: the banks are read), gets the bank data (t+3), registers it (t+4)
-# and the product, which reaches the accumulators at t+5, where a tile's last beat is
-# captured.
-ISSUE_TO_ACC = 5
+# Pipeline of the array (hdl/conv.py, "pipeline"): a beat issued in cycle t registers its
+# copy's offsets (t+1), the read-port offsets (t+2), the bank addresses (t+3: the banks
+# are read), the bank data next to the banks (t+5), the selected feature and the weight
+# multiples (t+6), the multiplier's partial products (t+7) and the product (t+8), which
+# reaches the accumulators, where a tile's last beat is captured.
+ISSUE_TO_ACC = 8
 # Pass set-up: the controller walks the window groups of the pass's first tile (one column
 # per clock) and loads the pass registers before the first beat.
 def pass_setup_cycles(cfg) -> int:

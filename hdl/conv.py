@@ -17,6 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.conv import ConvConfig, descriptor_fields
+from hdl.spmv_pe import radix4_product
 
 __all__ = ["ConvArray", "STAT_BUSY_BITS"]
 
@@ -341,13 +342,25 @@ class ConvArray(wiring.Component):
         wread = [wmem[r].read_port(domain="sync") for r in range(MR)]
 
         # ---------------------------------------------------------------- pipeline
-        # issue -> i2 (per-copy offsets registered) -> a (bank addresses registered, banks read) -> s1 (bank data) ->
-        # x2 (bank data registered) -> s2 (feature selected and gated, product registered;
-        # accumulate)
+        # A beat issued at clock t (the edges at which each register loads):
+        #   t+1 i_*    the copy's offsets, lanes and flags (above)
+        #   t+2 sa     per-row valid / last / parity / first flags and per-MAC enables;
+        #              fo_r the feature offset of each read port, a_wad0 the row's weight
+        #              offset
+        #   t+3 sb     a_base (window base + offset) and a_wad: the bank addresses
+        #   t+4 s1     (the banks read their addresses)
+        #   t+5 s1b    fd / wr1: the bank data, registered next to the banks
+        #   t+6 x2     fsel (feature selected by tile parity and gated per MAC), wr / w3 / wn
+        #              (the row's weight, 3 w and -w): the multiplier operands
+        #   t+7 x3     the multiplier's partial-product pairs (radix 4, in LUTs)
+        #   t+8 s2     prod
+        #   t+9        acc (and the capture into the shadow registers)
+        # so the accumulators see the beat ISSUE_TO_ACC = 8 clocks after its issue.
         def stage(name):
             return {"en": [_S(MC, name=f"{name}_en{r}") for r in range(MR)],
                     "rv": _S(MR, name=f"{name}_rv"), "rl": _S(MR, name=f"{name}_rl"),
-                    "rp": _S(MR, name=f"{name}_rp"), "rf": _S(MR, name=f"{name}_rf"), "gl": _S(NG, name=f"{name}_gl", reset_less=False),
+                    "rp": _S(MR, name=f"{name}_rp"), "rf": _S(MR, name=f"{name}_rf"),
+                    "gl": _S(NG, name=f"{name}_gl", reset_less=False),
                     "first": _S(name=f"{name}_first"), "v": _S(name=f"{name}_v", reset_less=False),
                     "gob": gsig(f"{name}_gob", 24), "grb": gsig(f"{name}_grb", 16),
                     "R": _S(16, name=f"{name}_R"), "N": _S(4, name=f"{name}_N"),
@@ -357,11 +370,23 @@ class ConvArray(wiring.Component):
             out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "rf", "gl", "first", "v", "R", "N",
                                                "Rle")]
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
+            out += [dst["en"][r].eq(src["en"][r]) for r in range(MR)]
             return out
-        sa, s1, x2, s2 = stage("a"), stage("s1"), stage("x2"), stage("s2")
+        sa, sb, s1, s1b, x2, x3, s2 = (stage(n) for n in ("a", "b", "s1", "s1b", "x2", "x3", "s2"))
+        pipe = [sa, sb, s1, s1b, x2, x3, s2]
+        for dst, src in zip(pipe[1:], pipe[:-1]):
+            m.d.sync += copy_stage(dst, src)
+        fo_r = [_S(FW, name=f"fo_r{p}") for p in range(2)]
+        b_base = [[_S(FW, name=f"b_base{c}_{p}") for p in range(2)] for c in range(MC)]
         a_base = [[_S(FW, name=f"a_base{c}_{p}") for p in range(2)] for c in range(MC)]
+        a_wad0 = [_S(WW, name=f"a_wad0_{r}") for r in range(MR)]
         a_wad = [_S(WW, name=f"a_wad{r}") for r in range(MR)]
+        fd = [[_S(signed(cfg.data_width), name=f"fd{c}_{p}") for p in range(2)]
+              for c in range(MC)]
+        wr1 = [_S(signed(cfg.weight_width), name=f"wr1_{r}") for r in range(MR)]
         wr = [_S(signed(cfg.weight_width), name=f"wr{r}") for r in range(MR)]
+        w3 = [_S(signed(cfg.weight_width + 2), name=f"w3_{r}") for r in range(MR)]
+        wn = [_S(signed(cfg.weight_width + 1), name=f"wn{r}") for r in range(MR)]
         fsel = [[_S(signed(cfg.data_width), name=f"fsel{r}_{c}") for c in range(MC)]
                 for r in range(MR)]
         prod = [[_S(signed(cfg.data_width + cfg.weight_width), name=f"prod{r}_{c}")
@@ -387,7 +412,7 @@ class ConvArray(wiring.Component):
             rf.append(_sel(i_fk, g))
             m.d.sync += sa["en"][r].eq(
                 Cat(*[v & _sel([i_lanev[gg][c] for gg in range(NG)], g) for c in range(MC)]))
-            m.d.sync += a_wad[r].eq(_sel(i_waddr, g))
+            m.d.sync += [a_wad0[r].eq(_sel(i_waddr, g)), a_wad[r].eq(a_wad0[r])]
         m.d.sync += [sa["rv"].eq(Cat(*rv)), sa["rl"].eq(Cat(*rl)), sa["rp"].eq(Cat(*rp)),
                      sa["rf"].eq(Cat(*rf)),
                      sa["gl"].eq(Cat(*i_lk)), sa["first"].eq(i_first),
@@ -395,21 +420,23 @@ class ConvArray(wiring.Component):
                      sa["Rle"].eq(i_R <= DR)]
         m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
         m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
-        m.d.sync += copy_stage(s1, sa) + copy_stage(x2, s1) + copy_stage(s2, x2)
+        m.d.sync += [fo_r[p].eq(fo[p]) for p in range(2)]
         for c in range(MC):
             # the bank address registered as the sum (window base + beat offset)
-            m.d.sync += [a_base[c][p].eq(i_base[c][p] + fo[p]) for p in range(2)]
+            m.d.sync += [b_base[c][p].eq(i_base[c][p]) for p in range(2)]
+            m.d.sync += [a_base[c][p].eq(b_base[c][p] + fo_r[p]) for p in range(2)]
+            m.d.sync += [fd[c][p].eq(fread[c][p].data) for p in range(2)]
         for r in range(MR):
-            m.d.sync += [s1["en"][r].eq(sa["en"][r]), x2["en"][r].eq(s1["en"][r]),
-                         s2["en"][r].eq(x2["en"][r])]
-            # bank data selected (tile parity) and gated per row as it is registered
-            # (x2), so that both multiplier inputs come straight from flip-flops (s2)
-            m.d.sync += wr[r].eq(wread[r].data)
+            # the row's weight and its multiples 3 w, -w (the multiplier's operands)
+            m.d.sync += [wr1[r].eq(wread[r].data), wr[r].eq(wr1[r]),
+                         w3[r].eq((wr1[r] << 1) + wr1[r]), wn[r].eq(-wr1[r])]
             for c in range(MC):
-                m.d.sync += fsel[r][c].eq(Mux(s1["en"][r][c],
-                                              Mux(s1["rp"][r], fread[c][1].data,
-                                                  fread[c][0].data), 0))
-                m.d.sync += prod[r][c].eq(wr[r] * fsel[r][c])
+                # bank data selected (tile parity) and gated per MAC as it is registered
+                m.d.sync += fsel[r][c].eq(Mux(s1b["en"][r][c],
+                                              Mux(s1b["rp"][r], fd[c][1], fd[c][0]), 0))
+                # w * x in LUTs over two clocks (x3: partial-product pairs, s2: sum)
+                m.d.sync += prod[r][c].eq(radix4_product(m, fsel[r][c], wr[r], w3[r], wn[r],
+                                                         name=f"pp{r}_{c}_"))
 
         # ---------------------------------------------------------------- drain
         pending = _S(NG, reset_less=False)
@@ -433,12 +460,16 @@ class ConvArray(wiring.Component):
         # accumulate / capture
         # (no reset, no valid bit: the first beat of a tile loads the product, a row with no
         # valid beat adds zero products, the gated features; only a capture is qualified)
-        s2_rf = s2["rf"]
+        # (the row's first-beat and capture flags replicated per MAC, each driving 32 bits;
+        # ring-loaded during the reset, see _replicate)
         for r in range(MR):
+            mac_rf = [_S(name=f"rf{r}_{c}") for c in range(MC)]
+            mac_rl = [_S(name=f"rl{r}_{c}") for c in range(MC)]
+            m.d.sync += _replicate(x3["rf"][r], mac_rf) + _replicate(x3["rl"][r], mac_rl)
             for c in range(MC):
-                total = Mux(s2_rf[r], prod[r][c], acc[r][c] + prod[r][c])
+                total = Mux(mac_rf[c], prod[r][c], acc[r][c] + prod[r][c])
                 m.d.sync += acc[r][c].eq(total)
-                with m.If(s2_rl[r]):
+                with m.If(mac_rl[c]):
                     m.d.sync += shadow[r][c].eq(total)
         # busy MAC-cycles: popcount of the enables, one register stage
         pc = _S(_bits(MR * MC), reset_less=False)
@@ -1193,7 +1224,7 @@ class ConvArray(wiring.Component):
                                     m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & ~_any(i_act) & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
+                with m.If(~issuing & ~_any(i_act) & ~_any(st["v"] for st in pipe) & ~pending.any()
                           & ~wb_any):
                     with m.If(last_chunk):
                         m.next = "STAT"

@@ -20,12 +20,12 @@ def _clamp(value, width):
     return Mux(overflow, Mux(value[width], lo, hi), value[:width].as_signed())
 
 
-def radix4_product(m, w, x, x3, xn):
+def radix4_product(m, w, x, x3, xn, name="pp_sum"):
     """Signed ``w * x`` in LUTs and carry chains, over two clocks.
 
     ``x3 = 3x`` and ``xn = -x`` are registers beside ``x``.  The radix-4 digits of ``w``
     (unsigned 0..3, the top one signed -2..1) select partial products from them; they are
-    added in pairs into registers ``pp_sum<k>`` (clock 1) and the pairs summed
+    added in pairs into registers ``<name><k>`` (clock 1) and the pairs summed
     combinationally (the caller registers the result, clock 2).  Returns that sum; its
     low ``len(w) + len(x)`` bits are the exact product.
     """
@@ -44,7 +44,7 @@ def radix4_product(m, w, x, x3, xn):
     for k in range(0, nd, 2):
         (a_pp, a_sh), rest = pps[k], pps[k + 1:k + 2]
         total = a_pp if not rest else a_pp + (rest[0][0] << 2)
-        reg = Signal(signed(min(len(total), pw + 2)), name=f"pp_sum{k // 2}",
+        reg = Signal(signed(min(len(total), pw + 2)), name=f"{name}{k // 2}",
                      reset_less=True)
         m.d.sync += reg.eq(total)
         pairs.append((reg, a_sh))
