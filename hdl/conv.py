@@ -204,10 +204,21 @@ class ConvArray(wiring.Component):
         k1 = {k: Signal.like(v, name=f"adv_k1_{k}") for k, v in cstate("t").items()}
         k0i = {k: Signal.like(v, name=f"adv_k0i_{k}") for k, v in cstate("t").items()}
         k1i = {k: Signal.like(v, name=f"adv_k1i_{k}") for k, v in cstate("t").items()}
+        # The wrap decisions as sign bits: the states that advance (pinit, cur) also keep
+        # the distances to the thresholds, djn = jn - thr, doy<j> = oy - thi<j> (signed, 17
+        # bits, exact), advanced by the same (signed) steps as jn and oy, so that no compare
+        # sits in the column-advance loop.
+        OFFS = {"djn": "jn", "doy0": "oy", "doy1": "oy"}
+        for kk in (k0, k1, k0i, k1i):
+            kk.update({o: _S(signed(17), name=f"{kk['jn'].name[:-3]}_{o}") for o in OFFS})
+
+        def with_offsets(st, name):
+            st.update({o: _S(signed(17), name=f"{name}_{o}") for o in OFFS})
+            return st
 
         def advance(cs):
-            wrap = cs["jn"] >= thr
-            iwr = Mux(wrap, cs["oy"] >= thi[1], cs["oy"] >= thi[0])
+            wrap = ~cs["djn"][-1]                                   # jn >= thr
+            iwr = Mux(wrap, ~cs["doy1"][-1], ~cs["doy0"][-1])       # oy >= thi[wrap]
             return {k: Mux(iwr, Mux(wrap, cs[k] + k1i[k], cs[k] + k0i[k]),
                            Mux(wrap, cs[k] + k1[k], cs[k] + k0[k])) for k in cs}
 
@@ -219,8 +230,8 @@ class ConvArray(wiring.Component):
         swpi = _S(24, name="walk_swpi")        # row step across an image boundary
         m.d.sync += swpi.eq(d.swp + d.iwrap)
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
-        pinit_adv = [cstate(f"pinit_adv{c}") for c in range(MC)]
-        cur = [cstate(f"cur{c}") for c in range(MC)]
+        pinit_adv = [with_offsets(cstate(f"pinit_adv{c}"), f"pinit_adv{c}") for c in range(MC)]
+        cur = [with_offsets(cstate(f"cur{c}"), f"cur{c}") for c in range(MC)]
         SL = {"base": FW, "img": 16, "jn": 16, "lv": NG}   # lv: lane g valid (img < B, jn + g < Wo)
         slot = [[{k: _S(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
@@ -559,14 +570,16 @@ class ConvArray(wiring.Component):
         W_n = [_S(name=f"pd_W_n{g}") for g in range(NG)]
         ft0_n = _S(name="pd_ft0_n")
         m.d.comb += zL_n.eq(Mux(ktot == 0, pd_L > 1, zL | _sel(pd_big, ktot)))
-        m.d.sync += [pd_L.eq(Mux(ktot == 0, Mux(zL, pd_L - 1, 0), pd_L + _sel(pd_m1, ktot))),
+        # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
+        pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
+        m.d.sync += [pd_L.eq(Mux(ktot == 0, Mux(zL, pd_L - 1, 0), _sel(pd_Lk, ktot))),
                      zL.eq(zL_n), ft0.eq(ft0_n)]
         for g in range(NG):
             m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | _sel(pd_big, kcnt[g]), pd_F[g] > 1)),
                          W_n[g].eq(Mux(pd_start[g], kq1,
                                        Mux(adv & act[g],
                                            pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
-            m.d.sync += [pd_F[g].eq(Mux(capg[g], pd_L + _sel(pd_m1, kcnt[g]),
+            m.d.sync += [pd_F[g].eq(Mux(capg[g], _sel(pd_Lk, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
                          zF[g].eq(zF_n[g]), W[g].eq(W_n[g])]
         m.d.comb += ft0_n.eq(Mux(pd_start[0], 1, Mux(W[0] & adv, 0, ft0)))
@@ -888,8 +901,22 @@ class ConvArray(wiring.Component):
                      k0i["jns"].eq(cp["bns"]), k1i["jns"].eq(cp["bns"] - cp["wvns"]),
                      k0i["img"].eq(cp["ai"] + 1), k1i["img"].eq(cp["ai"] + 1),
                      k0i["base"].eq(kb0 + d.iwrap), k1i["base"].eq(kb1 + d.iwrap)]
+        # signed steps of the offsets (true values, no modulo: they fit 17 bits)
+        for kk, wraps, img in ((k0, False, False), (k1, True, False), (k0i, False, True),
+                               (k1i, True, True)):
+            oy_step = cp["a"] + int(wraps) - (d.ho if img else 0)
+            jn_step = cp["bn"] - (cp["wvn"] if wraps else 0)
+            m.d.sync += [kk["djn"].eq(jn_step), kk["doy0"].eq(oy_step), kk["doy1"].eq(oy_step)]
+        # pinit's offsets, registered from pinit and the thresholds (pinit[c] loads at set-up
+        # clock c + 1, thr / thi are valid from clock 2: the offsets from c + 3, pinit_adv
+        # from c + 4, two clocks before the last set-up clock cols + 4 that uses it)
         for c in range(MC):
-            nxt = advance(pinit[c])
+            pin = dict(pinit[c])
+            with_offsets(pin, f"pinit{c}")
+            m.d.sync += [pin["djn"].eq(pinit[c]["jn"] - thr),
+                         pin["doy0"].eq(pinit[c]["oy"] - thi[0]),
+                         pin["doy1"].eq(pinit[c]["oy"] - thi[1])]
+            nxt = advance(pin)
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(fi_col[c], pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
         # lane-valid bits of a slot (image < B, window jn + g < Wo): compares against
@@ -1005,7 +1032,8 @@ class ConvArray(wiring.Component):
                     with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
                 nxt = advance(cur[c])
-                m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k])) for k in ws]
+                m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k]))
+                             for k in cur[c]]
 
         with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
