@@ -68,6 +68,19 @@ def _replicate(value, replicas):
     return [r.eq(Mux(ResetSignal(), replicas[i - 1], value)) for i, r in enumerate(replicas)]
 
 
+class _Only:
+    """``m.d.sync`` restricted to the statements that assign one of ``signals`` (the same
+    if-tree written once, its registers split between several enables)."""
+
+    def __init__(self, m, signals):
+        self.m, self.keep = m, {id(x) for x in signals}
+
+    def __iadd__(self, stmts):
+        stmts = stmts if isinstance(stmts, (list, tuple)) else [stmts]
+        self.m.d.sync += [st for st in stmts if id(st.lhs) in self.keep]
+        return self
+
+
 def _any(sigs):
     sigs = list(sigs)
     return Cat(*sigs).any() if sigs else Const(0, 1)
@@ -273,8 +286,8 @@ class ConvArray(wiring.Component):
         adv = _S(init=1, name="adv_r", reset_less=False)
         adv_iss, adv_box = _S(init=1, name="adv_iss"), _S(init=1, name="adv_box")
         adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
-        adv_cp = [_S(init=1, name=f"adv_cp{g}") for g in range(NG)]
-        adv_reps = [adv_iss, adv_box] + adv_slot + adv_cp
+        adv_cp = [[_S(init=1, name=f"adv_cp{g}_{j}") for j in range(3)] for g in range(NG)]
+        adv_reps = [adv_iss, adv_box] + adv_slot + [r for reps in adv_cp for r in reps]
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
         # product instead of clearing on capture, so they need no reset)
@@ -302,10 +315,13 @@ class ConvArray(wiring.Component):
         # rows -> groups (registered per pass)
         row_g = [_S(range(NG), name=f"row{r}_g") for r in range(MR)]
         row_act = [_S(name=f"row{r}_act") for r in range(MR)]
+        # (a register stage per step: cp from set-up clock 1, r_q / n_q 2, mulR 3, nR 4,
+        # row_g / row_act loaded in every set-up clock, right from clock 5 on)
         mulR = [_S(20, name=f"mulR{j}") for j in range(NG + 1)]
+        r_q, n_q, nR = _S(16, name="row_rq"), _S(4, name="row_nq"), _S(20, name="row_nR")
+        m.d.sync += [r_q.eq(cp["r"]), n_q.eq(cp["n"]), nR.eq(_sel(mulR, n_q))]
         for j in range(NG + 1):
-            m.d.sync += mulR[j].eq(cp["r"] * j)     # valid from the second set-up clock
-        nR = _sel(mulR, cp["n"])
+            m.d.sync += mulR[j].eq(r_q * j)
         with m.If(setup):
             for r in range(MR):
                 m.d.sync += [row_g[r].eq(sum((Const(r) >= mulR[j]).as_unsigned()
@@ -1047,53 +1063,63 @@ class ConvArray(wiring.Component):
                 kye[g], Mux(ice[g], (kx[g] == bx["kxm"]) & iccz & bx["kyz"],
                             (ic[g] == iccm) & kxe[g] & bx["kyz"]),
                 (ky[g] == bx["kym"]) & ice[g] & kxe[g])))
-            with m.If(adv_cp[g] & isu & act[g]):      # own stall replica per copy
-                m.d.sync += fk[g].eq(last_k[g])
+
+            def counters(g, sync, bx=bx, nb=nb):     # one beat of copy g
+                sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
-                    m.d.sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
-                                 kxe[g].eq(nb["kxz"])]
+                    sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
+                             kxe[g].eq(nb["kxz"])]
                 with m.Elif(kye[g]):
-                    m.d.sync += kye[g].eq(bx["kyz"])
+                    sync += kye[g].eq(bx["kyz"])
                     with m.If(ice[g]):
-                        m.d.sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
-                                     ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
+                        sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
+                                 ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
                     with m.Else():
-                        m.d.sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
-                                     ice[g].eq(ic[g] == iccm)]
+                        sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
+                                 ice[g].eq(ic[g] == iccm)]
                 with m.Else():
-                    m.d.sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
-                                 kye[g].eq(ky[g] == bx["kym"])]
+                    sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
+                             kye[g].eq(ky[g] == bx["kym"])]
                 with m.If(last_k[g]):
-                    m.d.sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
-                                 fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
-                                 wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
-                                 par[g].eq(~par[g])]
+                    sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
+                             fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
+                             wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
+                             par[g].eq(~par[g])]
                     with m.If(glt[g]):
-                        m.d.sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
-                        m.d.sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
-                                     wo_g[g].eq(wblk[g] + kq)]
-                        m.d.sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
-                                     wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
-                                     gob[g].eq(goc[g] + cb[g] + cp["r"])]
+                        sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
+                        sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
+                                 wo_g[g].eq(wblk[g] + kq)]
+                        sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
+                                 wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
+                                 gob[g].eq(goc[g] + cb[g] + cp["r"])]
                         with m.If(glb[g]):
-                            m.d.sync += act[g].eq(0)
+                            sync += act[g].eq(0)
                     with m.Else():
-                        m.d.sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
-                                     glt[g].eq(tt[g] == tiles2)]
+                        sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
+                                 glt[g].eq(tt[g] == tiles2)]
                 with m.Elif(kye[g]):
-                    m.d.sync += ky[g].eq(0)
+                    sync += ky[g].eq(0)
                     with m.If(ice[g]):
-                        m.d.sync += [ic[g].eq(0), kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
-                                     fxc[g].eq(fx[g] + 1), fo_g[g].eq(fx[g] + 1),
-                                     wbx[g].eq(wbx[g] + cqkh), wbxc[g].eq(wbx[g] + cqkh),
-                                     wo_g[g].eq(wbx[g] + cqkh)]
+                        sync += [ic[g].eq(0), kx[g].eq(kx[g] + 1), fx[g].eq(fx[g] + 1),
+                                 fxc[g].eq(fx[g] + 1), fo_g[g].eq(fx[g] + 1),
+                                 wbx[g].eq(wbx[g] + cqkh), wbxc[g].eq(wbx[g] + cqkh),
+                                 wo_g[g].eq(wbx[g] + cqkh)]
                     with m.Else():
-                        m.d.sync += [ic[g].eq(ic[g] + 1), fxc[g].eq(fxc[g] + d.hwp),
-                                     fo_g[g].eq(fxc[g] + d.hwp), wbxc[g].eq(wbxc[g] + d.kh),
-                                     wo_g[g].eq(wbxc[g] + d.kh)]
+                        sync += [ic[g].eq(ic[g] + 1), fxc[g].eq(fxc[g] + d.hwp),
+                                 fo_g[g].eq(fxc[g] + d.hwp), wbxc[g].eq(wbxc[g] + d.kh),
+                                 wo_g[g].eq(wbxc[g] + d.kh)]
                 with m.Else():
-                    m.d.sync += [ky[g].eq(ky[g] + 1), fo_g[g].eq(fo_g[g] + d.wp),
-                                 wo_g[g].eq(wo_g[g] + 1)]
+                    sync += [ky[g].eq(ky[g] + 1), fo_g[g].eq(fo_g[g] + d.wp),
+                             wo_g[g].eq(wo_g[g] + 1)]
+
+            # three enables per copy, each from its own stall replica: offsets and loop
+            # counters / flags, weight and output offsets, tile and block state
+            parts = ([fk, last_k, kye, ice, kxe, kx, ky, ic, fx, fxc, fo_g, par],
+                     [wbx, wbxc, wo_g, wblk, cb, gob],
+                     [glt, glb, tt, blk, act])
+            for part, rep in zip(parts, adv_cp[g]):
+                with m.If(rep & isu & act[g]):
+                    counters(g, _Only(m, [v[g] for v in part]))
 
         # ---------------------------------------------------------------- loaders
         a0, a1, a2 = _S(16, name="a0"), _S(DIMW + 1, name="a1"), _S(16, name="a2")
