@@ -268,8 +268,12 @@ class ConvArray(wiring.Component):
         tiles2, count2 = _S(24, name="tiles2"), _S(16, name="count2")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
-        pb, sg, st_at = _S(24, name="pb"), _S(range(NG + 1), name="sg"), \
-            _S(24, name="st_at")
+        # the next copy (sg) starts when the pass's issue clock reaches its start clock:
+        # st_dist = start clock - issue clock, at_st = (st_dist == 0) as a register
+        sg = _S(range(NG + 1), name="sg")
+        st_dist, at_st = _S(signed(25), name="st_dist"), _S(name="at_st")
+        dq1 = _S(name="dq1")                 # dq == 1 (a start right after a start)
+        m.d.sync += dq1.eq(dq == 1)
         sgs, sgoc, sgrb = _S(16, name="sgs"), _S(24, name="sgoc"), _S(16, name="sgrb")
         wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
 
@@ -817,6 +821,11 @@ class ConvArray(wiring.Component):
         m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
         # ---------------------------------------------------------------- issue control
+        # copy sg starts in this (issue) clock (unconditional assignments: continuous in
+        # Verilog, evaluated by Icarus at time 0)
+        start = (sg < cp["n"]) & at_st
+        m.d.comb += [pd_start[g].eq(adv_iss & issuing & ~setup & start & (sg == g))
+                     for g in range(1, NG)]
         with m.If(adv_iss & issuing):
             with m.If(setup):
                 m.d.sync += sk.eq(sk + 1)
@@ -846,11 +855,10 @@ class ConvArray(wiring.Component):
                 with m.If(setup_last):
                     m.d.sync += [setup.eq(0), sk.eq(0), isu.eq(1)]
             with m.Else():
-                m.d.sync += pb.eq(pb + 1)
-                m.d.comb += [pd_start[g].eq((sg < cp["n"]) & (pb == st_at) & (sg == g))
-                             for g in range(1, NG)]
-                with m.If((sg < cp["n"]) & (pb == st_at)):
-                    m.d.sync += [sg.eq(sg + 1), st_at.eq(st_at + dq), sgs.eq(sgs + d.stride),
+                m.d.sync += [st_dist.eq(st_dist - 1 + Mux(start, dq, 0)),
+                             at_st.eq(Mux(start, dq1, st_dist == 1))]
+                with m.If(start):
+                    m.d.sync += [sg.eq(sg + 1), sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
                         with m.If(sg == g):
@@ -956,8 +964,9 @@ class ConvArray(wiring.Component):
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
-                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), pb.eq(0), sg.eq(1),
-                         st_at.eq(dq - 1), sgs.eq(d.stride), sgoc.eq(d.oc), sgrb.eq(cp["r"])]
+                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1),
+                         st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc),
+                         sgrb.eq(cp["r"])]
         # Padding box of a tile (skip_pad, n = 1 passes): three register stages per source
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
