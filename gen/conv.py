@@ -470,8 +470,8 @@ def pass_lanes(sched, p, images=False):
 
 
 # A padding box of fewer kernel positions runs the whole kernel instead: the array computes
-# the next tile's box in a 3-stage pipeline, so a tile of a skipping pass lasts >= 4 beats.
-MIN_BOX = 4
+# the next tile's box in a 4-stage pipeline, so a tile of a skipping pass lasts >= 5 beats.
+MIN_BOX = 5
 
 
 def _tile_list(sched):
@@ -579,7 +579,7 @@ ISSUE_TO_ACC = 8
 # Pass set-up: the controller walks the window groups of the pass's first tile (one column
 # per clock) and loads the pass registers before the first beat.
 def pass_setup_cycles(cfg) -> int:
-    return cfg.cols + 5
+    return cfg.cols + 6
 
 
 # Clocks from the last drain write of a chunk to the end of its compute phase.

@@ -16,7 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from gen.conv import ConvConfig, descriptor_fields
+from gen.conv import MIN_BOX, ConvConfig, descriptor_fields
 from hdl.spmv_pe import radix4_product
 
 __all__ = ["ConvArray", "STAT_BUSY_BITS"]
@@ -96,7 +96,7 @@ class ConvArray(wiring.Component):
     output row and starts ``g * D`` beats after copy 0, ``D`` = descriptor ``dq``.  Per
     input-channel chunk: weight load (the weight mapping writes each weight into the banks
     of the rows that use it), feature load (padding inserted, one copy per column and read
-    port), compute (a pass set-up of ``cols + 5`` clocks, then the staggered tiles; with the
+    port), compute (a pass set-up of ``cols + 6`` clocks, then the staggered tiles; with the
     descriptor bit ``skip`` the tiles of ``n = 1`` passes run only their box of kernel
     rows/columns that are not padding for every lane, see :func:`gen.conv.tile_boxes`),
     the partial sums of later chunks added into the output banks; finally a stats word and
@@ -198,8 +198,8 @@ class ConvArray(wiring.Component):
         issuing = _S(reset_less=False)
         setup = _S(reset_less=False)
         isu = _S(name="isu", reset_less=False)       # issuing & ~setup, as its own register
-        sk = _S(range(MC + 5))
-        setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 4)
+        sk = _S(range(MC + 6))
+        setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 5)
 
         # ------------------------------------------------ column states (window groups)
         def cstate(name):
@@ -851,7 +851,7 @@ class ConvArray(wiring.Component):
                                          ws_rb.eq(ws_rb + d.swp)]
                     with m.Else():
                         m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
-                m.d.sync += setup_last.eq(sk == MC + 3)
+                m.d.sync += setup_last.eq(sk == MC + 4)
                 with m.If(setup_last):
                     m.d.sync += [setup.eq(0), sk.eq(0), isu.eq(1)]
             with m.Else():
@@ -894,7 +894,7 @@ class ConvArray(wiring.Component):
         # ring-loaded during the reset (_replicate; no write happens then)
         glt0_n = Mux(pd_start[0], tiles1,
                      Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, tt[0] == tiles2), glt[0]))
-        setup_last_n = Mux(adv & issuing & setup, sk == MC + 3, setup_last)
+        setup_last_n = Mux(adv & issuing & setup, sk == MC + 4, setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
         fi_reps = fi_col + [fi_box]
@@ -933,7 +933,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [kk["djn"].eq(jn_step), kk["doy0"].eq(oy_step), kk["doy1"].eq(oy_step)]
         # pinit's offsets, registered from pinit and the thresholds (pinit[c] loads at set-up
         # clock c + 1, thr / thi are valid from clock 2: the offsets from c + 3, pinit_adv
-        # from c + 4, two clocks before the last set-up clock cols + 4 that uses it)
+        # from c + 4, two clocks before the last set-up clock cols + 5 that uses it)
         for c in range(MC):
             pin = dict(pinit[c])
             with_offsets(pin, f"pinit{c}")
@@ -967,10 +967,11 @@ class ConvArray(wiring.Component):
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1),
                          st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc),
                          sgrb.eq(cp["r"])]
-        # Padding box of a tile (skip_pad, n = 1 passes): three register stages per source
+        # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
-        # of `cur` is ready 4 clocks after `cur` changes; tiles of such passes last at least
-        # 4 beats because a box of fewer than 4 kernel positions runs the whole kernel.
+        # of `cur` is ready 5 clocks after `cur` changes; tiles of such passes last at least
+        # 5 beats because a box of fewer than MIN_BOX = 5 kernel positions runs the whole
+        # kernel.
         skipbox = _S(name="skipbox")
         m.d.sync += skipbox.eq(d.skip & (cp["n"] == 1))
 
@@ -1014,18 +1015,32 @@ class ConvArray(wiring.Component):
                 xlo.append(Mux(ok, regs[2], 255))
                 xhi.append(Mux(ok, regs[3], 0))
 
-            def tree(vals, op):
-                while len(vals) > 1:
+            def tree(vals, op, levels):
+                for _ in range(levels):
+                    if len(vals) == 1:
+                        break
                     nxt = [op(vals[i], vals[i + 1]) for i in range(0, len(vals) - 1, 2)]
                     vals = nxt + ([vals[-1]] if len(vals) % 2 else [])
-                return vals[0]
+                return vals
             lo = lambda a, b: Mux(a < b, a, b)   # noqa: E731
             hi = lambda a, b: Mux(a > b, a, b)   # noqa: E731
+            # stage B1: the first half of the min / max trees over the columns (registered)
+            depth = max(1, (len(states) - 1).bit_length())
+            half = (depth + 1) // 2
+            b1 = {}
+            for k, vals, op in (("ylo", ylo, lo), ("yhi", yhi, hi), ("xlo", xlo, lo),
+                                ("xhi", xhi, hi)):
+                part = tree(vals, op, half)
+                b1[k] = [_S(8, name=f"{tag}B1_{k}{i}") for i in range(len(part))]
+                m.d.sync += [r.eq(v) for r, v in zip(b1[k], part)]
+            # stage B2: the rest of the trees and the box sizes
             bb = {k: _S(8, name=f"{tag}B_{k}") for k in ("ky0", "nky", "kx0", "nkx")}
-            y0, x0 = tree(ylo, lo), tree(xlo, lo)
-            m.d.sync += [bb["ky0"].eq(y0), bb["nky"].eq(tree(yhi, hi) - y0),
-                         bb["kx0"].eq(x0), bb["nkx"].eq(tree(xhi, hi) - x0)]
-            small = (((bb["nky"] == 1) & (bb["nkx"] < 4)) | ((bb["nkx"] == 1) & (bb["nky"] < 4)))
+            y0, x0 = tree(b1["ylo"], lo, depth)[0], tree(b1["xlo"], lo, depth)[0]
+            m.d.sync += [bb["ky0"].eq(y0), bb["nky"].eq(tree(b1["yhi"], hi, depth)[0] - y0),
+                         bb["kx0"].eq(x0), bb["nkx"].eq(tree(b1["xhi"], hi, depth)[0] - x0)]
+            # stage C: boxes of fewer than MIN_BOX kernel positions run the whole kernel
+            small = _any([(bb[u] == a) & (bb[v] <= (MIN_BOX - 1) // a)
+                          for a in range(1, MIN_BOX) for u, v in (("nky", "nkx"), ("nkx", "nky"))])
             full = ~skipbox | small
             cc = {k: _S(wd, name=f"{tag}C_{k}") for k, wd in BX.items()}
             ky0 = Mux(full, 0, bb["ky0"])[:8]
@@ -1159,7 +1174,7 @@ class ConvArray(wiring.Component):
         f_addr, f_en = _S(24, name="f_addr"), _S(name="f_en")
         f_data = _S(signed(cfg.data_width), name="f_data")
         # feature bank writes registered per column (one clock later; the banks are read
-        # only after the pass set-up, cols + 5 clocks after the last write)
+        # only after the pass set-up, cols + 6 clocks after the last write)
         for c in range(MC):
             fa_c = _S(FW, name=f"fw{c}_addr")
             fd_c = _S(signed(cfg.data_width), name=f"fw{c}_data")

@@ -412,7 +412,7 @@ def test_rtl_batch_16x4(sim, cycle_log):
 def test_rtl_batch_skip_pad(sim, cycle_log):
     """Padding-beat skipping with a batch: boxes per image row, tiles spanning images."""
     specs = [(8, 2, 5, 5, 3, 1, 1, "remainder", None, 2),
-             (5, 2, 5, 3, 3, 1, 1, "remainder", None, 3)]
+             (5, 2, 4, 5, 3, 1, 1, "remainder", None, 3)]
     jobs = _rtl_jobs(RTL_8x4, specs, 33, skip_pad=True)
     assert all(skipped_beats(s) > 0 for _, _, s in jobs)
     outs, stats, result = rtl_conv(jobs, RTL_8x4, sim, name="batch_skip")
