@@ -290,8 +290,10 @@ class ConvArray(wiring.Component):
         adv = _S(init=1, name="adv_r", reset_less=False)
         adv_iss, adv_box = _S(init=1, name="adv_iss"), _S(init=1, name="adv_box")
         adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
+        adv_col = [_S(init=1, name=f"adv_col{c}") for c in range(MC)]
         adv_cp = [[_S(init=1, name=f"adv_cp{g}_{j}") for j in range(3)] for g in range(NG)]
-        adv_reps = [adv_iss, adv_box] + adv_slot + [r for reps in adv_cp for r in reps]
+        adv_reps = ([adv_iss, adv_box] + adv_slot + adv_col
+                    + [r for reps in adv_cp for r in reps])
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
         # product instead of clearing on capture, so they need no reset)
@@ -1071,6 +1073,7 @@ class ConvArray(wiring.Component):
                 for p in range(2):
                     with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
+            with m.If(adv_col[c] & (setup_last | g0_go)):      # (a replica for the state)
                 nxt = advance(cur[c])
                 m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k]))
                              for k in cur[c]]
