@@ -199,6 +199,9 @@ class ConvArray(wiring.Component):
         setup = _S(reset_less=False)
         isu = _S(name="isu", reset_less=False)       # issuing & ~setup, as its own register
         sk = _S(range(MC + 6))
+        # sk one-hot beside it (sk_oh[i] == (sk == i)): set-up decodes from single flags
+        sk_oh = _S(MC + 6, init=1, name="sk_oh")
+        adv_pin = [_S(init=1, name=f"adv_pin{c}") for c in range(MC)]   # stall replicas
         setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 5)
 
         # ------------------------------------------------ column states (window groups)
@@ -292,7 +295,7 @@ class ConvArray(wiring.Component):
         adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
         adv_col = [_S(init=1, name=f"adv_col{c}") for c in range(MC)]
         adv_cp = [[_S(init=1, name=f"adv_cp{g}_{j}") for j in range(3)] for g in range(NG)]
-        adv_reps = ([adv_iss, adv_box] + adv_slot + adv_col
+        adv_reps = ([adv_iss, adv_box] + adv_slot + adv_col + adv_pin
                     + [r for reps in adv_cp for r in reps])
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
@@ -828,18 +831,19 @@ class ConvArray(wiring.Component):
         start = (sg < cp["n"]) & at_st
         m.d.comb += [pd_start[g].eq(adv_iss & issuing & ~setup & start & (sg == g))
                      for g in range(1, NG)]
+        # column c's first window group of the pass, in set-up clock c + 1 (own stall replica)
+        for c in range(MC):
+            with m.If(adv_pin[c] & issuing & setup & sk_oh[c + 1]):
+                m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
+                m.d.sync += pinit[c]["base"].eq(ws_rb + ws["jns"])
         with m.If(adv_iss & issuing):
             with m.If(setup):
-                m.d.sync += sk.eq(sk + 1)
-                with m.If(sk == 0):
+                m.d.sync += [sk.eq(sk + 1), sk_oh.eq(sk_oh << 1)]
+                with m.If(sk_oh[0]):
                     m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
                     m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
                     m.d.sync += walk_thr.eq(_sel(pvl["wvn"], e) - _sel(pvl["n"], e))
-                for c in range(MC):
-                    with m.If(sk == c + 1):
-                        m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
-                        m.d.sync += pinit[c]["base"].eq(ws_rb + ws["jns"])
-                with m.If(sk != 0):
+                with m.If(~sk_oh[0]):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
                     with m.If(ws["jn"] >= walk_thr):
@@ -853,9 +857,9 @@ class ConvArray(wiring.Component):
                                          ws_rb.eq(ws_rb + d.swp)]
                     with m.Else():
                         m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
-                m.d.sync += setup_last.eq(sk == MC + 4)
+                m.d.sync += setup_last.eq(sk_oh[MC + 4])
                 with m.If(setup_last):
-                    m.d.sync += [setup.eq(0), sk.eq(0), isu.eq(1)]
+                    m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
             with m.Else():
                 m.d.sync += [st_dist.eq(st_dist - 1 + Mux(start, dq, 0)),
                              at_st.eq(Mux(start, dq1, st_dist == 1))]
@@ -872,7 +876,7 @@ class ConvArray(wiring.Component):
                     with m.If(e == d.npasses - 1):
                         m.d.sync += issuing.eq(0)
                     with m.Else():
-                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0)]
+                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0), sk_oh.eq(1)]
         # an idle copy (g >= 1) keeps loading the start values of the next copy to start
         # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
         for g in range(1, NG):
@@ -896,7 +900,7 @@ class ConvArray(wiring.Component):
         # ring-loaded during the reset (_replicate; no write happens then)
         glt0_n = Mux(pd_start[0], tiles1,
                      Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, tt[0] == tiles2), glt[0]))
-        setup_last_n = Mux(adv & issuing & setup, sk == MC + 4, setup_last)
+        setup_last_n = Mux(adv & issuing & setup, sk_oh[MC + 4], setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
         fi_reps = fi_col + [fi_box]
@@ -1298,7 +1302,7 @@ class ConvArray(wiring.Component):
                                              ximg.eq(ximg + d.imgw), ec2.eq(iccl == 0),
                                              eb3.eq(a3 + 1 == b1)]
                                 with m.If(eb3):
-                                    m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
+                                    m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
                                                  dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
                                     m.d.sync += [x.eq(0) for x in pd_F + zF]
