@@ -241,8 +241,16 @@ class ConvArray(wiring.Component):
         ws = cstate("walk")
         ws_rb = _S(24, name="walk_rb")
         # walk wrap thresholds: jn + n >= wvn iff jn >= wvn - n; oy + 1 == ho iff oy == ho - 1
-        walk_thr, walk_hom1 = _S(16, name="walk_thr"), _S(16, name="walk_hom1")
-        m.d.sync += walk_hom1.eq(d.ho - 1)
+        # as sign bit / flag: walk_djn = jn - (wvn - n) (last group of the row iff >= 0),
+        # walk_olast = (oy == ho - 1); per-pass n - wvn and ho - 2 registered from the
+        # descriptor, so no compare and no subtraction sits in the walk
+        walk_djn, walk_nthr = _S(signed(17), name="walk_djn"), _S(signed(17), name="walk_nthr")
+        walk_olast, walk_ho1, walk_hom2 = (_S(name="walk_olast"), _S(name="walk_ho1"),
+                                           _S(16, name="walk_hom2"))
+        pnthr = [_S(signed(17), name=f"walk_pnthr{i}") for i in range(NP)]
+        m.d.sync += [walk_ho1.eq(d.ho == 1), walk_hom2.eq(d.ho - 2)]
+        m.d.sync += [pnthr[i].eq(getattr(d, f"p{i}_n") - getattr(d, f"p{i}_wvn"))
+                     for i in range(NP)]
         swpi = _S(24, name="walk_swpi")        # row step across an image boundary
         m.d.sync += swpi.eq(d.swp + d.iwrap)
         pinit = [cstate(f"pinit{c}") for c in range(MC)]
@@ -842,21 +850,25 @@ class ConvArray(wiring.Component):
                 with m.If(sk_oh[0]):
                     m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
                     m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
-                    m.d.sync += walk_thr.eq(_sel(pvl["wvn"], e) - _sel(pvl["n"], e))
+                    m.d.sync += [walk_nthr.eq(_sel(pnthr, e)), walk_djn.eq(_sel(pnthr, e)),
+                                 walk_olast.eq(walk_ho1)]
                 with m.If(~sk_oh[0]):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
-                    with m.If(ws["jn"] >= walk_thr):
-                        m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0)]
-                        with m.If(ws["oy"] == walk_hom1):      # next image
+                    with m.If(~walk_djn[-1]):                   # jn >= wvn - n
+                        m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0), walk_djn.eq(walk_nthr)]
+                        with m.If(walk_olast):                  # oy == ho - 1: next image
                             m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
-                                         ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi)]
+                                         ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi),
+                                         walk_olast.eq(walk_ho1)]
                         with m.Else():
                             m.d.sync += [ws["oy"].eq(ws["oy"] + 1),
                                          ws["ty"].eq(ws["ty"] + d.stride),
-                                         ws_rb.eq(ws_rb + d.swp)]
+                                         ws_rb.eq(ws_rb + d.swp),
+                                         walk_olast.eq(ws["oy"] == walk_hom2)]
                     with m.Else():
-                        m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"])]
+                        m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"]),
+                                     walk_djn.eq(walk_djn + cp["n"])]
                 m.d.sync += setup_last.eq(sk_oh[MC + 4])
                 with m.If(setup_last):
                     m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
