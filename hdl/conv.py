@@ -260,7 +260,8 @@ class ConvArray(wiring.Component):
         slot = [[{k: _S(wd, name=f"slot{p}_{c}_{k}") for k, wd in SL.items()}
                  for c in range(MC)] for p in range(2)]
         BX = {"ky0": 8, "kyl": 8, "kx0": 8, "kxl": 8, "fbox": FW, "wbox": WW,
-              "kym": 8, "kxm": 8, "kyz": 1, "kxz": 1}   # kyl - 1, kxl - 1, kyl == 0, kxl == 0
+              "kym": 8, "kxm": 8, "kyz": 1, "kxz": 1,   # kyl - 1, kxl - 1, kyl == 0, kxl == 0
+              "kym0": 1, "kxm0": 1, "kym1": 8, "kxm1": 8}   # kym == 0, kxm == 0, kym - 1, kxm - 1
         sbox = [{k: _S(wd, name=f"box{p}_{k}") for k, wd in BX.items()} for p in range(2)]
 
         # ------------------------------------------------ groups (copies)
@@ -314,8 +315,13 @@ class ConvArray(wiring.Component):
         # constants iccm = icc - 2, iccz = icc == 1, kq1 = kq == 1)
         iccm, iccz, kq1 = _S(16, name="iccm"), _S(name="iccz"), _S(name="kq1")
         m.d.sync += [iccm.eq(iccl - 1), iccz.eq(iccl == 0), kq1.eq(kq == 1)]
+        iccm0, iccm1 = _S(name="iccm0"), _S(16, name="iccm1")     # iccm == 0, iccm - 1
+        m.d.sync += [iccm0.eq(iccl == 1), iccm1.eq(iccl - 2)]
         # per copy, registered: ky / ic / kx at their last value in the tile
         kye, ice, kxe = gsig("kye", 1), gsig("ice", 1), gsig("kxe", 1)
+        # per copy, registered: ky / ic / kx at the value before their last (kym, iccm, kxm),
+        # so that "the next beat is the last" needs no compare
+        kyq, icmq, kxq = gsig("kyq", 1), gsig("icmq", 1), gsig("kxq", 1)
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -895,7 +901,8 @@ class ConvArray(wiring.Component):
             with m.If(~act[g]):
                 m.d.sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), last_k[g].eq(kq1),
                              kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
-                             kxe[g].eq(sbox[0]["kxz"]),
+                             kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
+                             kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
                              glt[g].eq(tiles1), glb[g].eq(count1),
                              blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                              fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
@@ -1069,6 +1076,8 @@ class ConvArray(wiring.Component):
                          cc["kxl"].eq(nkx - 1),
                          cc["kym"].eq(nky - 2), cc["kxm"].eq(nkx - 2),
                          cc["kyz"].eq(nky == 1), cc["kxz"].eq(nkx == 1),
+                         cc["kym0"].eq(nky == 2), cc["kxm0"].eq(nkx == 2),
+                         cc["kym1"].eq(nky - 3), cc["kxm1"].eq(nkx - 3),
                          # products from the tables of multiples (ky0, kx0 <= pad <= 7)
                          cc["fbox"].eq(Mux(full, 0, _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"])),
                          cc["wbox"].eq(Mux(full, 0, _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]))]
@@ -1095,34 +1104,37 @@ class ConvArray(wiring.Component):
                              for k in cur[c]]
 
         with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
-            m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"])]
+            m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
+                         kyq[0].eq(ibox["kym0"]), kxq[0].eq(ibox["kxm0"]), icmq[0].eq(iccm0)]
         # per-group beat counters (selects are registered flags)
         for g in range(NG):
             bx = gbox[g]
             # the box of the copy's next tile: copy 0 writes it now, the others read it
-            nb = ({k: Mux(fi_box, ibox[k], cbox[k]) for k in ("kyz", "kxz")} if g == 0
-                  else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in ("kyz", "kxz")})
+            nbk = ("kyz", "kxz", "kym0", "kxm0")
+            nb = ({k: Mux(fi_box, ibox[k], cbox[k]) for k in nbk} if g == 0
+                  else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in nbk})
             m.d.comb += pd_lkn[g].eq(Mux(last_k[g], kq1, Mux(
-                kye[g], Mux(ice[g], (kx[g] == bx["kxm"]) & iccz & bx["kyz"],
-                            (ic[g] == iccm) & kxe[g] & bx["kyz"]),
-                (ky[g] == bx["kym"]) & ice[g] & kxe[g])))
+                kye[g], Mux(ice[g], kxq[g] & iccz & bx["kyz"], icmq[g] & kxe[g] & bx["kyz"]),
+                kyq[g] & ice[g] & kxe[g])))
 
             def counters(g, sync, bx=bx, nb=nb):     # one beat of copy g
                 sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
                     sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
-                             kxe[g].eq(nb["kxz"])]
+                             kxe[g].eq(nb["kxz"]), kyq[g].eq(nb["kym0"]),
+                             kxq[g].eq(nb["kxm0"]), icmq[g].eq(iccm0)]
                 with m.Elif(kye[g]):
-                    sync += kye[g].eq(bx["kyz"])
+                    sync += [kye[g].eq(bx["kyz"]), kyq[g].eq(bx["kym0"])]
                     with m.If(ice[g]):
-                        sync += [last_k[g].eq((kx[g] == bx["kxm"]) & iccz & bx["kyz"]),
-                                 ice[g].eq(iccz), kxe[g].eq(kx[g] == bx["kxm"])]
+                        sync += [last_k[g].eq(kxq[g] & iccz & bx["kyz"]),
+                                 ice[g].eq(iccz), kxe[g].eq(kxq[g]), icmq[g].eq(iccm0),
+                                 kxq[g].eq(kx[g] == bx["kxm1"])]
                     with m.Else():
-                        sync += [last_k[g].eq((ic[g] == iccm) & kxe[g] & bx["kyz"]),
-                                 ice[g].eq(ic[g] == iccm)]
+                        sync += [last_k[g].eq(icmq[g] & kxe[g] & bx["kyz"]),
+                                 ice[g].eq(icmq[g]), icmq[g].eq(ic[g] == iccm1)]
                 with m.Else():
-                    sync += [last_k[g].eq((ky[g] == bx["kym"]) & ice[g] & kxe[g]),
-                             kye[g].eq(ky[g] == bx["kym"])]
+                    sync += [last_k[g].eq(kyq[g] & ice[g] & kxe[g]),
+                             kye[g].eq(kyq[g]), kyq[g].eq(ky[g] == bx["kym1"])]
                 with m.If(last_k[g]):
                     sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
                              fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
@@ -1157,7 +1169,7 @@ class ConvArray(wiring.Component):
 
             # three enables per copy, each from its own stall replica: offsets and loop
             # counters / flags, weight and output offsets, tile and block state
-            parts = ([fk, last_k, kye, ice, kxe, kx, ky, ic, fx, fxc, fo_g, par],
+            parts = ([fk, last_k, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g, par],
                      [wbx, wbxc, wo_g, wblk, cb, gob],
                      [glt, glb, tt, blk, act])
             for part, rep in zip(parts, adv_cp[g]):
