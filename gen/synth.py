@@ -50,7 +50,7 @@ __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_v
            "write_summary", "vivado_files", "register"]
 
 DEFAULT_FREQ = 150.0
-ROUTER2_CELLS = 50000
+ROUTER2_CELLS = 60000
 PLACERS = ("heap", "static", "sa")
 DEFAULT_PLACER = "heap"
 VIVADO_PART = "xc7vx690tffg1761-2"
@@ -248,8 +248,8 @@ def _run(cmd: list, cwd: Path, log: str, timeout: float):
 def default_router(cells: int) -> str:
     """nextpnr's router for a netlist of ``cells`` Yosys cells: router1 (the better Fmax,
     measured on seed 1: the LSTM's 19k cells 166.7 MHz against router2's 131.0, conv's 38k
-    102.8 against 81.5) up to :data:`ROUTER2_CELLS`, router2 (faster on large congested
-    designs; SpMV's 65k cells) above."""
+    102.8 against 81.5) up to :data:`ROUTER2_CELLS` (60k: conv with its LUT multipliers has
+    51k), router2 (faster on large congested designs; SpMV's 65k cells) above."""
     return "router2" if cells > ROUTER2_CELLS else "router1"
 
 

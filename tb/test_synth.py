@@ -91,7 +91,7 @@ def test_failing_endpoints_summary():
 def test_default_router():
     from gen.synth import ROUTER2_CELLS, default_router
     assert default_router(701) == "router1" and default_router(19040) == "router1"
-    assert default_router(38389) == "router1"          # conv_16x4
+    assert default_router(38389) == "router1" and default_router(50916) == "router1"  # conv
     assert default_router(ROUTER2_CELLS) == "router1"
     assert default_router(ROUTER2_CELLS + 1) == "router2" and default_router(64631) == "router2"
 
