@@ -608,18 +608,27 @@ class ConvArray(wiring.Component):
         zL_n, zF_n = _S(name="pd_zL_n"), [_S(name=f"pd_zF_n{g}") for g in range(NG)]
         W_n = [_S(name=f"pd_W_n{g}") for g in range(NG)]
         ft0_n = _S(name="pd_ft0_n")
-        m.d.comb += zL_n.eq(Mux(ktot == 0, pd_L > 1, zL | _sel(pd_big, ktot)))
+        # k dg >= 2 is true for every k >= 2 (dg >= 1), so of the captures issued together
+        # only "more than one" and pd_big[1] matter; gt1 flags: registered pd_L > 1, pd_F > 1
+        # (no compare and no count on the stall path)
+        L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
+        two = _any([capg[h] & capg[j] for h in range(NG) for j in range(h + 1, NG)])
+        m.d.comb += zL_n.eq(Mux(ktot == 0, L_gt1, zL | pd_big[1] | two))
         # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
         pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
+        Lk_gt1 = [x > 1 for x in pd_Lk]
         m.d.sync += [pd_L.eq(Mux(ktot == 0, Mux(zL, pd_L - 1, 0), _sel(pd_Lk, ktot))),
+                     L_gt1.eq(Mux(ktot == 0, zL & (pd_L > 2), _sel(Lk_gt1, ktot))),
                      zL.eq(zL_n), ft0.eq(ft0_n)]
         for g in range(NG):
-            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | _sel(pd_big, kcnt[g]), pd_F[g] > 1)),
+            before = _any(capg[:g])          # another copy captures with this one, ahead
+            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | pd_big[1] | before, F_gt1[g])),
                          W_n[g].eq(Mux(pd_start[g], kq1,
                                        Mux(adv & act[g],
                                            pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
             m.d.sync += [pd_F[g].eq(Mux(capg[g], _sel(pd_Lk, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
+                         F_gt1[g].eq(Mux(capg[g], _sel(Lk_gt1, kcnt[g]), zF[g] & (pd_F[g] > 2))),
                          zF[g].eq(zF_n[g]), W[g].eq(W_n[g])]
         m.d.comb += ft0_n.eq(Mux(pd_start[0], 1, Mux(W[0] & adv, 0, ft0)))
         blocked_n = _any([W_n[g] & zF_n[g] for g in range(NG)] + [W_n[0] & ft0_n & zL_n])
@@ -1329,7 +1338,8 @@ class ConvArray(wiring.Component):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
                                                  dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
-                                    m.d.sync += [x.eq(0) for x in pd_F + zF]
+                                    m.d.sync += [x.eq(0) for x in pd_F + zF + F_gt1]
+                                    m.d.sync += L_gt1.eq(0)
                                     m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)

@@ -463,6 +463,27 @@ def test_rtl_16x4(sim):
     _check(jobs, outs, stats, result, CFG_16x4)
 
 
+STALL_SPECS_16x4 = [
+    # short tiles (1x1 and 2x2 kernels, few channels) against drains of 16 rows / 2 per
+    # clock: captures wait for the drain, several copies capture together
+    (16, 1, 6, 6, 1, 1, 0, "remainder", None, "random"),
+    (20, 1, 5, 5, 1, 1, 0, "remainder", None, "random"),   # 16 x 1, then 4 x 2 copies
+    (6, 1, 6, 6, 1, 1, 0, "remainder", None, "random"),    # 6 x 2 copies
+    (16, 2, 5, 5, 1, 1, 0, "remainder", 1, "random"),      # 1-beat tiles, two chunks
+    (12, 1, 6, 5, 1, 2, 0, "remainder", None, "random"),
+    (16, 1, 4, 4, 2, 1, 0, "remainder", None, "random"),
+]
+
+
+def test_rtl_drain_stalls(sim):
+    """Layers whose captures wait for the drain (the issue stage stalls): outputs exact,
+    cycles == the model, which predicts the stalls."""
+    jobs = _jobs(CFG_16x4, STALL_SPECS_16x4, 17)
+    assert all(compute_cycles(s) > stall_free_cycles(s) for _, _, s in jobs)
+    outs, stats, result = rtl_conv(jobs, CFG_16x4, sim, name="stalls")
+    _check(jobs, outs, stats, result, CFG_16x4)
+
+
 def test_rtl_random_layers(sim):
     """Random layers and mappings on 8x4, several per job."""
     from gen.conv import check_fits
