@@ -202,6 +202,7 @@ class ConvArray(wiring.Component):
         # sk one-hot beside it (sk_oh[i] == (sk == i)): set-up decodes from single flags
         sk_oh = _S(MC + 6, init=1, name="sk_oh")
         adv_pin = [_S(init=1, name=f"adv_pin{c}") for c in range(MC)]   # stall replicas
+        adv_i, adv_pd = _S(init=1, name="adv_i"), _S(init=1, name="adv_pd")
         setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 5)
 
         # ------------------------------------------------ column states (window groups)
@@ -304,7 +305,7 @@ class ConvArray(wiring.Component):
         adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
         adv_col = [_S(init=1, name=f"adv_col{c}") for c in range(MC)]
         adv_cp = [[_S(init=1, name=f"adv_cp{g}_{j}") for j in range(3)] for g in range(NG)]
-        adv_reps = ([adv_iss, adv_box] + adv_slot + adv_col + adv_pin
+        adv_reps = ([adv_iss, adv_box, adv_i, adv_pd] + adv_slot + adv_col + adv_pin
                     + [r for reps in adv_cp for r in reps])
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
@@ -370,16 +371,16 @@ class ConvArray(wiring.Component):
         i_first, i_R, i_N = _S(name="i_first"), _S(16, name="i_R"), _S(4, name="i_N")
         i_base = [[_S(FW, name=f"i_base{c}_{p}") for p in range(2)] for c in range(MC)]
         # (free-running: a stalled issue stage sends bubbles)
-        m.d.sync += [i_act[g].eq(act[g] & adv) for g in range(NG)]
-        m.d.sync += [i_lk[g].eq(act[g] & last_k[g] & adv) for g in range(NG)]
-        m.d.sync += [i_fk[g].eq(act[g] & fk[g] & adv) for g in range(NG)]
+        m.d.sync += [i_act[g].eq(act[g] & adv_i) for g in range(NG)]
+        m.d.sync += [i_lk[g].eq(act[g] & last_k[g] & adv_i) for g in range(NG)]
+        m.d.sync += [i_fk[g].eq(act[g] & fk[g] & adv_i) for g in range(NG)]
         m.d.sync += [i_par[g].eq(par[g]) for g in range(NG)]
         m.d.sync += [i_foff[g].eq(foff[g]) for g in range(NG)]
         m.d.sync += [i_waddr[g].eq(waddr[g]) for g in range(NG)]
         m.d.sync += [i_gob[g].eq(gob[g]) for g in range(NG)]
         m.d.sync += [i_grb[g].eq(grb[g]) for g in range(NG)]
         m.d.sync += [i_lanev[g].eq(Cat(*[lanev[g][c] for c in range(MC)])) for g in range(NG)]
-        m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0) & adv),
+        m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0) & adv_i),
                      i_R.eq(cp["r"]), i_N.eq(cp["n"])]
         m.d.sync += [i_base[c][p].eq(slot[p][c]["base"]) for c in range(MC) for p in range(2)]
         fo = [_S(FW, name=f"fo{p}") for p in range(2)]
@@ -599,10 +600,12 @@ class ConvArray(wiring.Component):
         pd_start = [_S(name=f"pd_start{g}") for g in range(NG)]
         pd_lkn = [_S(name=f"pd_lkn{g}") for g in range(NG)]
         capg = [W[g] & adv for g in range(NG)]
+        # (the countdowns' data paths on their own replica, the flags on adv)
+        capd = [W[g] & adv_pd for g in range(NG)]
         kcnt = []
         for g in range(NG):
             kc = _S(range(NG + 1), name=f"pd_k{g}")
-            m.d.comb += kc.eq(sum(capg[h] for h in range(g + 1)))
+            m.d.comb += kc.eq(sum(capd[h] for h in range(g + 1)))
             kcnt.append(kc)
         ktot = kcnt[-1]
         zL_n, zF_n = _S(name="pd_zL_n"), [_S(name=f"pd_zF_n{g}") for g in range(NG)]
@@ -613,7 +616,7 @@ class ConvArray(wiring.Component):
         # (no compare and no count on the stall path)
         L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
         two = _any([capg[h] & capg[j] for h in range(NG) for j in range(h + 1, NG)])
-        m.d.comb += zL_n.eq(Mux(ktot == 0, L_gt1, zL | pd_big[1] | two))
+        m.d.comb += zL_n.eq(Mux(_any(capg), zL | pd_big[1] | two, L_gt1))
         # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
         pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
         Lk_gt1 = [x > 1 for x in pd_Lk]
@@ -626,9 +629,9 @@ class ConvArray(wiring.Component):
                          W_n[g].eq(Mux(pd_start[g], kq1,
                                        Mux(adv & act[g],
                                            pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
-            m.d.sync += [pd_F[g].eq(Mux(capg[g], _sel(pd_Lk, kcnt[g]),
+            m.d.sync += [pd_F[g].eq(Mux(capd[g], _sel(pd_Lk, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
-                         F_gt1[g].eq(Mux(capg[g], _sel(Lk_gt1, kcnt[g]), zF[g] & (pd_F[g] > 2))),
+                         F_gt1[g].eq(Mux(capd[g], _sel(Lk_gt1, kcnt[g]), zF[g] & (pd_F[g] > 2))),
                          zF[g].eq(zF_n[g]), W[g].eq(W_n[g])]
         m.d.comb += ft0_n.eq(Mux(pd_start[0], 1, Mux(W[0] & adv, 0, ft0)))
         blocked_n = _any([W_n[g] & zF_n[g] for g in range(NG)] + [W_n[0] & ft0_n & zL_n])
