@@ -279,6 +279,9 @@ class ConvArray(wiring.Component):
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
         tiles1, count1 = _S(name="tiles1"), _S(name="count1")
         tiles2, count2 = _S(24, name="tiles2"), _S(16, name="count2")
+        # per copy, registered: tt == tiles - 2 (the next tile is the block's last)
+        ttq = gsig("ttq", 1)
+        tiles_is2, tiles3 = _S(name="tiles_is2"), _S(24, name="tiles3")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
         # the next copy (sg) starts when the pass's issue clock reaches its start clock:
@@ -911,7 +914,8 @@ class ConvArray(wiring.Component):
         # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
         for g in range(1, NG):
             with m.If(~act[g]):
-                m.d.sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), last_k[g].eq(kq1),
+                m.d.sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), ttq[g].eq(tiles_is2),
+                             last_k[g].eq(kq1),
                              kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
                              kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                              kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
@@ -930,14 +934,15 @@ class ConvArray(wiring.Component):
         # replica per column (slots, column state) and one for the box / copy 0's flags,
         # ring-loaded during the reset (_replicate; no write happens then)
         glt0_n = Mux(pd_start[0], tiles1,
-                     Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, tt[0] == tiles2), glt[0]))
+                     Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, ttq[0]), glt[0]))
         setup_last_n = Mux(adv & issuing & setup, sk_oh[MC + 4], setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
         fi_reps = fi_col + [fi_box]
         m.d.sync += _replicate(setup_last_n | glt0_n, fi_reps)
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
-                     tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2)]
+                     tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2),
+                     tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3)]
         # per-pass advance constants (stable from the second set-up clock on)
         # (three register stages: partial sums, kb, then the four constant sets; stable
         # from the fourth set-up clock on; pinit_adv, recomputed every clock, is used only
@@ -994,7 +999,8 @@ class ConvArray(wiring.Component):
             src[c]["lv"] = Mux(fi_col[c], pinit_lv[c], lane_valid(cur[c]))
         m.d.comb += pd_start[0].eq(adv_iss & setup_last)
         with m.If(adv_iss & setup_last):
-            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), blk[0].eq(0), kx[0].eq(0),
+            m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), ttq[0].eq(tiles_is2),
+                         blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
                          glt[0].eq(tiles1), glb[0].eq(count1),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
@@ -1156,14 +1162,14 @@ class ConvArray(wiring.Component):
                         sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
                         sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
                                  wo_g[g].eq(wblk[g] + kq)]
-                        sync += [tt[g].eq(0), blk[g].eq(blk[g] + 1),
+                        sync += [tt[g].eq(0), ttq[g].eq(tiles_is2), blk[g].eq(blk[g] + 1),
                                  wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
                                  gob[g].eq(goc[g] + cb[g] + cp["r"])]
                         with m.If(glb[g]):
                             sync += act[g].eq(0)
                     with m.Else():
                         sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
-                                 glt[g].eq(tt[g] == tiles2)]
+                                 glt[g].eq(ttq[g]), ttq[g].eq(tt[g] == tiles3)]
                 with m.Elif(kye[g]):
                     sync += ky[g].eq(0)
                     with m.If(ice[g]):
@@ -1183,7 +1189,7 @@ class ConvArray(wiring.Component):
             # counters / flags, weight and output offsets, tile and block state
             parts = ([fk, last_k, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g, par],
                      [wbx, wbxc, wo_g, wblk, cb, gob],
-                     [glt, glb, tt, blk, act])
+                     [glt, glb, tt, ttq, blk, act])
             for part, rep in zip(parts, adv_cp[g]):
                 with m.If(rep & isu & act[g]):
                     counters(g, _Only(m, [v[g] for v in part]))
