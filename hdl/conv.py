@@ -225,7 +225,10 @@ class ConvArray(wiring.Component):
         # the distances to the thresholds, djn = jn - thr, doy<j> = oy - thi<j> (signed, 17
         # bits, exact), advanced by the same (signed) steps as jn and oy, so that no compare
         # sits in the column-advance loop.
-        OFFS = {"djn": "jn", "doy0": "oy", "doy1": "oy"}
+        # Lane validity likewise: dimg = img - B, dwo<g> = jn - (Wo - g), lane g valid iff
+        # both are negative.
+        OFFS = {"djn": "jn", "doy0": "oy", "doy1": "oy", "dimg": "img",
+                **{f"dwo{g}": "jn" for g in range(NG)}}
         for kk in (k0, k1, k0i, k1i):
             kk.update({o: _S(signed(17), name=f"{kk['jn'].name[:-3]}_{o}") for o in OFFS})
 
@@ -967,12 +970,17 @@ class ConvArray(wiring.Component):
                      k0i["jns"].eq(cp["bns"]), k1i["jns"].eq(cp["bns"] - cp["wvns"]),
                      k0i["img"].eq(cp["ai"] + 1), k1i["img"].eq(cp["ai"] + 1),
                      k0i["base"].eq(kb0 + d.iwrap), k1i["base"].eq(kb1 + d.iwrap)]
+        lv_wo = [_S(signed(DIMW + 1), name=f"lv_wo{g}") for g in range(NG)]
+        m.d.sync += [lv_wo[g].eq(d.wo - g) for g in range(NG)]
         # signed steps of the offsets (true values, no modulo: they fit 17 bits)
         for kk, wraps, img in ((k0, False, False), (k1, True, False), (k0i, False, True),
                                (k1i, True, True)):
             oy_step = cp["a"] + int(wraps) - (d.ho if img else 0)
             jn_step = cp["bn"] - (cp["wvn"] if wraps else 0)
-            m.d.sync += [kk["djn"].eq(jn_step), kk["doy0"].eq(oy_step), kk["doy1"].eq(oy_step)]
+            img_step = cp["ai"] + int(img)
+            m.d.sync += [kk["djn"].eq(jn_step), kk["doy0"].eq(oy_step), kk["doy1"].eq(oy_step),
+                         kk["dimg"].eq(img_step)]
+            m.d.sync += [kk[f"dwo{g}"].eq(jn_step) for g in range(NG)]
         # pinit's offsets, registered from pinit and the thresholds (pinit[c] loads at set-up
         # clock c + 1, thr / thi are valid from clock 2: the offsets from c + 3, pinit_adv
         # from c + 4, two clocks before the last set-up clock cols + 5 that uses it)
@@ -981,22 +989,23 @@ class ConvArray(wiring.Component):
             with_offsets(pin, f"pinit{c}")
             m.d.sync += [pin["djn"].eq(pinit[c]["jn"] - thr),
                          pin["doy0"].eq(pinit[c]["oy"] - thi[0]),
-                         pin["doy1"].eq(pinit[c]["oy"] - thi[1])]
+                         pin["doy1"].eq(pinit[c]["oy"] - thi[1]),
+                         pin["dimg"].eq(pinit[c]["img"] - d.batch)]
+            m.d.sync += [pin[f"dwo{g}"].eq(pinit[c]["jn"] - lv_wo[g]) for g in range(NG)]
             nxt = advance(pin)
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(fi_col[c], pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
-        # lane-valid bits of a slot (image < B, window jn + g < Wo): compares against
-        # per-layer thresholds Wo - g; for the block's first tile (pinit, static during the
-        # pass) registered, for the next tile (cur) from the registers
-        lv_wo = [_S(signed(DIMW + 1), name=f"lv_wo{g}") for g in range(NG)]
-        m.d.sync += [lv_wo[g].eq(d.wo - g) for g in range(NG)]
+        # lane-valid bits of a slot (image < B, window jn + g < Wo): for the block's first
+        # tile (pinit, static during the pass) compares against Wo - g, registered; for the
+        # next tile (cur) the sign bits of its offsets
 
         def lane_valid(st):
             return Cat(*[(st["img"] < d.batch) & (st["jn"] < lv_wo[g]) for g in range(NG)])
         pinit_lv = [_S(NG, name=f"pinit{c}_lv") for c in range(MC)]
         for c in range(MC):
             m.d.sync += pinit_lv[c].eq(lane_valid(pinit[c]))
-            src[c]["lv"] = Mux(fi_col[c], pinit_lv[c], lane_valid(cur[c]))
+            cur_lv = Cat(*[cur[c]["dimg"][-1] & cur[c][f"dwo{g}"][-1] for g in range(NG)])
+            src[c]["lv"] = Mux(fi_col[c], pinit_lv[c], cur_lv)
         m.d.comb += pd_start[0].eq(adv_iss & setup_last)
         with m.If(adv_iss & setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), ttq[0].eq(tiles_is2),
