@@ -943,6 +943,16 @@ class ConvArray(wiring.Component):
         fi_box = _S(name="fi_box")
         fi_reps = fi_col + [fi_box]
         m.d.sync += _replicate(setup_last_n | glt0_n, fi_reps)
+        # go: copy 0 enters a tile (or the pass's first), registered from the next state
+        # (W[0] == act[0] & last_k[0]; not in the block's last tile), one replica each for
+        # the box, every column's slots and every column's state
+        glb0_n = Mux(pd_start[0], count1, Mux(adv & act[0] & last_k[0] & glt[0],
+                                              blk[0] == count2, glb[0]))
+        go_n = setup_last_n | (W_n[0] & ~(glt0_n & glb0_n))
+        go_box = _S(name="go_box")
+        go_slot = [_S(name=f"go_slot{c}") for c in range(MC)]
+        go_col = [_S(name=f"go_col{c}") for c in range(MC)]
+        m.d.sync += _replicate(go_n, [go_box] + go_slot + go_col)
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2),
                      tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3)]
@@ -1115,17 +1125,16 @@ class ConvArray(wiring.Component):
         # copy 0 enters a tile: per column its own enable (own stall replica), so that no
         # single net reaches every column's slot and state registers
         tgt = Mux(setup_last, 0, ~par[0])
-        g0_go = act[0] & last_k[0] & ~gdone[0] & ~setup
-        with m.If(adv_box & (setup_last | g0_go)):
+        with m.If(adv_box & go_box):
             for p in range(2):
                 with m.If(tgt == p):
                     m.d.sync += [sbox[p][k].eq(Mux(fi_box, ibox[k], cbox[k])) for k in BX]
         for c in range(MC):
-            with m.If(adv_slot[c] & (setup_last | g0_go)):
+            with m.If(adv_slot[c] & go_slot[c]):
                 for p in range(2):
                     with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
-            with m.If(adv_col[c] & (setup_last | g0_go)):      # (a replica for the state)
+            with m.If(adv_col[c] & go_col[c]):
                 nxt = advance(cur[c])
                 m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k]))
                              for k in cur[c]]
