@@ -407,9 +407,9 @@ class ConvArray(wiring.Component):
         #   t+3 sb     a_base (window base + offset) and a_wad: the bank addresses
         #   t+4 s1     (the banks read their addresses)
         #   t+5 s1b    fd / wr1: the bank data, registered next to the banks
-        #   t+6 x2     fsel (feature selected by tile parity and gated per MAC), wr / w3 / wn
+        #   t+6 xs     fsel (feature selected by tile parity and gated per MAC), wr / w3 / wn
         #              (the row's weight, 3 w and -w): the multiplier operands
-        #   t+7 x3     the multiplier's partial-product pairs (radix 4, in LUTs)
+        #   t+7 x2     the multiplier's partial-product pairs (radix 4, in LUTs)
         #   t+8 s2     prod
         #   t+9        acc (and the capture into the shadow registers)
         # so the accumulators see the beat ISSUE_TO_ACC = 8 clocks after its issue.
@@ -429,8 +429,8 @@ class ConvArray(wiring.Component):
             out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
             out += [dst["en"][r].eq(src["en"][r]) for r in range(MR)]
             return out
-        sa, sb, s1, s1b, x2, x3, s2 = (stage(n) for n in ("a", "b", "s1", "s1b", "x2", "x3", "s2"))
-        pipe = [sa, sb, s1, s1b, x2, x3, s2]
+        sa, sb, s1, s1b, xs, x2, s2 = (stage(n) for n in ("a", "b", "s1", "s1b", "xs", "x2", "s2"))
+        pipe = [sa, sb, s1, s1b, xs, x2, s2]      # x2: the stage before s2
         for dst, src in zip(pipe[1:], pipe[:-1]):
             m.d.sync += copy_stage(dst, src)
         fo_r = [_S(FW, name=f"fo_r{p}") for p in range(2)]
@@ -491,7 +491,7 @@ class ConvArray(wiring.Component):
                 # bank data selected (tile parity) and gated per MAC as it is registered
                 m.d.sync += fsel[r][c].eq(Mux(s1b["en"][r][c],
                                               Mux(s1b["rp"][r], fd[c][1], fd[c][0]), 0))
-                # w * x in LUTs over two clocks (x3: partial-product pairs, s2: sum)
+                # w * x in LUTs over two clocks (x2: partial-product pairs, s2: sum)
                 m.d.sync += prod[r][c].eq(radix4_product(m, fsel[r][c], wr[r], w3[r], wn[r],
                                                          name=f"pp{r}_{c}_"))
 
@@ -522,7 +522,7 @@ class ConvArray(wiring.Component):
         for r in range(MR):
             mac_rf = [_S(name=f"rf{r}_{c}") for c in range(MC)]
             mac_rl = [_S(name=f"rl{r}_{c}") for c in range(MC)]
-            m.d.sync += _replicate(x3["rf"][r], mac_rf) + _replicate(x3["rl"][r], mac_rl)
+            m.d.sync += _replicate(x2["rf"][r], mac_rf) + _replicate(x2["rl"][r], mac_rl)
             for c in range(MC):
                 total = Mux(mac_rf[c], prod[r][c], acc[r][c] + prod[r][c])
                 m.d.sync += acc[r][c].eq(total)
