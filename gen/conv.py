@@ -669,7 +669,7 @@ def stagger_cycles(sched) -> int:
 
 # FSM overheads in cycles (measured once, then pinned by tests): see hdl/conv.py.
 _CFG_TO_CHUNK = 1
-_STAT_TO_OUT = 4
+_STAT_TO_OUT = 5   # stats -> handoff -> first step, then 3 clocks through the output FIFO
 
 
 def layer_cycles(sched) -> dict:

@@ -415,8 +415,10 @@ class ConvArray(wiring.Component):
         pending = _S(NG, reset_less=False)
         dg = _S(range(NG), reset_less=False)
         di = _S(16, reset_less=False)
-        cap_gob = gsig("cap_gob", 24)
-        cap_N, cap_rb = gsig("cap_N", 4), gsig("cap_rb", 16)
+        # cap_gob / cap_rb: output address and shadow row of each copy's latest capture,
+        # including a capture of this clock: loaded from the x2 stage one clock before the
+        # capture (s2 is a plain copy of x2), so the drain's next step reads registers only
+        cap_gob, cap_rb = gsig("cap_gob", 24), gsig("cap_rb", 16)
         working = _S(reset_less=False)
         fin = _S(reset_less=False)
         d_R = _S(16, name="d_R")          # rows of the copy being drained (one pass)
@@ -457,19 +459,29 @@ class ConvArray(wiring.Component):
         newpend = _S(NG)
         for g in range(NG):
             cap = s2_gl[g]
+            with m.If(x2["gl"][g]):
+                m.d.sync += [cap_gob[g].eq(x2["gob"][g]), cap_rb[g].eq(x2["grb"][g])]
             with m.If(cap):
-                m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_N[g].eq(s2_N),
-                             cap_rb[g].eq(s2_grb[g]), cap_last[g].eq(s2_N == g + 1)]
+                m.d.sync += cap_last[g].eq(s2_N == g + 1)
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
         any_cap = s2_gl.any()
+        # The next copy to drain, dg_n, is dg, 0 (after the pass's last copy) or dg + 1;
+        # pick(v) = v[dg_n] selects among the three candidates (each a select by a
+        # register) instead of selecting by dg_n.
+        dcl = _S(name="d_cl")             # the copy being drained is its pass's last
+        m.d.comb += dcl.eq(_sel(cap_last, dg))
+        dg_p1 = dg + 1
+
+        def pick(v):
+            return Mux(fin, Mux(dcl, v[0], _sel(v, dg_p1)), _sel(v, dg))
         dg_n, di_n = Signal.like(dg, name="dg_n"), Signal.like(di, name="di_n")
         dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), _S(name="dlast_n")
         r_fin = _S(16, name="d_R_fin")
         m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
         rle_fin = Mux(any_cap, s2["Rle"], d_Rle)
         m.d.comb += [
-            dg_n.eq(Mux(fin, Mux(_sel(cap_last, dg), 0, dg + 1), dg)),
+            dg_n.eq(Mux(fin, Mux(dcl, 0, dg_p1), dg)),
             di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
             dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
             dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, drem <= 2 * DR))),
@@ -478,14 +490,18 @@ class ConvArray(wiring.Component):
                      d_Rle.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_Rle))),
                      drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
         # the next drain step's output address and shadow row (the captures of this clock
-        # included)
-        cap_gob_n = [Mux(s2_gl[g], s2_gob[g], cap_gob[g]) for g in range(NG)]
-        cap_rb_n = [Mux(s2_gl[g], s2_grb[g], cap_rb[g]) for g in range(NG)]
+        # included); the shadow row also in one register per column (its low bits: the
+        # row selects of the columns are wide), see _replicate
         new_copy = fin | ~working
-        m.d.sync += [daddr.eq(Mux(new_copy, _sel(cap_gob_n, dg_n), daddr + DR)),
-                     drow.eq(Mux(new_copy, _sel(cap_rb_n, dg_n), drow + DR))]
-        work_n = newpend.bit_select(dg_n, 1)
-        fin_gn = [work_n & dlast_n & (dg_n == g) for g in range(NG)]
+        drow_n = Signal.like(drow, name="drow_n")
+        m.d.comb += drow_n.eq(Mux(new_copy, pick(cap_rb), drow + DR))
+        RB = _bits(MR - 1)
+        drow_c = [_S(RB, name=f"drow{c}") for c in range(MC)]
+        m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)), drow.eq(drow_n)]
+        m.d.sync += _replicate(drow_n[:RB], drow_c)
+        work_n = pick(list(newpend))
+        fin_gn = [work_n & dlast_n & pick([Const(h == g) for h in range(NG)])
+                  for g in range(NG)]
         m.d.sync += [working.eq(work_n), fin.eq(work_n & dlast_n)]
         m.d.sync += [fin_g[g].eq(fin_gn[g]) for g in range(NG)]
 
@@ -552,69 +568,69 @@ class ConvArray(wiring.Component):
             oa = _S(24, name=f"dr{j}_addr")
             m.d.comb += oa.eq(daddr + j)
             oaddr.append(oa)
-            rr = _S(16, name=f"dr{j}_row")
-            m.d.comb += rr.eq(drow + j)
             m.d.sync += [wb_v[j].eq(working & (drem > j)), wb_addr[j].eq(oa)]
             for c in range(MC):
+                # (a valid step's row drow + j is below rows: the low bits select it)
+                rr = _S(RB, name=f"dr{j}_row{c}")
+                m.d.comb += rr.eq(drow_c[c] + j)
                 m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
 
         # ---------------------------------------------------------------- streamer
+        # The streamer walks the output positions of the bank filled by the last layer in
+        # stream order (image, channel, oy, ox), one per step.  A step only enables its
+        # registers (st_step is a clock enable): what a step does is decided by registered
+        # flags, and every next value and flag is computed from registers, assuming a step.
         st_busy, st_sel = _S(reset_less=False, name="st_busy"), _S(name="st_sel")
-        st_oc, st_ho, st_wo = _S(16, name="st_oc"), _S(DIMW, name="st_ho"), _S(DIMW, name="st_wo")
-        st_flat = _S()
+        st_flat = _S(name="st_flat")
+        # per pass, loaded at the handoff: n - 1, n * Oc, channels - 1, n == 1, channels == 1
         st_pn = [_S(4, name=f"st_pn{i}") for i in range(NP)]
         st_pnoc = [_S(24, name=f"st_pnoc{i}") for i in range(NP)]
-        st_pcend = [_S(17, name=f"st_pcend{i}") for i in range(NP)]
-        st_o, st_oy, st_ox = _S(16, name="st_o"), _S(DIMW, name="st_oy"), _S(DIMW, name="st_ox")
-        st_g, st_e = _S(4, name="st_g"), _S(range(NP + 1), name="st_e")
-        st_c = _S(range(MC) if MC > 1 else 1, name="st_c")
-        st_n, st_noc, st_cend = _S(4, name="st_n"), _S(24, name="st_noc"), _S(17, name="st_cend")
-        st_base, st_addr = _S(24, name="st_base"), _S(24, name="st_addr")
-        nx = {k: Signal.like(v, name=f"nx_{k}") for k, v in
-              {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
-               "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
-               "addr": st_addr}.items()}
-        cur_v = {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
-                 "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
-                 "addr": st_addr}
-        m.d.sync += [v.eq(nx[k]) for k, v in cur_v.items()]
+        st_pcr = [_S(17, name=f"st_pcr{i}") for i in range(NP)]
+        st_pnz = [_S(name=f"st_pnz{i}") for i in range(NP)]
+        st_pc1 = [_S(name=f"st_pc1{i}") for i in range(NP)]
+        # layer constants (wo - 1, ho - 1, oc - 1, oc) and the flags wo == 1, ho == 1, oc == 1
+        st_wo1, st_ho1 = _S(DIMW, name="st_wo1"), _S(DIMW, name="st_ho1")
+        st_oc1, st_oc = _S(16, name="st_oc1"), _S(16, name="st_oc")
+        st_wo_1, st_ho_1, st_oc_1 = _S(name="st_wo_1"), _S(name="st_ho_1"), _S(name="st_oc_1")
         # batch: per pass, the slot position where the current image starts (column sI_c,
         # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a)
         CW = max(1, (MC - 1).bit_length())
-        st_b, st_img = _S(16, name="st_b"), _S(16, name="st_img")   # st_b = B - 1
         sI_c = [_S(CW, name=f"st_ic{i}") for i in range(NP)]
         sI_a = [_S(24, name=f"st_ia{i}") for i in range(NP)]
         sN_c = [_S(CW, name=f"st_nc{i}") for i in range(NP)]
         sN_a = [_S(24, name=f"st_na{i}") for i in range(NP)]
         st_pib = [_S(CW, name=f"st_pib{i}") for i in range(NP)]
         st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
-        handoff = _S()
-        st_step = _S()
-        # Output FIFO (4 words): the streamer steps while the FIFO has room (a registered
-        # flag), so o.ready only touches the FIFO; the output bank is read at a registered
-        # address (st_ra = the next position's address, one clock later), its word pushed
-        # one clock after the step.  Two clocks from a step to the word at o.
-        OFD = 4
-        of_stop = _S(name="of_stop", reset_less=False)   # occupancy + pending push >= OFD-1
-        m.d.comb += st_step.eq(st_busy & ~of_stop)
-        # registered flags (each predicted from the next state): ox == wo - 1,
-        # oy == ho - 1, g == n - 1, c == cols - 1, o + 1 == cend, o == oc - 1, img == B - 1
+        # stX[i] = sI_a[i] + o + 1: the address of the next output channel in pass i
+        stX = [_S(24, name=f"st_x{i}") for i in range(NP)]
+        handoff = _S(name="handoff")
+        st_step = _S(name="st_step")
+        # The position: slot column c, pass e (and e + 1), the pass's n - 1 (and n == 1) and
+        # n * Oc, the slot address (st_addr) and its window group's base (st_base), with the
+        # sums st_basew = st_base + n * Oc and st_addroc = st_addr + Oc kept in registers;
+        # the other coordinates as down-counters, what is left of the row (oxr = wo - 1 -
+        # ox), of the map (oyr), of the group's copies (gr = n - 1 - g), of the pass's
+        # channels (cr), of the image's channels (or) and of the batch (ir), so that each end
+        # flag is predicted with a compare against 1.
+        st = {"c": _S(range(MC) if MC > 1 else 1, name="st_c"),
+              "e": _S(range(NP + 1), name="st_e"), "e1": _S(range(NP + 2), name="st_e1"),
+              "n": _S(4, name="st_n"), "nz": _S(name="st_nz"), "noc": _S(24, name="st_noc"),
+              "base": _S(24, name="st_base"), "addr": _S(24, name="st_addr"),
+              "basew": _S(24, name="st_basew"), "addroc": _S(24, name="st_addroc"),
+              "oxr": _S(DIMW, name="st_oxr"), "oyr": _S(DIMW, name="st_oyr"),
+              "gr": _S(4, name="st_gr"), "cr": _S(17, name="st_cr"),
+              "or": _S(16, name="st_or"), "ir": _S(16, name="st_ir")}
+        st_c, st_e, st_e1 = st["c"], st["e"], st["e1"]
+        # registered flags of the position: ox == wo - 1, oy == ho - 1, g == n - 1,
+        # c == cols - 1, the pass's last channel, the image's last channel, the last image
         fl = {k: _S(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
                                                    "olastc", "olast", "imglast")}
-        st_wo1, st_ho1, st_oc1 = (_S(DIMW, name="st_wo1"), _S(DIMW, name="st_ho1"),
-                                  _S(16, name="st_oc1"))
-        # sums kept in registers instead of adders on the address path:
-        # stX[i] = sI_a[i] + o + 1 (a new channel's address in pass i),
-        # st_basew = st_base + st_noc, st_addroc = st_addr + st_oc
-        stX = [_S(24, name=f"st_x{i}") for i in range(NP)]
-        st_basew, st_addroc = _S(24, name="st_basew"), _S(24, name="st_addroc")
-        rowend = fl["rowend"]
-        # what a step does, as registered flags (from the next flags): F["chend"] a new
-        # output channel, F["grp"] the next window group, F["cop"] the next copy, F["wrap"]
-        # back to column 0, F["newe"] the next pass, F["iend"] the image's end,
-        # F["imgnx"] the next image
+        # what the next step does, as registered flags (from the flags above): F["chend"] a
+        # new output channel, F["grp"] the next window group, F["cop"] the next copy,
+        # F["wrap"] back to column 0, F["newe"] the next pass, F["iend"] the image's end,
+        # F["imgnx"] the next image, F["lend"] the layer's end
         F = {k: _S(name=f"st_F{k}") for k in ("chend", "grp", "cop", "wrap", "newe",
-                                                  "iend", "imgnx")}
+                                                  "iend", "imgnx", "lend")}
 
         def step_flags(f, flat):
             chend = f["rowend"] & f["lastrow"]
@@ -623,119 +639,144 @@ class ConvArray(wiring.Component):
             return {"chend": chend, "grp": grp_, "cop": ~chend & ~grp_,
                     "wrap": grp_ & (f["clast"] | (~flat & f["rowend"])),
                     "newe": chend & f["olastc"], "iend": iend,
-                    "imgnx": iend & ~f["imglast"]}
-        ch_end = st_step & F["chend"]                 # next output channel
-        grp = st_step & F["grp"]                      # next window group
-        cop = st_step & F["cop"]                      # next copy of the group
-        wrap = st_step & F["wrap"]
-        new_e = st_step & F["newe"]
-        ne = st_e + 1
-        mv = st_step & ~F["chend"]
-        at_wrap = st_basew
-        img_end = st_step & F["iend"]
-        img_nx = st_step & F["imgnx"]                 # next image: channel 0, pass 0
-        e_nx = Mux(new_e, ne, st_e)
-        # next channel: its pass's image start
-        ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
-        ch_at = Mux(new_e, _sel(stX, ne), _sel(stX, st_e))
+                    "imgnx": iend & ~f["imglast"], "lend": iend & f["imglast"]}
 
-        def nxv(hand, img, chan, keep, *pairs):
-            expr = keep
-            for cond, val in reversed(pairs):
-                expr = Mux(cond, val, expr)
-            return Mux(handoff, hand, Mux(img_nx, img, Mux(ch_end, chan, expr)))
-        m.d.comb += [
-            nx["busy"].eq(Mux(handoff, 1, Mux(img_end & ~img_nx, 0, st_busy))),
-            nx["o"].eq(nxv(0, 0, st_o + 1, st_o)),
-            nx["oy"].eq(nxv(0, 0, 0, st_oy, (mv, st_oy + rowend))),
-            nx["ox"].eq(nxv(0, 0, 0, st_ox, (mv, Mux(rowend, 0, st_ox + 1)))),
-            nx["g"].eq(nxv(0, 0, 0, st_g, (grp, 0), (cop, st_g + 1))),
-            nx["c"].eq(nxv(0, sN_c[0], ch_c, st_c, (wrap, 0), (grp, st_c + 1))),
-            nx["at"].eq(nxv(0, sN_a[0], ch_at, st_base, (wrap, at_wrap))),
-            nx["addr"].eq(nxv(0, sN_a[0], ch_at, st_addr, (wrap, at_wrap), (grp, st_base),
-                              (cop, st_addroc))),
-            nx["e"].eq(Mux(handoff | img_nx, 0, e_nx)),
-            # n and cend are kept minus one (st_pn, st_pcend likewise)
-            nx["n"].eq(Mux(handoff, d.p0_n - 1, Mux(img_nx, st_pn[0],
-                                                Mux(new_e, _sel(st_pn, ne), st_n)))),
-            nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(img_nx, st_pnoc[0],
-                                                    Mux(new_e, _sel(st_pnoc, ne), st_noc)))),
-            nx["cend"].eq(Mux(handoff, d.p0_cend - 1, Mux(img_nx, st_pcend[0],
-                                                      Mux(new_e, _sel(st_pcend, ne),
-                                                          st_cend)))),
-        ]
-        oc_n = Mux(handoff, d.oc, st_oc)
-        fl_n = {
-            "rowend": nx["ox"] == Mux(handoff, d.wo - 1, st_wo1),
-            "lastrow": nx["oy"] == Mux(handoff, d.ho - 1, st_ho1),
-            "glast": nx["g"] == nx["n"],
-            "clast": nx["c"] == MC - 1,
-            "olastc": nx["o"] == nx["cend"],
-            "olast": nx["o"] == Mux(handoff, d.oc - 1, st_oc1),
-            "imglast": Mux(handoff, d.batch == 1, Mux(img_nx, st_img + 1 == st_b,
-                                                      fl["imglast"])),
+        # the state a handoff loads (the first position of the layer) ...
+        hv = {"c": 0, "e": 0, "e1": 1, "n": d.p0_n - 1, "nz": d.p0_n == 1, "noc": d.p0_noc,
+              "base": 0, "addr": 0, "basew": d.p0_noc, "addroc": d.oc,
+              "oxr": d.wo - 1, "oyr": d.ho - 1, "gr": d.p0_n - 1, "cr": d.p0_cend - 1,
+              "or": d.oc - 1, "ir": d.batch - 1}
+        hfl = {"rowend": d.wo == 1, "lastrow": d.ho == 1, "glast": d.p0_n == 1,
+               "clast": Const(MC == 1), "olastc": d.p0_cend == 1, "olast": d.oc == 1,
+               "imglast": d.batch == 1}
+        # ... and the state after a step
+        chend, grp, cop, wrap, newe, imgnx = (F[k] for k in ("chend", "grp", "cop", "wrap",
+                                                              "newe", "imgnx"))
+        rowend = fl["rowend"]
+
+        def by_pass(vals, cur):      # a per-pass value after a step: pass 0 / e + 1 / same
+            return Mux(imgnx, vals[0], Mux(newe, _sel(vals, st_e1), cur))
+        # a new channel starts in pass e' at its image start
+        ch_c = Mux(newe, _sel(sI_c, st_e1), _sel(sI_c, st_e))
+        ch_at = Mux(newe, _sel(stX, st_e1), _sel(stX, st_e))
+        av = {
+            "c": Mux(imgnx, sN_c[0], Mux(chend, ch_c, Mux(wrap, 0, Mux(grp, st_c + 1,
+                                                                          st_c)))),
+            "e": Mux(imgnx, 0, Mux(newe, st_e1, st_e)),
+            "e1": Mux(imgnx, 1, Mux(newe, st_e1 + 1, st_e1)),
+            "n": by_pass(st_pn, st["n"]), "nz": by_pass(st_pnz, st["nz"]),
+            "noc": by_pass(st_pnoc, st["noc"]),
+            "base": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(wrap, st["basew"],
+                                                                st["base"]))),
+            "addr": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(
+                wrap, st["basew"], Mux(grp, st["base"], st["addroc"])))),
+            "oxr": Mux(chend | rowend, st_wo1, st["oxr"] - 1),
+            "oyr": Mux(chend, st_ho1, Mux(rowend, st["oyr"] - 1, st["oyr"])),
+            "cr": Mux(imgnx, st_pcr[0], Mux(chend, Mux(newe, _sel(st_pcr, st_e1),
+                                                       st["cr"] - 1), st["cr"])),
+            "or": Mux(imgnx, st_oc1, Mux(chend, st["or"] - 1, st["or"])),
+            "ir": Mux(imgnx, st["ir"] - 1, st["ir"]),
         }
-        m.d.sync += [fl[k].eq(v) for k, v in fl_n.items()]
-        sfn = step_flags(fl_n, Mux(handoff, d.flat, st_flat))
-        m.d.sync += [F[k].eq(v) for k, v in sfn.items()]
-        m.d.sync += [
-            st_basew.eq(nx["at"] + nx["noc"]),
-            st_addroc.eq(nx["addr"] + oc_n),
-        ]
+        av["gr"] = Mux(chend | grp, av["n"], st["gr"] - 1)
+        av["basew"] = av["base"] + av["noc"]
+        av["addroc"] = av["addr"] + st_oc
+        afl = {
+            "rowend": Mux(chend | rowend, st_wo_1, st["oxr"] == 1),
+            "lastrow": Mux(chend, st_ho_1, Mux(rowend, st["oyr"] == 1, fl["lastrow"])),
+            "glast": Mux(chend | grp, av["nz"], st["gr"] == 1),
+            "clast": av["c"] == MC - 1,
+            "olastc": Mux(imgnx, st_pc1[0], Mux(chend, Mux(newe, _sel(st_pc1, st_e1),
+                                                           st["cr"] == 1), fl["olastc"])),
+            "olast": Mux(imgnx, st_oc_1, Mux(chend, st["or"] == 1, fl["olast"])),
+            "imglast": Mux(imgnx, st["ir"] == 1, fl["imglast"]),
+        }
         with m.If(handoff):
-            m.d.sync += [st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1)]
+            m.d.sync += [st[k].eq(v) for k, v in hv.items()]
+            m.d.sync += [fl[k].eq(v) for k, v in hfl.items()]
+            m.d.sync += [F[k].eq(v) for k, v in step_flags(hfl, d.flat).items()]
+        with m.Elif(st_step):
+            m.d.sync += [st[k].eq(v) for k, v in av.items()]
+            m.d.sync += [fl[k].eq(v) for k, v in afl.items()]
+            m.d.sync += [F[k].eq(v) for k, v in step_flags(afl, st_flat).items()]
+        nx_busy = Signal(name="nx_busy")
+        m.d.comb += nx_busy.eq(Mux(handoff, 1, Mux(st_step & F["lend"], 0, st_busy)))
+        m.d.sync += st_busy.eq(nx_busy)
+        # the handoff (the FSM's HANDOFF state with the streamer idle): the banks swap, the
+        # streamer takes the layer's constants from the descriptor
+        with m.If(handoff):
+            m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_flat.eq(d.flat),
+                         st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1),
+                         st_oc.eq(d.oc), st_wo_1.eq(d.wo == 1), st_ho_1.eq(d.ho == 1),
+                         st_oc_1.eq(d.oc == 1)]
+            for i in range(NP):
+                pn = getattr(d, f"p{i}_n")
+                pc = getattr(d, f"p{i}_cend") - (getattr(d, f"p{i - 1}_cend") if i else 0)
+                m.d.sync += [st_pn[i].eq(pn - 1), st_pnz[i].eq(pn == 1),
+                             st_pnoc[i].eq(getattr(d, f"p{i}_noc")),
+                             st_pcr[i].eq(pc - 1), st_pc1[i].eq(pc == 1),
+                             sI_c[i].eq(0), sI_a[i].eq(0),
+                             sN_c[i].eq(getattr(d, f"p{i}_sib")),
+                             sN_a[i].eq(getattr(d, f"p{i}_sia")),
+                             st_pib[i].eq(getattr(d, f"p{i}_sib")),
+                             st_pia[i].eq(getattr(d, f"p{i}_sia"))]
             m.d.sync += [x.eq(1) for x in stX]
-        with m.Elif(img_nx):
+        with m.Elif(st_step & imgnx):
             m.d.sync += [stX[i].eq(sN_a[i] + 1) for i in range(NP)]
-        with m.Elif(ch_end):
-            m.d.sync += [x.eq(x + 1) for x in stX]
-        with m.If(img_nx):
-            m.d.sync += st_img.eq(st_img + 1)
             for i in range(NP):
                 csum = sN_c[i] + st_pib[i]
                 carry = csum >= MC
                 m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]),
                              sN_c[i].eq(Mux(carry, csum - MC, csum)[:CW]),
                              sN_a[i].eq(sN_a[i] + st_pia[i] + Mux(carry, st_pnoc[i], 0))]
+        with m.Elif(st_step & chend):
+            m.d.sync += [x.eq(x + 1) for x in stX]
 
-        # output banks: read port 0 is the drain's while computing into the bank, else the
-        # streamer's (next-state address: the data matches the current stream position)
-        st_data = [[None] * MC for _ in range(2)]
-        st_ra = _S(24, name="st_ra")
-        m.d.sync += st_ra.eq(nx["addr"])
+        # output banks: read port 0 is the drain's in the bank being computed into (sel), the
+        # streamer's in the other one (st_sel: it never streams bank sel), at st_addr; the
+        # data are the current stream position's one clock later
         rdata = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         wports = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         for b in range(2):
-            own = (sel == b) & in_compute
             for c in range(MC):
                 for j in range(DR):
                     rp = omem[b][c].read_port(domain="sync")
                     wports[b][j][c] = omem[b][c].write_port()
-                    m.d.comb += rp.addr.eq(Mux(own, oaddr[j], st_ra) if j == 0
+                    m.d.comb += rp.addr.eq(Mux(sel == b, oaddr[j], st["addr"]) if j == 0
                                            else oaddr[j])
                     rdata[b][j][c] = rp.data
-                    if j == 0:
-                        st_data[b][c] = rp.data
-        # stage C: the old partial sum registered, then added and written back
+        # stage C: the banks' read data registered as they are (per bank: no logic between
+        # a block RAM and its register), then the old partial sum added and written back.
+        # Port 0's registers (wco<b>_0_<c>) also hold the streamer's words.
         wc_v = [_S(name=f"wc{j}_v", reset_less=False) for j in range(DR)]
         wc_addr = [_S(24, name=f"wc{j}_addr") for j in range(DR)]
         wc_new = [[_S(signed(AW), name=f"wc{j}_{c}") for c in range(MC)] for j in range(DR)]
-        wc_old = [[_S(signed(AW), name=f"wco{j}_{c}") for c in range(MC)] for j in range(DR)]
+        wc_old = [[[_S(signed(AW), name=f"wco{b}_{j}_{c}") for c in range(MC)]
+                   for j in range(DR)] for b in range(2)]
         for j in range(DR):
             m.d.sync += [wc_v[j].eq(wb_v[j]), wc_addr[j].eq(wb_addr[j])]
             for c in range(MC):
-                m.d.sync += [wc_new[j][c].eq(wb_new[j][c]),
-                             wc_old[j][c].eq(Mux(sel, rdata[1][j][c], rdata[0][j][c]))]
+                m.d.sync += wc_new[j][c].eq(wb_new[j][c])
                 for b in range(2):
+                    m.d.sync += wc_old[b][j][c].eq(rdata[b][j][c])
                     wp = wports[b][j][c]
                     m.d.comb += [wp.addr.eq(wc_addr[j]),
                                  wp.data.eq(Mux(first_chunk, wc_new[j][c],
-                                                wc_old[j][c] + wc_new[j][c])),
+                                                wc_old[b][j][c] + wc_new[j][c])),
                                  wp.en.eq(wc_v[j] & (sel == b))]
         wb_any = _any(wb_v) | _any(wc_v)
-        of_push = _S(name="of_push", reset_less=False)   # the word of last clock's step
-        of_c, of_sel = Signal.like(st_c, name="of_c"), _S(name="of_sel")
-        m.d.sync += [of_push.eq(st_step), of_c.eq(st_c), of_sel.eq(st_sel)]
+        # Output FIFO (4 words): the streamer steps while the FIFO has room (a registered
+        # flag), so o.ready only touches the FIFO.  A step's word is on the bank's read port
+        # one clock later (of_p1), in wco<b>_0_<c> the clock after, when it is pushed
+        # (of_push): three clocks from a step to the word at o.
+        OFD = 4
+        of_stop = _S(name="of_stop", reset_less=False)
+        m.d.comb += st_step.eq(st_busy & ~of_stop)
+        of_p1 = _S(name="of_p1", reset_less=False)
+        of_push = _S(name="of_push", reset_less=False)
+        of_c1, of_c = Signal.like(st_c, name="of_c1"), Signal.like(st_c, name="of_c")
+        of_sel1, of_sel = _S(name="of_sel1"), _S(name="of_sel")
+        m.d.sync += [of_p1.eq(st_step), of_push.eq(of_p1), of_c1.eq(st_c), of_c.eq(of_c1),
+                     of_sel1.eq(st_sel), of_sel.eq(of_sel1)]
         of_mem = [_S(signed(AW), name=f"of_q{i}") for i in range(OFD)]
         of_wp = _S(range(OFD), name="of_wp", reset_less=False)
         of_rp = _S(range(OFD), name="of_rp", reset_less=False)
@@ -747,13 +788,14 @@ class ConvArray(wiring.Component):
         with m.If(of_push):
             for i in range(OFD):
                 with m.If(of_wp == i):
-                    m.d.sync += of_mem[i].eq(_sel([_sel(st_data[b], of_c) for b in range(2)],
+                    m.d.sync += of_mem[i].eq(_sel([_sel(wc_old[b][0], of_c) for b in range(2)],
                                                   of_sel))
             m.d.sync += of_wp.eq(of_wp + 1)
         with m.If(of_pop):
             m.d.sync += of_rp.eq(of_rp + 1)
+        # stop when the words in the FIFO or on their way (the next clock's) fill it
         m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0),
-                     of_stop.eq(of_cnt_n + st_step >= OFD - 1)]
+                     of_stop.eq(of_cnt_n + st_step + of_p1 >= OFD)]
         m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
         # ---------------------------------------------------------------- issue control
@@ -1204,19 +1246,8 @@ class ConvArray(wiring.Component):
                 with m.If(self.s.ready):
                     m.next = "HANDOFF"
             with m.State("HANDOFF"):
+                # (the streamer's loads and the bank swap: `handoff` in the streamer)
                 with m.If(~st_busy):
-                    m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_oc.eq(d.oc), st_ho.eq(d.ho),
-                                 st_wo.eq(d.wo), st_flat.eq(d.flat)]
-                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n") - 1) for i in range(NP)]
-                    m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
-                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend") - 1) for i in range(NP)]
-                    m.d.sync += [st_b.eq(d.batch - 1), st_img.eq(0)]
-                    for i in range(NP):
-                        m.d.sync += [sI_c[i].eq(0), sI_a[i].eq(0),
-                                     sN_c[i].eq(getattr(d, f"p{i}_sib")),
-                                     sN_a[i].eq(getattr(d, f"p{i}_sia")),
-                                     st_pib[i].eq(getattr(d, f"p{i}_sib")),
-                                     st_pia[i].eq(getattr(d, f"p{i}_sia"))]
                     m.next = "IDLE"
         # Port handshakes as plain assignments (Icarus does not evaluate an always @*
         # block at time 0 if none of its inputs ever changes).
@@ -1225,7 +1256,7 @@ class ConvArray(wiring.Component):
         # busy; the streamer is busy in the clock after a handoff
         hof = _S(name="st_hof", reset_less=False)
         m.d.sync += hof.eq(((fsm.ongoing("STAT") & self.s.ready)
-                            | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx["busy"])
+                            | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx_busy)
         m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
                      handoff.eq(hof),
                      w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
