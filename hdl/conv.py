@@ -467,21 +467,21 @@ class ConvArray(wiring.Component):
         m.d.sync += pending.eq(newpend)
         any_cap = s2_gl.any()
         # The next copy to drain, dg_n, is dg, 0 (after the pass's last copy) or dg + 1;
-        # pick(v) = v[dg_n] selects among the three candidates (each a select by a
-        # register) instead of selecting by dg_n.
+        # pick(v) = v[dg_n] selects among the three candidates (v[dg + 1] as the list
+        # shifted by one, selected by dg) instead of selecting by dg_n.
         dcl = _S(name="d_cl")             # the copy being drained is its pass's last
         m.d.comb += dcl.eq(_sel(cap_last, dg))
-        dg_p1 = dg + 1
 
         def pick(v):
-            return Mux(fin, Mux(dcl, v[0], _sel(v, dg_p1)), _sel(v, dg))
+            v = list(v)
+            return Mux(fin, Mux(dcl, v[0], _sel(v[1:] + v[-1:], dg)), _sel(v, dg))
         dg_n, di_n = Signal.like(dg, name="dg_n"), Signal.like(di, name="di_n")
         dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), _S(name="dlast_n")
         r_fin = _S(16, name="d_R_fin")
         m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
         rle_fin = Mux(any_cap, s2["Rle"], d_Rle)
         m.d.comb += [
-            dg_n.eq(Mux(fin, Mux(dcl, 0, dg_p1), dg)),
+            dg_n.eq(Mux(fin, Mux(dcl, 0, dg + 1), dg)),
             di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
             dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
             dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, drem <= 2 * DR))),
@@ -491,17 +491,22 @@ class ConvArray(wiring.Component):
                      drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
         # the next drain step's output address and shadow row (the captures of this clock
         # included); the shadow row also in one register per column (its low bits: the
-        # row selects of the columns are wide), see _replicate
+        # row selects of the columns are wide), each counting from its own value so that
+        # Yosys keeps the copies apart
         new_copy = fin | ~working
-        drow_n = Signal.like(drow, name="drow_n")
-        m.d.comb += drow_n.eq(Mux(new_copy, pick(cap_rb), drow + DR))
         RB = _bits(MR - 1)
         drow_c = [_S(RB, name=f"drow{c}") for c in range(MC)]
-        m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)), drow.eq(drow_n)]
-        m.d.sync += _replicate(drow_n[:RB], drow_c)
-        work_n = pick(list(newpend))
-        fin_gn = [work_n & dlast_n & pick([Const(h == g) for h in range(NG)])
-                  for g in range(NG)]
+        row_new = pick(cap_rb)
+        m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)),
+                     drow.eq(Mux(new_copy, row_new, drow + DR))]
+        m.d.sync += [r.eq(Mux(new_copy, row_new[:RB], r + DR)) for r in drow_c]
+        # working next: copy dg_n pending; finishing: and its last step (per copy: no
+        # select of the pending flags by dg_n)
+        dg_is = [_S(name=f"d_is{g}") for g in range(NG)]            # dg_n == g
+        m.d.comb += [dg_is[g].eq(pick([Const(h == g) for h in range(NG)])) for g in range(NG)]
+        work_gn = [dg_is[g] & newpend[g] for g in range(NG)]
+        work_n = _any(work_gn)
+        fin_gn = [work_gn[g] & dlast_n for g in range(NG)]
         m.d.sync += [working.eq(work_n), fin.eq(work_n & dlast_n)]
         m.d.sync += [fin_g[g].eq(fin_gn[g]) for g in range(NG)]
 
@@ -582,44 +587,62 @@ class ConvArray(wiring.Component):
         # flags, and every next value and flag is computed from registers, assuming a step.
         st_busy, st_sel = _S(reset_less=False, name="st_busy"), _S(name="st_sel")
         st_flat = _S(name="st_flat")
-        # per pass, loaded at the handoff: n - 1, n * Oc, channels - 1, n == 1, channels == 1
+        # the handoff (the FSM's HANDOFF state with the streamer idle: the banks swap, the
+        # streamer loads the layer) and the step, each a register in copies for fan-out
+        # (computed from the next state at the end, see _replicate): [0] the streamer's
+        # position and flags, [1] its per-pass values, [2] the rest
+        handoff = [_S(name=f"handoff{k}", reset_less=False) for k in range(3)]
+        st_go = [_S(name=f"st_go{k}", reset_less=False) for k in range(3)]
+        st_step = st_go[2]
+        # per pass, loaded at the handoff: n - 1, n * Oc, channels - 1, and the flags
+        # n == 1, n == 2, channels == 1, channels == 2
         st_pn = [_S(4, name=f"st_pn{i}") for i in range(NP)]
         st_pnoc = [_S(24, name=f"st_pnoc{i}") for i in range(NP)]
         st_pcr = [_S(17, name=f"st_pcr{i}") for i in range(NP)]
-        st_pnz = [_S(name=f"st_pnz{i}") for i in range(NP)]
-        st_pc1 = [_S(name=f"st_pc1{i}") for i in range(NP)]
-        # layer constants (wo - 1, ho - 1, oc - 1, oc) and the flags wo == 1, ho == 1, oc == 1
+        st_pnz, st_pn2 = ([_S(name=f"st_pn{k}_{i}") for i in range(NP)] for k in ("z", "2"))
+        st_pc1, st_pc2 = ([_S(name=f"st_pc{k}_{i}") for i in range(NP)] for k in ("1", "2"))
+        # layer constants: wo - 1, ho - 1, oc - 1, oc and the flags wo == 1, wo == 2, ...
         st_wo1, st_ho1 = _S(DIMW, name="st_wo1"), _S(DIMW, name="st_ho1")
         st_oc1, st_oc = _S(16, name="st_oc1"), _S(16, name="st_oc")
-        st_wo_1, st_ho_1, st_oc_1 = _S(name="st_wo_1"), _S(name="st_ho_1"), _S(name="st_oc_1")
+        lc = {k: _S(name=f"st_{k}") for k in ("wo_1", "wo_2", "ho_1", "ho_2", "oc_1", "oc_2")}
         # batch: per pass, the slot position where the current image starts (column sI_c,
-        # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a)
+        # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a); the
+        # flags "column == cols - 1" of both (sIl, sNl)
         CW = max(1, (MC - 1).bit_length())
         sI_c = [_S(CW, name=f"st_ic{i}") for i in range(NP)]
         sI_a = [_S(24, name=f"st_ia{i}") for i in range(NP)]
         sN_c = [_S(CW, name=f"st_nc{i}") for i in range(NP)]
         sN_a = [_S(24, name=f"st_na{i}") for i in range(NP)]
+        sIl = [_S(name=f"st_il{i}") for i in range(NP)]
+        sNl = [_S(name=f"st_nl{i}") for i in range(NP)]
         st_pib = [_S(CW, name=f"st_pib{i}") for i in range(NP)]
         st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
-        # stX[i] = sI_a[i] + o + 1: the address of the next output channel in pass i
+        # stX[i] = sI_a[i] + o + 1: the address of the next output channel in pass i, with
+        # the sums stXo = stX + Oc and stXw = stX + n * Oc; sNo0 / sNw0 the same sums of
+        # sN_a[0] (the address sums below then add only registers)
         stX = [_S(24, name=f"st_x{i}") for i in range(NP)]
-        handoff = _S(name="handoff")
-        st_step = _S(name="st_step")
-        # The position: slot column c, pass e (and e + 1), the pass's n - 1 (and n == 1) and
-        # n * Oc, the slot address (st_addr) and its window group's base (st_base), with the
-        # sums st_basew = st_base + n * Oc and st_addroc = st_addr + Oc kept in registers;
-        # the other coordinates as down-counters, what is left of the row (oxr = wo - 1 -
-        # ox), of the map (oyr), of the group's copies (gr = n - 1 - g), of the pass's
-        # channels (cr), of the image's channels (or) and of the batch (ir), so that each end
-        # flag is predicted with a compare against 1.
+        stXo = [_S(24, name=f"st_xo{i}") for i in range(NP)]
+        stXw = [_S(24, name=f"st_xw{i}") for i in range(NP)]
+        sNo0, sNw0 = _S(24, name="st_no0"), _S(24, name="st_nw0")
+        # The position: slot column c, pass e (and e + 1), the pass's n - 1 (and n == 1,
+        # n == 2) and n * Oc, the slot address (st_addr) and its window group's base
+        # (st_base), with the sums st_basew = st_base + n * Oc and st_addroc = st_addr + Oc
+        # kept in registers; the other coordinates as down-counters, what is left of the row
+        # (oxr = wo - 1 - ox), of the map (oyr), of the group's copies (gr = n - 1 - g), of
+        # the pass's channels (cr), of the image's channels (or) and of the batch (ir), each
+        # with a registered flag "== 1" (predicted with a compare against 2), so that every
+        # end flag is predicted from flags.
         st = {"c": _S(range(MC) if MC > 1 else 1, name="st_c"),
               "e": _S(range(NP + 1), name="st_e"), "e1": _S(range(NP + 2), name="st_e1"),
-              "n": _S(4, name="st_n"), "nz": _S(name="st_nz"), "noc": _S(24, name="st_noc"),
+              "n": _S(4, name="st_n"), "nz": _S(name="st_nz"), "n1": _S(name="st_n1"),
+              "noc": _S(24, name="st_noc"),
               "base": _S(24, name="st_base"), "addr": _S(24, name="st_addr"),
               "basew": _S(24, name="st_basew"), "addroc": _S(24, name="st_addroc"),
               "oxr": _S(DIMW, name="st_oxr"), "oyr": _S(DIMW, name="st_oyr"),
               "gr": _S(4, name="st_gr"), "cr": _S(17, name="st_cr"),
-              "or": _S(16, name="st_or"), "ir": _S(16, name="st_ir")}
+              "or": _S(16, name="st_or"), "ir": _S(16, name="st_ir"),
+              "ox1": _S(name="st_ox1"), "oy1": _S(name="st_oy1"), "g1": _S(name="st_g1"),
+              "cr1": _S(name="st_cr1"), "or1": _S(name="st_or1"), "ir1": _S(name="st_ir1")}
         st_c, st_e, st_e1 = st["c"], st["e"], st["e1"]
         # registered flags of the position: ox == wo - 1, oy == ho - 1, g == n - 1,
         # c == cols - 1, the pass's last channel, the image's last channel, the last image
@@ -642,94 +665,118 @@ class ConvArray(wiring.Component):
                     "imgnx": iend & ~f["imglast"], "lend": iend & f["imglast"]}
 
         # the state a handoff loads (the first position of the layer) ...
-        hv = {"c": 0, "e": 0, "e1": 1, "n": d.p0_n - 1, "nz": d.p0_n == 1, "noc": d.p0_noc,
-              "base": 0, "addr": 0, "basew": d.p0_noc, "addroc": d.oc,
+        hv = {"c": 0, "e": 0, "e1": 1, "n": d.p0_n - 1, "nz": d.p0_n == 1, "n1": d.p0_n == 2,
+              "noc": d.p0_noc, "base": 0, "addr": 0, "basew": d.p0_noc, "addroc": d.oc,
               "oxr": d.wo - 1, "oyr": d.ho - 1, "gr": d.p0_n - 1, "cr": d.p0_cend - 1,
-              "or": d.oc - 1, "ir": d.batch - 1}
+              "or": d.oc - 1, "ir": d.batch - 1,
+              "ox1": d.wo == 2, "oy1": d.ho == 2, "g1": d.p0_n == 2, "cr1": d.p0_cend == 2,
+              "or1": d.oc == 2, "ir1": d.batch == 2}
         hfl = {"rowend": d.wo == 1, "lastrow": d.ho == 1, "glast": d.p0_n == 1,
                "clast": Const(MC == 1), "olastc": d.p0_cend == 1, "olast": d.oc == 1,
                "imglast": d.batch == 1}
         # ... and the state after a step
-        chend, grp, cop, wrap, newe, imgnx = (F[k] for k in ("chend", "grp", "cop", "wrap",
-                                                              "newe", "imgnx"))
+        chend, grp, wrap, newe, imgnx = (F[k] for k in ("chend", "grp", "wrap", "newe",
+                                                         "imgnx"))
         rowend = fl["rowend"]
 
         def by_pass(vals, cur):      # a per-pass value after a step: pass 0 / e + 1 / same
             return Mux(imgnx, vals[0], Mux(newe, _sel(vals, st_e1), cur))
-        # a new channel starts in pass e' at its image start
-        ch_c = Mux(newe, _sel(sI_c, st_e1), _sel(sI_c, st_e))
-        ch_at = Mux(newe, _sel(stX, st_e1), _sel(stX, st_e))
+
+        def new_ch(vals):            # at a new channel: pass e + 1's value or pass e's
+            return Mux(newe, _sel(vals, st_e1), _sel(vals, st_e))
+        ch_at = new_ch(stX)
         av = {
-            "c": Mux(imgnx, sN_c[0], Mux(chend, ch_c, Mux(wrap, 0, Mux(grp, st_c + 1,
-                                                                          st_c)))),
+            "c": Mux(imgnx, sN_c[0], Mux(chend, new_ch(sI_c), Mux(wrap, 0, Mux(grp, st_c + 1,
+                                                                                st_c)))),
             "e": Mux(imgnx, 0, Mux(newe, st_e1, st_e)),
             "e1": Mux(imgnx, 1, Mux(newe, st_e1 + 1, st_e1)),
             "n": by_pass(st_pn, st["n"]), "nz": by_pass(st_pnz, st["nz"]),
-            "noc": by_pass(st_pnoc, st["noc"]),
+            "n1": by_pass(st_pn2, st["n1"]), "noc": by_pass(st_pnoc, st["noc"]),
             "base": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(wrap, st["basew"],
                                                                 st["base"]))),
             "addr": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(
                 wrap, st["basew"], Mux(grp, st["base"], st["addroc"])))),
+            "basew": Mux(imgnx, sNw0, Mux(chend, new_ch(stXw), Mux(
+                wrap, st["basew"] + st["noc"], st["basew"]))),
+            "addroc": Mux(imgnx, sNo0, Mux(chend, new_ch(stXo), Mux(
+                wrap, st["basew"] + st_oc, Mux(grp, st["base"] + st_oc,
+                                               st["addroc"] + st_oc)))),
             "oxr": Mux(chend | rowend, st_wo1, st["oxr"] - 1),
+            "ox1": Mux(chend | rowend, lc["wo_2"], st["oxr"] == 2),
             "oyr": Mux(chend, st_ho1, Mux(rowend, st["oyr"] - 1, st["oyr"])),
-            "cr": Mux(imgnx, st_pcr[0], Mux(chend, Mux(newe, _sel(st_pcr, st_e1),
-                                                       st["cr"] - 1), st["cr"])),
-            "or": Mux(imgnx, st_oc1, Mux(chend, st["or"] - 1, st["or"])),
+            "oy1": Mux(chend, lc["ho_2"], Mux(rowend, st["oyr"] == 2, st["oy1"])),
+            "g1": Mux(chend | grp, by_pass(st_pn2, st["n1"]), st["gr"] == 2),
+            "cr": Mux(chend, Mux(imgnx, st_pcr[0], Mux(newe, _sel(st_pcr, st_e1),
+                                                       st["cr"] - 1)), st["cr"]),
+            "cr1": Mux(chend, Mux(imgnx, st_pc2[0], Mux(newe, _sel(st_pc2, st_e1),
+                                                        st["cr"] == 2)), st["cr1"]),
+            "or": Mux(chend, Mux(imgnx, st_oc1, st["or"] - 1), st["or"]),
+            "or1": Mux(chend, Mux(imgnx, lc["oc_2"], st["or"] == 2), st["or1"]),
             "ir": Mux(imgnx, st["ir"] - 1, st["ir"]),
+            "ir1": Mux(imgnx, st["ir"] == 2, st["ir1"]),
         }
         av["gr"] = Mux(chend | grp, av["n"], st["gr"] - 1)
-        av["basew"] = av["base"] + av["noc"]
-        av["addroc"] = av["addr"] + st_oc
         afl = {
-            "rowend": Mux(chend | rowend, st_wo_1, st["oxr"] == 1),
-            "lastrow": Mux(chend, st_ho_1, Mux(rowend, st["oyr"] == 1, fl["lastrow"])),
-            "glast": Mux(chend | grp, av["nz"], st["gr"] == 1),
-            "clast": av["c"] == MC - 1,
+            "rowend": Mux(chend | rowend, lc["wo_1"], st["ox1"]),
+            "lastrow": Mux(chend, lc["ho_1"], Mux(rowend, st["oy1"], fl["lastrow"])),
+            "glast": Mux(chend | grp, av["nz"], st["g1"]),
+            "clast": Mux(imgnx, sNl[0], Mux(chend, new_ch(sIl), Mux(
+                wrap, Const(MC == 1), Mux(grp, st_c == MC - 2, fl["clast"])))),
             "olastc": Mux(imgnx, st_pc1[0], Mux(chend, Mux(newe, _sel(st_pc1, st_e1),
-                                                           st["cr"] == 1), fl["olastc"])),
-            "olast": Mux(imgnx, st_oc_1, Mux(chend, st["or"] == 1, fl["olast"])),
-            "imglast": Mux(imgnx, st["ir"] == 1, fl["imglast"]),
+                                                           st["cr1"]), fl["olastc"])),
+            "olast": Mux(imgnx, lc["oc_1"], Mux(chend, st["or1"], fl["olast"])),
+            "imglast": Mux(imgnx, st["ir1"], fl["imglast"]),
         }
-        with m.If(handoff):
+        with m.If(handoff[0]):
             m.d.sync += [st[k].eq(v) for k, v in hv.items()]
             m.d.sync += [fl[k].eq(v) for k, v in hfl.items()]
             m.d.sync += [F[k].eq(v) for k, v in step_flags(hfl, d.flat).items()]
-        with m.Elif(st_step):
+        with m.Elif(st_go[0]):
             m.d.sync += [st[k].eq(v) for k, v in av.items()]
             m.d.sync += [fl[k].eq(v) for k, v in afl.items()]
             m.d.sync += [F[k].eq(v) for k, v in step_flags(afl, st_flat).items()]
         nx_busy = Signal(name="nx_busy")
-        m.d.comb += nx_busy.eq(Mux(handoff, 1, Mux(st_step & F["lend"], 0, st_busy)))
+        m.d.comb += nx_busy.eq(Mux(handoff[2], 1, Mux(st_step & F["lend"], 0, st_busy)))
         m.d.sync += st_busy.eq(nx_busy)
-        # the handoff (the FSM's HANDOFF state with the streamer idle): the banks swap, the
-        # streamer takes the layer's constants from the descriptor
-        with m.If(handoff):
+        # the bank being computed into, per bank (sel == b, flipped at a handoff)
+        own = [_S(name=f"own{b}", init=int(b == 0), reset_less=False) for b in range(2)]
+        with m.If(handoff[2]):
             m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_flat.eq(d.flat),
                          st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1),
-                         st_oc.eq(d.oc), st_wo_1.eq(d.wo == 1), st_ho_1.eq(d.ho == 1),
-                         st_oc_1.eq(d.oc == 1)]
+                         st_oc.eq(d.oc)]
+            m.d.sync += [o.eq(~o) for o in own]
+            m.d.sync += [lc[f"{k}_{v}"].eq(getattr(d, k) == v) for k in ("wo", "ho", "oc")
+                         for v in (1, 2)]
+        # per-pass values: loaded at a handoff, the image starts moved at a new image, the
+        # next channel's addresses at a new channel
+        with m.If(handoff[1]):
             for i in range(NP):
                 pn = getattr(d, f"p{i}_n")
                 pc = getattr(d, f"p{i}_cend") - (getattr(d, f"p{i - 1}_cend") if i else 0)
-                m.d.sync += [st_pn[i].eq(pn - 1), st_pnz[i].eq(pn == 1),
-                             st_pnoc[i].eq(getattr(d, f"p{i}_noc")),
-                             st_pcr[i].eq(pc - 1), st_pc1[i].eq(pc == 1),
-                             sI_c[i].eq(0), sI_a[i].eq(0),
-                             sN_c[i].eq(getattr(d, f"p{i}_sib")),
-                             sN_a[i].eq(getattr(d, f"p{i}_sia")),
-                             st_pib[i].eq(getattr(d, f"p{i}_sib")),
-                             st_pia[i].eq(getattr(d, f"p{i}_sia"))]
-            m.d.sync += [x.eq(1) for x in stX]
-        with m.Elif(st_step & imgnx):
-            m.d.sync += [stX[i].eq(sN_a[i] + 1) for i in range(NP)]
+                pnoc, sib, sia = (getattr(d, f"p{i}_{k}") for k in ("noc", "sib", "sia"))
+                m.d.sync += [st_pn[i].eq(pn - 1), st_pnz[i].eq(pn == 1), st_pn2[i].eq(pn == 2),
+                             st_pnoc[i].eq(pnoc),
+                             st_pcr[i].eq(pc - 1), st_pc1[i].eq(pc == 1), st_pc2[i].eq(pc == 2),
+                             sI_c[i].eq(0), sI_a[i].eq(0), sIl[i].eq(MC == 1),
+                             sN_c[i].eq(sib), sN_a[i].eq(sia), sNl[i].eq(sib == MC - 1),
+                             st_pib[i].eq(sib), st_pia[i].eq(sia),
+                             stX[i].eq(1), stXo[i].eq(d.oc + 1), stXw[i].eq(pnoc + 1)]
+            m.d.sync += [sNo0.eq(d.p0_sia + d.oc), sNw0.eq(d.p0_sia + d.p0_noc)]
+        with m.Elif(st_go[1] & imgnx):
             for i in range(NP):
                 csum = sN_c[i] + st_pib[i]
                 carry = csum >= MC
-                m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]),
-                             sN_c[i].eq(Mux(carry, csum - MC, csum)[:CW]),
-                             sN_a[i].eq(sN_a[i] + st_pia[i] + Mux(carry, st_pnoc[i], 0))]
-        with m.Elif(st_step & chend):
-            m.d.sync += [x.eq(x + 1) for x in stX]
+                nc = Mux(carry, csum - MC, csum)[:CW]
+                inc = st_pia[i] + Mux(carry, st_pnoc[i], 0)
+                m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]), sIl[i].eq(sNl[i]),
+                             sN_c[i].eq(nc), sNl[i].eq(nc == MC - 1),
+                             sN_a[i].eq(sN_a[i] + inc),
+                             stX[i].eq(sN_a[i] + 1), stXo[i].eq(sN_a[i] + 1 + st_oc),
+                             stXw[i].eq(sN_a[i] + 1 + st_pnoc[i])]
+                if i == 0:
+                    m.d.sync += [sNo0.eq(sNo0 + inc), sNw0.eq(sNw0 + inc)]
+        with m.Elif(st_go[1] & chend):
+            m.d.sync += [x.eq(x + 1) for x in stX + stXo + stXw]
 
         # output banks: read port 0 is the drain's in the bank being computed into (sel), the
         # streamer's in the other one (st_sel: it never streams bank sel), at st_addr; the
@@ -741,7 +788,7 @@ class ConvArray(wiring.Component):
                 for j in range(DR):
                     rp = omem[b][c].read_port(domain="sync")
                     wports[b][j][c] = omem[b][c].write_port()
-                    m.d.comb += rp.addr.eq(Mux(sel == b, oaddr[j], st["addr"]) if j == 0
+                    m.d.comb += rp.addr.eq(Mux(own[b], oaddr[j], st["addr"]) if j == 0
                                            else oaddr[j])
                     rdata[b][j][c] = rp.data
         # stage C: the banks' read data registered as they are (per bank: no logic between
@@ -762,15 +809,14 @@ class ConvArray(wiring.Component):
                     m.d.comb += [wp.addr.eq(wc_addr[j]),
                                  wp.data.eq(Mux(first_chunk, wc_new[j][c],
                                                 wc_old[b][j][c] + wc_new[j][c])),
-                                 wp.en.eq(wc_v[j] & (sel == b))]
+                                 wp.en.eq(wc_v[j] & own[b])]
         wb_any = _any(wb_v) | _any(wc_v)
-        # Output FIFO (4 words): the streamer steps while the FIFO has room (a registered
-        # flag), so o.ready only touches the FIFO.  A step's word is on the bank's read port
+        # Output FIFO (4 words): the streamer steps while the FIFO has room (the step, st_go,
+        # is a register computed a clock ahead from the FIFO's count), so o.ready only
+        # touches the FIFO.  A step's word is on the bank's read port
         # one clock later (of_p1), in wco<b>_0_<c> the clock after, when it is pushed
         # (of_push): three clocks from a step to the word at o.
         OFD = 4
-        of_stop = _S(name="of_stop", reset_less=False)
-        m.d.comb += st_step.eq(st_busy & ~of_stop)
         of_p1 = _S(name="of_p1", reset_less=False)
         of_push = _S(name="of_push", reset_less=False)
         of_c1, of_c = Signal.like(st_c, name="of_c1"), Signal.like(st_c, name="of_c")
@@ -793,9 +839,10 @@ class ConvArray(wiring.Component):
             m.d.sync += of_wp.eq(of_wp + 1)
         with m.If(of_pop):
             m.d.sync += of_rp.eq(of_rp + 1)
-        # stop when the words in the FIFO or on their way (the next clock's) fill it
-        m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0),
-                     of_stop.eq(of_cnt_n + st_step + of_p1 >= OFD)]
+        # the next clock steps if the streamer is busy and the words in the FIFO and on
+        # their way leave room
+        m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0)]
+        m.d.sync += _replicate(nx_busy & (of_cnt_n + st_step + of_p1 < OFD), st_go)
         m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
         # ---------------------------------------------------------------- issue control
@@ -1254,11 +1301,9 @@ class ConvArray(wiring.Component):
         # handoff (HANDOFF state and the streamer idle) as a register, from the next state:
         # the FSM enters HANDOFF from STAT when s is taken and stays while the streamer is
         # busy; the streamer is busy in the clock after a handoff
-        hof = _S(name="st_hof", reset_less=False)
-        m.d.sync += hof.eq(((fsm.ongoing("STAT") & self.s.ready)
-                            | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx_busy)
+        m.d.sync += _replicate(((fsm.ongoing("STAT") & self.s.ready)
+                                | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx_busy, handoff)
         m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
-                     handoff.eq(hof),
                      w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
                      f_en.eq(fsm.ongoing("XLOAD") & step),
                      self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
