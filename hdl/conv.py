@@ -472,6 +472,8 @@ class ConvArray(wiring.Component):
         dcl = _S(name="d_cl")             # the copy being drained is its pass's last
         m.d.comb += dcl.eq(_sel(cap_last, dg))
 
+        # (dg and di need no load at the start of a compute phase: they are 0 after a reset
+        # and after every phase, whose last drain step is its last pass's last copy's)
         def pick(v):
             v = list(v)
             return Mux(fin, Mux(dcl, v[0], _sel(v[1:] + v[-1:], dg)), _sel(v, dg))
@@ -1277,7 +1279,7 @@ class ConvArray(wiring.Component):
                                 with m.If(eb3):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
-                                                 dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
+                                                 pd_L.eq(0), zL.eq(0)]
                                     m.d.sync += [x.eq(0) for x in pd_F + zF]
                                     m.next = "COMPUTE"
             with m.State("COMPUTE"):
