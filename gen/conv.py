@@ -581,8 +581,9 @@ def pass_setup_cycles(cfg) -> int:
     return cfg.cols + 5
 
 
-# Clocks from the last drain write of a chunk to the end of its compute phase.
-_DRAIN_TO_END = 4
+# Clocks from the last drain step of a chunk (its shadow rows read) to the end of its
+# compute phase (the rows selected in two steps, the bank read, the add and write).
+_DRAIN_TO_END = 5
 
 
 def _chunk_events(sched, q):

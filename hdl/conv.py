@@ -424,6 +424,7 @@ class ConvArray(wiring.Component):
         d_R = _S(16, name="d_R")          # rows of the copy being drained (one pass)
         d_Rle = _S(name="d_Rle")          # d_R <= drain_rows
         drem = _S(16, name="drem")        # rows left of the copy being drained
+        d_le2 = _S(name="d_le2")          # drem <= 2 * drain_rows
         cap_last = gsig("cap_last", 1)        # copy g is its pass's last copy (g + 1 == n)
         daddr = _S(24, name="daddr")      # output address of the drain step (gob + di)
         drow = _S(16, name="drow")        # shadow row of the drain step (rb + di)
@@ -469,8 +470,7 @@ class ConvArray(wiring.Component):
         # The next copy to drain, dg_n, is dg, 0 (after the pass's last copy) or dg + 1;
         # pick(v) = v[dg_n] selects among the three candidates (v[dg + 1] as the list
         # shifted by one, selected by dg) instead of selecting by dg_n.
-        dcl = _S(name="d_cl")             # the copy being drained is its pass's last
-        m.d.comb += dcl.eq(_sel(cap_last, dg))
+        dcl = _S(name="d_cl")       # the copy being drained is its pass's last (cap_last[dg])
 
         # (dg and di need no load at the start of a compute phase: they are 0 after a reset
         # and after every phase, whose last drain step is its last pass's last copy's)
@@ -486,8 +486,13 @@ class ConvArray(wiring.Component):
             dg_n.eq(Mux(fin, Mux(dcl, 0, dg + 1), dg)),
             di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
             dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
-            dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, drem <= 2 * DR))),
+            dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_le2))),
         ]
+        # registered from the next state: cap_last[dg] and drem <= 2 drain_rows
+        m.d.sync += [dcl.eq(pick([Mux(s2_gl[g], s2_N == g + 1, cap_last[g])
+                                  for g in range(NG)])),
+                     d_le2.eq(Mux(~working, s2_R <= 2 * DR,
+                                  Mux(fin, r_fin <= 2 * DR, drem <= 3 * DR)))]
         m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n),
                      d_Rle.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_Rle))),
                      drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
@@ -566,21 +571,30 @@ class ConvArray(wiring.Component):
         m.d.sync += adv.eq(~blocked_n)
         m.d.sync += _replicate(~blocked_n, adv_reps)
 
-        # drain read (stage A) -> add and write (stage B)
+        # drain read (stage A: the shadow rows read, selected in two steps) -> bank read
+        # (stage A2) -> add and write (stages B, C)
+        wa_v = [_S(name=f"wa{j}_v", reset_less=False) for j in range(DR)]
+        wa_addr = [_S(24, name=f"wa{j}_addr") for j in range(DR)]
         wb_v = [_S(name=f"wb{j}_v", reset_less=False) for j in range(DR)]
         wb_addr = [_S(24, name=f"wb{j}_addr") for j in range(DR)]
         wb_new = [[_S(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
-        oaddr = []
+        # the rows' two halves (by the row's top bit): each half's row registered, then one
+        HB = RB - 1
+        halves = [list(range(MR))[:1 << HB], list(range(MR))[1 << HB:]]
+        halves = [h for h in halves if h]
+        oaddr = wa_addr        # the bank read address of a step (stage A2)
         for j in range(DR):
-            oa = _S(24, name=f"dr{j}_addr")
-            m.d.comb += oa.eq(daddr + j)
-            oaddr.append(oa)
-            m.d.sync += [wb_v[j].eq(working & (drem > j)), wb_addr[j].eq(oa)]
+            m.d.sync += [wa_v[j].eq(working & (drem > j)), wa_addr[j].eq(daddr + j),
+                         wb_v[j].eq(wa_v[j]), wb_addr[j].eq(wa_addr[j])]
             for c in range(MC):
                 # (a valid step's row drow + j is below rows: the low bits select it)
                 rr = _S(RB, name=f"dr{j}_row{c}")
                 m.d.comb += rr.eq(drow_c[c] + j)
-                m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
+                part = [_S(signed(AW), name=f"wa{j}_{c}_{h}") for h in range(len(halves))]
+                top = _S(name=f"wa{j}_{c}_top")
+                m.d.sync += [p.eq(_sel([shadow[r][c] for r in rows], rr[:HB]))
+                             for p, rows in zip(part, halves)]
+                m.d.sync += [top.eq(rr[HB]), wb_new[j][c].eq(_sel(part, top))]
 
         # ---------------------------------------------------------------- streamer
         # The streamer walks the output positions of the bank filled by the last layer in
@@ -681,19 +695,25 @@ class ConvArray(wiring.Component):
                                                          "imgnx"))
         rowend = fl["rowend"]
 
-        def by_pass(vals, cur):      # a per-pass value after a step: pass 0 / e + 1 / same
-            return Mux(imgnx, vals[0], Mux(newe, _sel(vals, st_e1), cur))
+        # the next pass's (e + 1) per-pass values, in registers (nxp)
+        EB = _bits(NP - 1)           # (pass indices beyond the last pass are never used)
+        pvals = {"n": st_pn, "nz": st_pnz, "n2": st_pn2, "noc": st_pnoc, "pcr": st_pcr,
+                 "pc1": st_pc1, "pc2": st_pc2}
+        nxp = {k: Signal.like(v[0], name=f"st_nx{k}") for k, v in pvals.items()}
+
+        def by_pass(k, cur):         # a per-pass value after a step: pass 0 / e + 1 / same
+            return Mux(imgnx, pvals[k][0], Mux(newe, nxp[k], cur))
 
         def new_ch(vals):            # at a new channel: pass e + 1's value or pass e's
-            return Mux(newe, _sel(vals, st_e1), _sel(vals, st_e))
+            return Mux(newe, _sel(vals, st_e1[:EB]), _sel(vals, st_e[:EB]))
         ch_at = new_ch(stX)
         av = {
             "c": Mux(imgnx, sN_c[0], Mux(chend, new_ch(sI_c), Mux(wrap, 0, Mux(grp, st_c + 1,
                                                                                 st_c)))),
             "e": Mux(imgnx, 0, Mux(newe, st_e1, st_e)),
             "e1": Mux(imgnx, 1, Mux(newe, st_e1 + 1, st_e1)),
-            "n": by_pass(st_pn, st["n"]), "nz": by_pass(st_pnz, st["nz"]),
-            "n1": by_pass(st_pn2, st["n1"]), "noc": by_pass(st_pnoc, st["noc"]),
+            "n": by_pass("n", st["n"]), "nz": by_pass("nz", st["nz"]),
+            "n1": by_pass("n2", st["n1"]), "noc": by_pass("noc", st["noc"]),
             "base": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(wrap, st["basew"],
                                                                 st["base"]))),
             "addr": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(
@@ -707,11 +727,9 @@ class ConvArray(wiring.Component):
             "ox1": Mux(chend | rowend, lc["wo_2"], st["oxr"] == 2),
             "oyr": Mux(chend, st_ho1, Mux(rowend, st["oyr"] - 1, st["oyr"])),
             "oy1": Mux(chend, lc["ho_2"], Mux(rowend, st["oyr"] == 2, st["oy1"])),
-            "g1": Mux(chend | grp, by_pass(st_pn2, st["n1"]), st["gr"] == 2),
-            "cr": Mux(chend, Mux(imgnx, st_pcr[0], Mux(newe, _sel(st_pcr, st_e1),
-                                                       st["cr"] - 1)), st["cr"]),
-            "cr1": Mux(chend, Mux(imgnx, st_pc2[0], Mux(newe, _sel(st_pc2, st_e1),
-                                                        st["cr"] == 2)), st["cr1"]),
+            "g1": Mux(chend | grp, by_pass("n2", st["n1"]), st["gr"] == 2),
+            "cr": Mux(chend, by_pass("pcr", st["cr"] - 1), st["cr"]),
+            "cr1": Mux(chend, by_pass("pc2", st["cr"] == 2), st["cr1"]),
             "or": Mux(chend, Mux(imgnx, st_oc1, st["or"] - 1), st["or"]),
             "or1": Mux(chend, Mux(imgnx, lc["oc_2"], st["or"] == 2), st["or1"]),
             "ir": Mux(imgnx, st["ir"] - 1, st["ir"]),
@@ -724,11 +742,21 @@ class ConvArray(wiring.Component):
             "glast": Mux(chend | grp, av["nz"], st["g1"]),
             "clast": Mux(imgnx, sNl[0], Mux(chend, new_ch(sIl), Mux(
                 wrap, Const(MC == 1), Mux(grp, st_c == MC - 2, fl["clast"])))),
-            "olastc": Mux(imgnx, st_pc1[0], Mux(chend, Mux(newe, _sel(st_pc1, st_e1),
-                                                           st["cr1"]), fl["olastc"])),
+            "olastc": Mux(chend, by_pass("pc1", st["cr1"]), fl["olastc"]),
             "olast": Mux(imgnx, lc["oc_1"], Mux(chend, st["or1"], fl["olast"])),
             "imglast": Mux(imgnx, st["ir1"], fl["imglast"]),
         }
+        # pass 1's values from the descriptor (a handoff), from the registers (a new
+        # image), pass e + 2's (a new pass)
+        d_p1 = {"n": d.p1_n - 1, "nz": d.p1_n == 1, "n2": d.p1_n == 2, "noc": d.p1_noc,
+                "pcr": d.p1_cend - d.p0_cend - 1, "pc1": d.p1_cend - d.p0_cend == 1,
+                "pc2": d.p1_cend - d.p0_cend == 2}
+        with m.If(handoff[0]):
+            m.d.sync += [nxp[k].eq(v) for k, v in d_p1.items()]
+        with m.Elif(st_go[0] & imgnx):
+            m.d.sync += [nxp[k].eq(pvals[k][1]) for k in pvals]
+        with m.Elif(st_go[0] & newe):
+            m.d.sync += [nxp[k].eq(_sel(pvals[k], st_e1 + 1)) for k in pvals]
         with m.If(handoff[0]):
             m.d.sync += [st[k].eq(v) for k, v in hv.items()]
             m.d.sync += [fl[k].eq(v) for k, v in hfl.items()]
@@ -812,7 +840,7 @@ class ConvArray(wiring.Component):
                                  wp.data.eq(Mux(first_chunk, wc_new[j][c],
                                                 wc_old[b][j][c] + wc_new[j][c])),
                                  wp.en.eq(wc_v[j] & own[b])]
-        wb_any = _any(wb_v) | _any(wc_v)
+        wb_any = _any(wa_v) | _any(wb_v) | _any(wc_v)
         # Output FIFO (4 words): the streamer steps while the FIFO has room (the step, st_go,
         # is a register computed a clock ahead from the FIFO's count), so o.ready only
         # touches the FIFO.  A step's word is on the bank's read port
