@@ -582,8 +582,9 @@ def pass_setup_cycles(cfg) -> int:
     return cfg.cols + 6
 
 
-# Clocks from the last drain write of a chunk to the end of its compute phase.
-_DRAIN_TO_END = 4
+# Clocks from the last drain step of a chunk (its shadow rows read) to the end of its
+# compute phase (the rows selected in two steps, the bank read, the add and write).
+_DRAIN_TO_END = 5
 
 
 def _chunk_events(sched, q):
@@ -670,7 +671,7 @@ def stagger_cycles(sched) -> int:
 
 # FSM overheads in cycles (measured once, then pinned by tests): see hdl/conv.py.
 _CFG_TO_CHUNK = 1
-_STAT_TO_OUT = 4
+_STAT_TO_OUT = 5   # stats -> handoff -> first step, then 3 clocks through the output FIFO
 
 
 def layer_cycles(sched) -> dict:

@@ -499,13 +499,16 @@ class ConvArray(wiring.Component):
         pending = _S(NG, reset_less=False)
         dg = _S(range(NG), reset_less=False)
         di = _S(16, reset_less=False)
-        cap_gob = gsig("cap_gob", 24)
-        cap_N, cap_rb = gsig("cap_N", 4), gsig("cap_rb", 16)
+        # cap_gob / cap_rb: output address and shadow row of each copy's latest capture,
+        # including a capture of this clock: loaded from the x2 stage one clock before the
+        # capture (s2 is a plain copy of x2), so the drain's next step reads registers only
+        cap_gob, cap_rb = gsig("cap_gob", 24), gsig("cap_rb", 16)
         working = _S(reset_less=False)
         fin = _S(reset_less=False)
         d_R = _S(16, name="d_R")          # rows of the copy being drained (one pass)
         d_Rle = _S(name="d_Rle")          # d_R <= drain_rows
         drem = _S(16, name="drem")        # rows left of the copy being drained
+        d_le2 = _S(name="d_le2")          # drem <= 2 * drain_rows
         cap_last = gsig("cap_last", 1)        # copy g is its pass's last copy (g + 1 == n)
         daddr = _S(24, name="daddr")      # output address of the drain step (gob + di)
         drow = _S(16, name="drow")        # shadow row of the drain step (rb + di)
@@ -545,35 +548,60 @@ class ConvArray(wiring.Component):
         newpend = _S(NG)
         for g in range(NG):
             cap = s2_gl[g]
+            with m.If(x2["gl"][g]):
+                m.d.sync += [cap_gob[g].eq(x2["gob"][g]), cap_rb[g].eq(x2["grb"][g])]
             with m.If(cap):
-                m.d.sync += [cap_gob[g].eq(s2_gob[g]), cap_N[g].eq(s2_N),
-                             cap_rb[g].eq(s2_grb[g]), cap_last[g].eq(s2_N == g + 1)]
+                m.d.sync += cap_last[g].eq(s2_N == g + 1)
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
         m.d.sync += pending.eq(newpend)
         any_cap = s2_gl.any()
+        # The next copy to drain, dg_n, is dg, 0 (after the pass's last copy) or dg + 1;
+        # pick(v) = v[dg_n] selects among the three candidates (v[dg + 1] as the list
+        # shifted by one, selected by dg) instead of selecting by dg_n.
+        dcl = _S(name="d_cl")       # the copy being drained is its pass's last (cap_last[dg])
+
+        # (dg and di need no load at the start of a compute phase: they are 0 after a reset
+        # and after every phase, whose last drain step is its last pass's last copy's)
+        def pick(v):
+            v = list(v)
+            return Mux(fin, Mux(dcl, v[0], _sel(v[1:] + v[-1:], dg)), _sel(v, dg))
         dg_n, di_n = Signal.like(dg, name="dg_n"), Signal.like(di, name="di_n")
         dR_n, dlast_n = Signal.like(d_R, name="d_R_n"), _S(name="dlast_n")
         r_fin = _S(16, name="d_R_fin")
         m.d.comb += r_fin.eq(Mux(any_cap, s2_R, d_R))
         rle_fin = Mux(any_cap, s2["Rle"], d_Rle)
         m.d.comb += [
-            dg_n.eq(Mux(fin, Mux(_sel(cap_last, dg), 0, dg + 1), dg)),
+            dg_n.eq(Mux(fin, Mux(dcl, 0, dg + 1), dg)),
             di_n.eq(Mux(fin, 0, Mux(working, di + DR, di))),
             dR_n.eq(Mux(~working, s2_R, Mux(fin, r_fin, d_R))),
-            dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, drem <= 2 * DR))),
+            dlast_n.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_le2))),
         ]
+        # registered from the next state: cap_last[dg] and drem <= 2 drain_rows
+        m.d.sync += [dcl.eq(pick([Mux(s2_gl[g], s2_N == g + 1, cap_last[g])
+                                  for g in range(NG)])),
+                     d_le2.eq(Mux(~working, s2_R <= 2 * DR,
+                                  Mux(fin, r_fin <= 2 * DR, drem <= 3 * DR)))]
         m.d.sync += [dg.eq(dg_n), di.eq(di_n), d_R.eq(dR_n), dlast.eq(dlast_n),
                      d_Rle.eq(Mux(~working, s2["Rle"], Mux(fin, rle_fin, d_Rle))),
                      drem.eq(Mux(~working, s2_R, Mux(fin, r_fin, drem - DR)))]
         # the next drain step's output address and shadow row (the captures of this clock
-        # included)
-        cap_gob_n = [Mux(s2_gl[g], s2_gob[g], cap_gob[g]) for g in range(NG)]
-        cap_rb_n = [Mux(s2_gl[g], s2_grb[g], cap_rb[g]) for g in range(NG)]
+        # included); the shadow row also in one register per column (its low bits: the
+        # row selects of the columns are wide), each counting from its own value so that
+        # Yosys keeps the copies apart
         new_copy = fin | ~working
-        m.d.sync += [daddr.eq(Mux(new_copy, _sel(cap_gob_n, dg_n), daddr + DR)),
-                     drow.eq(Mux(new_copy, _sel(cap_rb_n, dg_n), drow + DR))]
-        work_n = newpend.bit_select(dg_n, 1)
-        fin_gn = [work_n & dlast_n & (dg_n == g) for g in range(NG)]
+        RB = _bits(MR - 1)
+        drow_c = [_S(RB, name=f"drow{c}") for c in range(MC)]
+        row_new = pick(cap_rb)
+        m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)),
+                     drow.eq(Mux(new_copy, row_new, drow + DR))]
+        m.d.sync += [r.eq(Mux(new_copy, row_new[:RB], r + DR)) for r in drow_c]
+        # working next: copy dg_n pending; finishing: and its last step (per copy: no
+        # select of the pending flags by dg_n)
+        dg_is = [_S(name=f"d_is{g}") for g in range(NG)]            # dg_n == g
+        m.d.comb += [dg_is[g].eq(pick([Const(h == g) for h in range(NG)])) for g in range(NG)]
+        work_gn = [dg_is[g] & newpend[g] for g in range(NG)]
+        work_n = _any(work_gn)
+        fin_gn = [work_gn[g] & dlast_n for g in range(NG)]
         m.d.sync += [working.eq(work_n), fin.eq(work_n & dlast_n)]
         m.d.sync += [fin_g[g].eq(fin_gn[g]) for g in range(NG)]
 
@@ -644,78 +672,105 @@ class ConvArray(wiring.Component):
         m.d.sync += adv.eq(~blocked_n)
         m.d.sync += _replicate(~blocked_n, adv_reps)
 
-        # drain read (stage A) -> add and write (stage B)
+        # drain read (stage A: the shadow rows read, selected in two steps) -> bank read
+        # (stage A2) -> add and write (stages B, C)
+        wa_v = [_S(name=f"wa{j}_v", reset_less=False) for j in range(DR)]
+        wa_addr = [_S(24, name=f"wa{j}_addr") for j in range(DR)]
         wb_v = [_S(name=f"wb{j}_v", reset_less=False) for j in range(DR)]
         wb_addr = [_S(24, name=f"wb{j}_addr") for j in range(DR)]
         wb_new = [[_S(signed(AW), name=f"wb{j}_{c}") for c in range(MC)] for j in range(DR)]
-        oaddr = []
+        # the rows' two halves (by the row's top bit): each half's row registered, then one
+        HB = RB - 1
+        halves = [list(range(MR))[:1 << HB], list(range(MR))[1 << HB:]]
+        halves = [h for h in halves if h]
+        oaddr = wa_addr        # the bank read address of a step (stage A2)
         for j in range(DR):
-            oa = _S(24, name=f"dr{j}_addr")
-            m.d.comb += oa.eq(daddr + j)
-            oaddr.append(oa)
-            rr = _S(16, name=f"dr{j}_row")
-            m.d.comb += rr.eq(drow + j)
-            m.d.sync += [wb_v[j].eq(working & (drem > j)), wb_addr[j].eq(oa)]
+            m.d.sync += [wa_v[j].eq(working & (drem > j)), wa_addr[j].eq(daddr + j),
+                         wb_v[j].eq(wa_v[j]), wb_addr[j].eq(wa_addr[j])]
             for c in range(MC):
-                m.d.sync += wb_new[j][c].eq(_sel([shadow[r][c] for r in range(MR)], rr))
+                # (a valid step's row drow + j is below rows: the low bits select it)
+                rr = _S(RB, name=f"dr{j}_row{c}")
+                m.d.comb += rr.eq(drow_c[c] + j)
+                part = [_S(signed(AW), name=f"wa{j}_{c}_{h}") for h in range(len(halves))]
+                top = _S(name=f"wa{j}_{c}_top")
+                m.d.sync += [p.eq(_sel([shadow[r][c] for r in rows], rr[:HB]))
+                             for p, rows in zip(part, halves)]
+                m.d.sync += [top.eq(rr[HB]), wb_new[j][c].eq(_sel(part, top))]
 
         # ---------------------------------------------------------------- streamer
+        # The streamer walks the output positions of the bank filled by the last layer in
+        # stream order (image, channel, oy, ox), one per step.  A step only enables its
+        # registers (st_step is a clock enable): what a step does is decided by registered
+        # flags, and every next value and flag is computed from registers, assuming a step.
         st_busy, st_sel = _S(reset_less=False, name="st_busy"), _S(name="st_sel")
-        st_oc, st_ho, st_wo = _S(16, name="st_oc"), _S(DIMW, name="st_ho"), _S(DIMW, name="st_wo")
-        st_flat = _S()
+        st_flat = _S(name="st_flat")
+        # the handoff (the FSM's HANDOFF state with the streamer idle: the banks swap, the
+        # streamer loads the layer) and the step, each a register in copies for fan-out
+        # (computed from the next state at the end, see _replicate): [0] the streamer's
+        # position and flags, [1] its per-pass values, [2] the rest
+        handoff = [_S(name=f"handoff{k}", reset_less=False) for k in range(3)]
+        st_go = [_S(name=f"st_go{k}", reset_less=False) for k in range(3)]
+        st_step = st_go[2]
+        # per pass, loaded at the handoff: n - 1, n * Oc, channels - 1, and the flags
+        # n == 1, n == 2, channels == 1, channels == 2
         st_pn = [_S(4, name=f"st_pn{i}") for i in range(NP)]
         st_pnoc = [_S(24, name=f"st_pnoc{i}") for i in range(NP)]
-        st_pcend = [_S(17, name=f"st_pcend{i}") for i in range(NP)]
-        st_o, st_oy, st_ox = _S(16, name="st_o"), _S(DIMW, name="st_oy"), _S(DIMW, name="st_ox")
-        st_g, st_e = _S(4, name="st_g"), _S(range(NP + 1), name="st_e")
-        st_c = _S(range(MC) if MC > 1 else 1, name="st_c")
-        st_n, st_noc, st_cend = _S(4, name="st_n"), _S(24, name="st_noc"), _S(17, name="st_cend")
-        st_base, st_addr = _S(24, name="st_base"), _S(24, name="st_addr")
-        nx = {k: Signal.like(v, name=f"nx_{k}") for k, v in
-              {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
-               "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
-               "addr": st_addr}.items()}
-        cur_v = {"busy": st_busy, "o": st_o, "oy": st_oy, "ox": st_ox, "g": st_g, "e": st_e,
-                 "c": st_c, "n": st_n, "noc": st_noc, "cend": st_cend, "at": st_base,
-                 "addr": st_addr}
-        m.d.sync += [v.eq(nx[k]) for k, v in cur_v.items()]
+        st_pcr = [_S(17, name=f"st_pcr{i}") for i in range(NP)]
+        st_pnz, st_pn2 = ([_S(name=f"st_pn{k}_{i}") for i in range(NP)] for k in ("z", "2"))
+        st_pc1, st_pc2 = ([_S(name=f"st_pc{k}_{i}") for i in range(NP)] for k in ("1", "2"))
+        # layer constants: wo - 1, ho - 1, oc - 1, oc and the flags wo == 1, wo == 2, ...
+        st_wo1, st_ho1 = _S(DIMW, name="st_wo1"), _S(DIMW, name="st_ho1")
+        st_oc1, st_oc = _S(16, name="st_oc1"), _S(16, name="st_oc")
+        lc = {k: _S(name=f"st_{k}") for k in ("wo_1", "wo_2", "ho_1", "ho_2", "oc_1", "oc_2")}
         # batch: per pass, the slot position where the current image starts (column sI_c,
-        # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a)
+        # address sI_a = tile * n * Oc) and where the next one starts (sN_c, sN_a); the
+        # flags "column == cols - 1" of both (sIl, sNl)
         CW = max(1, (MC - 1).bit_length())
-        st_b, st_img = _S(16, name="st_b"), _S(16, name="st_img")   # st_b = B - 1
         sI_c = [_S(CW, name=f"st_ic{i}") for i in range(NP)]
         sI_a = [_S(24, name=f"st_ia{i}") for i in range(NP)]
         sN_c = [_S(CW, name=f"st_nc{i}") for i in range(NP)]
         sN_a = [_S(24, name=f"st_na{i}") for i in range(NP)]
+        sIl = [_S(name=f"st_il{i}") for i in range(NP)]
+        sNl = [_S(name=f"st_nl{i}") for i in range(NP)]
         st_pib = [_S(CW, name=f"st_pib{i}") for i in range(NP)]
         st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
-        handoff = _S()
-        st_step = _S()
-        # Output FIFO (4 words): the streamer steps while the FIFO has room (a registered
-        # flag), so o.ready only touches the FIFO; the output bank is read at a registered
-        # address (st_ra = the next position's address, one clock later), its word pushed
-        # one clock after the step.  Two clocks from a step to the word at o.
-        OFD = 4
-        of_stop = _S(name="of_stop", reset_less=False)   # occupancy + pending push >= OFD-1
-        m.d.comb += st_step.eq(st_busy & ~of_stop)
-        # registered flags (each predicted from the next state): ox == wo - 1,
-        # oy == ho - 1, g == n - 1, c == cols - 1, o + 1 == cend, o == oc - 1, img == B - 1
+        # stX[i] = sI_a[i] + o + 1: the address of the next output channel in pass i, with
+        # the sums stXo = stX + Oc and stXw = stX + n * Oc; sNo0 / sNw0 the same sums of
+        # sN_a[0] (the address sums below then add only registers)
+        stX = [_S(24, name=f"st_x{i}") for i in range(NP)]
+        stXo = [_S(24, name=f"st_xo{i}") for i in range(NP)]
+        stXw = [_S(24, name=f"st_xw{i}") for i in range(NP)]
+        sNo0, sNw0 = _S(24, name="st_no0"), _S(24, name="st_nw0")
+        # The position: slot column c, pass e (and e + 1), the pass's n - 1 (and n == 1,
+        # n == 2) and n * Oc, the slot address (st_addr) and its window group's base
+        # (st_base), with the sums st_basew = st_base + n * Oc and st_addroc = st_addr + Oc
+        # kept in registers; the other coordinates as down-counters, what is left of the row
+        # (oxr = wo - 1 - ox), of the map (oyr), of the group's copies (gr = n - 1 - g), of
+        # the pass's channels (cr), of the image's channels (or) and of the batch (ir), each
+        # with a registered flag "== 1" (predicted with a compare against 2), so that every
+        # end flag is predicted from flags.
+        st = {"c": _S(range(MC) if MC > 1 else 1, name="st_c"),
+              "e": _S(range(NP + 1), name="st_e"), "e1": _S(range(NP + 2), name="st_e1"),
+              "n": _S(4, name="st_n"), "nz": _S(name="st_nz"), "n1": _S(name="st_n1"),
+              "noc": _S(24, name="st_noc"),
+              "base": _S(24, name="st_base"), "addr": _S(24, name="st_addr"),
+              "basew": _S(24, name="st_basew"), "addroc": _S(24, name="st_addroc"),
+              "oxr": _S(DIMW, name="st_oxr"), "oyr": _S(DIMW, name="st_oyr"),
+              "gr": _S(4, name="st_gr"), "cr": _S(17, name="st_cr"),
+              "or": _S(16, name="st_or"), "ir": _S(16, name="st_ir"),
+              "ox1": _S(name="st_ox1"), "oy1": _S(name="st_oy1"), "g1": _S(name="st_g1"),
+              "cr1": _S(name="st_cr1"), "or1": _S(name="st_or1"), "ir1": _S(name="st_ir1")}
+        st_c, st_e, st_e1 = st["c"], st["e"], st["e1"]
+        # registered flags of the position: ox == wo - 1, oy == ho - 1, g == n - 1,
+        # c == cols - 1, the pass's last channel, the image's last channel, the last image
         fl = {k: _S(name=f"st_f{k}") for k in ("rowend", "lastrow", "glast", "clast",
                                                    "olastc", "olast", "imglast")}
-        st_wo1, st_ho1, st_oc1 = (_S(DIMW, name="st_wo1"), _S(DIMW, name="st_ho1"),
-                                  _S(16, name="st_oc1"))
-        # sums kept in registers instead of adders on the address path:
-        # stX[i] = sI_a[i] + o + 1 (a new channel's address in pass i),
-        # st_basew = st_base + st_noc, st_addroc = st_addr + st_oc
-        stX = [_S(24, name=f"st_x{i}") for i in range(NP)]
-        st_basew, st_addroc = _S(24, name="st_basew"), _S(24, name="st_addroc")
-        rowend = fl["rowend"]
-        # what a step does, as registered flags (from the next flags): F["chend"] a new
-        # output channel, F["grp"] the next window group, F["cop"] the next copy, F["wrap"]
-        # back to column 0, F["newe"] the next pass, F["iend"] the image's end,
-        # F["imgnx"] the next image
+        # what the next step does, as registered flags (from the flags above): F["chend"] a
+        # new output channel, F["grp"] the next window group, F["cop"] the next copy,
+        # F["wrap"] back to column 0, F["newe"] the next pass, F["iend"] the image's end,
+        # F["imgnx"] the next image, F["lend"] the layer's end
         F = {k: _S(name=f"st_F{k}") for k in ("chend", "grp", "cop", "wrap", "newe",
-                                                  "iend", "imgnx")}
+                                                  "iend", "imgnx", "lend")}
 
         def step_flags(f, flat):
             chend = f["rowend"] & f["lastrow"]
@@ -724,119 +779,181 @@ class ConvArray(wiring.Component):
             return {"chend": chend, "grp": grp_, "cop": ~chend & ~grp_,
                     "wrap": grp_ & (f["clast"] | (~flat & f["rowend"])),
                     "newe": chend & f["olastc"], "iend": iend,
-                    "imgnx": iend & ~f["imglast"]}
-        ch_end = st_step & F["chend"]                 # next output channel
-        grp = st_step & F["grp"]                      # next window group
-        cop = st_step & F["cop"]                      # next copy of the group
-        wrap = st_step & F["wrap"]
-        new_e = st_step & F["newe"]
-        ne = st_e + 1
-        mv = st_step & ~F["chend"]
-        at_wrap = st_basew
-        img_end = st_step & F["iend"]
-        img_nx = st_step & F["imgnx"]                 # next image: channel 0, pass 0
-        e_nx = Mux(new_e, ne, st_e)
-        # next channel: its pass's image start
-        ch_c = Mux(new_e, _sel(sI_c, ne), _sel(sI_c, st_e))
-        ch_at = Mux(new_e, _sel(stX, ne), _sel(stX, st_e))
+                    "imgnx": iend & ~f["imglast"], "lend": iend & f["imglast"]}
 
-        def nxv(hand, img, chan, keep, *pairs):
-            expr = keep
-            for cond, val in reversed(pairs):
-                expr = Mux(cond, val, expr)
-            return Mux(handoff, hand, Mux(img_nx, img, Mux(ch_end, chan, expr)))
-        m.d.comb += [
-            nx["busy"].eq(Mux(handoff, 1, Mux(img_end & ~img_nx, 0, st_busy))),
-            nx["o"].eq(nxv(0, 0, st_o + 1, st_o)),
-            nx["oy"].eq(nxv(0, 0, 0, st_oy, (mv, st_oy + rowend))),
-            nx["ox"].eq(nxv(0, 0, 0, st_ox, (mv, Mux(rowend, 0, st_ox + 1)))),
-            nx["g"].eq(nxv(0, 0, 0, st_g, (grp, 0), (cop, st_g + 1))),
-            nx["c"].eq(nxv(0, sN_c[0], ch_c, st_c, (wrap, 0), (grp, st_c + 1))),
-            nx["at"].eq(nxv(0, sN_a[0], ch_at, st_base, (wrap, at_wrap))),
-            nx["addr"].eq(nxv(0, sN_a[0], ch_at, st_addr, (wrap, at_wrap), (grp, st_base),
-                              (cop, st_addroc))),
-            nx["e"].eq(Mux(handoff | img_nx, 0, e_nx)),
-            # n and cend are kept minus one (st_pn, st_pcend likewise)
-            nx["n"].eq(Mux(handoff, d.p0_n - 1, Mux(img_nx, st_pn[0],
-                                                Mux(new_e, _sel(st_pn, ne), st_n)))),
-            nx["noc"].eq(Mux(handoff, d.p0_noc, Mux(img_nx, st_pnoc[0],
-                                                    Mux(new_e, _sel(st_pnoc, ne), st_noc)))),
-            nx["cend"].eq(Mux(handoff, d.p0_cend - 1, Mux(img_nx, st_pcend[0],
-                                                      Mux(new_e, _sel(st_pcend, ne),
-                                                          st_cend)))),
-        ]
-        oc_n = Mux(handoff, d.oc, st_oc)
-        fl_n = {
-            "rowend": nx["ox"] == Mux(handoff, d.wo - 1, st_wo1),
-            "lastrow": nx["oy"] == Mux(handoff, d.ho - 1, st_ho1),
-            "glast": nx["g"] == nx["n"],
-            "clast": nx["c"] == MC - 1,
-            "olastc": nx["o"] == nx["cend"],
-            "olast": nx["o"] == Mux(handoff, d.oc - 1, st_oc1),
-            "imglast": Mux(handoff, d.batch == 1, Mux(img_nx, st_img + 1 == st_b,
-                                                      fl["imglast"])),
+        # the state a handoff loads (the first position of the layer) ...
+        hv = {"c": 0, "e": 0, "e1": 1, "n": d.p0_n - 1, "nz": d.p0_n == 1, "n1": d.p0_n == 2,
+              "noc": d.p0_noc, "base": 0, "addr": 0, "basew": d.p0_noc, "addroc": d.oc,
+              "oxr": d.wo - 1, "oyr": d.ho - 1, "gr": d.p0_n - 1, "cr": d.p0_cend - 1,
+              "or": d.oc - 1, "ir": d.batch - 1,
+              "ox1": d.wo == 2, "oy1": d.ho == 2, "g1": d.p0_n == 2, "cr1": d.p0_cend == 2,
+              "or1": d.oc == 2, "ir1": d.batch == 2}
+        hfl = {"rowend": d.wo == 1, "lastrow": d.ho == 1, "glast": d.p0_n == 1,
+               "clast": Const(MC == 1), "olastc": d.p0_cend == 1, "olast": d.oc == 1,
+               "imglast": d.batch == 1}
+        # ... and the state after a step
+        chend, grp, wrap, newe, imgnx = (F[k] for k in ("chend", "grp", "wrap", "newe",
+                                                         "imgnx"))
+        rowend = fl["rowend"]
+
+        # the next pass's (e + 1) per-pass values, in registers (nxp)
+        EB = _bits(NP - 1)           # (pass indices beyond the last pass are never used)
+        pvals = {"n": st_pn, "nz": st_pnz, "n2": st_pn2, "noc": st_pnoc, "pcr": st_pcr,
+                 "pc1": st_pc1, "pc2": st_pc2}
+        nxp = {k: Signal.like(v[0], name=f"st_nx{k}") for k, v in pvals.items()}
+
+        def by_pass(k, cur):         # a per-pass value after a step: pass 0 / e + 1 / same
+            return Mux(imgnx, pvals[k][0], Mux(newe, nxp[k], cur))
+
+        def new_ch(vals):            # at a new channel: pass e + 1's value or pass e's
+            return Mux(newe, _sel(vals, st_e1[:EB]), _sel(vals, st_e[:EB]))
+        ch_at = new_ch(stX)
+        av = {
+            "c": Mux(imgnx, sN_c[0], Mux(chend, new_ch(sI_c), Mux(wrap, 0, Mux(grp, st_c + 1,
+                                                                                st_c)))),
+            "e": Mux(imgnx, 0, Mux(newe, st_e1, st_e)),
+            "e1": Mux(imgnx, 1, Mux(newe, st_e1 + 1, st_e1)),
+            "n": by_pass("n", st["n"]), "nz": by_pass("nz", st["nz"]),
+            "n1": by_pass("n2", st["n1"]), "noc": by_pass("noc", st["noc"]),
+            "base": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(wrap, st["basew"],
+                                                                st["base"]))),
+            "addr": Mux(imgnx, sN_a[0], Mux(chend, ch_at, Mux(
+                wrap, st["basew"], Mux(grp, st["base"], st["addroc"])))),
+            "basew": Mux(imgnx, sNw0, Mux(chend, new_ch(stXw), Mux(
+                wrap, st["basew"] + st["noc"], st["basew"]))),
+            "addroc": Mux(imgnx, sNo0, Mux(chend, new_ch(stXo), Mux(
+                wrap, st["basew"] + st_oc, Mux(grp, st["base"] + st_oc,
+                                               st["addroc"] + st_oc)))),
+            "oxr": Mux(chend | rowend, st_wo1, st["oxr"] - 1),
+            "ox1": Mux(chend | rowend, lc["wo_2"], st["oxr"] == 2),
+            "oyr": Mux(chend, st_ho1, Mux(rowend, st["oyr"] - 1, st["oyr"])),
+            "oy1": Mux(chend, lc["ho_2"], Mux(rowend, st["oyr"] == 2, st["oy1"])),
+            "g1": Mux(chend | grp, by_pass("n2", st["n1"]), st["gr"] == 2),
+            "cr": Mux(chend, by_pass("pcr", st["cr"] - 1), st["cr"]),
+            "cr1": Mux(chend, by_pass("pc2", st["cr"] == 2), st["cr1"]),
+            "or": Mux(chend, Mux(imgnx, st_oc1, st["or"] - 1), st["or"]),
+            "or1": Mux(chend, Mux(imgnx, lc["oc_2"], st["or"] == 2), st["or1"]),
+            "ir": Mux(imgnx, st["ir"] - 1, st["ir"]),
+            "ir1": Mux(imgnx, st["ir"] == 2, st["ir1"]),
         }
-        m.d.sync += [fl[k].eq(v) for k, v in fl_n.items()]
-        sfn = step_flags(fl_n, Mux(handoff, d.flat, st_flat))
-        m.d.sync += [F[k].eq(v) for k, v in sfn.items()]
-        m.d.sync += [
-            st_basew.eq(nx["at"] + nx["noc"]),
-            st_addroc.eq(nx["addr"] + oc_n),
-        ]
-        with m.If(handoff):
-            m.d.sync += [st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1)]
-            m.d.sync += [x.eq(1) for x in stX]
-        with m.Elif(img_nx):
-            m.d.sync += [stX[i].eq(sN_a[i] + 1) for i in range(NP)]
-        with m.Elif(ch_end):
-            m.d.sync += [x.eq(x + 1) for x in stX]
-        with m.If(img_nx):
-            m.d.sync += st_img.eq(st_img + 1)
+        av["gr"] = Mux(chend | grp, av["n"], st["gr"] - 1)
+        afl = {
+            "rowend": Mux(chend | rowend, lc["wo_1"], st["ox1"]),
+            "lastrow": Mux(chend, lc["ho_1"], Mux(rowend, st["oy1"], fl["lastrow"])),
+            "glast": Mux(chend | grp, av["nz"], st["g1"]),
+            "clast": Mux(imgnx, sNl[0], Mux(chend, new_ch(sIl), Mux(
+                wrap, Const(MC == 1), Mux(grp, st_c == MC - 2, fl["clast"])))),
+            "olastc": Mux(chend, by_pass("pc1", st["cr1"]), fl["olastc"]),
+            "olast": Mux(imgnx, lc["oc_1"], Mux(chend, st["or1"], fl["olast"])),
+            "imglast": Mux(imgnx, st["ir1"], fl["imglast"]),
+        }
+        # pass 1's values from the descriptor (a handoff), from the registers (a new
+        # image), pass e + 2's (a new pass)
+        d_p1 = {"n": d.p1_n - 1, "nz": d.p1_n == 1, "n2": d.p1_n == 2, "noc": d.p1_noc,
+                "pcr": d.p1_cend - d.p0_cend - 1, "pc1": d.p1_cend - d.p0_cend == 1,
+                "pc2": d.p1_cend - d.p0_cend == 2}
+        with m.If(handoff[0]):
+            m.d.sync += [nxp[k].eq(v) for k, v in d_p1.items()]
+        with m.Elif(st_go[0] & imgnx):
+            m.d.sync += [nxp[k].eq(pvals[k][1]) for k in pvals]
+        with m.Elif(st_go[0] & newe):
+            m.d.sync += [nxp[k].eq(_sel(pvals[k], st_e1 + 1)) for k in pvals]
+        with m.If(handoff[0]):
+            m.d.sync += [st[k].eq(v) for k, v in hv.items()]
+            m.d.sync += [fl[k].eq(v) for k, v in hfl.items()]
+            m.d.sync += [F[k].eq(v) for k, v in step_flags(hfl, d.flat).items()]
+        with m.Elif(st_go[0]):
+            m.d.sync += [st[k].eq(v) for k, v in av.items()]
+            m.d.sync += [fl[k].eq(v) for k, v in afl.items()]
+            m.d.sync += [F[k].eq(v) for k, v in step_flags(afl, st_flat).items()]
+        nx_busy = Signal(name="nx_busy")
+        m.d.comb += nx_busy.eq(Mux(handoff[2], 1, Mux(st_step & F["lend"], 0, st_busy)))
+        m.d.sync += st_busy.eq(nx_busy)
+        # the bank being computed into, per bank (sel == b, flipped at a handoff)
+        own = [_S(name=f"own{b}", init=int(b == 0), reset_less=False) for b in range(2)]
+        with m.If(handoff[2]):
+            m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_flat.eq(d.flat),
+                         st_wo1.eq(d.wo - 1), st_ho1.eq(d.ho - 1), st_oc1.eq(d.oc - 1),
+                         st_oc.eq(d.oc)]
+            m.d.sync += [o.eq(~o) for o in own]
+            m.d.sync += [lc[f"{k}_{v}"].eq(getattr(d, k) == v) for k in ("wo", "ho", "oc")
+                         for v in (1, 2)]
+        # per-pass values: loaded at a handoff, the image starts moved at a new image, the
+        # next channel's addresses at a new channel
+        with m.If(handoff[1]):
+            for i in range(NP):
+                pn = getattr(d, f"p{i}_n")
+                pc = getattr(d, f"p{i}_cend") - (getattr(d, f"p{i - 1}_cend") if i else 0)
+                pnoc, sib, sia = (getattr(d, f"p{i}_{k}") for k in ("noc", "sib", "sia"))
+                m.d.sync += [st_pn[i].eq(pn - 1), st_pnz[i].eq(pn == 1), st_pn2[i].eq(pn == 2),
+                             st_pnoc[i].eq(pnoc),
+                             st_pcr[i].eq(pc - 1), st_pc1[i].eq(pc == 1), st_pc2[i].eq(pc == 2),
+                             sI_c[i].eq(0), sI_a[i].eq(0), sIl[i].eq(MC == 1),
+                             sN_c[i].eq(sib), sN_a[i].eq(sia), sNl[i].eq(sib == MC - 1),
+                             st_pib[i].eq(sib), st_pia[i].eq(sia),
+                             stX[i].eq(1), stXo[i].eq(d.oc + 1), stXw[i].eq(pnoc + 1)]
+            m.d.sync += [sNo0.eq(d.p0_sia + d.oc), sNw0.eq(d.p0_sia + d.p0_noc)]
+        with m.Elif(st_go[1] & imgnx):
             for i in range(NP):
                 csum = sN_c[i] + st_pib[i]
                 carry = csum >= MC
-                m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]),
-                             sN_c[i].eq(Mux(carry, csum - MC, csum)[:CW]),
-                             sN_a[i].eq(sN_a[i] + st_pia[i] + Mux(carry, st_pnoc[i], 0))]
+                nc = Mux(carry, csum - MC, csum)[:CW]
+                inc = st_pia[i] + Mux(carry, st_pnoc[i], 0)
+                m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]), sIl[i].eq(sNl[i]),
+                             sN_c[i].eq(nc), sNl[i].eq(nc == MC - 1),
+                             sN_a[i].eq(sN_a[i] + inc),
+                             stX[i].eq(sN_a[i] + 1), stXo[i].eq(sN_a[i] + 1 + st_oc),
+                             stXw[i].eq(sN_a[i] + 1 + st_pnoc[i])]
+                if i == 0:
+                    m.d.sync += [sNo0.eq(sNo0 + inc), sNw0.eq(sNw0 + inc)]
+        with m.Elif(st_go[1] & chend):
+            m.d.sync += [x.eq(x + 1) for x in stX + stXo + stXw]
 
-        # output banks: read port 0 is the drain's while computing into the bank, else the
-        # streamer's (next-state address: the data matches the current stream position)
-        st_data = [[None] * MC for _ in range(2)]
-        st_ra = _S(24, name="st_ra")
-        m.d.sync += st_ra.eq(nx["addr"])
+        # output banks: read port 0 is the drain's in the bank being computed into (sel), the
+        # streamer's in the other one (st_sel: it never streams bank sel), at st_addr; the
+        # data are the current stream position's one clock later
         rdata = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         wports = [[[None] * MC for _ in range(DR)] for _ in range(2)]
         for b in range(2):
-            own = (sel == b) & in_compute
             for c in range(MC):
                 for j in range(DR):
                     rp = omem[b][c].read_port(domain="sync")
                     wports[b][j][c] = omem[b][c].write_port()
-                    m.d.comb += rp.addr.eq(Mux(own, oaddr[j], st_ra) if j == 0
+                    m.d.comb += rp.addr.eq(Mux(own[b], oaddr[j], st["addr"]) if j == 0
                                            else oaddr[j])
                     rdata[b][j][c] = rp.data
-                    if j == 0:
-                        st_data[b][c] = rp.data
-        # stage C: the old partial sum registered, then added and written back
+        # stage C: the banks' read data registered as they are (per bank: no logic between
+        # a block RAM and its register), then the old partial sum added and written back.
+        # Port 0's registers (wco<b>_0_<c>) also hold the streamer's words.
         wc_v = [_S(name=f"wc{j}_v", reset_less=False) for j in range(DR)]
         wc_addr = [_S(24, name=f"wc{j}_addr") for j in range(DR)]
         wc_new = [[_S(signed(AW), name=f"wc{j}_{c}") for c in range(MC)] for j in range(DR)]
-        wc_old = [[_S(signed(AW), name=f"wco{j}_{c}") for c in range(MC)] for j in range(DR)]
+        wc_old = [[[_S(signed(AW), name=f"wco{b}_{j}_{c}") for c in range(MC)]
+                   for j in range(DR)] for b in range(2)]
         for j in range(DR):
             m.d.sync += [wc_v[j].eq(wb_v[j]), wc_addr[j].eq(wb_addr[j])]
             for c in range(MC):
-                m.d.sync += [wc_new[j][c].eq(wb_new[j][c]),
-                             wc_old[j][c].eq(Mux(sel, rdata[1][j][c], rdata[0][j][c]))]
+                m.d.sync += wc_new[j][c].eq(wb_new[j][c])
                 for b in range(2):
+                    m.d.sync += wc_old[b][j][c].eq(rdata[b][j][c])
                     wp = wports[b][j][c]
                     m.d.comb += [wp.addr.eq(wc_addr[j]),
                                  wp.data.eq(Mux(first_chunk, wc_new[j][c],
-                                                wc_old[j][c] + wc_new[j][c])),
-                                 wp.en.eq(wc_v[j] & (sel == b))]
-        wb_any = _any(wb_v) | _any(wc_v)
-        of_push = _S(name="of_push", reset_less=False)   # the word of last clock's step
-        of_c, of_sel = Signal.like(st_c, name="of_c"), _S(name="of_sel")
-        m.d.sync += [of_push.eq(st_step), of_c.eq(st_c), of_sel.eq(st_sel)]
+                                                wc_old[b][j][c] + wc_new[j][c])),
+                                 wp.en.eq(wc_v[j] & own[b])]
+        wb_any = _any(wa_v) | _any(wb_v) | _any(wc_v)
+        # Output FIFO (4 words): the streamer steps while the FIFO has room (the step, st_go,
+        # is a register computed a clock ahead from the FIFO's count), so o.ready only
+        # touches the FIFO.  A step's word is on the bank's read port
+        # one clock later (of_p1), in wco<b>_0_<c> the clock after, when it is pushed
+        # (of_push): three clocks from a step to the word at o.
+        OFD = 4
+        of_p1 = _S(name="of_p1", reset_less=False)
+        of_push = _S(name="of_push", reset_less=False)
+        of_c1, of_c = Signal.like(st_c, name="of_c1"), Signal.like(st_c, name="of_c")
+        of_sel1, of_sel = _S(name="of_sel1"), _S(name="of_sel")
+        m.d.sync += [of_p1.eq(st_step), of_push.eq(of_p1), of_c1.eq(st_c), of_c.eq(of_c1),
+                     of_sel1.eq(st_sel), of_sel.eq(of_sel1)]
         of_mem = [_S(signed(AW), name=f"of_q{i}") for i in range(OFD)]
         of_wp = _S(range(OFD), name="of_wp", reset_less=False)
         of_rp = _S(range(OFD), name="of_rp", reset_less=False)
@@ -848,13 +965,15 @@ class ConvArray(wiring.Component):
         with m.If(of_push):
             for i in range(OFD):
                 with m.If(of_wp == i):
-                    m.d.sync += of_mem[i].eq(_sel([_sel(st_data[b], of_c) for b in range(2)],
+                    m.d.sync += of_mem[i].eq(_sel([_sel(wc_old[b][0], of_c) for b in range(2)],
                                                   of_sel))
             m.d.sync += of_wp.eq(of_wp + 1)
         with m.If(of_pop):
             m.d.sync += of_rp.eq(of_rp + 1)
-        m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0),
-                     of_stop.eq(of_cnt_n + st_step >= OFD - 1)]
+        # the next clock steps if the streamer is busy and the words in the FIFO and on
+        # their way leave room
+        m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0)]
+        m.d.sync += _replicate(nx_busy & (of_cnt_n + st_step + of_p1 < OFD), st_go)
         m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
         # ---------------------------------------------------------------- issue control
@@ -1364,7 +1483,7 @@ class ConvArray(wiring.Component):
                                 with m.If(eb3):
                                     m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
                                                  e.eq(0), wblk[0].eq(0), cb[0].eq(0),
-                                                 dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
+                                                 pd_L.eq(0), zL.eq(0)]
                                     m.d.sync += [x.eq(0) for x in pd_F + zF + F_gt1]
                                     m.d.sync += L_gt1.eq(0)
                                     m.next = "COMPUTE"
@@ -1381,30 +1500,17 @@ class ConvArray(wiring.Component):
                 with m.If(self.s.ready):
                     m.next = "HANDOFF"
             with m.State("HANDOFF"):
+                # (the streamer's loads and the bank swap: `handoff` in the streamer)
                 with m.If(~st_busy):
-                    m.d.sync += [st_sel.eq(sel), sel.eq(~sel), st_oc.eq(d.oc), st_ho.eq(d.ho),
-                                 st_wo.eq(d.wo), st_flat.eq(d.flat)]
-                    m.d.sync += [st_pn[i].eq(getattr(d, f"p{i}_n") - 1) for i in range(NP)]
-                    m.d.sync += [st_pnoc[i].eq(getattr(d, f"p{i}_noc")) for i in range(NP)]
-                    m.d.sync += [st_pcend[i].eq(getattr(d, f"p{i}_cend") - 1) for i in range(NP)]
-                    m.d.sync += [st_b.eq(d.batch - 1), st_img.eq(0)]
-                    for i in range(NP):
-                        m.d.sync += [sI_c[i].eq(0), sI_a[i].eq(0),
-                                     sN_c[i].eq(getattr(d, f"p{i}_sib")),
-                                     sN_a[i].eq(getattr(d, f"p{i}_sia")),
-                                     st_pib[i].eq(getattr(d, f"p{i}_sib")),
-                                     st_pia[i].eq(getattr(d, f"p{i}_sia"))]
                     m.next = "IDLE"
         # Port handshakes as plain assignments (Icarus does not evaluate an always @*
         # block at time 0 if none of its inputs ever changes).
         # handoff (HANDOFF state and the streamer idle) as a register, from the next state:
         # the FSM enters HANDOFF from STAT when s is taken and stays while the streamer is
         # busy; the streamer is busy in the clock after a handoff
-        hof = _S(name="st_hof", reset_less=False)
-        m.d.sync += hof.eq(((fsm.ongoing("STAT") & self.s.ready)
-                            | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx["busy"])
+        m.d.sync += _replicate(((fsm.ongoing("STAT") & self.s.ready)
+                                | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx_busy, handoff)
         m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
-                     handoff.eq(hof),
                      w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
                      f_en.eq(fsm.ongoing("XLOAD") & step),
                      self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
