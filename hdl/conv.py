@@ -292,7 +292,8 @@ class ConvArray(wiring.Component):
         sg = _S(range(NG + 1), name="sg")
         st_dist, at_st = _S(signed(25), name="st_dist"), _S(name="at_st")
         dq1 = _S(name="dq1")                 # dq == 1 (a start right after a start)
-        m.d.sync += dq1.eq(dq == 1)
+        dqm1 = _S(24, name="dqm1")           # dq - 1
+        m.d.sync += [dq1.eq(dq == 1), dqm1.eq(dq - 1)]
         sgs, sgoc, sgrb = _S(16, name="sgs"), _S(24, name="sgoc"), _S(16, name="sgrb")
         wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
 
@@ -1016,7 +1017,7 @@ class ConvArray(wiring.Component):
                 with m.If(setup_last):
                     m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
             with m.Else():
-                m.d.sync += [st_dist.eq(st_dist - 1 + Mux(start, dq, 0)),
+                m.d.sync += [st_dist.eq(Mux(start, st_dist + dqm1, st_dist - 1)),
                              at_st.eq(Mux(start, dq1, st_dist == 1))]
                 with m.If(start):
                     m.d.sync += [sg.eq(sg + 1), sgs.eq(sgs + d.stride),
