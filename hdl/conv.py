@@ -1179,6 +1179,14 @@ class ConvArray(wiring.Component):
         m.d.sync += [bx_padh.eq(d.pad + d.h), bx_padw.eq(d.pad + d.w),
                      bx_hk.eq(d.pad + d.h - d.kh), bx_wk.eq(d.pad + d.w - d.kw)]
 
+        # the box fields of the whole kernel (per layer, registered)
+        kfull = {k: _S(BX[k], name=f"kfull_{k}") for k in
+                 ("kyl", "kym", "kym1", "kyz", "kym0", "kxl", "kxm", "kxm1", "kxz", "kxm0")}
+        for ax, n in (("y", d.kh), ("x", d.kw)):
+            m.d.sync += [kfull[f"k{ax}l"].eq(n - 1), kfull[f"k{ax}m"].eq(n - 2),
+                         kfull[f"k{ax}m1"].eq(n - 3), kfull[f"k{ax}z"].eq(n == 1),
+                         kfull[f"k{ax}m0"].eq(n == 2)]
+
         def box_stages(states, tag):
             ylo, yhi, xlo, xhi = [], [], [], []
             for c, st in enumerate(states):
@@ -1225,16 +1233,17 @@ class ConvArray(wiring.Component):
                           for a in range(1, MIN_BOX) for u, v in (("nky", "nkx"), ("nkx", "nky"))])
             full = ~skipbox | small
             cc = {k: _S(wd, name=f"{tag}C_{k}") for k, wd in BX.items()}
-            ky0 = Mux(full, 0, bb["ky0"])[:8]
-            kx0 = Mux(full, 0, bb["kx0"])[:8]
-            nky = Mux(full, d.kh, bb["nky"])[:8]
-            nkx = Mux(full, d.kw, bb["nkx"])[:8]
-            m.d.sync += [cc["ky0"].eq(ky0), cc["kx0"].eq(kx0), cc["kyl"].eq(nky - 1),
-                         cc["kxl"].eq(nkx - 1),
-                         cc["kym"].eq(nky - 2), cc["kxm"].eq(nkx - 2),
-                         cc["kyz"].eq(nky == 1), cc["kxz"].eq(nkx == 1),
-                         cc["kym0"].eq(nky == 2), cc["kxm0"].eq(nkx == 2),
-                         cc["kym1"].eq(nky - 3), cc["kxm1"].eq(nkx - 3),
+
+            def sizes(n, ax):
+                """The box fields of one axis: nk - 1, nk - 2, nk - 3, nk == 1, nk == 2."""
+                return {f"k{ax}l": n - 1, f"k{ax}m": n - 2, f"k{ax}m1": n - 3,
+                        f"k{ax}z": n == 1, f"k{ax}m0": n == 2}
+            # both variants in parallel (the whole kernel's from registered constants), then
+            # selected by full
+            part = {**sizes(bb["nky"], "y"), **sizes(bb["nkx"], "x")}
+            m.d.sync += [cc[k].eq(Mux(full, kfull[k], v)) for k, v in part.items()]
+            m.d.sync += [cc["ky0"].eq(Mux(full, 0, bb["ky0"])),
+                         cc["kx0"].eq(Mux(full, 0, bb["kx0"])),
                          # products from the tables of multiples (ky0, kx0 <= pad <= 7)
                          cc["fbox"].eq(Mux(full, 0, _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"])),
                          cc["wbox"].eq(Mux(full, 0, _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]))]
