@@ -291,6 +291,10 @@ class ConvArray(wiring.Component):
         # st_dist = start clock - issue clock, at_st = (st_dist == 0) as a register
         sg = _S(range(NG + 1), name="sg")
         st_dist, at_st = _S(signed(25), name="st_dist"), _S(name="at_st")
+        # per pass, registered: copy g is the last (g == n - 1); every copy has started
+        lastc = [_S(name=f"lastc{g}") for g in range(NG)]
+        sg_all = _S(name="sg_all")
+        m.d.sync += [lastc[g].eq(cp["n"] == g + 1) for g in range(NG)]
         dq1 = _S(name="dq1")                 # dq == 1 (a start right after a start)
         dqm1 = _S(24, name="dqm1")           # dq - 1
         m.d.sync += [dq1.eq(dq == 1), dqm1.eq(dq - 1)]
@@ -1020,14 +1024,15 @@ class ConvArray(wiring.Component):
                 m.d.sync += [st_dist.eq(Mux(start, st_dist + dqm1, st_dist - 1)),
                              at_st.eq(Mux(start, dq1, st_dist == 1))]
                 with m.If(start):
-                    m.d.sync += [sg.eq(sg + 1), sgs.eq(sgs + d.stride),
+                    m.d.sync += [sg.eq(sg + 1), sg_all.eq(sg + 1 == cp["n"]),
+                                 sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
                         with m.If(sg == g):
                             m.d.sync += act[g].eq(1)
-                # pass end: every started copy finishes
-                with m.If((sg == cp["n"]) & _any(act)
-                          & ~_any(act[g] & ~gdone[g] for g in range(NG))):
+                # pass end: every copy has started and the last one (n - 1, which runs
+                # (n - 1) D beats behind copy 0, so finishes last) finishes
+                with m.If(sg_all & _any(lastc[g] & gdone[g] for g in range(NG))):
                     m.d.sync += isu.eq(0)
                     with m.If(e == d.npasses - 1):
                         m.d.sync += issuing.eq(0)
@@ -1146,7 +1151,7 @@ class ConvArray(wiring.Component):
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
-                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1),
+                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_all.eq(lastc[0]),
                          st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc),
                          sgrb.eq(cp["r"])]
         # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
