@@ -169,7 +169,6 @@ class ConvArray(wiring.Component):
         sel = _S(reset_less=False)               # output buffer written by the compute side
         q = _S(16)                 # chunk index
         first_chunk = _S()
-        icc = _S(16)               # channels in this chunk
         iccl = _S(16)              # icc - 1
         kq = _S(24)                # beats per tile in this chunk
         dq = _S(24)                # stagger between copies
@@ -1037,33 +1036,199 @@ class ConvArray(wiring.Component):
                                  wo_g[g].eq(wo_g[g] + 1)]
 
         # ---------------------------------------------------------------- loaders
-        a0, a1, a2 = _S(16, name="a0"), _S(DIMW + 1, name="a1"), _S(16, name="a2")
-        a3 = _S(16, name="a3")             # image of the batch being loaded
-        ximg = _S(24, name="ximg")         # bank offset of the next image's first map
-        xcst = _S(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
-        addr = _S(24)
-        le, lb, li = _S(range(NP + 1), name="le"), _S(16, name="lb"), _S(16, name="li")
-        lbase, la_x, la_c, lky, lkx, lic = (_S(24, name=n) for n in
-                                            ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
-        # row offsets g * R of the loader's pass (registered when the pass changes)
-        lRg = [_S(20, name=f"lRg{g}") for g in range(NG)]
-        lrow = [_S(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
-        # g * R of every pass, registered from the descriptor (no multiplier at a pass change)
-        gR = [[_S(20, name=f"ld_gr{i}_{g}") for g in range(NG)] for i in range(NP)]
-        m.d.sync += [gR[i][g].eq(getattr(d, f"p{i}_r") * g) for i in range(NP) for g in range(NG)]
-        lN = _S(4, name="lN")
+        # Both loaders walk nested counters, one word per transfer (weights: kx, ky, ic, row
+        # of the block, block of the pass, output channel; features: xp, yp, ic, image).  So
+        # that no enable or select is a deep function of the counters, every counter level
+        # keeps two registered flags, e (at its last value) and p (one step before it), and
+        # the ANDs of the e flags of the lower levels are registers too (tw*/tx*, each loaded
+        # with the AND of the next e values): each counter's enable is then a transfer AND
+        # one registered flag, and every wrap loads registered constants.
+        def size_consts(size, width, tag, sync=True):
+            """(size == 1, size == 2, size - 3): the e / p values after a wrap and the
+            compare for p (cnt + 1 == size - 2 iff cnt == size - 3), registered every clock
+            from the descriptor (stable from CHUNK on) or, with sync=False, combinational."""
+            vals = (size == 1, size == 2, (size - 3)[:width])
+            if not sync:
+                return vals
+            regs = (_S(name=f"ld_{tag}_s1"), _S(name=f"ld_{tag}_s2"), _S(width, name=f"ld_{tag}_m3"))
+            m.d.sync += [r.eq(v) for r, v in zip(regs, vals)]
+            return regs
+
+        def level(cnt, tag, adv, consts, wrap=None, init=None):
+            """A counter level advancing when ``adv``: counts up to ``size - 1``, then wraps
+            to 0; ``consts`` = size_consts of the size (the compare for p), ``wrap`` = (e, p)
+            after a wrap (default: size == 1, size == 2; other for a size that changes at
+            the wrap); ``init`` = (condition, size_consts): start at 0.  Returns e and its
+            next value."""
+            e, p = _S(name=f"ld_e{tag}"), _S(name=f"ld_p{tag}")
+            s1, s2 = wrap if wrap is not None else consts[:2]
+            m3 = consts[2]
+            if init is not None:
+                cond, (i1, i2, _) = init
+                with m.If(cond):
+                    m.d.sync += [cnt.eq(0), e.eq(i1), p.eq(i2)]
+            with m.If(adv):
+                with m.If(e):
+                    m.d.sync += [cnt.eq(0), e.eq(s1), p.eq(s2)]
+                with m.Else():
+                    m.d.sync += [cnt.eq(cnt + 1), e.eq(p), p.eq(cnt == m3)]
+            e_n = Mux(adv, Mux(e, s1, p), e)
+            if init is not None:
+                e_n = Mux(init[0], init[1][0], e_n)
+            return e, e_n
+
+        # one-hot state flags of the FSM below (registered, loaded by its transitions)
+        chunk_on = _S(name="ld_chunk_on", reset_less=False)   # state CHUNK
+        wl_on = _S(name="ld_wl_on", reset_less=False)         # state WLOAD
+        xl_on = _S(name="ld_xl_on", reset_less=False)         # state XLOAD
+        last_chunk = _S(name="last_chunk")                    # q == chunks - 1
+        # chunk constants of the input-channel level (loaded in CHUNK)
+        icc_d = Mux(last_chunk, d.icq_last, d.icq)
+        icq_c = tuple(_S(16 if i == 2 else 1, name=f"ld_ic_{k}")
+                      for i, k in enumerate(("s1", "s2", "m3")))
+        with m.If(chunk_on):
+            m.d.sync += [r.eq(v) for r, v in zip(icq_c, size_consts(icc_d, 16, "", sync=False))]
+
+        # weight loader: C order (o, ic, ky, kx); row bank address
+        # blk * kq + kx * q * kh + ic * kh + ky, the word written into the banks of rows
+        # g * R + li of the copies g < n of its pass.  The passes' constants wait in a queue
+        # (entry k = pass le + k, loaded from the descriptor in CHUNK, shifted at a pass
+        # change): gR[g] = g * R (shift-and-add; n * R <= rows, so LIW bits hold every row
+        # of a copy in use), n, and size_consts of R and count.
+        LIW = _bits(MR)
+        w_take = _S(name="ld_w_take")
+        m.d.comb += w_take.eq(wl_on & self.w.valid)
+
+        def pass_entry(i):
+            r = getattr(d, f"p{i}_r")[:LIW + 1]
+            grs = [sum(r << b for b in range(g.bit_length()) if (g >> b) & 1) if g else Const(0)
+                   for g in range(NG)]
+            return ([v[:LIW] for v in grs], getattr(d, f"p{i}_n"),
+                    size_consts(getattr(d, f"p{i}_r"), LIW, "", sync=False),
+                    size_consts(getattr(d, f"p{i}_count"), 16, "", sync=False))
+        pq = []
+        for k in range(NP):
+            pq.append(([_S(LIW, name=f"ld_q{k}_gr{g}") for g in range(NG)],
+                       _S(4, name=f"ld_q{k}_n"),
+                       (_S(name=f"ld_q{k}_rs1"), _S(name=f"ld_q{k}_rs2"),
+                        _S(LIW, name=f"ld_q{k}_rm3")),
+                       (_S(name=f"ld_q{k}_cs1"), _S(name=f"ld_q{k}_cs2"),
+                        _S(16, name=f"ld_q{k}_cm3"))))
+
+        def flat(entry):
+            gr, n, rc, cc = entry
+            return list(gr) + [n] + list(rc) + list(cc)
+
+        kw_c = size_consts(d.kw, 8, "kw")
+        kh_c = size_consts(d.kh, 8, "kh")
+        oc_c = size_consts(d.oc, 16, "oc")
+        lkx, lky, lic = _S(8, name="lkx"), _S(8, name="lky"), _S(16, name="lic")
+        li, lb, lo = _S(LIW, name="li"), _S(16, name="lb"), _S(16, name="lo")
+        lbase, la_x, la_c = _S(WW, name="lbase"), _S(WW, name="la_x"), _S(WW, name="la_c")
+        lrow = [_S(LIW, name=f"lrow{g}") for g in range(NG)]    # g * R + li
+        # tw2 = ekx & eky, tw3 = tw2 & eic (an output channel's last word), tw4 = tw3 & eli
+        # (a block's), tw5 = tw4 & elb (a pass's), twx = tw3 & eoc (the chunk's last weight)
+        tw2, tw3, tw4, tw5, twx = (_S(name=f"ld_tw{k}") for k in ("2", "3", "4", "5", "x"))
+        p0, p1 = pq[0], pq[1] if NP > 1 else pq[0]
+        e0 = pass_entry(0)
+        ekx, ekx_n = level(lkx, "kx", w_take, kw_c, None,
+                           (chunk_on, size_consts(d.kw, 8, "", sync=False)))
+        eky, eky_n = level(lky, "ky", w_take & ekx, kh_c, None,
+                           (chunk_on, size_consts(d.kh, 8, "", sync=False)))
+        icc_init = size_consts(icc_d, 16, "", sync=False)
+        eic, eic_n = level(lic, "ic", w_take & tw2, icq_c, None, (chunk_on, icc_init))
+        # a row wraps into the next block (same pass) or, if the block was the pass's last,
+        # into the next pass (elb is the block level's e flag, defined below)
+        elb_hold = _S(name="ld_elb_hold")
+        eli, eli_n = level(li, "li", w_take & tw3, p0[2],
+                           tuple(Mux(elb_hold, a, b) for a, b in zip(p1[2][:2], p0[2][:2])),
+                           (chunk_on, e0[2]))
+        elb, elb_n = level(lb, "lb", w_take & tw4, p0[3], p1[3][:2], (chunk_on, e0[3]))
+        m.d.comb += elb_hold.eq(elb)
+        eoc, eoc_n = level(lo, "oc", w_take & tw3, oc_c, None,
+                           (chunk_on, size_consts(d.oc, 16, "", sync=False)))
+        tw2_n = ekx_n & eky_n
+        tw3_n = tw2_n & eic_n
+        tw4_n = tw3_n & eli_n
+        m.d.sync += [tw2.eq(tw2_n), tw3.eq(tw3_n), tw4.eq(tw4_n), tw5.eq(tw4_n & elb_n),
+                     twx.eq(tw3_n & eoc_n)]
+        with m.If(chunk_on):
+            m.d.sync += [lbase.eq(0), la_x.eq(0), la_c.eq(0)]
+            m.d.sync += [a.eq(b) for k in range(NP) for a, b in zip(flat(pq[k]),
+                                                                     flat(pass_entry(k)))]
+            m.d.sync += [lrow[g].eq(e0[0][g]) for g in range(NG)]
+        with m.If(w_take):
+            m.d.sync += la_x.eq(Mux(ekx, 0, la_x + cqkh))
+        with m.If(w_take & tw2):
+            m.d.sync += la_c.eq(Mux(eic, 0, la_c + d.kh))
+        with m.If(w_take & tw3):
+            # next row of the block: + 1; next block: the pass's g * R; next pass: its g * R
+            m.d.sync += [lrow[g].eq(Mux(tw4, Mux(elb, p1[0][g], p0[0][g]), lrow[g] + 1))
+                         for g in range(NG)]
+        with m.If(w_take & tw4):
+            m.d.sync += lbase.eq(lbase + kq)
+        with m.If(w_take & tw5):
+            for k in range(NP - 1):
+                m.d.sync += [a.eq(b) for a, b in zip(flat(pq[k]), flat(pq[k + 1]))]
         w_en = _S()
-        wl_addr = _S(24, name="wl_addr")
+        wl_addr = _S(WW, name="wl_addr")
         wl_data = _S(signed(cfg.weight_width), name="wl_data")
         wl_hit = _S(MR, name="wl_hit")
+        m.d.comb += w_en.eq(w_take)
         m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
-                     wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < lN)
+                     wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < p0[1])
                                                  for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
             wp = wmem[r].write_port()
             m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
-        f_addr, f_en = _S(24, name="f_addr"), _S(name="f_en")
+
+        # feature loader: a0 = xp, a1 = yp, a2 = ic, a3 = image over the padded maps,
+        # borders written as zeros; stream order (image, ic, yp, xp), banks
+        # [ic][image][Hp][Wp]; starts at (0, 0, 0, 0) after the chunk's last weight
+        a0, a1 = _S(DIMW + 1, name="a0"), _S(DIMW + 1, name="a1")
+        a2, a3 = _S(16, name="a2"), _S(16, name="a3")
+        ximg = _S(FW, name="ximg")         # bank offset of the next image's first map
+        xcst = _S(FW, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
+        addr = _S(FW, name="addr")
+        padh, padw = _S(DIMW + 1, name="ld_padh"), _S(DIMW + 1, name="ld_padw")
+        m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
+        # inx / iny: a0 / a1 inside the map; interior = inx & iny, its own register
+        inx, iny = _S(name="ld_inx"), _S(name="ld_iny")
+        interior = _S(name="ld_interior")
+        step = ~interior | self.x.valid
+        x_take = _S(name="ld_x_take")
+        m.d.comb += x_take.eq(xl_on & step)
+        x_start = _S(name="ld_x_start")      # the chunk's last weight is taken
+        m.d.comb += x_start.eq(w_take & twx)
+        # txy = ex0 & ey1 (a map row's last word), txc = txy & ec2 (an image's last),
+        # txb = txc & eb3 (the chunk's last)
+        txy, txc, txb = (_S(name=f"ld_t{k}") for k in ("xy", "xc", "xb"))
+        wp_c = size_consts(d.wp, DIMW + 1, "wp")
+        hp_c = size_consts(d.hp, DIMW + 1, "hp")
+        b_c = size_consts(d.batch, 16, "b")
+        ex0, ex0_n = level(a0, "x", x_take, wp_c, None, (x_start, wp_c))
+        ey1, ey1_n = level(a1, "y", x_take & ex0, hp_c, None, (x_start, hp_c))
+        ec2, ec2_n = level(a2, "c", x_take & txy, icq_c, None, (x_start, icq_c))
+        eb3, eb3_n = level(a3, "b", x_take & txc, b_c, None, (x_start, b_c))
+        txy_n = ex0_n & ey1_n
+        txc_n = txy_n & ec2_n
+        m.d.sync += [txy.eq(txy_n), txc.eq(txc_n), txb.eq(txc_n & eb3_n)]
+        pad0 = d.pad == 0
+        inx_n = Mux(x_start, pad0, Mux(x_take, Mux(ex0, pad0, (a0 + 1 >= d.pad) & (a0 + 1 < padw)),
+                                       inx))
+        iny_n = Mux(x_start, pad0,
+                    Mux(x_take & ex0, Mux(ey1, pad0, (a1 + 1 >= d.pad) & (a1 + 1 < padh)), iny))
+        m.d.sync += [inx.eq(inx_n), iny.eq(iny_n), interior.eq(inx_n & iny_n)]
+        with m.If(chunk_on):
+            m.d.sync += [addr.eq(0), ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1)]
+        with m.If(x_take):
+            m.d.sync += addr.eq(Mux(txc, ximg, Mux(txy, addr + xcst, addr + 1)))
+        with m.If(x_take & txc):
+            m.d.sync += ximg.eq(ximg + d.imgw)
+        f_addr, f_en = _S(FW, name="f_addr"), _S(name="f_en")
         f_data = _S(signed(cfg.data_width), name="f_data")
+        m.d.comb += [f_en.eq(x_take), f_addr.eq(addr),
+                     f_data.eq(Mux(interior, self.x.payload, 0))]
         # feature bank writes registered per column (one clock later; the banks are read
         # only after the pass set-up, cols + 5 clocks after the last write)
         for c in range(MC):
@@ -1077,120 +1242,40 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
-        last_chunk = _S()
-        x_ready = _S()
         chunks1 = _S(16, name="chunks1")
-        m.d.comb += last_chunk.eq(q == chunks1)
-        padh, padw = _S(DIMW + 1, name="ld_padh"), _S(DIMW + 1, name="ld_padw")
-        m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
-        # loader end / window flags, registered (each predicted from the counter's next value)
-        ekx, eky, eic, eli, elb, eoc = (_S(name=f"ld_e{k}") for k in
-                                        ("kx", "ky", "ic", "li", "lb", "oc"))
-        ex0, ey1, ec2, eb3 = (_S(name=f"ld_x{k}") for k in ("x", "y", "c", "b"))
-        inx, iny = _S(name="ld_inx"), _S(name="ld_iny")   # a0 / a1 inside the map
-        interior = inx & iny
-        step = ~interior | self.x.valid
-        m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
-                     f_data.eq(Mux(interior, self.x.payload, 0))]
-        # loader constants from the descriptor (registered; d is stable from CHUNK on)
-        kw1, kh1 = _S(8, name="ld_kw1"), _S(8, name="ld_kh1")
-        oc1 = _S(16, name="ld_oc1")
-        wp1, hp1 = _S(DIMW, name="ld_wp1"), _S(DIMW, name="ld_hp1")
-        b1 = _S(16, name="ld_b1")
-        lR1, lcount1 = _S(16, name="ld_r1"), _S(16, name="ld_count1")
-        m.d.sync += [kw1.eq(d.kw - 1), kh1.eq(d.kh - 1), oc1.eq(d.oc - 1), wp1.eq(d.wp - 1),
-                     hp1.eq(d.hp - 1), b1.eq(d.batch - 1)]
+        # the FSM's one-hot flags and the loads of its transitions in the loaders' region
+        # (conditions on registered flags, not on the state decode)
+        x_done = _S(name="ld_x_done")          # the chunk's last feature word is taken
+        m.d.comb += x_done.eq(x_take & txb)
+        with m.If(chunk_on):
+            m.d.sync += [iccl.eq(icc_d - 1),
+                         kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
+                         dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
+                         cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
+                         chunk_on.eq(0), wl_on.eq(1)]
+        with m.If(x_start):
+            m.d.sync += [wl_on.eq(0), xl_on.eq(1)]
+        with m.If(x_done):
+            m.d.sync += [xl_on.eq(0), issuing.eq(1), setup.eq(1), sk.eq(0),
+                         e.eq(0), wblk[0].eq(0), cb[0].eq(0),
+                         dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
+            m.d.sync += [x.eq(0) for x in pd_F + zF]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
                     m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
                                  chunks1.eq(self.c.payload.chunks - 1),
-                                 first_chunk.eq(1)]
+                                 last_chunk.eq(self.c.payload.chunks == 1),
+                                 first_chunk.eq(1), chunk_on.eq(1)]
                     m.next = "CHUNK"
             with m.State("CHUNK"):
-                m.d.sync += [icc.eq(Mux(last_chunk, d.icq_last, d.icq)),
-                             iccl.eq(Mux(last_chunk, d.icq_last, d.icq) - 1),
-                             kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
-                             dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
-                             cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
-                             a0.eq(0), a1.eq(0), a2.eq(0), a3.eq(0), addr.eq(0),
-                             ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1),
-                             le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
-                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n),
-                             lR1.eq(d.p0_r - 1), lcount1.eq(d.p0_count - 1),
-                             ekx.eq(d.kw == 1), eky.eq(d.kh == 1),
-                             eic.eq(Mux(last_chunk, d.icq_last, d.icq) == 1),
-                             eli.eq(d.p0_r == 1), elb.eq(d.p0_count == 1), eoc.eq(d.oc == 1)]
-                m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
-                m.d.sync += [lrow[g].eq(d.p0_r * g) for g in range(NG)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
-                # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
-                with m.If(self.w.valid):
-                    with m.If(ekx):
-                        m.d.sync += [lkx.eq(0), la_x.eq(0), ekx.eq(kw1 == 0)]
-                        with m.If(eky):
-                            m.d.sync += [lky.eq(0), eky.eq(kh1 == 0)]
-                            with m.If(eic):
-                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1),
-                                             eic.eq(iccl == 0), eli.eq(li + 1 == lR1)]
-                                m.d.sync += [lrow[g].eq(lrow[g] + 1) for g in range(NG)]
-                                with m.If(eli):
-                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq),
-                                                 eli.eq(lR1 == 0), elb.eq(lb + 1 == lcount1)]
-                                    m.d.sync += [lrow[g].eq(lRg[g]) for g in range(NG)]
-                                    with m.If(elb):
-                                        m.d.sync += [lb.eq(0), le.eq(le + 1),
-                                                     lN.eq(_sel(pvl["n"], le + 1)),
-                                                     lR1.eq(_sel(pvl["r"], le + 1) - 1),
-                                                     lcount1.eq(_sel(pvl["count"], le + 1) - 1),
-                                                     eli.eq(_sel(pvl["r"], le + 1) == 1),
-                                                     elb.eq(_sel(pvl["count"], le + 1) == 1)]
-                                        m.d.sync += [lRg[g].eq(_sel([gR[i][g] for i in range(NP)],
-                                                                    le + 1))
-                                                     for g in range(NG)]
-                                        m.d.sync += [lrow[g].eq(_sel([gR[i][g] for i in range(NP)],
-                                                                     le + 1))
-                                                     for g in range(NG)]
-                                with m.If(eoc):
-                                    # the feature load starts at (0, 0, 0, 0)
-                                    m.d.sync += [a0.eq(0), ex0.eq(wp1 == 0), ey1.eq(hp1 == 0),
-                                                 ec2.eq(iccl == 0), eb3.eq(b1 == 0),
-                                                 inx.eq(d.pad == 0), iny.eq(d.pad == 0)]
-                                    m.next = "XLOAD"
-                                with m.Else():
-                                    m.d.sync += [a0.eq(a0 + 1), eoc.eq(a0 + 1 == oc1)]
-                            with m.Else():
-                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh),
-                                             eic.eq(lic + 1 == iccl)]
-                        with m.Else():
-                            m.d.sync += [lky.eq(lky + 1), eky.eq(lky + 1 == kh1)]
-                    with m.Else():
-                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh), ekx.eq(lkx + 1 == kw1)]
+                with m.If(x_start):
+                    m.next = "XLOAD"
             with m.State("XLOAD"):
-                # a0 = xp, a1 = yp, a2 = ic over the padded maps; borders written as zeros
-                # stream order (image, ic, yp, xp); banks [ic][image][Hp][Wp]
-                with m.If(step):
-                    m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1), ex0.eq(a0 + 1 == wp1),
-                                 inx.eq((a0 + 1 >= d.pad) & (a0 + 1 < padw))]
-                    with m.If(ex0):
-                        m.d.sync += [a0.eq(0), a1.eq(a1 + 1), ex0.eq(wp1 == 0),
-                                     inx.eq(d.pad == 0), ey1.eq(a1 + 1 == hp1),
-                                     iny.eq((a1 + 1 >= d.pad) & (a1 + 1 < padh))]
-                        with m.If(ey1):
-                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst),
-                                         ey1.eq(hp1 == 0), iny.eq(d.pad == 0),
-                                         ec2.eq(a2 + 1 == iccl)]
-                            with m.If(ec2):
-                                m.d.sync += [a2.eq(0), a3.eq(a3 + 1), addr.eq(ximg),
-                                             ximg.eq(ximg + d.imgw), ec2.eq(iccl == 0),
-                                             eb3.eq(a3 + 1 == b1)]
-                                with m.If(eb3):
-                                    m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0),
-                                                 e.eq(0), wblk[0].eq(0), cb[0].eq(0),
-                                                 dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
-                                    m.d.sync += [x.eq(0) for x in pd_F + zF]
-                                    m.next = "COMPUTE"
+                with m.If(x_done):
+                    m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
                 with m.If(~issuing & ~_any(i_act) & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
@@ -1198,7 +1283,8 @@ class ConvArray(wiring.Component):
                     with m.If(last_chunk):
                         m.next = "STAT"
                     with m.Else():
-                        m.d.sync += [q.eq(q + 1), first_chunk.eq(0)]
+                        m.d.sync += [q.eq(q + 1), first_chunk.eq(0), chunk_on.eq(1),
+                                     last_chunk.eq(q + 1 == chunks1)]
                         m.next = "CHUNK"
             with m.State("STAT"):
                 with m.If(self.s.ready):
@@ -1228,10 +1314,8 @@ class ConvArray(wiring.Component):
                             | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx["busy"])
         m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
                      handoff.eq(hof),
-                     w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
-                     f_en.eq(fsm.ongoing("XLOAD") & step),
-                     self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
-                     self.x.ready.eq(fsm.ongoing("XLOAD") & x_ready),
+                     self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(wl_on),
+                     self.x.ready.eq(xl_on & interior),
                      self.s.valid.eq(fsm.ongoing("STAT"))]
         return m
 
