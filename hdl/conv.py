@@ -1260,6 +1260,19 @@ class ConvArray(wiring.Component):
                          e.eq(0), wblk[0].eq(0), cb[0].eq(0),
                          dg.eq(0), di.eq(0), pd_L.eq(0), zL.eq(0)]
             m.d.sync += [x.eq(0) for x in pd_F + zF]
+        # The compute phase ends when nothing issues and the MAC pipeline, the captures and
+        # the drain are empty.  Their valid bits and flags are chains of registers, each
+        # loaded unconditionally, so "empty" is registered one clock ahead from their inputs
+        # (keep these in step with the assignments of i_act, sa/s1/x2/s2 v, pending, wb_v and
+        # wc_v above): pipe_idle = none of i_act, a/s1/x2/s2 v; drain_idle = none of pending,
+        # wb_v, wc_v (reset: all of them are 0).
+        pipe_idle = _S(init=1, name="pipe_idle", reset_less=False)
+        drain_idle = _S(init=1, name="drain_idle", reset_less=False)
+        m.d.sync += [
+            pipe_idle.eq(~_any(act[g] & adv for g in range(NG)) & ~_any(i_act) & ~sa["v"]
+                         & ~s1["v"] & ~x2["v"]),
+            drain_idle.eq(~newpend.any() & ~_any(working & (drem > j) for j in range(DR))
+                          & ~_any(wb_v))]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
@@ -1278,8 +1291,7 @@ class ConvArray(wiring.Component):
                     m.next = "COMPUTE"
             with m.State("COMPUTE"):
                 m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & ~_any(i_act) & ~sa["v"] & ~s1["v"] & ~x2["v"] & ~s2_v & ~pending.any()
-                          & ~wb_any):
+                with m.If(~issuing & pipe_idle & drain_idle):
                     with m.If(last_chunk):
                         m.next = "STAT"
                     with m.Else():
