@@ -1043,69 +1043,87 @@ class ConvArray(wiring.Component):
         # the ANDs of the e flags of the lower levels are registers too (tw*/tx*, each loaded
         # with the AND of the next e values): each counter's enable is then a transfer AND
         # one registered flag, and every wrap loads registered constants.
-        def size_consts(size, width, tag, sync=True):
-            """(size == 1, size == 2, size - 3): the e / p values after a wrap and the
-            compare for p (cnt + 1 == size - 2 iff cnt == size - 3), registered every clock
-            from the descriptor (stable from CHUNK on) or, with sync=False, combinational."""
-            vals = (size == 1, size == 2, (size - 3)[:width])
-            if not sync:
-                return vals
-            regs = (_S(name=f"ld_{tag}_s1"), _S(name=f"ld_{tag}_s2"), _S(width, name=f"ld_{tag}_m3"))
-            m.d.sync += [r.eq(v) for r, v in zip(regs, vals)]
+        # The sizes' constants (size == 1, size == 2, size - 3) are registered from the
+        # descriptor: from the c payload while the FSM is idle (c.ready), from d after, so
+        # they are valid in the CHUNK state of the first chunk too.
+        c_idle = _S(name="ld_c_idle")
+        dsrc = self.c.payload
+
+        def dfield(name):
+            return Mux(c_idle, getattr(dsrc, name), getattr(d, name))
+
+        def size_consts(size, width, tag):
+            """Registers (size == 1, size == 2, size - 3): the e / p values of a level after
+            a wrap, and the compare for p (cnt + 1 == size - 2 iff cnt == size - 3)."""
+            regs = (_S(name=f"ld_{tag}_s1"), _S(name=f"ld_{tag}_s2"),
+                    _S(width, name=f"ld_{tag}_m3"))
+            m.d.sync += [regs[0].eq(size == 1), regs[1].eq(size == 2),
+                         regs[2].eq((size - 3)[:width])]
             return regs
 
-        def level(cnt, tag, adv, consts, wrap=None, init=None):
+        def level(cnt, tag, adv, consts, init, wrap=None, top=False):
             """A counter level advancing when ``adv``: counts up to ``size - 1``, then wraps
-            to 0; ``consts`` = size_consts of the size (the compare for p), ``wrap`` = (e, p)
-            after a wrap (default: size == 1, size == 2; other for a size that changes at
-            the wrap); ``init`` = (condition, size_consts): start at 0.  Returns e and its
-            next value."""
+            to 0 (a ``top`` level ends the load instead); ``consts`` = size_consts of the
+            size (the compare for p), ``wrap`` = (e, p) after a wrap (default: consts'
+            size == 1, size == 2; others for a size that changes at the wrap); ``init`` =
+            (condition, (e, p)): start at 0.  Returns e and its next value when ``adv``."""
             e, p = _S(name=f"ld_e{tag}"), _S(name=f"ld_p{tag}")
             s1, s2 = wrap if wrap is not None else consts[:2]
-            m3 = consts[2]
-            if init is not None:
-                cond, (i1, i2, _) = init
-                with m.If(cond):
-                    m.d.sync += [cnt.eq(0), e.eq(i1), p.eq(i2)]
+            with m.If(init[0]):
+                m.d.sync += [cnt.eq(0), e.eq(init[1][0]), p.eq(init[1][1])]
             with m.If(adv):
-                with m.If(e):
-                    m.d.sync += [cnt.eq(0), e.eq(s1), p.eq(s2)]
-                with m.Else():
-                    m.d.sync += [cnt.eq(cnt + 1), e.eq(p), p.eq(cnt == m3)]
-            e_n = Mux(adv, Mux(e, s1, p), e)
-            if init is not None:
-                e_n = Mux(init[0], init[1][0], e_n)
-            return e, e_n
+                if top:
+                    m.d.sync += [cnt.eq(cnt + 1), e.eq(p), p.eq(cnt == consts[2])]
+                else:
+                    with m.If(e):
+                        m.d.sync += [cnt.eq(0), e.eq(s1), p.eq(s2)]
+                    with m.Else():
+                        m.d.sync += [cnt.eq(cnt + 1), e.eq(p), p.eq(cnt == consts[2])]
+            return e, (p if top else Mux(e, s1, p))
 
         # one-hot state flags of the FSM below (registered, loaded by its transitions)
         chunk_on = _S(name="ld_chunk_on", reset_less=False)   # state CHUNK
         wl_on = _S(name="ld_wl_on", reset_less=False)         # state WLOAD
         xl_on = _S(name="ld_xl_on", reset_less=False)         # state XLOAD
         last_chunk = _S(name="last_chunk")                    # q == chunks - 1
-        # chunk constants of the input-channel level (loaded in CHUNK)
-        icc_d = Mux(last_chunk, d.icq_last, d.icq)
-        icq_c = tuple(_S(16 if i == 2 else 1, name=f"ld_ic_{k}")
-                      for i, k in enumerate(("s1", "s2", "m3")))
+        kw_c = size_consts(dfield("kw"), 8, "kw")
+        kh_c = size_consts(dfield("kh"), 8, "kh")
+        oc_c = size_consts(dfield("oc"), 16, "oc")
+        wp_c = size_consts(dfield("wp"), DIMW + 1, "wp")
+        hp_c = size_consts(dfield("hp"), DIMW + 1, "hp")
+        b_c = size_consts(dfield("batch"), 16, "b")
+        icq_f = size_consts(dfield("icq"), 16, "icq")
+        icq_l = size_consts(dfield("icq_last"), 16, "icql")
+        # the chunk's input channels (loaded in CHUNK)
+        icq_c = (_S(name="ld_ic_s1"), _S(name="ld_ic_s2"), _S(16, name="ld_ic_m3"))
+        icq_n = [Mux(last_chunk, a, b) for a, b in zip(icq_l, icq_f)]
         with m.If(chunk_on):
-            m.d.sync += [r.eq(v) for r, v in zip(icq_c, size_consts(icc_d, 16, "", sync=False))]
+            m.d.sync += [r.eq(v) for r, v in zip(icq_c, icq_n)]
 
         # weight loader: C order (o, ic, ky, kx); row bank address
         # blk * kq + kx * q * kh + ic * kh + ky, the word written into the banks of rows
         # g * R + li of the copies g < n of its pass.  The passes' constants wait in a queue
-        # (entry k = pass le + k, loaded from the descriptor in CHUNK, shifted at a pass
-        # change): gR[g] = g * R (shift-and-add; n * R <= rows, so LIW bits hold every row
-        # of a copy in use), n, and size_consts of R and count.
+        # (entry k = pass le + k, loaded in CHUNK, shifted at a pass change): gR[g] = g * R
+        # (shift-and-add; n * R <= rows, so LIW bits hold every row of a copy in use), n and
+        # size_consts of R and count, all registered from the descriptor like the above.
         LIW = _bits(MR)
         w_take = _S(name="ld_w_take")
         m.d.comb += w_take.eq(wl_on & self.w.valid)
 
-        def pass_entry(i):
-            r = getattr(d, f"p{i}_r")[:LIW + 1]
-            grs = [sum(r << b for b in range(g.bit_length()) if (g >> b) & 1) if g else Const(0)
-                   for g in range(NG)]
-            return ([v[:LIW] for v in grs], getattr(d, f"p{i}_n"),
-                    size_consts(getattr(d, f"p{i}_r"), LIW, "", sync=False),
-                    size_consts(getattr(d, f"p{i}_count"), 16, "", sync=False))
+        def pass_consts(i):
+            r = dfield(f"p{i}_r")
+            r6 = r[:LIW + 1]
+            grs = []
+            for g in range(NG):
+                reg = _S(LIW, name=f"ld_p{i}_gr{g}")
+                m.d.sync += reg.eq(sum(r6 << b for b in range(g.bit_length()) if (g >> b) & 1)
+                                   if g else 0)
+                grs.append(reg)
+            n = _S(4, name=f"ld_p{i}_n")
+            m.d.sync += n.eq(dfield(f"p{i}_n"))
+            return (grs, n, size_consts(r, LIW, f"p{i}_r"),
+                    size_consts(dfield(f"p{i}_count"), 16, f"p{i}_c"))
+        pk = [pass_consts(i) for i in range(NP)]
         pq = []
         for k in range(NP):
             pq.append(([_S(LIW, name=f"ld_q{k}_gr{g}") for g in range(NG)],
@@ -1119,9 +1137,6 @@ class ConvArray(wiring.Component):
             gr, n, rc, cc = entry
             return list(gr) + [n] + list(rc) + list(cc)
 
-        kw_c = size_consts(d.kw, 8, "kw")
-        kh_c = size_consts(d.kh, 8, "kh")
-        oc_c = size_consts(d.oc, 16, "oc")
         lkx, lky, lic = _S(8, name="lkx"), _S(8, name="lky"), _S(16, name="lic")
         li, lb, lo = _S(LIW, name="li"), _S(16, name="lb"), _S(16, name="lo")
         lbase, la_x, la_c = _S(WW, name="lbase"), _S(WW, name="la_x"), _S(WW, name="la_c")
@@ -1130,33 +1145,38 @@ class ConvArray(wiring.Component):
         # (a block's), tw5 = tw4 & elb (a pass's), twx = tw3 & eoc (the chunk's last weight)
         tw2, tw3, tw4, tw5, twx = (_S(name=f"ld_tw{k}") for k in ("2", "3", "4", "5", "x"))
         p0, p1 = pq[0], pq[1] if NP > 1 else pq[0]
-        e0 = pass_entry(0)
-        ekx, ekx_n = level(lkx, "kx", w_take, kw_c, None,
-                           (chunk_on, size_consts(d.kw, 8, "", sync=False)))
-        eky, eky_n = level(lky, "ky", w_take & ekx, kh_c, None,
-                           (chunk_on, size_consts(d.kh, 8, "", sync=False)))
-        icc_init = size_consts(icc_d, 16, "", sync=False)
-        eic, eic_n = level(lic, "ic", w_take & tw2, icq_c, None, (chunk_on, icc_init))
+        ekx, ekx_w = level(lkx, "kx", w_take, kw_c, (chunk_on, kw_c))
+        eky, eky_w = level(lky, "ky", w_take & ekx, kh_c, (chunk_on, kh_c))
+        eic, eic_w = level(lic, "ic", w_take & tw2, icq_c, (chunk_on, icq_n))
         # a row wraps into the next block (same pass) or, if the block was the pass's last,
-        # into the next pass (elb is the block level's e flag, defined below)
+        # into the next pass (elb: the block level's e flag, defined below)
         elb_hold = _S(name="ld_elb_hold")
-        eli, eli_n = level(li, "li", w_take & tw3, p0[2],
-                           tuple(Mux(elb_hold, a, b) for a, b in zip(p1[2][:2], p0[2][:2])),
-                           (chunk_on, e0[2]))
-        elb, elb_n = level(lb, "lb", w_take & tw4, p0[3], p1[3][:2], (chunk_on, e0[3]))
+        eli, eli_w = level(li, "li", w_take & tw3, p0[2], (chunk_on, pk[0][2]),
+                           tuple(Mux(elb_hold, a, b) for a, b in zip(p1[2][:2], p0[2][:2])))
+        elb, elb_w = level(lb, "lb", w_take & tw4, p0[3], (chunk_on, pk[0][3]), p1[3][:2])
         m.d.comb += elb_hold.eq(elb)
-        eoc, eoc_n = level(lo, "oc", w_take & tw3, oc_c, None,
-                           (chunk_on, size_consts(d.oc, 16, "", sync=False)))
-        tw2_n = ekx_n & eky_n
-        tw3_n = tw2_n & eic_n
-        tw4_n = tw3_n & eli_n
-        m.d.sync += [tw2.eq(tw2_n), tw3.eq(tw3_n), tw4.eq(tw4_n), tw5.eq(tw4_n & elb_n),
-                     twx.eq(tw3_n & eoc_n)]
+        eoc, eoc_w = level(lo, "oc", w_take & tw3, oc_c, (chunk_on, oc_c), top=True)
         with m.If(chunk_on):
+            t2 = kw_c[0] & kh_c[0]
+            t3 = t2 & icq_n[0]
+            m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & pk[0][2][0]),
+                         tw5.eq(t3 & pk[0][2][0] & pk[0][3][0]), twx.eq(t3 & oc_c[0])]
             m.d.sync += [lbase.eq(0), la_x.eq(0), la_c.eq(0)]
-            m.d.sync += [a.eq(b) for k in range(NP) for a, b in zip(flat(pq[k]),
-                                                                     flat(pass_entry(k)))]
-            m.d.sync += [lrow[g].eq(e0[0][g]) for g in range(NG)]
+            m.d.sync += [a.eq(b) for k in range(NP) for a, b in zip(flat(pq[k]), flat(pk[k]))]
+            m.d.sync += [lrow[g].eq(pk[0][0][g]) for g in range(NG)]
+        with m.Elif(w_take):
+            # the next e of each level: its value after an advance where the lower levels
+            # all end, else unchanged
+            nx_kx = ekx_w
+            nx_ky = Mux(ekx, eky_w, eky)
+            nx_ic = Mux(tw2, eic_w, eic)
+            nx_li = Mux(tw3, eli_w, eli)
+            nx_lb = Mux(tw4, elb_w, elb)
+            nx_oc = Mux(tw3, eoc_w, eoc)
+            t2 = nx_kx & nx_ky
+            t3 = t2 & nx_ic
+            m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & nx_li),
+                         tw5.eq(t3 & nx_li & nx_lb), twx.eq(t3 & nx_oc)]
         with m.If(w_take):
             m.d.sync += la_x.eq(Mux(ekx, 0, la_x + cqkh))
         with m.If(w_take & tw2):
@@ -1184,7 +1204,7 @@ class ConvArray(wiring.Component):
 
         # feature loader: a0 = xp, a1 = yp, a2 = ic, a3 = image over the padded maps,
         # borders written as zeros; stream order (image, ic, yp, xp), banks
-        # [ic][image][Hp][Wp]; starts at (0, 0, 0, 0) after the chunk's last weight
+        # [ic][image][Hp][Wp]; set to (0, 0, 0, 0) in CHUNK, runs after the chunk's last weight
         a0, a1 = _S(DIMW + 1, name="a0"), _S(DIMW + 1, name="a1")
         a2, a3 = _S(16, name="a2"), _S(16, name="a3")
         ximg = _S(FW, name="ximg")         # bank offset of the next image's first map
@@ -1203,25 +1223,25 @@ class ConvArray(wiring.Component):
         # txy = ex0 & ey1 (a map row's last word), txc = txy & ec2 (an image's last),
         # txb = txc & eb3 (the chunk's last)
         txy, txc, txb = (_S(name=f"ld_t{k}") for k in ("xy", "xc", "xb"))
-        wp_c = size_consts(d.wp, DIMW + 1, "wp")
-        hp_c = size_consts(d.hp, DIMW + 1, "hp")
-        b_c = size_consts(d.batch, 16, "b")
-        ex0, ex0_n = level(a0, "x", x_take, wp_c, None, (x_start, wp_c))
-        ey1, ey1_n = level(a1, "y", x_take & ex0, hp_c, None, (x_start, hp_c))
-        ec2, ec2_n = level(a2, "c", x_take & txy, icq_c, None, (x_start, icq_c))
-        eb3, eb3_n = level(a3, "b", x_take & txc, b_c, None, (x_start, b_c))
-        txy_n = ex0_n & ey1_n
-        txc_n = txy_n & ec2_n
-        m.d.sync += [txy.eq(txy_n), txc.eq(txc_n), txb.eq(txc_n & eb3_n)]
+        ex0, ex0_w = level(a0, "x", x_take, wp_c, (chunk_on, wp_c))
+        ey1, ey1_w = level(a1, "y", x_take & ex0, hp_c, (chunk_on, hp_c))
+        ec2, ec2_w = level(a2, "c", x_take & txy, icq_c, (chunk_on, icq_n))
+        eb3, eb3_w = level(a3, "b", x_take & txc, b_c, (chunk_on, b_c), top=True)
         pad0 = d.pad == 0
-        inx_n = Mux(x_start, pad0, Mux(x_take, Mux(ex0, pad0, (a0 + 1 >= d.pad) & (a0 + 1 < padw)),
-                                       inx))
-        iny_n = Mux(x_start, pad0,
-                    Mux(x_take & ex0, Mux(ey1, pad0, (a1 + 1 >= d.pad) & (a1 + 1 < padh)), iny))
-        m.d.sync += [inx.eq(inx_n), iny.eq(iny_n), interior.eq(inx_n & iny_n)]
         with m.If(chunk_on):
+            t = wp_c[0] & hp_c[0]
+            m.d.sync += [txy.eq(t), txc.eq(t & icq_n[0]), txb.eq(t & icq_n[0] & b_c[0]),
+                         inx.eq(pad0), iny.eq(pad0), interior.eq(pad0)]
             m.d.sync += [addr.eq(0), ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1)]
-        with m.If(x_take):
+        with m.Elif(x_take):
+            nx_y = Mux(ex0, ey1_w, ey1)
+            nx_c = Mux(txy, ec2_w, ec2)
+            nx_b = Mux(txc, eb3_w, eb3)
+            t = ex0_w & nx_y
+            m.d.sync += [txy.eq(t), txc.eq(t & nx_c), txb.eq(t & nx_c & nx_b)]
+            inx_n = Mux(ex0, pad0, (a0 + 1 >= d.pad) & (a0 + 1 < padw))
+            iny_n = Mux(ex0, Mux(ey1, pad0, (a1 + 1 >= d.pad) & (a1 + 1 < padh)), iny)
+            m.d.sync += [inx.eq(inx_n), iny.eq(iny_n), interior.eq(inx_n & iny_n)]
             m.d.sync += addr.eq(Mux(txc, ximg, Mux(txy, addr + xcst, addr + 1)))
         with m.If(x_take & txc):
             m.d.sync += ximg.eq(ximg + d.imgw)
@@ -1248,7 +1268,7 @@ class ConvArray(wiring.Component):
         x_done = _S(name="ld_x_done")          # the chunk's last feature word is taken
         m.d.comb += x_done.eq(x_take & txb)
         with m.If(chunk_on):
-            m.d.sync += [iccl.eq(icc_d - 1),
+            m.d.sync += [iccl.eq(Mux(last_chunk, d.icq_last, d.icq) - 1),
                          kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
                          dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
                          cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
@@ -1327,6 +1347,7 @@ class ConvArray(wiring.Component):
         m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
                      handoff.eq(hof),
                      self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(wl_on),
+                     c_idle.eq(fsm.ongoing("IDLE")),
                      self.x.ready.eq(xl_on & interior),
                      self.s.valid.eq(fsm.ongoing("STAT"))]
         return m
