@@ -173,7 +173,8 @@ class ConvArray(wiring.Component):
         kq = _S(24)                # beats per tile in this chunk
         dq = _S(24)                # stagger between copies
         cqkh = _S(24)              # icc * kh
-        busy = _S(STAT_BUSY_BITS)
+        # busy MAC-cycles, a 48-bit count in two halves with a registered carry between
+        busy_lo, busy_cy, busy_hi = _S(24, name="busy_lo"), _S(name="busy_cy"), _S(24, name="busy_hi")
         ccyc = _S(32)
         in_compute = _S()
 
@@ -451,7 +452,12 @@ class ConvArray(wiring.Component):
         for i in range(len(pc_q)):
             m.d.sync += pc_q[i].eq(sum(pc_rows[4 * i:4 * i + 4]))
         m.d.sync += pc.eq(sum(pc_q))
-        m.d.sync += busy.eq(busy + pc)
+        # (the upper half takes the carry one clock later: the count is complete five
+        # clocks after the last accumulation, and the stats leave at least five clocks after
+        # it: the last beat's capture drains for three clocks, then one clock to STAT)
+        busy_sum = busy_lo + pc
+        m.d.sync += [busy_lo.eq(busy_sum[:24]), busy_cy.eq(busy_sum[24]),
+                     busy_hi.eq(busy_hi + busy_cy)]
 
         newpend = _S(NG)
         for g in range(NG):
@@ -1261,7 +1267,7 @@ class ConvArray(wiring.Component):
                 m.d.comb += [wp.addr.eq(fa_c), wp.data.eq(fd_c), wp.en.eq(fe_c)]
 
         # ---------------------------------------------------------------- main FSM
-        m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
+        m.d.comb += self.s.payload.eq(Cat(busy_lo, busy_hi, ccyc))
         chunks1 = _S(16, name="chunks1")
         # the FSM's one-hot flags and the loads of its transitions in the loaders' region
         # (conditions on registered flags, not on the state decode)
@@ -1293,13 +1299,41 @@ class ConvArray(wiring.Component):
                          & ~s1["v"] & ~x2["v"]),
             drain_idle.eq(~newpend.any() & ~_any(working & (drem > j) for j in range(DR))
                           & ~_any(wb_v))]
+        # The IDLE state as one-hot flags, replicated for fan-out (the descriptor load reaches
+        # about 1700 flip-flops): each copy is loaded from its own value (stay idle while no
+        # descriptor comes, enter from HANDOFF), so no two have the same input and Yosys
+        # keeps them apart; all are 1 after a reset, like the FSM.  Copies 0..NDG-1 enable
+        # one slice of d each, copy NDG the other loads of a descriptor transfer, copy
+        # NDG + 1 the descriptor constants' source (c_idle).
+        NDG = 8
+        idle_r = [_S(init=1, name=f"idle_r{k}", reset_less=False) for k in range(NDG + 2)]
+        d_bits, p_bits = d.as_value(), self.c.payload.as_value()
+        for k in range(NDG):
+            lo, hi = len(d_bits) * k // NDG, len(d_bits) * (k + 1) // NDG
+            with m.If(idle_r[k] & self.c.valid):
+                m.d.sync += d_bits[lo:hi].eq(p_bits[lo:hi])
+        with m.If(idle_r[NDG] & self.c.valid):
+            m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0), q.eq(0),
+                         chunks1.eq(self.c.payload.chunks - 1),
+                         last_chunk.eq(self.c.payload.chunks == 1),
+                         first_chunk.eq(1), chunk_on.eq(1)]
+        m.d.comb += c_idle.eq(idle_r[NDG + 1])
+        # the COMPUTE state as a one-hot flag; the compute phase's end
+        cmp_on = _S(name="cmp_on", reset_less=False)
+        c_end = _S(name="c_end")
+        m.d.comb += c_end.eq(cmp_on & ~issuing & pipe_idle & drain_idle)
+        with m.If(x_done):
+            m.d.sync += cmp_on.eq(1)
+        with m.If(cmp_on):
+            m.d.sync += ccyc.eq(ccyc + 1)
+        with m.If(c_end):
+            m.d.sync += cmp_on.eq(0)
+            with m.If(~last_chunk):
+                m.d.sync += [q.eq(q + 1), first_chunk.eq(0), chunk_on.eq(1),
+                             last_chunk.eq(q + 1 == chunks1)]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
-                    m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
-                                 chunks1.eq(self.c.payload.chunks - 1),
-                                 last_chunk.eq(self.c.payload.chunks == 1),
-                                 first_chunk.eq(1), chunk_on.eq(1)]
                     m.next = "CHUNK"
             with m.State("CHUNK"):
                 m.next = "WLOAD"
@@ -1310,13 +1344,10 @@ class ConvArray(wiring.Component):
                 with m.If(x_done):
                     m.next = "COMPUTE"
             with m.State("COMPUTE"):
-                m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & pipe_idle & drain_idle):
+                with m.If(c_end):
                     with m.If(last_chunk):
                         m.next = "STAT"
                     with m.Else():
-                        m.d.sync += [q.eq(q + 1), first_chunk.eq(0), chunk_on.eq(1),
-                                     last_chunk.eq(q + 1 == chunks1)]
                         m.next = "CHUNK"
             with m.State("STAT"):
                 with m.If(self.s.ready):
@@ -1344,7 +1375,9 @@ class ConvArray(wiring.Component):
         hof = _S(name="st_hof", reset_less=False)
         m.d.sync += hof.eq(((fsm.ongoing("STAT") & self.s.ready)
                             | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx["busy"])
-        m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
+        enter_idle = fsm.ongoing("HANDOFF") & ~st_busy
+        m.d.sync += [r.eq((r & ~self.c.valid) | enter_idle) for r in idle_r]
+        m.d.comb += [in_compute.eq(cmp_on),
                      handoff.eq(hof),
                      self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(wl_on),
                      c_idle.eq(fsm.ongoing("IDLE")),
