@@ -1218,8 +1218,15 @@ class ConvArray(wiring.Component):
         addr = _S(FW, name="addr")
         padh, padw = _S(DIMW + 1, name="ld_padh"), _S(DIMW + 1, name="ld_padw")
         m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
-        # inx / iny: a0 / a1 inside the map; interior = inx & iny, its own register
+        # inx / iny: a0 / a1 inside the map; interior = inx & iny, its own register;
+        # nx_in / ny_in: the same for a0 + 1 / a1 + 1 (the next position), so that the flags
+        # load registers; in1x / in1y: position 1 inside (the value after a wrap)
         inx, iny = _S(name="ld_inx"), _S(name="ld_iny")
+        nx_in, ny_in = _S(name="ld_nx_in"), _S(name="ld_ny_in")
+        pad0, in1x, in1y = _S(name="ld_pad0"), _S(name="ld_in1x"), _S(name="ld_in1y")
+        pad_d = dfield("pad")
+        m.d.sync += [pad0.eq(pad_d == 0), in1x.eq((pad_d <= 1) & (pad_d + dfield("w") > 1)),
+                     in1y.eq((pad_d <= 1) & (pad_d + dfield("h") > 1))]
         interior = _S(name="ld_interior")
         step = ~interior | self.x.valid
         x_take = _S(name="ld_x_take")
@@ -1233,11 +1240,11 @@ class ConvArray(wiring.Component):
         ey1, ey1_w = level(a1, "y", x_take & ex0, hp_c, (chunk_on, hp_c))
         ec2, ec2_w = level(a2, "c", x_take & txy, icq_c, (chunk_on, icq_n))
         eb3, eb3_w = level(a3, "b", x_take & txc, b_c, (chunk_on, b_c), top=True)
-        pad0 = d.pad == 0
         with m.If(chunk_on):
             t = wp_c[0] & hp_c[0]
             m.d.sync += [txy.eq(t), txc.eq(t & icq_n[0]), txb.eq(t & icq_n[0] & b_c[0]),
-                         inx.eq(pad0), iny.eq(pad0), interior.eq(pad0)]
+                         inx.eq(pad0), iny.eq(pad0), interior.eq(pad0),
+                         nx_in.eq(in1x), ny_in.eq(in1y)]
             m.d.sync += [addr.eq(0), ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1)]
         with m.Elif(x_take):
             nx_y = Mux(ex0, ey1_w, ey1)
@@ -1245,9 +1252,12 @@ class ConvArray(wiring.Component):
             nx_b = Mux(txc, eb3_w, eb3)
             t = ex0_w & nx_y
             m.d.sync += [txy.eq(t), txc.eq(t & nx_c), txb.eq(t & nx_c & nx_b)]
-            inx_n = Mux(ex0, pad0, (a0 + 1 >= d.pad) & (a0 + 1 < padw))
-            iny_n = Mux(ex0, Mux(ey1, pad0, (a1 + 1 >= d.pad) & (a1 + 1 < padh)), iny)
-            m.d.sync += [inx.eq(inx_n), iny.eq(iny_n), interior.eq(inx_n & iny_n)]
+            inx_n = Mux(ex0, pad0, nx_in)
+            iny_n = Mux(ex0, Mux(ey1, pad0, ny_in), iny)
+            m.d.sync += [inx.eq(inx_n), iny.eq(iny_n), interior.eq(inx_n & iny_n),
+                         nx_in.eq(Mux(ex0, in1x, (a0 + 2 >= d.pad) & (a0 + 2 < padw)))]
+            with m.If(ex0):
+                m.d.sync += ny_in.eq(Mux(ey1, in1y, (a1 + 2 >= d.pad) & (a1 + 2 < padh)))
             m.d.sync += addr.eq(Mux(txc, ximg, Mux(txy, addr + xcst, addr + 1)))
         with m.If(x_take & txc):
             m.d.sync += ximg.eq(ximg + d.imgw)
