@@ -1049,22 +1049,29 @@ class ConvArray(wiring.Component):
         # the ANDs of the e flags of the lower levels are registers too (tw*/tx*, each loaded
         # with the AND of the next e values): each counter's enable is then a transfer AND
         # one registered flag, and every wrap loads registered constants.
-        # The sizes' constants (size == 1, size == 2, size - 3) are registered from the
-        # descriptor: from the c payload while the FSM is idle (c.ready), from d after, so
-        # they are valid in the CHUNK state of the first chunk too.
-        c_idle = _S(name="ld_c_idle")
+        # The IDLE state as one-hot flags, replicated for fan-out (the descriptor load reaches
+        # about 2000 flip-flops): each copy is loaded from its own value (stay idle while no
+        # descriptor comes, enter from HANDOFF; see the end), so no two have the same input
+        # and Yosys keeps them apart; all are 1 after a reset, like the FSM.  Copies
+        # 0..NDG-1 enable one slice of d each, copy NDG the other loads of a descriptor
+        # transfer and the layer's loader constants, copy NDG + 1 the passes' constants.
+        NDG = 8
+        idle_r = [_S(init=1, name=f"idle_r{k}", reset_less=False) for k in range(NDG + 2)]
+        c_take = [_S(name=f"c_take{k}") for k in range(NDG + 2)]
+        m.d.comb += [c_take[k].eq(idle_r[k] & self.c.valid) for k in range(NDG + 2)]
         dsrc = self.c.payload
+        # The sizes' constants (size == 1, size == 2, size - 3) are registered from the
+        # descriptor when it is taken (from the c payload, so they are valid in the CHUNK
+        # state of the first chunk).
 
-        def dfield(name):
-            return Mux(c_idle, getattr(dsrc, name), getattr(d, name))
-
-        def size_consts(size, width, tag):
+        def size_consts(size, width, tag, ce=c_take[NDG]):
             """Registers (size == 1, size == 2, size - 3): the e / p values of a level after
             a wrap, and the compare for p (cnt + 1 == size - 2 iff cnt == size - 3)."""
             regs = (_S(name=f"ld_{tag}_s1"), _S(name=f"ld_{tag}_s2"),
                     _S(width, name=f"ld_{tag}_m3"))
-            m.d.sync += [regs[0].eq(size == 1), regs[1].eq(size == 2),
-                         regs[2].eq((size - 3)[:width])]
+            with m.If(ce):
+                m.d.sync += [regs[0].eq(size == 1), regs[1].eq(size == 2),
+                             regs[2].eq((size - 3)[:width])]
             return regs
 
         def level(cnt, tag, adv, consts, init, wrap=None, top=False):
@@ -1088,56 +1095,69 @@ class ConvArray(wiring.Component):
             return e, (p if top else Mux(e, s1, p))
 
         # one-hot state flags of the FSM below (registered, loaded by its transitions)
+        c_end = _S(name="c_end")                              # the compute phase ends
+        last_chunk = _S(name="last_chunk")                    # q == chunks - 1
+        chunk_go = c_take[NDG] | (c_end & ~last_chunk)
         chunk_on = _S(name="ld_chunk_on", reset_less=False)   # state CHUNK
+        m.d.sync += chunk_on.eq(chunk_go)
+        # copies of chunk_on for the loaders' own registers (weight counters, pass
+        # constants, feature counters; ring-loaded during the reset, see _replicate: a
+        # spurious load after a reset only sets registers that CHUNK loads again)
+        ch_w, ch_p, ch_x = (_S(name=f"ld_chunk_{k}") for k in ("w", "p", "x"))
+        m.d.sync += _replicate(chunk_go, [ch_w, ch_p, ch_x])
         wl_on = _S(name="ld_wl_on", reset_less=False)         # state WLOAD
         xl_on = _S(name="ld_xl_on", reset_less=False)         # state XLOAD
-        last_chunk = _S(name="last_chunk")                    # q == chunks - 1
-        kw_c = size_consts(dfield("kw"), 8, "kw")
-        kh_c = size_consts(dfield("kh"), 8, "kh")
-        oc_c = size_consts(dfield("oc"), 16, "oc")
-        wp_c = size_consts(dfield("wp"), DIMW + 1, "wp")
-        hp_c = size_consts(dfield("hp"), DIMW + 1, "hp")
-        b_c = size_consts(dfield("batch"), 16, "b")
-        icq_f = size_consts(dfield("icq"), 16, "icq")
-        icq_l = size_consts(dfield("icq_last"), 16, "icql")
+        kw_c = size_consts(dsrc.kw, 8, "kw")
+        kh_c = size_consts(dsrc.kh, 8, "kh")
+        oc_c = size_consts(dsrc.oc, 16, "oc")
+        wp_c = size_consts(dsrc.wp, DIMW + 1, "wp")
+        hp_c = size_consts(dsrc.hp, DIMW + 1, "hp")
+        b_c = size_consts(dsrc.batch, 16, "b")
+        icq_f = size_consts(dsrc.icq, 16, "icq")
+        icq_l = size_consts(dsrc.icq_last, 16, "icql")
         # the chunk's input channels (loaded in CHUNK)
         icq_c = (_S(name="ld_ic_s1"), _S(name="ld_ic_s2"), _S(16, name="ld_ic_m3"))
         icq_n = [Mux(last_chunk, a, b) for a, b in zip(icq_l, icq_f)]
-        with m.If(chunk_on):
+        with m.If(ch_w):
             m.d.sync += [r.eq(v) for r, v in zip(icq_c, icq_n)]
 
         # weight loader: C order (o, ic, ky, kx); row bank address
         # blk * kq + kx * q * kh + ic * kh + ky, the word written into the banks of rows
-        # g * R + li of the copies g < n of its pass.  The passes' constants wait in a queue
-        # (entry k = pass le + k, loaded in CHUNK, shifted at a pass change): gR[g] = g * R
-        # (shift-and-add; n * R <= rows, so LIW bits hold every row of a copy in use), n and
-        # size_consts of R and count, all registered from the descriptor like the above.
+        # g * R + li of the copies g < n of its pass.  Per pass, registered from the
+        # descriptor like the above: gR[g] = g * R (shift-and-add; n * R <= rows, so LIW
+        # bits hold every row of a copy in use), n and size_consts of R and count; the
+        # loader keeps copies of the current pass's (p0) and the next pass's (p1), loaded in
+        # CHUNK and at a pass change (p1 from the pass after it, index lnx).
         LIW = _bits(MR)
         w_take = _S(name="ld_w_take")
         m.d.comb += w_take.eq(wl_on & self.w.valid)
 
         def pass_consts(i):
-            r = dfield(f"p{i}_r")
+            r = getattr(dsrc, f"p{i}_r")
             r6 = r[:LIW + 1]
             grs = []
+            ce = c_take[NDG + 1]
             for g in range(NG):
                 reg = _S(LIW, name=f"ld_p{i}_gr{g}")
-                m.d.sync += reg.eq(sum(r6 << b for b in range(g.bit_length()) if (g >> b) & 1)
-                                   if g else 0)
+                with m.If(ce):
+                    m.d.sync += reg.eq(sum(r6 << b for b in range(g.bit_length())
+                                           if (g >> b) & 1) if g else 0)
                 grs.append(reg)
             n = _S(4, name=f"ld_p{i}_n")
-            m.d.sync += n.eq(dfield(f"p{i}_n"))
-            return (grs, n, size_consts(r, LIW, f"p{i}_r"),
-                    size_consts(dfield(f"p{i}_count"), 16, f"p{i}_c"))
+            with m.If(ce):
+                m.d.sync += n.eq(getattr(dsrc, f"p{i}_n"))
+            return (grs, n, size_consts(r, LIW, f"p{i}_r", ce),
+                    size_consts(getattr(dsrc, f"p{i}_count"), 16, f"p{i}_c", ce))
         pk = [pass_consts(i) for i in range(NP)]
         pq = []
-        for k in range(NP):
+        for k in range(2):
             pq.append(([_S(LIW, name=f"ld_q{k}_gr{g}") for g in range(NG)],
                        _S(4, name=f"ld_q{k}_n"),
                        (_S(name=f"ld_q{k}_rs1"), _S(name=f"ld_q{k}_rs2"),
                         _S(LIW, name=f"ld_q{k}_rm3")),
                        (_S(name=f"ld_q{k}_cs1"), _S(name=f"ld_q{k}_cs2"),
                         _S(16, name=f"ld_q{k}_cm3"))))
+        lnx = _S(range(NP + 2), name="ld_lnx")
 
         def flat(entry):
             gr, n, rc, cc = entry
@@ -1150,26 +1170,29 @@ class ConvArray(wiring.Component):
         # tw2 = ekx & eky, tw3 = tw2 & eic (an output channel's last word), tw4 = tw3 & eli
         # (a block's), tw5 = tw4 & elb (a pass's), twx = tw3 & eoc (the chunk's last weight)
         tw2, tw3, tw4, tw5, twx = (_S(name=f"ld_tw{k}") for k in ("2", "3", "4", "5", "x"))
-        p0, p1 = pq[0], pq[1] if NP > 1 else pq[0]
-        ekx, ekx_w = level(lkx, "kx", w_take, kw_c, (chunk_on, kw_c))
-        eky, eky_w = level(lky, "ky", w_take & ekx, kh_c, (chunk_on, kh_c))
-        eic, eic_w = level(lic, "ic", w_take & tw2, icq_c, (chunk_on, icq_n))
+        p0, p1 = pq
+        ekx, ekx_w = level(lkx, "kx", w_take, kw_c, (ch_w, kw_c))
+        eky, eky_w = level(lky, "ky", w_take & ekx, kh_c, (ch_w, kh_c))
+        eic, eic_w = level(lic, "ic", w_take & tw2, icq_c, (ch_w, icq_n))
         # a row wraps into the next block (same pass) or, if the block was the pass's last,
         # into the next pass (elb: the block level's e flag, defined below)
         elb_hold = _S(name="ld_elb_hold")
-        eli, eli_w = level(li, "li", w_take & tw3, p0[2], (chunk_on, pk[0][2]),
+        eli, eli_w = level(li, "li", w_take & tw3, p0[2], (ch_w, pk[0][2]),
                            tuple(Mux(elb_hold, a, b) for a, b in zip(p1[2][:2], p0[2][:2])))
-        elb, elb_w = level(lb, "lb", w_take & tw4, p0[3], (chunk_on, pk[0][3]), p1[3][:2])
+        elb, elb_w = level(lb, "lb", w_take & tw4, p0[3], (ch_w, pk[0][3]), p1[3][:2])
         m.d.comb += elb_hold.eq(elb)
-        eoc, eoc_w = level(lo, "oc", w_take & tw3, oc_c, (chunk_on, oc_c), top=True)
-        with m.If(chunk_on):
+        eoc, eoc_w = level(lo, "oc", w_take & tw3, oc_c, (ch_w, oc_c), top=True)
+        with m.If(ch_p):
+            m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(pk[0]))]
+            m.d.sync += [a.eq(b) for a, b in zip(flat(p1), flat(pk[min(1, NP - 1)]))]
+            m.d.sync += [lrow[g].eq(pk[0][0][g]) for g in range(NG)]
+            m.d.sync += lnx.eq(2)
+        with m.If(ch_w):
             t2 = kw_c[0] & kh_c[0]
             t3 = t2 & icq_n[0]
             m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & pk[0][2][0]),
                          tw5.eq(t3 & pk[0][2][0] & pk[0][3][0]), twx.eq(t3 & oc_c[0])]
             m.d.sync += [lbase.eq(0), la_x.eq(0), la_c.eq(0)]
-            m.d.sync += [a.eq(b) for k in range(NP) for a, b in zip(flat(pq[k]), flat(pk[k]))]
-            m.d.sync += [lrow[g].eq(pk[0][0][g]) for g in range(NG)]
         with m.Elif(w_take):
             # the next e of each level: its value after an advance where the lower levels
             # all end, else unchanged
@@ -1194,8 +1217,10 @@ class ConvArray(wiring.Component):
         with m.If(w_take & tw4):
             m.d.sync += lbase.eq(lbase + kq)
         with m.If(w_take & tw5):
-            for k in range(NP - 1):
-                m.d.sync += [a.eq(b) for a, b in zip(flat(pq[k]), flat(pq[k + 1]))]
+            m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(p1))]
+            m.d.sync += [a.eq(_sel([flat(pk[i])[j] for i in range(NP)], lnx))
+                         for j, a in enumerate(flat(p1))]
+            m.d.sync += lnx.eq(lnx + 1)
         w_en = _S()
         wl_addr = _S(WW, name="wl_addr")
         wl_data = _S(signed(cfg.weight_width), name="wl_data")
@@ -1224,9 +1249,10 @@ class ConvArray(wiring.Component):
         inx, iny = _S(name="ld_inx"), _S(name="ld_iny")
         nx_in, ny_in = _S(name="ld_nx_in"), _S(name="ld_ny_in")
         pad0, in1x, in1y = _S(name="ld_pad0"), _S(name="ld_in1x"), _S(name="ld_in1y")
-        pad_d = dfield("pad")
-        m.d.sync += [pad0.eq(pad_d == 0), in1x.eq((pad_d <= 1) & (pad_d + dfield("w") > 1)),
-                     in1y.eq((pad_d <= 1) & (pad_d + dfield("h") > 1))]
+        pad_d = dsrc.pad
+        with m.If(c_take[NDG]):
+            m.d.sync += [pad0.eq(pad_d == 0), in1x.eq((pad_d <= 1) & (pad_d + dsrc.w > 1)),
+                         in1y.eq((pad_d <= 1) & (pad_d + dsrc.h > 1))]
         interior = _S(name="ld_interior")
         step = ~interior | self.x.valid
         x_take = _S(name="ld_x_take")
@@ -1236,11 +1262,11 @@ class ConvArray(wiring.Component):
         # txy = ex0 & ey1 (a map row's last word), txc = txy & ec2 (an image's last),
         # txb = txc & eb3 (the chunk's last)
         txy, txc, txb = (_S(name=f"ld_t{k}") for k in ("xy", "xc", "xb"))
-        ex0, ex0_w = level(a0, "x", x_take, wp_c, (chunk_on, wp_c))
-        ey1, ey1_w = level(a1, "y", x_take & ex0, hp_c, (chunk_on, hp_c))
-        ec2, ec2_w = level(a2, "c", x_take & txy, icq_c, (chunk_on, icq_n))
-        eb3, eb3_w = level(a3, "b", x_take & txc, b_c, (chunk_on, b_c), top=True)
-        with m.If(chunk_on):
+        ex0, ex0_w = level(a0, "x", x_take, wp_c, (ch_x, wp_c))
+        ey1, ey1_w = level(a1, "y", x_take & ex0, hp_c, (ch_x, hp_c))
+        ec2, ec2_w = level(a2, "c", x_take & txy, icq_c, (ch_x, icq_n))
+        eb3, eb3_w = level(a3, "b", x_take & txc, b_c, (ch_x, b_c), top=True)
+        with m.If(ch_x):
             t = wp_c[0] & hp_c[0]
             m.d.sync += [txy.eq(t), txc.eq(t & icq_n[0]), txb.eq(t & icq_n[0] & b_c[0]),
                          inx.eq(pad0), iny.eq(pad0), interior.eq(pad0),
@@ -1287,8 +1313,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [iccl.eq(Mux(last_chunk, d.icq_last, d.icq) - 1),
                          kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
                          dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
-                         cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
-                         chunk_on.eq(0), wl_on.eq(1)]
+                         cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)), wl_on.eq(1)]
         with m.If(x_start):
             m.d.sync += [wl_on.eq(0), xl_on.eq(1)]
         with m.If(x_done):
@@ -1309,28 +1334,18 @@ class ConvArray(wiring.Component):
                          & ~s1["v"] & ~x2["v"]),
             drain_idle.eq(~newpend.any() & ~_any(working & (drem > j) for j in range(DR))
                           & ~_any(wb_v))]
-        # The IDLE state as one-hot flags, replicated for fan-out (the descriptor load reaches
-        # about 1700 flip-flops): each copy is loaded from its own value (stay idle while no
-        # descriptor comes, enter from HANDOFF), so no two have the same input and Yosys
-        # keeps them apart; all are 1 after a reset, like the FSM.  Copies 0..NDG-1 enable
-        # one slice of d each, copy NDG the other loads of a descriptor transfer, copy
-        # NDG + 1 the descriptor constants' source (c_idle).
-        NDG = 8
-        idle_r = [_S(init=1, name=f"idle_r{k}", reset_less=False) for k in range(NDG + 2)]
         d_bits, p_bits = d.as_value(), self.c.payload.as_value()
         for k in range(NDG):
             lo, hi = len(d_bits) * k // NDG, len(d_bits) * (k + 1) // NDG
-            with m.If(idle_r[k] & self.c.valid):
+            with m.If(c_take[k]):
                 m.d.sync += d_bits[lo:hi].eq(p_bits[lo:hi])
-        with m.If(idle_r[NDG] & self.c.valid):
+        with m.If(c_take[NDG]):
             m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0), q.eq(0),
                          chunks1.eq(self.c.payload.chunks - 1),
                          last_chunk.eq(self.c.payload.chunks == 1),
-                         first_chunk.eq(1), chunk_on.eq(1)]
-        m.d.comb += c_idle.eq(idle_r[NDG + 1])
+                         first_chunk.eq(1)]
         # the COMPUTE state as a one-hot flag; the compute phase's end
         cmp_on = _S(name="cmp_on", reset_less=False)
-        c_end = _S(name="c_end")
         m.d.comb += c_end.eq(cmp_on & ~issuing & pipe_idle & drain_idle)
         with m.If(x_done):
             m.d.sync += cmp_on.eq(1)
@@ -1339,8 +1354,7 @@ class ConvArray(wiring.Component):
         with m.If(c_end):
             m.d.sync += cmp_on.eq(0)
             with m.If(~last_chunk):
-                m.d.sync += [q.eq(q + 1), first_chunk.eq(0), chunk_on.eq(1),
-                             last_chunk.eq(q + 1 == chunks1)]
+                m.d.sync += [q.eq(q + 1), first_chunk.eq(0), last_chunk.eq(q + 1 == chunks1)]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
@@ -1390,7 +1404,6 @@ class ConvArray(wiring.Component):
         m.d.comb += [in_compute.eq(cmp_on),
                      handoff.eq(hof),
                      self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(wl_on),
-                     c_idle.eq(fsm.ongoing("IDLE")),
                      self.x.ready.eq(xl_on & interior),
                      self.s.valid.eq(fsm.ongoing("STAT"))]
         return m
