@@ -1164,34 +1164,44 @@ class ConvArray(wiring.Component):
             return list(gr) + [n] + list(rc) + list(cc)
 
         lkx, lky, lic = _S(8, name="lkx"), _S(8, name="lky"), _S(16, name="lic")
+        elb_hold, eoc_hold = _S(name="ld_elb_hold"), _S(name="ld_eoc_hold")
         li, lb, lo = _S(LIW, name="li"), _S(16, name="lb"), _S(16, name="lo")
         lbase, la_x, la_c = _S(WW, name="lbase"), _S(WW, name="la_x"), _S(WW, name="la_c")
         lrow = [_S(LIW, name=f"lrow{g}") for g in range(NG)]    # g * R + li
         # tw2 = ekx & eky, tw3 = tw2 & eic (an output channel's last word), tw4 = tw3 & eli
-        # (a block's), tw5 = tw4 & elb (a pass's), twx = tw3 & eoc (the chunk's last weight)
-        tw2, tw3, tw4, tw5, twx = (_S(name=f"ld_tw{k}") for k in ("2", "3", "4", "5", "x"))
+        # (a block's) as registers; a pass's last word tw4 & elb and the chunk's last weight
+        # tw3 & eoc are ANDed into the enables (a LUT4: wl_on, w.valid and two flags)
+        tw2, tw3, tw4 = (_S(name=f"ld_tw{k}") for k in ("2", "3", "4"))
+        tw5, twx = tw4 & elb_hold, tw3 & eoc_hold
+        # their values in CHUNK, registered with the descriptor (first / last chunk)
+        ti2 = _S(name="ld_ti2")
+        ti3, ti4 = ([_S(name=f"ld_ti{k}{c}") for c in "fl"] for k in (3, 4))
+        with m.If(c_take[NDG]):
+            t2 = (dsrc.kw == 1) & (dsrc.kh == 1)
+            m.d.sync += ti2.eq(t2)
+            for j, icq in enumerate((dsrc.icq, dsrc.icq_last)):
+                m.d.sync += [ti3[j].eq(t2 & (icq == 1)),
+                             ti4[j].eq(t2 & (icq == 1) & (dsrc.p0_r == 1))]
         p0, p1 = pq
         ekx, ekx_w = level(lkx, "kx", w_take, kw_c, (ch_w, kw_c))
         eky, eky_w = level(lky, "ky", w_take & ekx, kh_c, (ch_w, kh_c))
         eic, eic_w = level(lic, "ic", w_take & tw2, icq_c, (ch_w, icq_n))
         # a row wraps into the next block (same pass) or, if the block was the pass's last,
         # into the next pass (elb: the block level's e flag, defined below)
-        elb_hold = _S(name="ld_elb_hold")
         eli, eli_w = level(li, "li", w_take & tw3, p0[2], (ch_w, pk[0][2]),
                            tuple(Mux(elb_hold, a, b) for a, b in zip(p1[2][:2], p0[2][:2])))
         elb, elb_w = level(lb, "lb", w_take & tw4, p0[3], (ch_w, pk[0][3]), p1[3][:2])
         m.d.comb += elb_hold.eq(elb)
         eoc, eoc_w = level(lo, "oc", w_take & tw3, oc_c, (ch_w, oc_c), top=True)
+        m.d.comb += eoc_hold.eq(eoc)
         with m.If(ch_p):
             m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(pk[0]))]
             m.d.sync += [a.eq(b) for a, b in zip(flat(p1), flat(pk[min(1, NP - 1)]))]
             m.d.sync += [lrow[g].eq(pk[0][0][g]) for g in range(NG)]
             m.d.sync += lnx.eq(2)
         with m.If(ch_w):
-            t2 = kw_c[0] & kh_c[0]
-            t3 = t2 & icq_n[0]
-            m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & pk[0][2][0]),
-                         tw5.eq(t3 & pk[0][2][0] & pk[0][3][0]), twx.eq(t3 & oc_c[0])]
+            m.d.sync += [tw2.eq(ti2), tw3.eq(Mux(last_chunk, ti3[1], ti3[0])),
+                         tw4.eq(Mux(last_chunk, ti4[1], ti4[0]))]
             m.d.sync += [lbase.eq(0), la_x.eq(0), la_c.eq(0)]
         with m.Elif(w_take):
             # the next e of each level: its value after an advance where the lower levels
@@ -1200,12 +1210,9 @@ class ConvArray(wiring.Component):
             nx_ky = Mux(ekx, eky_w, eky)
             nx_ic = Mux(tw2, eic_w, eic)
             nx_li = Mux(tw3, eli_w, eli)
-            nx_lb = Mux(tw4, elb_w, elb)
-            nx_oc = Mux(tw3, eoc_w, eoc)
             t2 = nx_kx & nx_ky
             t3 = t2 & nx_ic
-            m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & nx_li),
-                         tw5.eq(t3 & nx_li & nx_lb), twx.eq(t3 & nx_oc)]
+            m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & nx_li)]
         with m.If(w_take):
             m.d.sync += la_x.eq(Mux(ekx, 0, la_x + cqkh))
         with m.If(w_take & tw2):
