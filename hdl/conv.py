@@ -167,7 +167,7 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- control state
         sel = _S(reset_less=False)               # output buffer written by the compute side
-        q = _S(16)                 # chunk index
+        qrem = _S(16, name="qrem")  # chunks after this one
         first_chunk = _S()
         iccl = _S(16)              # icc - 1
         kq = _S(24)                # beats per tile in this chunk
@@ -1054,11 +1054,12 @@ class ConvArray(wiring.Component):
         # descriptor comes, enter from HANDOFF; see the end), so no two have the same input
         # and Yosys keeps them apart; all are 1 after a reset, like the FSM.  Copies
         # 0..NDG-1 enable one slice of d each, copy NDG the other loads of a descriptor
-        # transfer and the layer's loader constants, copy NDG + 1 the passes' constants.
-        NDG = 8
-        idle_r = [_S(init=1, name=f"idle_r{k}", reset_less=False) for k in range(NDG + 2)]
-        c_take = [_S(name=f"c_take{k}") for k in range(NDG + 2)]
-        m.d.comb += [c_take[k].eq(idle_r[k] & self.c.valid) for k in range(NDG + 2)]
+        # transfer and the layer's loader constants, copy NDG + 1 the passes' constants,
+        # copy NDG + 2 the CHUNK flags.
+        NDG = 12
+        idle_r = [_S(init=1, name=f"idle_r{k}", reset_less=False) for k in range(NDG + 3)]
+        c_take = [_S(name=f"c_take{k}") for k in range(NDG + 3)]
+        m.d.comb += [c_take[k].eq(idle_r[k] & self.c.valid) for k in range(NDG + 3)]
         dsrc = self.c.payload
         # The sizes' constants (size == 1, size == 2, size - 3) are registered from the
         # descriptor when it is taken (from the c payload, so they are valid in the CHUNK
@@ -1096,15 +1097,15 @@ class ConvArray(wiring.Component):
 
         # one-hot state flags of the FSM below (registered, loaded by its transitions)
         c_end = _S(name="c_end")                              # the compute phase ends
-        last_chunk = _S(name="last_chunk")                    # q == chunks - 1
-        chunk_go = c_take[NDG] | (c_end & ~last_chunk)
+        last_chunk = _S(name="last_chunk")                    # qrem == 0
+        chunk_go = c_take[NDG + 2] | (c_end & ~last_chunk)
         chunk_on = _S(name="ld_chunk_on", reset_less=False)   # state CHUNK
         m.d.sync += chunk_on.eq(chunk_go)
         # copies of chunk_on for the loaders' own registers (weight counters, pass
         # constants, feature counters; ring-loaded during the reset, see _replicate: a
         # spurious load after a reset only sets registers that CHUNK loads again)
-        ch_w, ch_p, ch_x = (_S(name=f"ld_chunk_{k}") for k in ("w", "p", "x"))
-        m.d.sync += _replicate(chunk_go, [ch_w, ch_p, ch_x])
+        ch_w, ch_a, ch_p, ch_x = (_S(name=f"ld_chunk_{k}") for k in ("w", "a", "p", "x"))
+        m.d.sync += _replicate(chunk_go, [ch_w, ch_a, ch_p, ch_x])
         wl_on = _S(name="ld_wl_on", reset_less=False)         # state WLOAD
         xl_on = _S(name="ld_xl_on", reset_less=False)         # state XLOAD
         kw_c = size_consts(dsrc.kw, 8, "kw")
@@ -1127,7 +1128,8 @@ class ConvArray(wiring.Component):
         # descriptor like the above: gR[g] = g * R (shift-and-add; n * R <= rows, so LIW
         # bits hold every row of a copy in use), n and size_consts of R and count; the
         # loader keeps copies of the current pass's (p0) and the next pass's (p1), loaded in
-        # CHUNK and at a pass change (p1 from the pass after it, index lnx).
+        # CHUNK and at a pass change (p1 from the pass after it, index lnx, saturating at
+        # the last pass: the passes after it are not used).
         LIW = _bits(MR)
         w_take = _S(name="ld_w_take")
         m.d.comb += w_take.eq(wl_on & self.w.valid)
@@ -1157,7 +1159,7 @@ class ConvArray(wiring.Component):
                         _S(LIW, name=f"ld_q{k}_rm3")),
                        (_S(name=f"ld_q{k}_cs1"), _S(name=f"ld_q{k}_cs2"),
                         _S(16, name=f"ld_q{k}_cm3"))))
-        lnx = _S(range(NP + 2), name="ld_lnx")
+        lnx = _S(range(max(NP, 2)), name="ld_lnx")
 
         def flat(entry):
             gr, n, rc, cc = entry
@@ -1196,10 +1198,15 @@ class ConvArray(wiring.Component):
         m.d.comb += eoc_hold.eq(eoc)
         with m.If(ch_p):
             m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(pk[0]))]
-            m.d.sync += [a.eq(b) for a, b in zip(flat(p1), flat(pk[min(1, NP - 1)]))]
             m.d.sync += [lrow[g].eq(pk[0][0][g]) for g in range(NG)]
-            m.d.sync += lnx.eq(2)
-        with m.If(ch_w):
+        with m.If(ch_p | (w_take & tw5)):
+            # p1 <= pass lnx (set to 1 when a chunk starts)
+            m.d.sync += [a.eq(_sel([flat(pk[i])[j] for i in range(NP)], lnx))
+                         for j, a in enumerate(flat(p1))]
+            m.d.sync += lnx.eq(Mux(lnx == NP - 1, lnx, lnx + 1))
+        with m.If(chunk_go):
+            m.d.sync += lnx.eq(min(1, NP - 1))
+        with m.If(ch_a):
             m.d.sync += [tw2.eq(ti2), tw3.eq(Mux(last_chunk, ti3[1], ti3[0])),
                          tw4.eq(Mux(last_chunk, ti4[1], ti4[0]))]
             m.d.sync += [lbase.eq(0), la_x.eq(0), la_c.eq(0)]
@@ -1225,9 +1232,6 @@ class ConvArray(wiring.Component):
             m.d.sync += lbase.eq(lbase + kq)
         with m.If(w_take & tw5):
             m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(p1))]
-            m.d.sync += [a.eq(_sel([flat(pk[i])[j] for i in range(NP)], lnx))
-                         for j, a in enumerate(flat(p1))]
-            m.d.sync += lnx.eq(lnx + 1)
         w_en = _S()
         wl_addr = _S(WW, name="wl_addr")
         wl_data = _S(signed(cfg.weight_width), name="wl_data")
@@ -1311,7 +1315,6 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- main FSM
         m.d.comb += self.s.payload.eq(Cat(busy_lo, busy_hi, ccyc))
-        chunks1 = _S(16, name="chunks1")
         # the FSM's one-hot flags and the loads of its transitions in the loaders' region
         # (conditions on registered flags, not on the state decode)
         x_done = _S(name="ld_x_done")          # the chunk's last feature word is taken
@@ -1347,8 +1350,8 @@ class ConvArray(wiring.Component):
             with m.If(c_take[k]):
                 m.d.sync += d_bits[lo:hi].eq(p_bits[lo:hi])
         with m.If(c_take[NDG]):
-            m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0), q.eq(0),
-                         chunks1.eq(self.c.payload.chunks - 1),
+            m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0),
+                         qrem.eq(self.c.payload.chunks - 1),
                          last_chunk.eq(self.c.payload.chunks == 1),
                          first_chunk.eq(1)]
         # the COMPUTE state as a one-hot flag; the compute phase's end
@@ -1361,7 +1364,7 @@ class ConvArray(wiring.Component):
         with m.If(c_end):
             m.d.sync += cmp_on.eq(0)
             with m.If(~last_chunk):
-                m.d.sync += [q.eq(q + 1), first_chunk.eq(0), last_chunk.eq(q + 1 == chunks1)]
+                m.d.sync += [qrem.eq(qrem - 1), first_chunk.eq(0), last_chunk.eq(qrem == 1)]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
