@@ -181,14 +181,14 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- control state
         sel = _S(reset_less=False)               # output buffer written by the compute side
-        q = _S(16)                 # chunk index
+        qrem = _S(16, name="qrem")  # chunks after this one
         first_chunk = _S()
-        icc = _S(16)               # channels in this chunk
         iccl = _S(16)              # icc - 1
         kq = _S(24)                # beats per tile in this chunk
         dq = _S(24)                # stagger between copies
         cqkh = _S(24)              # icc * kh
-        busy = _S(STAT_BUSY_BITS)
+        # busy MAC-cycles, a 48-bit count in two halves with a registered carry between
+        busy_lo, busy_cy, busy_hi = _S(24, name="busy_lo"), _S(name="busy_cy"), _S(24, name="busy_hi")
         ccyc = _S(32)
         in_compute = _S()
 
@@ -548,7 +548,12 @@ class ConvArray(wiring.Component):
         for i in range(len(pc_q)):
             m.d.sync += pc_q[i].eq(sum(pc_rows[4 * i:4 * i + 4]))
         m.d.sync += pc.eq(sum(pc_q))
-        m.d.sync += busy.eq(busy + pc)
+        # (the upper half takes the carry one clock later: the count is complete five
+        # clocks after the last accumulation, and the stats leave at least five clocks after
+        # it: the last beat's capture drains for three clocks, then one clock to STAT)
+        busy_sum = busy_lo + pc
+        m.d.sync += [busy_lo.eq(busy_sum[:24]), busy_cy.eq(busy_sum[24]),
+                     busy_hi.eq(busy_hi + busy_cy)]
 
         newpend = _S(NG)
         for g in range(NG):
@@ -1347,33 +1352,266 @@ class ConvArray(wiring.Component):
                     counters(g, _Only(m, [v[g] for v in part]))
 
         # ---------------------------------------------------------------- loaders
-        a0, a1, a2 = _S(16, name="a0"), _S(DIMW + 1, name="a1"), _S(16, name="a2")
-        a3 = _S(16, name="a3")             # image of the batch being loaded
-        ximg = _S(24, name="ximg")         # bank offset of the next image's first map
-        xcst = _S(24, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
-        addr = _S(24)
-        le, lb, li = _S(range(NP + 1), name="le"), _S(16, name="lb"), _S(16, name="li")
-        lbase, la_x, la_c, lky, lkx, lic = (_S(24, name=n) for n in
-                                            ("lbase", "la_x", "la_c", "lky", "lkx", "lic"))
-        # row offsets g * R of the loader's pass (registered when the pass changes)
-        lRg = [_S(20, name=f"lRg{g}") for g in range(NG)]
-        lrow = [_S(20, name=f"lrow{g}") for g in range(NG)]    # li + lRg[g]
-        # g * R of every pass, registered from the descriptor (no multiplier at a pass change)
-        gR = [[_S(20, name=f"ld_gr{i}_{g}") for g in range(NG)] for i in range(NP)]
-        m.d.sync += [gR[i][g].eq(getattr(d, f"p{i}_r") * g) for i in range(NP) for g in range(NG)]
-        lN = _S(4, name="lN")
+        # Both loaders walk nested counters, one word per transfer (weights: kx, ky, ic, row
+        # of the block, block of the pass, output channel; features: xp, yp, ic, image).  So
+        # that no enable or select is a deep function of the counters, every counter level
+        # keeps two registered flags, e (at its last value) and p (one step before it), and
+        # the ANDs of the e flags of the lower levels are registers too (tw*/tx*, each loaded
+        # with the AND of the next e values): each counter's enable is then a transfer AND
+        # one registered flag, and every wrap loads registered constants.
+        # The IDLE state as one-hot flags, replicated for fan-out (the descriptor load reaches
+        # about 2000 flip-flops): each copy is loaded from its own value (stay idle while no
+        # descriptor comes, enter from HANDOFF; see the end), so no two have the same input
+        # and Yosys keeps them apart; all are 1 after a reset, like the FSM.  Copies
+        # 0..NDG-1 enable one slice of d each, copy NDG the other loads of a descriptor
+        # transfer and the layer's loader constants, copy NDG + 1 the passes' constants,
+        # copy NDG + 2 the CHUNK flags.
+        NDG = 12
+        idle_r = [_S(init=1, name=f"idle_r{k}", reset_less=False) for k in range(NDG + 3)]
+        c_take = [_S(name=f"c_take{k}") for k in range(NDG + 3)]
+        m.d.comb += [c_take[k].eq(idle_r[k] & self.c.valid) for k in range(NDG + 3)]
+        dsrc = self.c.payload
+        # The sizes' constants (size == 1, size == 2, size - 3) are registered from the
+        # descriptor when it is taken (from the c payload, so they are valid in the CHUNK
+        # state of the first chunk).
+
+        def size_consts(size, width, tag, ce=c_take[NDG]):
+            """Registers (size == 1, size == 2, size - 3): the e / p values of a level after
+            a wrap, and the compare for p (cnt + 1 == size - 2 iff cnt == size - 3)."""
+            regs = (_S(name=f"ld_{tag}_s1"), _S(name=f"ld_{tag}_s2"),
+                    _S(width, name=f"ld_{tag}_m3"))
+            with m.If(ce):
+                m.d.sync += [regs[0].eq(size == 1), regs[1].eq(size == 2),
+                             regs[2].eq((size - 3)[:width])]
+            return regs
+
+        def level(cnt, tag, adv, consts, init, wrap=None, top=False):
+            """A counter level advancing when ``adv``: counts up to ``size - 1``, then wraps
+            to 0 (a ``top`` level ends the load instead); ``consts`` = size_consts of the
+            size (the compare for p), ``wrap`` = (e, p) after a wrap (default: consts'
+            size == 1, size == 2; others for a size that changes at the wrap); ``init`` =
+            (condition, (e, p)): start at 0.  Returns e and its next value when ``adv``."""
+            e, p = _S(name=f"ld_e{tag}"), _S(name=f"ld_p{tag}")
+            s1, s2 = wrap if wrap is not None else consts[:2]
+            with m.If(init[0]):
+                m.d.sync += [cnt.eq(0), e.eq(init[1][0]), p.eq(init[1][1])]
+            with m.If(adv):
+                if top:
+                    m.d.sync += [cnt.eq(cnt + 1), e.eq(p), p.eq(cnt == consts[2])]
+                else:
+                    with m.If(e):
+                        m.d.sync += [cnt.eq(0), e.eq(s1), p.eq(s2)]
+                    with m.Else():
+                        m.d.sync += [cnt.eq(cnt + 1), e.eq(p), p.eq(cnt == consts[2])]
+            return e, (p if top else Mux(e, s1, p))
+
+        # one-hot state flags of the FSM below (registered, loaded by its transitions)
+        c_end = _S(name="c_end")                              # the compute phase ends
+        last_chunk = _S(name="last_chunk")                    # qrem == 0
+        chunk_go = c_take[NDG + 2] | (c_end & ~last_chunk)
+        chunk_on = _S(name="ld_chunk_on", reset_less=False)   # state CHUNK
+        m.d.sync += chunk_on.eq(chunk_go)
+        # copies of chunk_on for the loaders' own registers (weight counters, pass
+        # constants, feature counters; ring-loaded during the reset, see _replicate: a
+        # spurious load after a reset only sets registers that CHUNK loads again)
+        ch_w, ch_a, ch_p, ch_x = (_S(name=f"ld_chunk_{k}") for k in ("w", "a", "p", "x"))
+        m.d.sync += _replicate(chunk_go, [ch_w, ch_a, ch_p, ch_x])
+        wl_on = _S(name="ld_wl_on", reset_less=False)         # state WLOAD
+        xl_on = _S(name="ld_xl_on", reset_less=False)         # state XLOAD
+        kw_c = size_consts(dsrc.kw, 8, "kw")
+        kh_c = size_consts(dsrc.kh, 8, "kh")
+        oc_c = size_consts(dsrc.oc, 16, "oc")
+        wp_c = size_consts(dsrc.wp, DIMW + 1, "wp")
+        hp_c = size_consts(dsrc.hp, DIMW + 1, "hp")
+        b_c = size_consts(dsrc.batch, 16, "b")
+        icq_f = size_consts(dsrc.icq, 16, "icq")
+        icq_l = size_consts(dsrc.icq_last, 16, "icql")
+        # the chunk's input channels (loaded in CHUNK)
+        icq_c = (_S(name="ld_ic_s1"), _S(name="ld_ic_s2"), _S(16, name="ld_ic_m3"))
+        icq_n = [Mux(last_chunk, a, b) for a, b in zip(icq_l, icq_f)]
+        with m.If(ch_w):
+            m.d.sync += [r.eq(v) for r, v in zip(icq_c, icq_n)]
+
+        # weight loader: C order (o, ic, ky, kx); row bank address
+        # blk * kq + kx * q * kh + ic * kh + ky, the word written into the banks of rows
+        # g * R + li of the copies g < n of its pass.  Per pass, registered from the
+        # descriptor like the above: gR[g] = g * R (shift-and-add; n * R <= rows, so LIW
+        # bits hold every row of a copy in use), n and size_consts of R and count; the
+        # loader keeps copies of the current pass's (p0) and the next pass's (p1), loaded in
+        # CHUNK and at a pass change (p1 from the pass after it, index lnx, saturating at
+        # the last pass: the passes after it are not used).
+        LIW = _bits(MR)
+        w_take = _S(name="ld_w_take")
+        m.d.comb += w_take.eq(wl_on & self.w.valid)
+
+        def pass_consts(i):
+            r = getattr(dsrc, f"p{i}_r")
+            r6 = r[:LIW + 1]
+            grs = []
+            ce = c_take[NDG + 1]
+            for g in range(NG):
+                reg = _S(LIW, name=f"ld_p{i}_gr{g}")
+                with m.If(ce):
+                    m.d.sync += reg.eq(sum(r6 << b for b in range(g.bit_length())
+                                           if (g >> b) & 1) if g else 0)
+                grs.append(reg)
+            n = _S(4, name=f"ld_p{i}_n")
+            with m.If(ce):
+                m.d.sync += n.eq(getattr(dsrc, f"p{i}_n"))
+            return (grs, n, size_consts(r, LIW, f"p{i}_r", ce),
+                    size_consts(getattr(dsrc, f"p{i}_count"), 16, f"p{i}_c", ce))
+        pk = [pass_consts(i) for i in range(NP)]
+        pq = []
+        for k in range(2):
+            pq.append(([_S(LIW, name=f"ld_q{k}_gr{g}") for g in range(NG)],
+                       _S(4, name=f"ld_q{k}_n"),
+                       (_S(name=f"ld_q{k}_rs1"), _S(name=f"ld_q{k}_rs2"),
+                        _S(LIW, name=f"ld_q{k}_rm3")),
+                       (_S(name=f"ld_q{k}_cs1"), _S(name=f"ld_q{k}_cs2"),
+                        _S(16, name=f"ld_q{k}_cm3"))))
+        lnx = _S(range(max(NP, 2)), name="ld_lnx")
+
+        def flat(entry):
+            gr, n, rc, cc = entry
+            return list(gr) + [n] + list(rc) + list(cc)
+
+        lkx, lky, lic = _S(8, name="lkx"), _S(8, name="lky"), _S(16, name="lic")
+        elb_hold, eoc_hold = _S(name="ld_elb_hold"), _S(name="ld_eoc_hold")
+        li, lb, lo = _S(LIW, name="li"), _S(16, name="lb"), _S(16, name="lo")
+        lbase, la_x, la_c = _S(WW, name="lbase"), _S(WW, name="la_x"), _S(WW, name="la_c")
+        lrow = [_S(LIW, name=f"lrow{g}") for g in range(NG)]    # g * R + li
+        # tw2 = ekx & eky, tw3 = tw2 & eic (an output channel's last word), tw4 = tw3 & eli
+        # (a block's) as registers; a pass's last word tw4 & elb and the chunk's last weight
+        # tw3 & eoc are ANDed into the enables (a LUT4: wl_on, w.valid and two flags)
+        tw2, tw3, tw4 = (_S(name=f"ld_tw{k}") for k in ("2", "3", "4"))
+        tw5, twx = tw4 & elb_hold, tw3 & eoc_hold
+        # their values in CHUNK, registered with the descriptor (first / last chunk)
+        ti2 = _S(name="ld_ti2")
+        ti3, ti4 = ([_S(name=f"ld_ti{k}{c}") for c in "fl"] for k in (3, 4))
+        with m.If(c_take[NDG]):
+            t2 = (dsrc.kw == 1) & (dsrc.kh == 1)
+            m.d.sync += ti2.eq(t2)
+            for j, icq in enumerate((dsrc.icq, dsrc.icq_last)):
+                m.d.sync += [ti3[j].eq(t2 & (icq == 1)),
+                             ti4[j].eq(t2 & (icq == 1) & (dsrc.p0_r == 1))]
+        p0, p1 = pq
+        ekx, ekx_w = level(lkx, "kx", w_take, kw_c, (ch_w, kw_c))
+        eky, eky_w = level(lky, "ky", w_take & ekx, kh_c, (ch_w, kh_c))
+        eic, eic_w = level(lic, "ic", w_take & tw2, icq_c, (ch_w, icq_n))
+        # a row wraps into the next block (same pass) or, if the block was the pass's last,
+        # into the next pass (elb: the block level's e flag, defined below)
+        eli, eli_w = level(li, "li", w_take & tw3, p0[2], (ch_w, pk[0][2]),
+                           tuple(Mux(elb_hold, a, b) for a, b in zip(p1[2][:2], p0[2][:2])))
+        elb, elb_w = level(lb, "lb", w_take & tw4, p0[3], (ch_w, pk[0][3]), p1[3][:2])
+        m.d.comb += elb_hold.eq(elb)
+        eoc, eoc_w = level(lo, "oc", w_take & tw3, oc_c, (ch_w, oc_c), top=True)
+        m.d.comb += eoc_hold.eq(eoc)
+        with m.If(ch_p):
+            m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(pk[0]))]
+            m.d.sync += [lrow[g].eq(pk[0][0][g]) for g in range(NG)]
+        with m.If(ch_p | (w_take & tw5)):
+            # p1 <= pass lnx (set to 1 when a chunk starts)
+            m.d.sync += [a.eq(_sel([flat(pk[i])[j] for i in range(NP)], lnx))
+                         for j, a in enumerate(flat(p1))]
+            m.d.sync += lnx.eq(Mux(lnx == NP - 1, lnx, lnx + 1))
+        with m.If(chunk_go):
+            m.d.sync += lnx.eq(min(1, NP - 1))
+        with m.If(ch_a):
+            m.d.sync += [tw2.eq(ti2), tw3.eq(Mux(last_chunk, ti3[1], ti3[0])),
+                         tw4.eq(Mux(last_chunk, ti4[1], ti4[0]))]
+            m.d.sync += [lbase.eq(0), la_x.eq(0), la_c.eq(0)]
+        with m.Elif(w_take):
+            # the next e of each level: its value after an advance where the lower levels
+            # all end, else unchanged
+            nx_kx = ekx_w
+            nx_ky = Mux(ekx, eky_w, eky)
+            nx_ic = Mux(tw2, eic_w, eic)
+            nx_li = Mux(tw3, eli_w, eli)
+            t2 = nx_kx & nx_ky
+            t3 = t2 & nx_ic
+            m.d.sync += [tw2.eq(t2), tw3.eq(t3), tw4.eq(t3 & nx_li)]
+        with m.If(w_take):
+            m.d.sync += la_x.eq(Mux(ekx, 0, la_x + cqkh))
+        with m.If(w_take & tw2):
+            m.d.sync += la_c.eq(Mux(eic, 0, la_c + d.kh))
+        with m.If(w_take & tw3):
+            # next row of the block: + 1; next block: the pass's g * R; next pass: its g * R
+            m.d.sync += [lrow[g].eq(Mux(tw4, Mux(elb, p1[0][g], p0[0][g]), lrow[g] + 1))
+                         for g in range(NG)]
+        with m.If(w_take & tw4):
+            m.d.sync += lbase.eq(lbase + kq)
+        with m.If(w_take & tw5):
+            m.d.sync += [a.eq(b) for a, b in zip(flat(p0), flat(p1))]
         w_en = _S()
-        wl_addr = _S(24, name="wl_addr")
+        wl_addr = _S(WW, name="wl_addr")
         wl_data = _S(signed(cfg.weight_width), name="wl_data")
         wl_hit = _S(MR, name="wl_hit")
+        m.d.comb += w_en.eq(w_take)
         m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
-                     wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < lN)
+                     wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < p0[1])
                                                  for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
             wp = wmem[r].write_port()
             m.d.comb += [wp.addr.eq(wl_addr), wp.data.eq(wl_data), wp.en.eq(wl_hit[r])]
-        f_addr, f_en = _S(24, name="f_addr"), _S(name="f_en")
+
+        # feature loader: a0 = xp, a1 = yp, a2 = ic, a3 = image over the padded maps,
+        # borders written as zeros; stream order (image, ic, yp, xp), banks
+        # [ic][image][Hp][Wp]; set to (0, 0, 0, 0) in CHUNK, runs after the chunk's last weight
+        a0, a1 = _S(DIMW + 1, name="a0"), _S(DIMW + 1, name="a1")
+        a2, a3 = _S(16, name="a2"), _S(16, name="a3")
+        ximg = _S(FW, name="ximg")         # bank offset of the next image's first map
+        xcst = _S(FW, name="xcst")         # next channel of the same image: (B-1)HpWp + 1
+        addr = _S(FW, name="addr")
+        padh, padw = _S(DIMW + 1, name="ld_padh"), _S(DIMW + 1, name="ld_padw")
+        m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
+        # inx / iny: a0 / a1 inside the map; interior = inx & iny, its own register;
+        # nx_in / ny_in: the same for a0 + 1 / a1 + 1 (the next position), so that the flags
+        # load registers; in1x / in1y: position 1 inside (the value after a wrap)
+        inx, iny = _S(name="ld_inx"), _S(name="ld_iny")
+        nx_in, ny_in = _S(name="ld_nx_in"), _S(name="ld_ny_in")
+        pad0, in1x, in1y = _S(name="ld_pad0"), _S(name="ld_in1x"), _S(name="ld_in1y")
+        pad_d = dsrc.pad
+        with m.If(c_take[NDG]):
+            m.d.sync += [pad0.eq(pad_d == 0), in1x.eq((pad_d <= 1) & (pad_d + dsrc.w > 1)),
+                         in1y.eq((pad_d <= 1) & (pad_d + dsrc.h > 1))]
+        interior = _S(name="ld_interior")
+        step = ~interior | self.x.valid
+        x_take = _S(name="ld_x_take")
+        m.d.comb += x_take.eq(xl_on & step)
+        x_start = _S(name="ld_x_start")      # the chunk's last weight is taken
+        m.d.comb += x_start.eq(w_take & twx)
+        # txy = ex0 & ey1 (a map row's last word), txc = txy & ec2 (an image's last),
+        # txb = txc & eb3 (the chunk's last)
+        txy, txc, txb = (_S(name=f"ld_t{k}") for k in ("xy", "xc", "xb"))
+        ex0, ex0_w = level(a0, "x", x_take, wp_c, (ch_x, wp_c))
+        ey1, ey1_w = level(a1, "y", x_take & ex0, hp_c, (ch_x, hp_c))
+        ec2, ec2_w = level(a2, "c", x_take & txy, icq_c, (ch_x, icq_n))
+        eb3, eb3_w = level(a3, "b", x_take & txc, b_c, (ch_x, b_c), top=True)
+        with m.If(ch_x):
+            t = wp_c[0] & hp_c[0]
+            m.d.sync += [txy.eq(t), txc.eq(t & icq_n[0]), txb.eq(t & icq_n[0] & b_c[0]),
+                         inx.eq(pad0), iny.eq(pad0), interior.eq(pad0),
+                         nx_in.eq(in1x), ny_in.eq(in1y)]
+            m.d.sync += [addr.eq(0), ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1)]
+        with m.Elif(x_take):
+            nx_y = Mux(ex0, ey1_w, ey1)
+            nx_c = Mux(txy, ec2_w, ec2)
+            nx_b = Mux(txc, eb3_w, eb3)
+            t = ex0_w & nx_y
+            m.d.sync += [txy.eq(t), txc.eq(t & nx_c), txb.eq(t & nx_c & nx_b)]
+            inx_n = Mux(ex0, pad0, nx_in)
+            iny_n = Mux(ex0, Mux(ey1, pad0, ny_in), iny)
+            m.d.sync += [inx.eq(inx_n), iny.eq(iny_n), interior.eq(inx_n & iny_n),
+                         nx_in.eq(Mux(ex0, in1x, (a0 + 2 >= d.pad) & (a0 + 2 < padw)))]
+            with m.If(ex0):
+                m.d.sync += ny_in.eq(Mux(ey1, in1y, (a1 + 2 >= d.pad) & (a1 + 2 < padh)))
+            m.d.sync += addr.eq(Mux(txc, ximg, Mux(txy, addr + xcst, addr + 1)))
+        with m.If(x_take & txc):
+            m.d.sync += ximg.eq(ximg + d.imgw)
+        f_addr, f_en = _S(FW, name="f_addr"), _S(name="f_en")
         f_data = _S(signed(cfg.data_width), name="f_data")
+        m.d.comb += [f_en.eq(x_take), f_addr.eq(addr),
+                     f_data.eq(Mux(interior, self.x.payload, 0))]
         # feature bank writes registered per column (one clock later; the banks are read
         # only after the pass set-up, cols + 6 clocks after the last write)
         for c in range(MC):
@@ -1386,130 +1624,73 @@ class ConvArray(wiring.Component):
                 m.d.comb += [wp.addr.eq(fa_c), wp.data.eq(fd_c), wp.en.eq(fe_c)]
 
         # ---------------------------------------------------------------- main FSM
-        m.d.comb += self.s.payload.eq(Cat(busy, ccyc))
-        last_chunk = _S()
-        x_ready = _S()
-        chunks1 = _S(16, name="chunks1")
-        m.d.comb += last_chunk.eq(q == chunks1)
-        padh, padw = _S(DIMW + 1, name="ld_padh"), _S(DIMW + 1, name="ld_padw")
-        m.d.sync += [padh.eq(d.pad + d.h), padw.eq(d.pad + d.w)]
-        # loader end / window flags, registered (each predicted from the counter's next value)
-        ekx, eky, eic, eli, elb, eoc = (_S(name=f"ld_e{k}") for k in
-                                        ("kx", "ky", "ic", "li", "lb", "oc"))
-        ex0, ey1, ec2, eb3 = (_S(name=f"ld_x{k}") for k in ("x", "y", "c", "b"))
-        inx, iny = _S(name="ld_inx"), _S(name="ld_iny")   # a0 / a1 inside the map
-        interior = inx & iny
-        step = ~interior | self.x.valid
-        m.d.comb += [x_ready.eq(interior), f_addr.eq(addr),
-                     f_data.eq(Mux(interior, self.x.payload, 0))]
-        # loader constants from the descriptor (registered; d is stable from CHUNK on)
-        kw1, kh1 = _S(8, name="ld_kw1"), _S(8, name="ld_kh1")
-        oc1 = _S(16, name="ld_oc1")
-        wp1, hp1 = _S(DIMW, name="ld_wp1"), _S(DIMW, name="ld_hp1")
-        b1 = _S(16, name="ld_b1")
-        lR1, lcount1 = _S(16, name="ld_r1"), _S(16, name="ld_count1")
-        m.d.sync += [kw1.eq(d.kw - 1), kh1.eq(d.kh - 1), oc1.eq(d.oc - 1), wp1.eq(d.wp - 1),
-                     hp1.eq(d.hp - 1), b1.eq(d.batch - 1)]
+        m.d.comb += self.s.payload.eq(Cat(busy_lo, busy_hi, ccyc))
+        # the FSM's one-hot flags and the loads of its transitions in the loaders' region
+        # (conditions on registered flags, not on the state decode)
+        x_done = _S(name="ld_x_done")          # the chunk's last feature word is taken
+        m.d.comb += x_done.eq(x_take & txb)
+        with m.If(chunk_on):
+            m.d.sync += [iccl.eq(Mux(last_chunk, d.icq_last, d.icq) - 1),
+                         kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
+                         dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
+                         cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)), wl_on.eq(1)]
+        with m.If(x_start):
+            m.d.sync += [wl_on.eq(0), xl_on.eq(1)]
+        with m.If(x_done):
+            m.d.sync += [xl_on.eq(0), issuing.eq(1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
+                         e.eq(0), wblk[0].eq(0), cb[0].eq(0), pd_L.eq(0), zL.eq(0), L_gt1.eq(0)]
+            m.d.sync += [x.eq(0) for x in pd_F + zF + F_gt1]
+        # The compute phase ends when nothing issues and the MAC pipeline, the captures and
+        # the drain are empty.  Their valid bits and flags are chains of registers, each
+        # loaded unconditionally, so "empty" is registered one clock ahead from their inputs
+        # (keep these in step with the assignments of i_act, the pipeline stages' v, pending,
+        # wa_v, wb_v and wc_v above): pipe_idle = none of i_act and the stages' v;
+        # drain_idle = none of pending, wa_v, wb_v, wc_v (reset: all of them are 0).
+        pipe_idle = _S(init=1, name="pipe_idle", reset_less=False)
+        drain_idle = _S(init=1, name="drain_idle", reset_less=False)
+        m.d.sync += [
+            pipe_idle.eq(~_any(act[g] & adv for g in range(NG)) & ~_any(i_act)
+                         & ~_any(st["v"] for st in pipe[:-1])),
+            drain_idle.eq(~newpend.any() & ~_any(working & (drem > j) for j in range(DR))
+                          & ~_any(wa_v) & ~_any(wb_v))]
+        d_bits, p_bits = d.as_value(), self.c.payload.as_value()
+        for k in range(NDG):
+            lo, hi = len(d_bits) * k // NDG, len(d_bits) * (k + 1) // NDG
+            with m.If(c_take[k]):
+                m.d.sync += d_bits[lo:hi].eq(p_bits[lo:hi])
+        with m.If(c_take[NDG]):
+            m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0),
+                         qrem.eq(self.c.payload.chunks - 1),
+                         last_chunk.eq(self.c.payload.chunks == 1),
+                         first_chunk.eq(1)]
+        # the COMPUTE state as a one-hot flag; the compute phase's end
+        cmp_on = _S(name="cmp_on", reset_less=False)
+        m.d.comb += c_end.eq(cmp_on & ~issuing & pipe_idle & drain_idle)
+        with m.If(x_done):
+            m.d.sync += cmp_on.eq(1)
+        with m.If(cmp_on):
+            m.d.sync += ccyc.eq(ccyc + 1)
+        with m.If(c_end):
+            m.d.sync += cmp_on.eq(0)
+            with m.If(~last_chunk):
+                m.d.sync += [qrem.eq(qrem - 1), first_chunk.eq(0), last_chunk.eq(qrem == 1)]
         with m.FSM(name="ctl") as fsm:
             with m.State("IDLE"):
                 with m.If(self.c.valid):
-                    m.d.sync += [d.eq(self.c.payload), busy.eq(0), ccyc.eq(0), q.eq(0),
-                                 chunks1.eq(self.c.payload.chunks - 1),
-                                 first_chunk.eq(1)]
                     m.next = "CHUNK"
             with m.State("CHUNK"):
-                m.d.sync += [icc.eq(Mux(last_chunk, d.icq_last, d.icq)),
-                             iccl.eq(Mux(last_chunk, d.icq_last, d.icq) - 1),
-                             kq.eq(Mux(last_chunk, d.kq_last, d.kq)),
-                             dq.eq(Mux(last_chunk, d.dq_last, d.dq)),
-                             cqkh.eq(Mux(last_chunk, d.qkh_last, d.qkh)),
-                             a0.eq(0), a1.eq(0), a2.eq(0), a3.eq(0), addr.eq(0),
-                             ximg.eq(d.imgw), xcst.eq(d.hwp - d.imgw + 1),
-                             le.eq(0), lb.eq(0), li.eq(0), lbase.eq(0), la_x.eq(0), la_c.eq(0),
-                             lky.eq(0), lkx.eq(0), lic.eq(0), lN.eq(d.p0_n),
-                             lR1.eq(d.p0_r - 1), lcount1.eq(d.p0_count - 1),
-                             ekx.eq(d.kw == 1), eky.eq(d.kh == 1),
-                             eic.eq(Mux(last_chunk, d.icq_last, d.icq) == 1),
-                             eli.eq(d.p0_r == 1), elb.eq(d.p0_count == 1), eoc.eq(d.oc == 1)]
-                m.d.sync += [lRg[g].eq(d.p0_r * g) for g in range(NG)]
-                m.d.sync += [lrow[g].eq(d.p0_r * g) for g in range(NG)]
                 m.next = "WLOAD"
             with m.State("WLOAD"):
-                # C order (o, ic, ky, kx); row bank address blk * kq + kx * q * kh + ic * kh + ky
-                with m.If(self.w.valid):
-                    with m.If(ekx):
-                        m.d.sync += [lkx.eq(0), la_x.eq(0), ekx.eq(kw1 == 0)]
-                        with m.If(eky):
-                            m.d.sync += [lky.eq(0), eky.eq(kh1 == 0)]
-                            with m.If(eic):
-                                m.d.sync += [lic.eq(0), la_c.eq(0), li.eq(li + 1),
-                                             eic.eq(iccl == 0), eli.eq(li + 1 == lR1)]
-                                m.d.sync += [lrow[g].eq(lrow[g] + 1) for g in range(NG)]
-                                with m.If(eli):
-                                    m.d.sync += [li.eq(0), lb.eq(lb + 1), lbase.eq(lbase + kq),
-                                                 eli.eq(lR1 == 0), elb.eq(lb + 1 == lcount1)]
-                                    m.d.sync += [lrow[g].eq(lRg[g]) for g in range(NG)]
-                                    with m.If(elb):
-                                        m.d.sync += [lb.eq(0), le.eq(le + 1),
-                                                     lN.eq(_sel(pvl["n"], le + 1)),
-                                                     lR1.eq(_sel(pvl["r"], le + 1) - 1),
-                                                     lcount1.eq(_sel(pvl["count"], le + 1) - 1),
-                                                     eli.eq(_sel(pvl["r"], le + 1) == 1),
-                                                     elb.eq(_sel(pvl["count"], le + 1) == 1)]
-                                        m.d.sync += [lRg[g].eq(_sel([gR[i][g] for i in range(NP)],
-                                                                    le + 1))
-                                                     for g in range(NG)]
-                                        m.d.sync += [lrow[g].eq(_sel([gR[i][g] for i in range(NP)],
-                                                                     le + 1))
-                                                     for g in range(NG)]
-                                with m.If(eoc):
-                                    # the feature load starts at (0, 0, 0, 0)
-                                    m.d.sync += [a0.eq(0), ex0.eq(wp1 == 0), ey1.eq(hp1 == 0),
-                                                 ec2.eq(iccl == 0), eb3.eq(b1 == 0),
-                                                 inx.eq(d.pad == 0), iny.eq(d.pad == 0)]
-                                    m.next = "XLOAD"
-                                with m.Else():
-                                    m.d.sync += [a0.eq(a0 + 1), eoc.eq(a0 + 1 == oc1)]
-                            with m.Else():
-                                m.d.sync += [lic.eq(lic + 1), la_c.eq(la_c + d.kh),
-                                             eic.eq(lic + 1 == iccl)]
-                        with m.Else():
-                            m.d.sync += [lky.eq(lky + 1), eky.eq(lky + 1 == kh1)]
-                    with m.Else():
-                        m.d.sync += [lkx.eq(lkx + 1), la_x.eq(la_x + cqkh), ekx.eq(lkx + 1 == kw1)]
+                with m.If(x_start):
+                    m.next = "XLOAD"
             with m.State("XLOAD"):
-                # a0 = xp, a1 = yp, a2 = ic over the padded maps; borders written as zeros
-                # stream order (image, ic, yp, xp); banks [ic][image][Hp][Wp]
-                with m.If(step):
-                    m.d.sync += [addr.eq(addr + 1), a0.eq(a0 + 1), ex0.eq(a0 + 1 == wp1),
-                                 inx.eq((a0 + 1 >= d.pad) & (a0 + 1 < padw))]
-                    with m.If(ex0):
-                        m.d.sync += [a0.eq(0), a1.eq(a1 + 1), ex0.eq(wp1 == 0),
-                                     inx.eq(d.pad == 0), ey1.eq(a1 + 1 == hp1),
-                                     iny.eq((a1 + 1 >= d.pad) & (a1 + 1 < padh))]
-                        with m.If(ey1):
-                            m.d.sync += [a1.eq(0), a2.eq(a2 + 1), addr.eq(addr + xcst),
-                                         ey1.eq(hp1 == 0), iny.eq(d.pad == 0),
-                                         ec2.eq(a2 + 1 == iccl)]
-                            with m.If(ec2):
-                                m.d.sync += [a2.eq(0), a3.eq(a3 + 1), addr.eq(ximg),
-                                             ximg.eq(ximg + d.imgw), ec2.eq(iccl == 0),
-                                             eb3.eq(a3 + 1 == b1)]
-                                with m.If(eb3):
-                                    m.d.sync += [issuing.eq(1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
-                                                 e.eq(0), wblk[0].eq(0), cb[0].eq(0),
-                                                 pd_L.eq(0), zL.eq(0)]
-                                    m.d.sync += [x.eq(0) for x in pd_F + zF + F_gt1]
-                                    m.d.sync += L_gt1.eq(0)
-                                    m.next = "COMPUTE"
+                with m.If(x_done):
+                    m.next = "COMPUTE"
             with m.State("COMPUTE"):
-                m.d.sync += ccyc.eq(ccyc + 1)
-                with m.If(~issuing & ~_any(i_act) & ~_any(st["v"] for st in pipe) & ~pending.any()
-                          & ~wb_any):
+                with m.If(c_end):
                     with m.If(last_chunk):
                         m.next = "STAT"
                     with m.Else():
-                        m.d.sync += [q.eq(q + 1), first_chunk.eq(0)]
                         m.next = "CHUNK"
             with m.State("STAT"):
                 with m.If(self.s.ready):
@@ -1525,11 +1706,11 @@ class ConvArray(wiring.Component):
         # busy; the streamer is busy in the clock after a handoff
         m.d.sync += _replicate(((fsm.ongoing("STAT") & self.s.ready)
                                 | (fsm.ongoing("HANDOFF") & st_busy)) & ~nx_busy, handoff)
-        m.d.comb += [in_compute.eq(fsm.ongoing("COMPUTE")),
-                     w_en.eq(fsm.ongoing("WLOAD") & self.w.valid),
-                     f_en.eq(fsm.ongoing("XLOAD") & step),
-                     self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(fsm.ongoing("WLOAD")),
-                     self.x.ready.eq(fsm.ongoing("XLOAD") & x_ready),
+        enter_idle = fsm.ongoing("HANDOFF") & ~st_busy
+        m.d.sync += [r.eq((r & ~self.c.valid) | enter_idle) for r in idle_r]
+        m.d.comb += [in_compute.eq(cmp_on),
+                     self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(wl_on),
+                     self.x.ready.eq(xl_on & interior),
                      self.s.valid.eq(fsm.ongoing("STAT"))]
         return m
 
