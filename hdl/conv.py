@@ -717,10 +717,15 @@ class ConvArray(wiring.Component):
         # the handoff (the FSM's HANDOFF state with the streamer idle: the banks swap, the
         # streamer loads the layer) and the step, each a register in copies for fan-out
         # (computed from the next state at the end, see _replicate): [0] the streamer's
-        # position and flags, [1] its per-pass values, [2] the rest
+        # position and flags, [1] (handoff) its per-pass values, the last one the rest
         handoff = [_S(name=f"handoff{k}", reset_less=False) for k in range(3)]
-        st_go = [_S(name=f"st_go{k}", reset_less=False) for k in range(3)]
-        st_step = st_go[2]
+        st_go = [_S(name=f"st_go{k}", reset_less=False) for k in range(2)]
+        st_step = st_go[1]
+        go_n = Signal(name="st_go_n")          # the next clock steps
+        # kinds of step as registered enables (go & F[...], from the next state): a new
+        # image, a new pass (or image), a new channel; they enable the registers that change
+        # only then (many, with the per-pass values)
+        K = {k: _S(name=f"st_go_{k}", reset_less=False) for k in ("img", "pass", "ch")}
         # per pass, loaded at the handoff: n - 1, n * Oc, channels - 1, and the flags
         # n == 1, n == 2, channels == 1, channels == 2
         st_pn = [_S(4, name=f"st_pn{i}") for i in range(NP)]
@@ -741,6 +746,7 @@ class ConvArray(wiring.Component):
         sN_c = [_S(CW, name=f"st_nc{i}") for i in range(NP)]
         sN_a = [_S(24, name=f"st_na{i}") for i in range(NP)]
         sIl = [_S(name=f"st_il{i}") for i in range(NP)]
+        sIl_e, sIl_e1 = _S(name="st_il_e"), _S(name="st_il_e1")     # sIl[e], sIl[e + 1]
         sNl = [_S(name=f"st_nl{i}") for i in range(NP)]
         st_pib = [_S(CW, name=f"st_pib{i}") for i in range(NP)]
         st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
@@ -839,19 +845,18 @@ class ConvArray(wiring.Component):
             "oyr": Mux(chend, st_ho1, Mux(rowend, st["oyr"] - 1, st["oyr"])),
             "oy1": Mux(chend, lc["ho_2"], Mux(rowend, st["oyr"] == 2, st["oy1"])),
             "g1": Mux(chend | grp, by_pass("n2", st["n1"]), st["gr"] == 2),
-            "cr": Mux(chend, by_pass("pcr", st["cr"] - 1), st["cr"]),
-            "cr1": Mux(chend, by_pass("pc2", st["cr"] == 2), st["cr1"]),
-            "or": Mux(chend, Mux(imgnx, st_oc1, st["or"] - 1), st["or"]),
-            "or1": Mux(chend, Mux(imgnx, lc["oc_2"], st["or"] == 2), st["or1"]),
-            "ir": Mux(imgnx, st["ir"] - 1, st["ir"]),
-            "ir1": Mux(imgnx, st["ir"] == 2, st["ir1"]),
         }
+        # (changed by a new channel / image only: enabled by K below)
+        ch_v = {"cr": by_pass("pcr", st["cr"] - 1), "cr1": by_pass("pc2", st["cr"] == 2),
+                "or": Mux(imgnx, st_oc1, st["or"] - 1),
+                "or1": Mux(imgnx, lc["oc_2"], st["or"] == 2)}
+        img_v = {"ir": st["ir"] - 1, "ir1": st["ir"] == 2}
         av["gr"] = Mux(chend | grp, av["n"], st["gr"] - 1)
         afl = {
             "rowend": Mux(chend | rowend, lc["wo_1"], st["ox1"]),
             "lastrow": Mux(chend, lc["ho_1"], Mux(rowend, st["oy1"], fl["lastrow"])),
             "glast": Mux(chend | grp, av["nz"], st["g1"]),
-            "clast": Mux(imgnx, sNl[0], Mux(chend, new_ch(sIl), Mux(
+            "clast": Mux(imgnx, sNl[0], Mux(chend, Mux(newe, sIl_e1, sIl_e), Mux(
                 wrap, Const(MC == 1), Mux(grp, st_c == MC - 2, fl["clast"])))),
             "olastc": Mux(chend, by_pass("pc1", st["cr1"]), fl["olastc"]),
             "olast": Mux(imgnx, lc["oc_1"], Mux(chend, st["or1"], fl["olast"])),
@@ -864,18 +869,33 @@ class ConvArray(wiring.Component):
                 "pc2": d.p1_cend - d.p0_cend == 2}
         with m.If(handoff[0]):
             m.d.sync += [nxp[k].eq(v) for k, v in d_p1.items()]
-        with m.Elif(st_go[0] & imgnx):
+            m.d.sync += [sIl_e.eq(MC == 1), sIl_e1.eq(MC == 1)]
+        with m.Elif(K["img"]):
             m.d.sync += [nxp[k].eq(pvals[k][1]) for k in pvals]
-        with m.Elif(st_go[0] & newe):
+            m.d.sync += [sIl_e.eq(sNl[0]), sIl_e1.eq(sNl[1])]
+        with m.Elif(K["pass"]):
             m.d.sync += [nxp[k].eq(_sel(pvals[k], st_e1 + 1)) for k in pvals]
+            m.d.sync += [sIl_e.eq(sIl_e1), sIl_e1.eq(_sel(sIl, st_e1 + 1))]
         with m.If(handoff[0]):
-            m.d.sync += [st[k].eq(v) for k, v in hv.items()]
+            m.d.sync += [st[k].eq(hv[k]) for k in list(ch_v) + list(img_v)]
+        with m.Elif(K["ch"]):
+            m.d.sync += [st[k].eq(v) for k, v in ch_v.items()]
+            with m.If(imgnx):
+                m.d.sync += [st[k].eq(v) for k, v in img_v.items()]
+        F_n = {k: Signal(name=f"st_F{k}_n") for k in F}
+        sf_h, sf_a = step_flags(hfl, d.flat), step_flags(afl, st_flat)
+        m.d.comb += [F_n[k].eq(Mux(handoff[0], sf_h[k], Mux(st_go[0], sf_a[k], F[k])))
+                     for k in F]
+        m.d.sync += [F[k].eq(F_n[k]) for k in F]
+        m.d.sync += [K["img"].eq(go_n & F_n["imgnx"]),
+                     K["pass"].eq(go_n & (F_n["imgnx"] | F_n["newe"])),
+                     K["ch"].eq(go_n & F_n["chend"])]
+        with m.If(handoff[0]):
+            m.d.sync += [st[k].eq(v) for k, v in hv.items() if k in av]
             m.d.sync += [fl[k].eq(v) for k, v in hfl.items()]
-            m.d.sync += [F[k].eq(v) for k, v in step_flags(hfl, d.flat).items()]
         with m.Elif(st_go[0]):
             m.d.sync += [st[k].eq(v) for k, v in av.items()]
             m.d.sync += [fl[k].eq(v) for k, v in afl.items()]
-            m.d.sync += [F[k].eq(v) for k, v in step_flags(afl, st_flat).items()]
         nx_busy = Signal(name="nx_busy")
         m.d.comb += nx_busy.eq(Mux(handoff[2], 1, Mux(st_step & F["lend"], 0, st_busy)))
         m.d.sync += st_busy.eq(nx_busy)
@@ -903,7 +923,7 @@ class ConvArray(wiring.Component):
                              st_pib[i].eq(sib), st_pia[i].eq(sia),
                              stX[i].eq(1), stXo[i].eq(d.oc + 1), stXw[i].eq(pnoc + 1)]
             m.d.sync += [sNo0.eq(d.p0_sia + d.oc), sNw0.eq(d.p0_sia + d.p0_noc)]
-        with m.Elif(st_go[1] & imgnx):
+        with m.Elif(K["img"]):
             for i in range(NP):
                 csum = sN_c[i] + st_pib[i]
                 carry = csum >= MC
@@ -916,7 +936,7 @@ class ConvArray(wiring.Component):
                              stXw[i].eq(sN_a[i] + 1 + st_pnoc[i])]
                 if i == 0:
                     m.d.sync += [sNo0.eq(sNo0 + inc), sNw0.eq(sNw0 + inc)]
-        with m.Elif(st_go[1] & chend):
+        with m.Elif(K["ch"]):
             m.d.sync += [x.eq(x + 1) for x in stX + stXo + stXw]
 
         # output banks: read port 0 is the drain's in the bank being computed into (sel), the
@@ -983,7 +1003,8 @@ class ConvArray(wiring.Component):
         # the next clock steps if the streamer is busy and the words in the FIFO and on
         # their way leave room
         m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0)]
-        m.d.sync += _replicate(nx_busy & (of_cnt_n + st_step + of_p1 < OFD), st_go)
+        m.d.comb += go_n.eq(nx_busy & (of_cnt_n + st_step + of_p1 < OFD))
+        m.d.sync += _replicate(go_n, st_go)
         m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
         # ---------------------------------------------------------------- issue control
