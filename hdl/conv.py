@@ -294,6 +294,7 @@ class ConvArray(wiring.Component):
         # per pass, registered: copy g is the last (g == n - 1); every copy has started
         lastc = [_S(name=f"lastc{g}") for g in range(NG)]
         sg_all = _S(name="sg_all")
+        sg_oh = _S(NG + 1, name="sg_oh")     # one-hot of sg
         m.d.sync += [lastc[g].eq(cp["n"] == g + 1) for g in range(NG)]
         dq1 = _S(name="dq1")                 # dq == 1 (a start right after a start)
         dqm1 = _S(24, name="dqm1")           # dq - 1
@@ -1010,8 +1011,9 @@ class ConvArray(wiring.Component):
         # ---------------------------------------------------------------- issue control
         # copy sg starts in this (issue) clock (unconditional assignments: continuous in
         # Verilog, evaluated by Icarus at time 0)
-        start = (sg < cp["n"]) & at_st
-        m.d.comb += [pd_start[g].eq(adv_iss & issuing & ~setup & start & (sg == g))
+        # (sg < n iff not all started; sg == g from sg's one-hot twin; isu = issuing & ~setup)
+        start = ~sg_all & at_st
+        m.d.comb += [pd_start[g].eq(adv_iss & isu & start & sg_oh[g])
                      for g in range(1, NG)]
         # column c's first window group of the pass, in set-up clock c + 1 (own stall replica)
         for c in range(MC):
@@ -1050,11 +1052,12 @@ class ConvArray(wiring.Component):
                 m.d.sync += [st_dist.eq(Mux(start, st_dist + dqm1, st_dist - 1)),
                              at_st.eq(Mux(start, dq1, st_dist == 1))]
                 with m.If(start):
-                    m.d.sync += [sg.eq(sg + 1), sg_all.eq(sg + 1 == cp["n"]),
+                    m.d.sync += [sg.eq(sg + 1), sg_oh.eq(sg_oh << 1),
+                                 sg_all.eq(sg + 1 == cp["n"]),
                                  sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
-                        with m.If(sg == g):
+                        with m.If(sg_oh[g]):
                             m.d.sync += act[g].eq(1)
                 # pass end: every copy has started and the last one (n - 1, which runs
                 # (n - 1) D beats behind copy 0, so finishes last) finishes
@@ -1177,7 +1180,7 @@ class ConvArray(wiring.Component):
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
-                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_all.eq(lastc[0]),
+                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2), sg_all.eq(lastc[0]),
                          st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc),
                          sgrb.eq(cp["r"])]
         # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
