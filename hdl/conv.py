@@ -1180,7 +1180,8 @@ class ConvArray(wiring.Component):
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
-                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2), sg_all.eq(lastc[0]),
+                         wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2),
+                         sg_all.eq(lastc[0]),
                          st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc),
                          sgrb.eq(cp["r"])]
         # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
