@@ -751,6 +751,10 @@ class ConvArray(wiring.Component):
         sNl = [_S(name=f"st_nl{i}") for i in range(NP)]
         st_pib = [_S(CW, name=f"st_pib{i}") for i in range(NP)]
         st_pia = [_S(24, name=f"st_pia{i}") for i in range(NP)]
+        # the next image start's column carry (sN_c + sib >= cols) registered, and the
+        # address step with a carry (sia + n * Oc)
+        sNcy = [_S(name=f"st_ncy{i}") for i in range(NP)]
+        st_pic = [_S(24, name=f"st_pic{i}") for i in range(NP)]
         # stX[i] = sI_a[i] + o + 1: the address of the next output channel in pass i, with
         # the sums stXo = stX + Oc and stXw = stX + n * Oc; sNo0 / sNw0 the same sums of
         # sN_a[0] (the address sums below then add only registers)
@@ -921,17 +925,18 @@ class ConvArray(wiring.Component):
                              st_pcr[i].eq(pc - 1), st_pc1[i].eq(pc == 1), st_pc2[i].eq(pc == 2),
                              sI_c[i].eq(0), sI_a[i].eq(0), sIl[i].eq(MC == 1),
                              sN_c[i].eq(sib), sN_a[i].eq(sia), sNl[i].eq(sib == MC - 1),
-                             st_pib[i].eq(sib), st_pia[i].eq(sia),
+                             st_pib[i].eq(sib), st_pia[i].eq(sia), st_pic[i].eq(sia + pnoc),
+                             sNcy[i].eq(sib + sib >= MC),
                              stX[i].eq(1), stXo[i].eq(d.oc + 1), stXw[i].eq(pnoc + 1)]
             m.d.sync += [sNo0.eq(d.p0_sia + d.oc), sNw0.eq(d.p0_sia + d.p0_noc)]
         with m.Elif(K["img"]):
             for i in range(NP):
                 csum = sN_c[i] + st_pib[i]
-                carry = csum >= MC
-                nc = Mux(carry, csum - MC, csum)[:CW]
-                inc = st_pia[i] + Mux(carry, st_pnoc[i], 0)
+                nc = Mux(sNcy[i], csum - MC, csum)[:CW]
+                inc = Mux(sNcy[i], st_pic[i], st_pia[i])
                 m.d.sync += [sI_c[i].eq(sN_c[i]), sI_a[i].eq(sN_a[i]), sIl[i].eq(sNl[i]),
                              sN_c[i].eq(nc), sNl[i].eq(nc == MC - 1),
+                             sNcy[i].eq(nc + st_pib[i] >= MC),
                              sN_a[i].eq(sN_a[i] + inc),
                              stX[i].eq(sN_a[i] + 1), stXo[i].eq(sN_a[i] + 1 + st_oc),
                              stXw[i].eq(sN_a[i] + 1 + st_pnoc[i])]
