@@ -1444,8 +1444,8 @@ class ConvArray(wiring.Component):
         # copies of chunk_on for the loaders' own registers (weight counters, pass
         # constants, feature counters; ring-loaded during the reset, see _replicate: a
         # spurious load after a reset only sets registers that CHUNK loads again)
-        ch_w, ch_a, ch_p, ch_x = (_S(name=f"ld_chunk_{k}") for k in ("w", "a", "p", "x"))
-        m.d.sync += _replicate(chunk_go, [ch_w, ch_a, ch_p, ch_x])
+        ch_w, ch_a, ch_p, ch_x, ch_s = (_S(name=f"ld_chunk_{k}") for k in "wapxs")
+        m.d.sync += _replicate(chunk_go, [ch_w, ch_a, ch_p, ch_x, ch_s])
         wl_on = _S(name="ld_wl_on", reset_less=False)         # state WLOAD
         xl_on = _S(name="ld_xl_on", reset_less=False)         # state XLOAD
         kw_c = size_consts(dsrc.kw, 8, "kw")
@@ -1689,8 +1689,7 @@ class ConvArray(wiring.Component):
             with m.If(c_take[k]):
                 m.d.sync += d_bits[lo:hi].eq(p_bits[lo:hi])
         with m.If(c_take[NDG]):
-            m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0),
-                         qrem.eq(self.c.payload.chunks - 1),
+            m.d.sync += [qrem.eq(self.c.payload.chunks - 1),
                          last_chunk.eq(self.c.payload.chunks == 1),
                          first_chunk.eq(1)]
         # the COMPUTE state as a one-hot flag; the compute phase's end
@@ -1700,6 +1699,10 @@ class ConvArray(wiring.Component):
             m.d.sync += cmp_on.eq(1)
         with m.If(cmp_on):
             m.d.sync += ccyc.eq(ccyc + 1)
+        # the stats counters start in the layer's first CHUNK state (the previous layer's
+        # MAC pipeline has been idle for a few clocks by then, its count sent)
+        with m.If(ch_s & first_chunk):
+            m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0)]
         with m.If(c_end):
             m.d.sync += cmp_on.eq(0)
             with m.If(~last_chunk):
