@@ -456,8 +456,7 @@ class ConvArray(wiring.Component):
                  for c in range(MC)] for r in range(MR)]
         acc = [[_S(signed(AW), name=f"acc{r}_{c}") for c in range(MC)] for r in range(MR)]
         shadow = [[_S(signed(AW), name=f"sh{r}_{c}") for c in range(MC)] for r in range(MR)]
-        s2_rv, s2_rl, s2_gl, s2_first, s2_v = s2["rv"], s2["rl"], s2["gl"], s2["first"], s2["v"]
-        s2_en, s2_gob, s2_grb, s2_R, s2_N = s2["en"], s2["gob"], s2["grb"], s2["R"], s2["N"]
+        s2_gl, s2_v, s2_en, s2_R, s2_N = s2["gl"], s2["v"], s2["en"], s2["R"], s2["N"]
         for c in range(MC):
             for p in range(2):
                 m.d.comb += [fread[c][p].addr.eq(a_base[c][p]),
