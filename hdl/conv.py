@@ -976,7 +976,6 @@ class ConvArray(wiring.Component):
                                  wp.data.eq(Mux(first_chunk, wc_new[j][c],
                                                 wc_old[b][j][c] + wc_new[j][c])),
                                  wp.en.eq(wc_v[j] & own[b])]
-        wb_any = _any(wa_v) | _any(wb_v) | _any(wc_v)
         # Output FIFO (4 words): the streamer steps while the FIFO has room (the step, st_go,
         # is a register computed a clock ahead from the FIFO's count), so o.ready only
         # touches the FIFO.  A step's word is on the bank's read port
