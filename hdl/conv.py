@@ -628,14 +628,12 @@ class ConvArray(wiring.Component):
             m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) >> (DR.bit_length() - 1))
         else:
             m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) // DR)
-        # k dg - 1 for k = 1..NG (shift-and-add, registered once per pass); dg >= 2
-        # (k dg >= 2 holds anyway for k >= 2)
+        # k dg - 1 and k dg >= 2 for k = 1..NG (shift-and-add, registered once per pass)
         pd_m1 = [Const(0, 16)] + [_S(16, name=f"pd_m{k}") for k in range(1, NG + 1)]
-        big1 = _S(name="pd_big1")
-        m.d.sync += big1.eq(pd_dg >= 2)
+        pd_big = [Const(0, 1)] + [_S(name=f"pd_big{k}") for k in range(1, NG + 1)]
         for k in range(1, NG + 1):
             kdg = sum(pd_dg << b for b in range(k.bit_length()) if (k >> b) & 1)
-            m.d.sync += pd_m1[k].eq(kdg - 1)
+            m.d.sync += [pd_m1[k].eq(kdg - 1), pd_big[k].eq(kdg >= 2)]
         pd_L, zL = _S(16, name="pd_L"), _S(name="pd_zL")
         pd_F, zF = gsig("pd_F", 16), gsig("pd_zF", 1)
         ft0 = _S(name="pd_ft0")            # copy 0 is in the first tile of its pass
@@ -658,11 +656,11 @@ class ConvArray(wiring.Component):
         W_n = [_S(name=f"pd_W_n{g}") for g in range(NG)]
         ft0_n = _S(name="pd_ft0_n")
         # k dg >= 2 is true for every k >= 2 (dg >= 1), so of the captures issued together
-        # only "more than one" and dg >= 2 matter; gt1 flags: registered pd_L > 1, pd_F > 1
+        # only "more than one" and pd_big[1] matter; gt1 flags: registered pd_L > 1, pd_F > 1
         # (no compare and no count on the stall path)
         L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
         two = _any([capg[h] & capg[j] for h in range(NG) for j in range(h + 1, NG)])
-        m.d.comb += zL_n.eq(Mux(_any(capg), zL | big1 | two, L_gt1))
+        m.d.comb += zL_n.eq(Mux(_any(capg), zL | pd_big[1] | two, L_gt1))
         # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
         pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
         Lk_gt1 = [x > 1 for x in pd_Lk]
@@ -671,7 +669,7 @@ class ConvArray(wiring.Component):
                      zL.eq(zL_n), ft0.eq(ft0_n)]
         for g in range(NG):
             before = _any(capg[:g])          # another copy captures with this one, ahead
-            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | big1 | before, F_gt1[g])),
+            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | pd_big[1] | before, F_gt1[g])),
                          W_n[g].eq(Mux(pd_start[g], kq1,
                                        Mux(adv & act[g],
                                            pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
