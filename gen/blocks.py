@@ -19,7 +19,9 @@ class Block:
     ``ii`` and ``port_info()`` (format and protocol per top-level member) and may
     have ``manifest_extra()`` (block-specific manifest fields, e.g. memory layouts).
     ``placer`` is the nextpnr placer ``spnn synth`` uses for the block unless told
-    otherwise (chosen by measurement, see docs/synth.md).
+    otherwise (chosen by measurement, see docs/synth.md); ``heap_timing`` the heap
+    placer's ``(timing weight, criticality exponent)`` for the block (nextpnr's own
+    defaults are ``(10, 2)``).
     """
 
     name: str
@@ -29,6 +31,7 @@ class Block:
     defaults: Callable   # () -> list of configs emitted by `spnn verilog --all`
     module_name: Callable
     placer: str = "heap"
+    heap_timing: tuple = (10, 2)
 
 
 def _attr(module: str, name: str):
@@ -37,7 +40,8 @@ def _attr(module: str, name: str):
     return getattr(importlib.import_module(module), name)
 
 
-def _block(name, summary, config, component, defaults=None, placer="heap"):
+def _block(name, summary, config, component, defaults=None, placer="heap",
+           heap_timing=(10, 2)):
     """A Block whose config class lives in ``gen.<config[0]>`` and gateware in ``hdl.<...>``."""
     config_cls = _attr(f"gen.{config[0]}", config[1])
     return Block(
@@ -46,6 +50,7 @@ def _block(name, summary, config, component, defaults=None, placer="heap"):
         defaults=defaults or (lambda: [config_cls()]),
         module_name=lambda cfg: cfg.module_name,
         placer=placer,
+        heap_timing=heap_timing,
     )
 
 
@@ -67,7 +72,7 @@ def _registry():
         _block("lstm", "LSTM layer on the sparse PE array with PWL gates (seed 000)",
                ("lstm", "LstmConfig"), ("lstm", "LstmEngine")),
         _block("conv", "remainder-aware im2col MAC array for convolution (seed 002)",
-               ("conv", "ConvConfig"), ("conv", "ConvArray")),
+               ("conv", "ConvConfig"), ("conv", "ConvArray"), heap_timing=(30, 4)),
         _block("fc", "batched FC engine on FD-CSR weights, skips zeros (seed 001)",
                ("fdcsr", "FcConfig"), ("fc", "FcEngine")),
     ]

@@ -583,8 +583,9 @@ def pass_setup_cycles(cfg) -> int:
 
 
 # Clocks from the last drain step of a chunk (its shadow rows read) to the end of its
-# compute phase (the rows selected in two steps, the bank read, the add and write).
-_DRAIN_TO_END = 5
+# compute phase (the rows selected in two steps, the bank read, the add and write, the
+# registered end flag).
+_DRAIN_TO_END = 6
 
 
 def _chunk_events(sched, q):

@@ -53,6 +53,8 @@ DEFAULT_FREQ = 150.0
 ROUTER2_CELLS = 60000
 PLACERS = ("heap", "static", "sa")
 DEFAULT_PLACER = "heap"
+# nextpnr's own heap-placer timing settings: --placer-heap-timingweight, --placer-heap-critexp
+HEAP_TIMING_DEFAULT = (10, 2)
 VIVADO_PART = "xc7vx690tffg1761-2"
 
 TARGETS = {
@@ -254,13 +256,34 @@ def default_router(cells: int) -> str:
 
 
 def result_tag(module: str, cfg, target: str, seed: int = 1,
-               placer: str = DEFAULT_PLACER) -> str:
-    """``<module>-<config id>-<target>[-s<seed>[-<placer>]]``: the name of a run's folder
-    and JSON (the placer only when it is not the default)."""
+               placer: str = DEFAULT_PLACER, heap_timing=HEAP_TIMING_DEFAULT) -> str:
+    """``<module>-<config id>-<target>[-s<seed>[-<placer>][-tw<w>ce<e>]]``: the name of a
+    run's folder and JSON (the placer only when it is not the default, the heap placer's
+    timing weight and criticality exponent only when they are not nextpnr's)."""
     tag = f"{module}-{config_id(cfg)}-{target}"
     if not TARGETS[target]["pnr"]:
         return tag
-    return tag + f"-s{seed}" + (f"-{placer}" if placer != DEFAULT_PLACER else "")
+    tag += f"-s{seed}" + (f"-{placer}" if placer != DEFAULT_PLACER else "")
+    if placer == "heap" and tuple(heap_timing) != HEAP_TIMING_DEFAULT:
+        tag += f"-tw{heap_timing[0]}ce{heap_timing[1]}"
+    return tag
+
+
+def heap_timing_for(block, placer: str, timing_weight=None, crit_exp=None) -> tuple:
+    """The heap placer's ``(timing weight, criticality exponent)`` of a run: the given
+    ones, else the block's (:attr:`gen.blocks.Block.heap_timing`).  Checked: whole numbers
+    (weight 1-1000, exponent 1-16), and only with the heap placer."""
+    for name, value, hi in (("timing weight", timing_weight, 1000),
+                            ("criticality exponent", crit_exp, 16)):
+        if value is None:
+            continue
+        if placer != "heap":
+            raise SpnnError(f"the {name} is a heap placer setting; the placer is {placer!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
+            raise SpnnError(f"{name} must be a whole number from 1 to {hi}, not {value!r}")
+    own = tuple(getattr(block, "heap_timing", HEAP_TIMING_DEFAULT))
+    return (own[0] if timing_weight is None else timing_weight,
+            own[1] if crit_exp is None else crit_exp)
 
 
 def _yosys_error(work: Path, flow: str) -> str:
@@ -371,13 +394,16 @@ def _failing_endpoints(report: dict, freq: float, top: int = 25) -> dict | None:
 
 def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/reports",
           seed: int = 1, timeout: float = 3600.0, router: str | None = None,
-          placer: str | None = None) -> dict:
+          placer: str | None = None, timing_weight: int | None = None,
+          crit_exp: int | None = None) -> dict:
     """Synthesise one block configuration for ``target``; write and return the result dict.
 
     ``router`` is nextpnr's router; ``None`` picks :func:`default_router`'s.  ``placer`` is nextpnr's placer: ``heap`` (its
     default, analytic), ``static`` (electrostatic) or ``sa`` (simulated annealing); which
     gives the better Fmax depends on the design and the seed (see docs/synth.md);
-    ``None`` picks the block's own (:attr:`gen.blocks.Block.placer`).
+    ``None`` picks the block's own (:attr:`gen.blocks.Block.placer`).  ``timing_weight``
+    and ``crit_exp`` are the heap placer's ``--placer-heap-timingweight`` and
+    ``--placer-heap-critexp``; ``None`` picks the block's (:attr:`gen.blocks.Block.heap_timing`).
 
     Work files (Verilog, Yosys script, logs, netlist, nextpnr report) go to
     ``<out_dir>/synth/<module>-<config id>-<target>/``; the result to the same path
@@ -393,9 +419,10 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         placer = block.placer
     if placer not in PLACERS:
         raise SpnnError(f"placer must be one of {', '.join(PLACERS)}, not {placer!r}")
+    heap_timing = heap_timing_for(block, placer, timing_weight, crit_exp)
     spec = TARGETS[target]
     module = block.module_name(cfg)
-    tag = result_tag(module, cfg, target, seed, placer)
+    tag = result_tag(module, cfg, target, seed, placer, heap_timing)
     root = Path(out_dir) / "synth"
     work = root / tag
     if work.exists():
@@ -469,6 +496,9 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
                "--freq", f"{freq:g}", "--seed", str(seed), "--timing-allow-fail",
                "--report", "report.json", "--detailed-timing-report",
                "-l", "nextpnr.log", "-q"]
+        if placer == "heap":
+            cmd += ["--placer-heap-timingweight", str(heap_timing[0]),
+                    "--placer-heap-critexp", str(heap_timing[1])]
         _run(cmd, work, "nextpnr.out", timeout)
         report = json.loads((work / "report.json").read_text())
         fmax = report.get("fmax", {})
@@ -480,6 +510,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
             "seed": seed,
             "router": router,
             "placer": placer,
+            **({"heap_timing": list(heap_timing)} if placer == "heap" else {}),
             "clock_pin": spec.get("clock_pin"),
             "harness": {"kind": "serial shift chains", "ff": harness_ff},
             "utilisation": {k: {"used": v["used"], "available": v["available"]}
@@ -523,6 +554,9 @@ def markdown_table(results: list) -> str:
             pnr.append(f"seed {result['seed']}")
         if result.get("placer", DEFAULT_PLACER) != DEFAULT_PLACER:
             pnr.append(f"{result['placer']} placer")
+        weight, exp = result.get("heap_timing", HEAP_TIMING_DEFAULT)
+        if (weight, exp) != HEAP_TIMING_DEFAULT:
+            pnr.append(f"heap timing weight {weight}, exponent {exp}")
         return text + (f" ({', '.join(pnr)})" if pnr else "")
 
     lines = []
@@ -681,7 +715,8 @@ def _cmd_synth(args) -> int:
               flush=True)
         try:
             result = synth(block, cfg, args.target, args.freq, args.output, args.seed,
-                           router=args.router, placer=args.placer)
+                           router=args.router, placer=args.placer,
+                           timing_weight=args.timing_weight, crit_exp=args.crit_exp)
         except SpnnError as exc:
             if len(jobs) == 1:
                 raise
@@ -739,6 +774,13 @@ def register(subparsers):
                    help="nextpnr placer (default: the block's: static for spmv, heap for "
                    "the others; static is nextpnr's electrostatic placer, sa simulated "
                    "annealing)")
+    p.add_argument("--timing-weight", type=int, default=None,
+                   help="heap placer: weight of timing against wire length "
+                   "(--placer-heap-timingweight; default: the block's: 30 for conv, "
+                   "nextpnr's 10 for the others)")
+    p.add_argument("--crit-exp", type=int, default=None,
+                   help="heap placer: criticality exponent (--placer-heap-critexp; "
+                   "default: the block's: 4 for conv, nextpnr's 2 for the others)")
     p.add_argument("-o", "--output", default="build/reports",
                    help="report folder (default build/reports)")
     p.set_defaults(handler=_cmd_synth)

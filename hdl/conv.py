@@ -281,10 +281,12 @@ class ConvArray(wiring.Component):
         tt, blk = gsig("t", 24), gsig("blk", 16)
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
         tiles1, count1 = _S(name="tiles1"), _S(name="count1")
-        tiles2, count2 = _S(24, name="tiles2"), _S(16, name="count2")
         # per copy, registered: tt == tiles - 2 (the next tile is the block's last)
         ttq = gsig("ttq", 1)
         tiles_is2, tiles3 = _S(name="tiles_is2"), _S(24, name="tiles3")
+        # per copy, registered: blk == count - 2 (the next block is the pass's last)
+        blkq = gsig("blkq", 1)
+        count_is2, count3 = _S(name="count_is2"), _S(16, name="count3")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
         gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
         # the next copy (sg) starts when the pass's issue clock reaches its start clock:
@@ -628,12 +630,13 @@ class ConvArray(wiring.Component):
             m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) >> (DR.bit_length() - 1))
         else:
             m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) // DR)
-        # k dg - 1 and k dg >= 2 for k = 1..NG (shift-and-add, registered once per pass)
+        # k dg - 1 for k = 1..NG (shift-and-add, registered once per pass) and dg >= 2
         pd_m1 = [Const(0, 16)] + [_S(16, name=f"pd_m{k}") for k in range(1, NG + 1)]
-        pd_big = [Const(0, 1)] + [_S(name=f"pd_big{k}") for k in range(1, NG + 1)]
+        pd_big1 = _S(name="pd_big1")      # dg >= 2
         for k in range(1, NG + 1):
             kdg = sum(pd_dg << b for b in range(k.bit_length()) if (k >> b) & 1)
-            m.d.sync += [pd_m1[k].eq(kdg - 1), pd_big[k].eq(kdg >= 2)]
+            m.d.sync += pd_m1[k].eq(kdg - 1)
+        m.d.sync += pd_big1.eq(pd_dg >= 2)
         pd_L, zL = _S(16, name="pd_L"), _S(name="pd_zL")
         pd_F, zF = gsig("pd_F", 16), gsig("pd_zF", 1)
         ft0 = _S(name="pd_ft0")            # copy 0 is in the first tile of its pass
@@ -656,11 +659,11 @@ class ConvArray(wiring.Component):
         W_n = [_S(name=f"pd_W_n{g}") for g in range(NG)]
         ft0_n = _S(name="pd_ft0_n")
         # k dg >= 2 is true for every k >= 2 (dg >= 1), so of the captures issued together
-        # only "more than one" and pd_big[1] matter; gt1 flags: registered pd_L > 1, pd_F > 1
+        # only "more than one" and pd_big1 matter; gt1 flags: registered pd_L > 1, pd_F > 1
         # (no compare and no count on the stall path)
         L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
         two = _any([capg[h] & capg[j] for h in range(NG) for j in range(h + 1, NG)])
-        m.d.comb += zL_n.eq(Mux(_any(capg), zL | pd_big[1] | two, L_gt1))
+        m.d.comb += zL_n.eq(Mux(_any(capg), zL | pd_big1 | two, L_gt1))
         # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
         pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
         Lk_gt1 = [x > 1 for x in pd_Lk]
@@ -669,7 +672,7 @@ class ConvArray(wiring.Component):
                      zL.eq(zL_n), ft0.eq(ft0_n)]
         for g in range(NG):
             before = _any(capg[:g])          # another copy captures with this one, ahead
-            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | pd_big[1] | before, F_gt1[g])),
+            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | pd_big1 | before, F_gt1[g])),
                          W_n[g].eq(Mux(pd_start[g], kq1,
                                        Mux(adv & act[g],
                                            pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
@@ -1016,8 +1019,18 @@ class ConvArray(wiring.Component):
         # Verilog, evaluated by Icarus at time 0)
         # (sg < n iff not all started; sg == g from sg's one-hot twin; isu = issuing & ~setup)
         start = ~sg_all & at_st
-        m.d.comb += [pd_start[g].eq(adv_iss & isu & start & sg_oh[g])
-                     for g in range(1, NG)]
+        # stp[g] == isu & start & sg_oh[g] (copy g starts if the issue stage advances), a
+        # register loaded with its value after an advance (the stall path sees one flag)
+        stp = [None] + [_S(name=f"stp{g}", reset_less=False) for g in range(1, NG)]
+        pass_end = sg_all & _any(lastc[g] & gdone[g] for g in range(NG))
+        at_st_n = Mux(start, dq1, st_dist == 1)
+        sg_all_n = Mux(start, sg + 1 == cp["n"], sg_all)
+        for g in range(1, NG):
+            sg_oh_n = Mux(start, sg_oh[g - 1], sg_oh[g])
+            with m.If(adv_iss & issuing):
+                m.d.sync += stp[g].eq(Mux(setup, setup_last & ~lastc[0] & dq1 if g == 1 else 0,
+                                          ~pass_end & at_st_n & ~sg_all_n & sg_oh_n))
+        m.d.comb += [pd_start[g].eq(adv_iss & stp[g]) for g in range(1, NG)]
         # column c's first window group of the pass, in set-up clock c + 1 (own stall replica)
         for c in range(MC):
             with m.If(adv_pin[c] & issuing & setup & sk_oh[c + 1]):
@@ -1053,10 +1066,10 @@ class ConvArray(wiring.Component):
                     m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
             with m.Else():
                 m.d.sync += [st_dist.eq(Mux(start, st_dist + dqm1, st_dist - 1)),
-                             at_st.eq(Mux(start, dq1, st_dist == 1))]
+                             at_st.eq(at_st_n)]
                 with m.If(start):
                     m.d.sync += [sg.eq(sg + 1), sg_oh.eq(sg_oh << 1),
-                                 sg_all.eq(sg + 1 == cp["n"]),
+                                 sg_all.eq(sg_all_n),
                                  sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
                     for g in range(1, NG):
@@ -1064,7 +1077,7 @@ class ConvArray(wiring.Component):
                             m.d.sync += act[g].eq(1)
                 # pass end: every copy has started and the last one (n - 1, which runs
                 # (n - 1) D beats behind copy 0, so finishes last) finishes
-                with m.If(sg_all & _any(lastc[g] & gdone[g] for g in range(NG))):
+                with m.If(pass_end):
                     m.d.sync += isu.eq(0)
                     with m.If(e == d.npasses - 1):
                         m.d.sync += issuing.eq(0)
@@ -1079,7 +1092,7 @@ class ConvArray(wiring.Component):
                              kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
                              kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                              kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
-                             glt[g].eq(tiles1), glb[g].eq(count1),
+                             glt[g].eq(tiles1), glb[g].eq(count1), blkq[g].eq(count_is2),
                              blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                              fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
                              wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
@@ -1104,15 +1117,15 @@ class ConvArray(wiring.Component):
         # (W[0] == act[0] & last_k[0]; not in the block's last tile), one replica each for
         # the box, every column's slots and every column's state
         glb0_n = Mux(pd_start[0], count1, Mux(adv & act[0] & last_k[0] & glt[0],
-                                              blk[0] == count2, glb[0]))
+                                              blkq[0], glb[0]))
         go_n = setup_last_n | (W_n[0] & ~(glt0_n & glb0_n))
         go_box = _S(name="go_box")
         go_slot = [_S(name=f"go_slot{c}") for c in range(MC)]
         go_col = [_S(name=f"go_col{c}") for c in range(MC)]
         m.d.sync += _replicate(go_n, [go_box] + go_slot + go_col)
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
-                     tiles2.eq(cp["tiles"] - 2), count2.eq(cp["count"] - 2),
-                     tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3)]
+                     tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3),
+                     count_is2.eq(cp["count"] == 2), count3.eq(cp["count"] - 3)]
         # per-pass advance constants (stable from the second set-up clock on)
         # (three register stages: partial sums, kb, then the four constant sets; stable
         # from the fourth set-up clock on; pinit_adv, recomputed every clock, is used only
@@ -1178,7 +1191,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), ttq[0].eq(tiles_is2),
                          blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
-                         glt[0].eq(tiles1), glb[0].eq(count1),
+                         glt[0].eq(tiles1), glb[0].eq(count1), blkq[0].eq(count_is2),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]),
@@ -1344,7 +1357,8 @@ class ConvArray(wiring.Component):
                              wbxc[g].eq(wblk[g]), wo_g[g].eq(wblk[g]),
                              par[g].eq(~par[g])]
                     with m.If(glt[g]):
-                        sync += [glt[g].eq(tiles1), glb[g].eq(blk[g] == count2)]
+                        sync += [glt[g].eq(tiles1), glb[g].eq(blkq[g]),
+                                 blkq[g].eq(blk[g] == count3)]
                         sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
                                  wo_g[g].eq(wblk[g] + kq)]
                         sync += [tt[g].eq(0), ttq[g].eq(tiles_is2), blk[g].eq(blk[g] + 1),
@@ -1374,7 +1388,7 @@ class ConvArray(wiring.Component):
             # counters / flags, weight and output offsets, tile and block state
             parts = ([fk, last_k, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g, par],
                      [wbx, wbxc, wo_g, wblk, cb, gob],
-                     [glt, glb, tt, ttq, blk, act])
+                     [glt, glb, blkq, tt, ttq, blk, act])
             for part, rep in zip(parts, adv_cp[g]):
                 with m.If(rep & isu & act[g]):
                     counters(g, _Only(m, [v[g] for v in part]))
@@ -1434,7 +1448,7 @@ class ConvArray(wiring.Component):
             return e, (p if top else Mux(e, s1, p))
 
         # one-hot state flags of the FSM below (registered, loaded by its transitions)
-        c_end = _S(name="c_end")                              # the compute phase ends
+        c_end = _S(name="c_end", reset_less=False)            # the compute phase ends
         last_chunk = _S(name="last_chunk")                    # qrem == 0
         chunk_go = c_take[NDG + 2] | (c_end & ~last_chunk)
         chunk_on = _S(name="ld_chunk_on", reset_less=False)   # state CHUNK
@@ -1692,7 +1706,9 @@ class ConvArray(wiring.Component):
                          first_chunk.eq(1)]
         # the COMPUTE state as a one-hot flag; the compute phase's end
         cmp_on = _S(name="cmp_on", reset_less=False)
-        m.d.comb += c_end.eq(cmp_on & ~issuing & pipe_idle & drain_idle)
+        # (registered: one clock after the phase is empty, so that the loaders' CHUNK flags
+        # and the FSM read a flip-flop, not the AND of four flags from four regions)
+        m.d.sync += c_end.eq(cmp_on & ~c_end & ~issuing & pipe_idle & drain_idle)
         with m.If(x_done):
             m.d.sync += cmp_on.eq(1)
         with m.If(cmp_on):

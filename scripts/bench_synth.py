@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gen.blocks import BLOCKS  # noqa: E402
 from gen.config import config_to_dict  # noqa: E402
-from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, TARGETS, _classify, _versions,  # noqa: E402
-                       config_id, default_router, result_tag, synth)
+from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT,  # noqa: E402
+                       TARGETS, _classify, _versions, config_id, default_router,
+                       result_tag, synth)
 
 SEED_MHZ = 100.0     # seed 000 (and the VC709 designs) run at 100 MHz
 GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
@@ -54,7 +55,8 @@ def _same_verilog(block, cfg, work: Path) -> bool:
 def cached(block, cfg, target, freq, seed):
     """The earlier result of this run under build/bench/synth/ if it is still valid (same
     Verilog, tools and clock target), else None."""
-    tag = result_tag(block.module_name(cfg), cfg, target, seed, block.placer)
+    tag = result_tag(block.module_name(cfg), cfg, target, seed, block.placer,
+                     block.heap_timing)
     path = OUT / "synth" / f"{tag}.json"
     if not path.exists():
         return None
@@ -64,6 +66,8 @@ def cached(block, cfg, target, freq, seed):
     if not same or (target != "xc7" and old.get("freq_target_mhz") != freq):
         return None
     if target != "xc7" and (old.get("placer", DEFAULT_PLACER) != block.placer
+                            or (block.placer == "heap" and tuple(old.get(
+                                "heap_timing", HEAP_TIMING_DEFAULT)) != block.heap_timing)
                             or old.get("clock_pin") != TARGETS[target].get("clock_pin")
                             or old.get("router") != default_router(sum(old["cells"].values()))):
         return None
@@ -113,6 +117,7 @@ def bench_config(block, cfg, seeds, freq, timeout, reuse, slow):
             "critical_path": runs[0]["critical_path"],
             "router": runs[0]["router"],
             "placer": runs[0].get("placer", DEFAULT_PLACER),
+            "heap_timing": runs[0].get("heap_timing", list(HEAP_TIMING_DEFAULT)),
             "yosys_flow": runs[0]["yosys_flow"],
             "notes": runs[0]["notes"],
             "device": TARGETS["ecp5"]["description"],
@@ -142,11 +147,17 @@ def placers_text(results) -> str:
         if "ecp5" in e:
             used.setdefault(e["ecp5"].get("placer", DEFAULT_PLACER), []).append(e["block"])
     other = {p: sorted(set(b)) for p, b in used.items() if p != DEFAULT_PLACER}
+    timing = sorted((e["block"], tuple(e["ecp5"]["heap_timing"])) for e in results
+                    if "ecp5" in e and e["ecp5"].get("placer", DEFAULT_PLACER) == "heap"
+                    and tuple(e["ecp5"].get("heap_timing", HEAP_TIMING_DEFAULT))
+                    != HEAP_TIMING_DEFAULT)
+    tail = "".join(f" ({b}: heap timing weight {w}, criticality exponent {x})"
+                   for b, (w, x) in timing)
     if not other:
-        return DEFAULT_PLACER
+        return DEFAULT_PLACER + tail
     parts = [f"{p} for {', '.join(b)}" for p, b in sorted(other.items())]
     return ", ".join(parts) + (f", {DEFAULT_PLACER} for the others"
-                               if DEFAULT_PLACER in used else "")
+                               if DEFAULT_PLACER in used else "") + tail
 
 
 def markdown(results, freq, seeds) -> str:

@@ -255,7 +255,7 @@ def test_compute_cycles_closed_form():
     issue = sum(pass_setup_cycles(BIG) + (p.n - 1) * stagger_delay(layer, 64)
                 + p.count * p.tiles * layer.k for p in sched.passes)
     last_drain = -(-sched.passes[-1].r // BIG.drain_rows)
-    assert compute_cycles(sched) == issue + last_drain + ISSUE_TO_ACC + 4
+    assert compute_cycles(sched) == issue + last_drain + ISSUE_TO_ACC + 5
     assert stall_free_cycles(sched) == compute_cycles(sched)
     assert stagger_delay(layer, 64) == 192
     assert stagger_cycles(sched) == sum(p.n - 1 for p in sched.passes) * 192
@@ -264,7 +264,7 @@ def test_compute_cycles_closed_form():
     layer = ConvLayer(16, 1, 8, 8, 1, 3, 1, 0)
     sched = plan(layer, cfg)
     assert compute_cycles(sched) == (pass_setup_cycles(cfg) + 3 + (sched.tiles - 1) * 16 + 16
-                                     + ISSUE_TO_ACC + 4)
+                                     + ISSUE_TO_ACC + 5)
     assert stall_free_cycles(sched) < compute_cycles(sched)
 
 

@@ -16,7 +16,8 @@ import pytest
 from gen.blocks import BLOCKS
 from gen.cli import main
 from gen.config import SpnnError, config_from_strings
-from gen.synth import harness_verilog, synth, verilog_ports, vivado_files, write_summary
+from gen.synth import (harness_verilog, heap_timing_for, result_tag, synth, verilog_ports,
+                       vivado_files, write_summary)
 
 SMALLEST_PWL = {"segments": "2", "in_fmt": "Q2.2", "out_fmt": "Q2.2", "slope_width": "8",
                 "guard_bits": "0"}
@@ -67,6 +68,13 @@ def test_nextpnr_ecp5_smoke(tmp_path):
     assert "(seed 2, static placer)" in table and "LFE5U-85F" in table
     with pytest.raises(SpnnError, match="placer must be one of heap, static, sa, not 'x'"):
         synth(block, cfg, "ecp5", out_dir=tmp_path, placer="x")
+    # the heap placer's timing settings reach nextpnr: result, folder name, table
+    heap = synth(BLOCKS["pwl"], cfg, "ecp5", out_dir=tmp_path, timing_weight=25, crit_exp=3)
+    assert heap["placer"] == "heap" and heap["heap_timing"] == [25, 3]
+    assert (tmp_path / "synth" / "pwl_sigmoid-{}-ecp5-s1-tw25ce3.json".format(
+        heap["config_id"])).exists()
+    assert "heap timing weight 25, exponent 3" in write_summary(tmp_path).read_text()
+    assert result.get("heap_timing") is None             # static placer: no heap settings
 
 
 def test_failing_endpoints_summary():
@@ -100,6 +108,32 @@ def test_block_placers():
     """nextpnr's placer per block, as measured (docs/synth.md, "Seeds and placers")."""
     assert {name: block.placer for name, block in BLOCKS.items()} == {
         "pwl": "heap", "spmv": "static", "lstm": "heap", "conv": "heap", "fc": "heap"}
+    assert {name: block.heap_timing for name, block in BLOCKS.items()
+            if block.heap_timing != (10, 2)} == {"conv": (30, 4)}
+
+
+def test_heap_timing_checks():
+    """The heap placer's settings: the block's unless given, checked, heap placer only."""
+    conv = BLOCKS["conv"]
+    assert heap_timing_for(conv, "heap") == (30, 4)
+    assert heap_timing_for(conv, "heap", timing_weight=10) == (10, 4)
+    assert heap_timing_for(BLOCKS["pwl"], "heap", crit_exp=3) == (10, 3)
+    assert heap_timing_for(BLOCKS["spmv"], "static") == (10, 2)
+    for kwargs, message in [
+            ({"timing_weight": 0}, "timing weight must be a whole number from 1 to 1000, not 0"),
+            ({"crit_exp": 17}, "criticality exponent must be a whole number from 1 to 16, not 17"),
+            ({"crit_exp": 2.5}, "criticality exponent must be a whole number from 1 to 16, "
+             "not 2.5")]:
+        with pytest.raises(SpnnError) as err:
+            heap_timing_for(conv, "heap", **kwargs)
+        assert str(err.value) == message
+    with pytest.raises(SpnnError) as err:
+        heap_timing_for(conv, "static", timing_weight=20)
+    assert str(err.value) == "the timing weight is a heap placer setting; the placer is 'static'"
+    assert result_tag("m", BLOCKS["pwl"].config_cls(), "ecp5", 2, "heap", (30, 4)).endswith(
+        "-ecp5-s2-tw30ce4")
+    assert result_tag("m", BLOCKS["pwl"].config_cls(), "ecp5", 2, "heap", (10, 2)).endswith(
+        "-ecp5-s2")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -110,6 +144,10 @@ def test_block_placers():
     (["vivado", "pwl", "--part", "xc7 vx690t"],
      "part must be a Xilinx part name such as xc7vx690tffg1761-2, not 'xc7 vx690t'"),
     (["synth", "--all", "pwl", "--target", "ecp5"], "--all takes no BLOCK and no --set"),
+    (["synth", "pwl", "--target", "ecp5", "--placer", "static", "--timing-weight", "20"],
+     "the timing weight is a heap placer setting; the placer is 'static'"),
+    (["synth", "pwl", "--target", "ecp5", "--crit-exp", "0"],
+     "criticality exponent must be a whole number from 1 to 16, not 0"),
 ])
 def test_cli_rejects(argv, message, tmp_path, capsys):
     assert main([*argv, "-o", str(tmp_path / "out")]) == 2
@@ -215,3 +253,7 @@ def test_bench_placers_text():
         == "static for spmv, heap for the others"
     assert bench.placers_text([entry("spmv", "static"), entry("lstm", "sa")]) \
         == "sa for lstm, static for spmv"
+    conv = {"block": "conv", "ecp5": {"placer": "heap", "heap_timing": [30, 4]}}
+    assert bench.placers_text([entry("spmv", "static"), entry("pwl"), conv]) \
+        == "static for spmv, heap for the others (conv: heap timing weight 30, " \
+        "criticality exponent 4)"
