@@ -201,6 +201,9 @@ class ConvArray(wiring.Component):
         sk = _S(range(MC + 6))
         # sk one-hot beside it (sk_oh[i] == (sk == i)): set-up decodes from single flags
         sk_oh = _S(MC + 6, init=1, name="sk_oh")
+        # issuing & setup & sk_oh[0] (the pass's first set-up clock) as its own register:
+        # the pass registers load in every such clock, stalled or not (the same values)
+        sk_first = _S(name="sk_first", reset_less=False)
         adv_pin = [_S(init=1, name=f"adv_pin{c}") for c in range(MC)]   # stall replicas
         adv_i, adv_pd = _S(init=1, name="adv_i"), _S(init=1, name="adv_pd")
         setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 5)
@@ -602,11 +605,13 @@ class ConvArray(wiring.Component):
         # Yosys keeps the copies apart
         new_copy = fin | ~working
         RB = _bits(MR - 1)
-        drow_c = [_S(RB, name=f"drow{c}") for c in range(MC)]
+        # (per column five copies: one per half of the rows and half of the accumulator
+        # bits, one for the half select)
+        drow_c = [[_S(RB, name=f"drow{c}_{k}") for k in range(5)] for c in range(MC)]
         row_new = pick(cap_rb)
         m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)),
                      drow.eq(Mux(new_copy, row_new, drow + DR))]
-        m.d.sync += [r.eq(Mux(new_copy, row_new[:RB], r + DR)) for r in drow_c]
+        m.d.sync += [r.eq(Mux(new_copy, row_new[:RB], r + DR)) for rc in drow_c for r in rc]
         # working next: copy dg_n pending; finishing: and its last step (per copy: no
         # select of the pending flags by dg_n)
         dg_is = [_S(name=f"d_is{g}") for g in range(NG)]            # dg_n == g
@@ -702,13 +707,16 @@ class ConvArray(wiring.Component):
                          wb_v[j].eq(wa_v[j]), wb_addr[j].eq(wa_addr[j])]
             for c in range(MC):
                 # (a valid step's row drow + j is below rows: the low bits select it)
-                rr = _S(RB, name=f"dr{j}_row{c}")
-                m.d.comb += rr.eq(drow_c[c] + j)
+                rr = [_S(RB, name=f"dr{j}_row{c}_{k}") for k in range(5)]
+                m.d.comb += [x.eq(y + j) for x, y in zip(rr, drow_c[c])]
                 part = [_S(signed(AW), name=f"wa{j}_{c}_{h}") for h in range(len(halves))]
                 top = _S(name=f"wa{j}_{c}_top")
-                m.d.sync += [p.eq(_sel([shadow[r][c] for r in rows], rr[:HB]))
-                             for p, rows in zip(part, halves)]
-                m.d.sync += [top.eq(rr[HB]), wb_new[j][c].eq(_sel(part, top))]
+                lo_hi = [(0, AW // 2), (AW // 2, AW)]
+                m.d.sync += [p.eq(Cat(*[_sel([shadow[r][c][lo:hi] for r in rows],
+                                             rr[2 * h + i][:HB])
+                                        for i, (lo, hi) in enumerate(lo_hi)]))
+                             for h, (p, rows) in enumerate(zip(part, halves))]
+                m.d.sync += [top.eq(rr[4][HB]), wb_new[j][c].eq(_sel(part, top))]
 
         # ---------------------------------------------------------------- streamer
         # The streamer walks the output positions of the bank filled by the last layer in
@@ -1036,14 +1044,14 @@ class ConvArray(wiring.Component):
             with m.If(adv_pin[c] & issuing & setup & sk_oh[c + 1]):
                 m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
                 m.d.sync += pinit[c]["base"].eq(ws_rb + ws["jns"])
+        with m.If(sk_first):
+            m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
+            m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
+            m.d.sync += [walk_nthr.eq(_sel(pnthr, e)), walk_djn.eq(_sel(pnthr, e)),
+                         walk_olast.eq(walk_ho1)]
         with m.If(adv_iss & issuing):
             with m.If(setup):
-                m.d.sync += [sk.eq(sk + 1), sk_oh.eq(sk_oh << 1)]
-                with m.If(sk_oh[0]):
-                    m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
-                    m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
-                    m.d.sync += [walk_nthr.eq(_sel(pnthr, e)), walk_djn.eq(_sel(pnthr, e)),
-                                 walk_olast.eq(walk_ho1)]
+                m.d.sync += [sk.eq(sk + 1), sk_oh.eq(sk_oh << 1), sk_first.eq(0)]
                 with m.If(~sk_oh[0]):
                     # one window group to the right, wrapping to the next output row
                     jn1 = ws["jn"] + cp["n"]
@@ -1082,7 +1090,8 @@ class ConvArray(wiring.Component):
                     with m.If(e == d.npasses - 1):
                         m.d.sync += issuing.eq(0)
                     with m.Else():
-                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0), sk_oh.eq(1)]
+                        m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
+                                     sk_first.eq(1)]
         # an idle copy (g >= 1) keeps loading the start values of the next copy to start
         # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
         for g in range(1, NG):
@@ -1680,6 +1689,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [wl_on.eq(0), xl_on.eq(1)]
         with m.If(x_done):
             m.d.sync += [xl_on.eq(0), issuing.eq(1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
+                         sk_first.eq(1),
                          e.eq(0), wblk[0].eq(0), cb[0].eq(0), pd_L.eq(0), zL.eq(0), L_gt1.eq(0)]
             m.d.sync += [x.eq(0) for x in pd_F + zF + F_gt1]
         # The compute phase ends when nothing issues and the MAC pipeline, the captures and
