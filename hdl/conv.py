@@ -340,6 +340,14 @@ class ConvArray(wiring.Component):
         # per copy, registered: ky / ic / kx at the value before their last (kym, iccm, kxm),
         # so that "the next beat is the last" needs no compare
         kyq, icmq, kxq = gsig("kyq", 1), gsig("icmq", 1), gsig("kxq", 1)
+        # per copy, registered: the beat after this one is the last of its tile (last_k
+        # after an advance, pd_lkn), loaded with its value two beats ahead, so that the
+        # stall sees a flip-flop instead of the counters' flags
+        lkn = gsig("lkn", 1)
+
+        def lkn_first(box):      # lkn at a tile's first beat: its flags loaded from box
+            return kq1 | Mux(box["kyz"], Mux(iccz, box["kxm0"], iccm0 & box["kxz"]),
+                             box["kym0"] & iccz & box["kxz"])
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -1101,6 +1109,7 @@ class ConvArray(wiring.Component):
                              kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
                              kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                              kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
+                             lkn[g].eq(lkn_first(sbox[0])),
                              glt[g].eq(tiles1), glb[g].eq(count1), blkq[g].eq(count_is2),
                              blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                              fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
@@ -1330,7 +1339,8 @@ class ConvArray(wiring.Component):
 
         with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
-                         kyq[0].eq(ibox["kym0"]), kxq[0].eq(ibox["kxm0"]), icmq[0].eq(iccm0)]
+                         kyq[0].eq(ibox["kym0"]), kxq[0].eq(ibox["kxm0"]), icmq[0].eq(iccm0),
+                         lkn[0].eq(lkn_first(ibox))]
         # per-group beat counters (selects are registered flags)
         for g in range(NG):
             bx = gbox[g]
@@ -1338,26 +1348,42 @@ class ConvArray(wiring.Component):
             nbk = ("kyz", "kxz", "kym0", "kxm0")
             nb = ({k: Mux(fi_box, ibox[k], cbox[k]) for k in nbk} if g == 0
                   else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in nbk})
-            m.d.comb += pd_lkn[g].eq(Mux(last_k[g], kq1, Mux(
-                kye[g], Mux(ice[g], kxq[g] & iccz & bx["kyz"], icmq[g] & kxe[g] & bx["kyz"]),
-                kyq[g] & ice[g] & kxe[g])))
+            m.d.comb += pd_lkn[g].eq(lkn[g])
+            # (pd_lkn's expression, for the tile's first beat: with the flags a tile starts
+            # from; and for a beat after the ones below: with the flags that beat loads)
+            lk_b = kxq[g] & iccz & bx["kyz"]            # the next last_k in each case
+            lk_c = icmq[g] & kxe[g] & bx["kyz"]
+            lk_d = kyq[g] & ice[g] & kxe[g]
+            kxq_n, icmq_n, kyq_n = kx[g] == bx["kxm1"], ic[g] == iccm1, ky[g] == bx["kym1"]
+            lkn_b = Mux(lk_b, kq1, Mux(bx["kyz"], Mux(iccz, kxq_n, iccm0 & kxq[g]),
+                                       bx["kym0"] & iccz & kxq[g]))
+            lkn_c = Mux(lk_c, kq1, Mux(bx["kyz"], Mux(icmq[g], kxq[g] & iccz, icmq_n & kxe[g]),
+                                       bx["kym0"] & icmq[g] & kxe[g]))
+            lkn_d = Mux(lk_d, kq1, Mux(kyq[g], Mux(ice[g], kxq[g] & iccz & bx["kyz"],
+                                                   icmq[g] & kxe[g] & bx["kyz"]),
+                                       kyq_n & ice[g] & kxe[g]))
 
-            def counters(g, sync, bx=bx, nb=nb):     # one beat of copy g
+            def counters(g, sync, bx=bx, nb=nb, lkn_b=lkn_b, lkn_c=lkn_c, lkn_d=lkn_d):
+                # one beat of copy g
                 sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
+                    sync += lkn[g].eq(lkn_first(nb))
                     sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
                              kxe[g].eq(nb["kxz"]), kyq[g].eq(nb["kym0"]),
                              kxq[g].eq(nb["kxm0"]), icmq[g].eq(iccm0)]
                 with m.Elif(kye[g]):
                     sync += [kye[g].eq(bx["kyz"]), kyq[g].eq(bx["kym0"])]
                     with m.If(ice[g]):
+                        sync += lkn[g].eq(lkn_b)
                         sync += [last_k[g].eq(kxq[g] & iccz & bx["kyz"]),
                                  ice[g].eq(iccz), kxe[g].eq(kxq[g]), icmq[g].eq(iccm0),
                                  kxq[g].eq(kx[g] == bx["kxm1"])]
                     with m.Else():
+                        sync += lkn[g].eq(lkn_c)
                         sync += [last_k[g].eq(icmq[g] & kxe[g] & bx["kyz"]),
                                  ice[g].eq(icmq[g]), icmq[g].eq(ic[g] == iccm1)]
                 with m.Else():
+                    sync += lkn[g].eq(lkn_d)
                     sync += [last_k[g].eq(kyq[g] & ice[g] & kxe[g]),
                              kye[g].eq(kyq[g]), kyq[g].eq(ky[g] == bx["kym1"])]
                 with m.If(last_k[g]):
@@ -1395,7 +1421,8 @@ class ConvArray(wiring.Component):
 
             # three enables per copy, each from its own stall replica: offsets and loop
             # counters / flags, weight and output offsets, tile and block state
-            parts = ([fk, last_k, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g, par],
+            parts = ([fk, last_k, lkn, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g,
+                      par],
                      [wbx, wbxc, wo_g, wblk, cb, gob],
                      [glt, glb, blkq, tt, ttq, blk, act])
             for part, rep in zip(parts, adv_cp[g]):
