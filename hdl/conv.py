@@ -202,9 +202,8 @@ class ConvArray(wiring.Component):
         # sk one-hot beside it (sk_oh[i] == (sk == i)): set-up decodes from single flags
         sk_oh = _S(MC + 6, init=1, name="sk_oh")
         # issuing & setup & sk_oh[0] (the pass's first set-up clock) as its own register:
-        # the pass registers load in every such clock, stalled or not (the same values)
+        # the pass registers load then (the set-up never stalls, see the issue control)
         sk_first = _S(name="sk_first", reset_less=False)
-        adv_pin = [_S(init=1, name=f"adv_pin{c}") for c in range(MC)]   # stall replicas
         adv_i, adv_pd = _S(init=1, name="adv_i"), _S(init=1, name="adv_pd")
         setup_last = _S(reset_less=False)        # registered: the last set-up clock (sk == cols + 5)
 
@@ -322,7 +321,7 @@ class ConvArray(wiring.Component):
         adv_slot = [_S(init=1, name=f"adv_slot{c}") for c in range(MC)]
         adv_col = [_S(init=1, name=f"adv_col{c}") for c in range(MC)]
         adv_cp = [[_S(init=1, name=f"adv_cp{g}_{j}") for j in range(3)] for g in range(NG)]
-        adv_reps = ([adv_iss, adv_box, adv_i, adv_pd] + adv_slot + adv_col + adv_pin
+        adv_reps = ([adv_iss, adv_box, adv_i, adv_pd] + adv_slot + adv_col
                     + [r for reps in adv_cp for r in reps])
         last_k = gsig("lastk", 1)
         # fk[g]: this beat is the first of the copy's tile (the accumulators start from the
@@ -1047,9 +1046,9 @@ class ConvArray(wiring.Component):
                 m.d.sync += stp[g].eq(Mux(setup, setup_last & ~lastc[0] & dq1 if g == 1 else 0,
                                           ~pass_end & at_st_n & ~sg_all_n & sg_oh_n))
         m.d.comb += [pd_start[g].eq(adv_iss & stp[g]) for g in range(1, NG)]
-        # column c's first window group of the pass, in set-up clock c + 1 (own stall replica)
+        # column c's first window group of the pass, in set-up clock c + 1
         for c in range(MC):
-            with m.If(adv_pin[c] & issuing & setup & sk_oh[c + 1]):
+            with m.If(issuing & setup & sk_oh[c + 1]):
                 m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
                 m.d.sync += pinit[c]["base"].eq(ws_rb + ws["jns"])
         with m.If(sk_first):
@@ -1057,7 +1056,9 @@ class ConvArray(wiring.Component):
             m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
             m.d.sync += [walk_nthr.eq(_sel(pnthr, e)), walk_djn.eq(_sel(pnthr, e)),
                          walk_olast.eq(walk_ho1)]
-        with m.If(adv_iss & issuing):
+        # The set-up never stalls (no copy is active then, so nothing can be blocked: the
+        # stall flags are 1), so its steps do not wait for them.
+        with m.If(issuing):
             with m.If(setup):
                 m.d.sync += [sk.eq(sk + 1), sk_oh.eq(sk_oh << 1), sk_first.eq(0)]
                 with m.If(~sk_oh[0]):
@@ -1080,7 +1081,7 @@ class ConvArray(wiring.Component):
                 m.d.sync += setup_last.eq(sk_oh[MC + 4])
                 with m.If(setup_last):
                     m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
-            with m.Else():
+            with m.Elif(adv_iss):
                 m.d.sync += [st_dist.eq(Mux(start, st_dist + dqm1, st_dist - 1)),
                              at_st.eq(at_st_n)]
                 with m.If(start):
@@ -1126,7 +1127,7 @@ class ConvArray(wiring.Component):
         # ring-loaded during the reset (_replicate; no write happens then)
         glt0_n = Mux(pd_start[0], tiles1,
                      Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, ttq[0]), glt[0]))
-        setup_last_n = Mux(adv & issuing & setup, sk_oh[MC + 4], setup_last)
+        setup_last_n = Mux(issuing & setup, sk_oh[MC + 4], setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
         fi_reps = fi_col + [fi_box]
@@ -1204,8 +1205,8 @@ class ConvArray(wiring.Component):
             m.d.sync += pinit_lv[c].eq(lane_valid(pinit[c]))
             cur_lv = Cat(*[cur[c]["dimg"][-1] & cur[c][f"dwo{g}"][-1] for g in range(NG)])
             src[c]["lv"] = Mux(fi_col[c], pinit_lv[c], cur_lv)
-        m.d.comb += pd_start[0].eq(adv_iss & setup_last)
-        with m.If(adv_iss & setup_last):
+        m.d.comb += pd_start[0].eq(setup_last)
+        with m.If(setup_last):
             m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), ttq[0].eq(tiles_is2),
                          blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
@@ -1337,7 +1338,7 @@ class ConvArray(wiring.Component):
                 m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k]))
                              for k in cur[c]]
 
-        with m.If(adv_iss & setup_last):      # copy 0 starts: flags of its first tile
+        with m.If(setup_last):                # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
                          kyq[0].eq(ibox["kym0"]), kxq[0].eq(ibox["kxm0"]), icmq[0].eq(iccm0),
                          lkn[0].eq(lkn_first(ibox))]
