@@ -305,6 +305,10 @@ class ConvArray(wiring.Component):
         m.d.sync += [dq1.eq(dq == 1), dqm1.eq(dq - 1)]
         sgs, sgoc, sgrb = _S(16, name="sgs"), _S(24, name="sgoc"), _S(16, name="sgrb")
         wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
+        # per copy, registered: the block offsets' values in the next block (wblk + kq,
+        # cb + r, goc + cb + r), so that a block's change copies registers (no adder and no
+        # choice of operands behind the copy's enable)
+        wblk_nb, cb_nb, gob_nb = gsig("wblk_nb", WW), gsig("cb_nb", 16), gsig("gob_nb", 24)
 
         # The stall: only the issue stage stalls (as a whole), when a copy is about to issue
         # the last beat of a tile whose capture, ISSUE_TO_ACC clocks later, would find the
@@ -612,9 +616,8 @@ class ConvArray(wiring.Component):
         # Yosys keeps the copies apart
         new_copy = fin | ~working
         RB = _bits(MR - 1)
-        # (per column five copies: one per half of the rows and half of the accumulator
-        # bits, one for the half select)
-        drow_c = [[_S(RB, name=f"drow{c}_{k}") for k in range(5)] for c in range(MC)]
+        # (per column two copies, one per half of the rows)
+        drow_c = [[_S(RB, name=f"drow{c}_{k}") for k in range(2)] for c in range(MC)]
         row_new = pick(cap_rb)
         m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)),
                      drow.eq(Mux(new_copy, row_new, drow + DR))]
@@ -714,16 +717,13 @@ class ConvArray(wiring.Component):
                          wb_v[j].eq(wa_v[j]), wb_addr[j].eq(wa_addr[j])]
             for c in range(MC):
                 # (a valid step's row drow + j is below rows: the low bits select it)
-                rr = [_S(RB, name=f"dr{j}_row{c}_{k}") for k in range(5)]
+                rr = [_S(RB, name=f"dr{j}_row{c}_{k}") for k in range(2)]
                 m.d.comb += [x.eq(y + j) for x, y in zip(rr, drow_c[c])]
                 part = [_S(signed(AW), name=f"wa{j}_{c}_{h}") for h in range(len(halves))]
                 top = _S(name=f"wa{j}_{c}_top")
-                lo_hi = [(0, AW // 2), (AW // 2, AW)]
-                m.d.sync += [p.eq(Cat(*[_sel([shadow[r][c][lo:hi] for r in rows],
-                                             rr[2 * h + i][:HB])
-                                        for i, (lo, hi) in enumerate(lo_hi)]))
+                m.d.sync += [p.eq(_sel([shadow[r][c] for r in rows], rr[h][:HB]))
                              for h, (p, rows) in enumerate(zip(part, halves))]
-                m.d.sync += [top.eq(rr[4][HB]), wb_new[j][c].eq(_sel(part, top))]
+                m.d.sync += [top.eq(rr[0][HB]), wb_new[j][c].eq(_sel(part, top))]
 
         # ---------------------------------------------------------------- streamer
         # The streamer walks the output positions of the bank filled by the last layer in
@@ -1117,6 +1117,8 @@ class ConvArray(wiring.Component):
                              wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
                              wblk[g].eq(wpass), cb[g].eq(cbpass),
                              gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
+                             wblk_nb[g].eq(wpass + kq), cb_nb[g].eq(cbpass + cp["r"]),
+                             gob_nb[g].eq(sgoc + cbpass + cp["r"]),
                              goc[g].eq(sgoc), grb[g].eq(sgrb)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
@@ -1213,7 +1215,8 @@ class ConvArray(wiring.Component):
                          glt[0].eq(tiles1), glb[0].eq(count1), blkq[0].eq(count_is2),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
-                         gob[0].eq(cb[0]),
+                         gob[0].eq(cb[0]), wblk_nb[0].eq(wblk[0] + kq),
+                         cb_nb[0].eq(cb[0] + cp["r"]), gob_nb[0].eq(cb[0] + cp["r"]),
                          gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2),
                          sg_all.eq(lastc[0]),
@@ -1395,11 +1398,13 @@ class ConvArray(wiring.Component):
                     with m.If(glt[g]):
                         sync += [glt[g].eq(tiles1), glb[g].eq(blkq[g]),
                                  blkq[g].eq(blk[g] == count3)]
-                        sync += [wbx[g].eq(wblk[g] + kq), wbxc[g].eq(wblk[g] + kq),
-                                 wo_g[g].eq(wblk[g] + kq)]
+                        sync += [wbx[g].eq(wblk_nb[g]), wbxc[g].eq(wblk_nb[g]),
+                                 wo_g[g].eq(wblk_nb[g])]
                         sync += [tt[g].eq(0), ttq[g].eq(tiles_is2), blk[g].eq(blk[g] + 1),
-                                 wblk[g].eq(wblk[g] + kq), cb[g].eq(cb[g] + cp["r"]),
-                                 gob[g].eq(goc[g] + cb[g] + cp["r"])]
+                                 wblk[g].eq(wblk_nb[g]), cb[g].eq(cb_nb[g]),
+                                 gob[g].eq(gob_nb[g]), wblk_nb[g].eq(wblk_nb[g] + kq),
+                                 cb_nb[g].eq(cb_nb[g] + cp["r"]),
+                                 gob_nb[g].eq(gob_nb[g] + cp["r"])]
                         with m.If(glb[g]):
                             sync += act[g].eq(0)
                     with m.Else():
@@ -1424,7 +1429,7 @@ class ConvArray(wiring.Component):
             # counters / flags, weight and output offsets, tile and block state
             parts = ([fk, last_k, lkn, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g,
                       par],
-                     [wbx, wbxc, wo_g, wblk, cb, gob],
+                     [wbx, wbxc, wo_g, wblk, cb, gob, wblk_nb, cb_nb, gob_nb],
                      [glt, glb, blkq, tt, ttq, blk, act])
             for part, rep in zip(parts, adv_cp[g]):
                 with m.If(rep & isu & act[g]):
