@@ -372,8 +372,9 @@ class ConvArray(wiring.Component):
         mulR = [_S(20, name=f"mulR{j}") for j in range(NG + 1)]
         r_q, n_q, nR = _S(16, name="row_rq"), _S(4, name="row_nq"), _S(20, name="row_nR")
         m.d.sync += [r_q.eq(cp["r"]), n_q.eq(cp["n"]), nR.eq(_sel(mulR, n_q))]
-        for j in range(NG + 1):
-            m.d.sync += mulR[j].eq(r_q * j)
+        for j in range(NG + 1):      # r * j as shift-and-add (no multiplier)
+            m.d.sync += mulR[j].eq(sum((r_q << b for b in range(j.bit_length()) if (j >> b) & 1),
+                                       Const(0, 20)))
         with m.If(setup):
             for r in range(MR):
                 m.d.sync += [row_g[r].eq(sum((Const(r) >= mulR[j]).as_unsigned()
@@ -1756,9 +1757,12 @@ class ConvArray(wiring.Component):
             m.d.sync += cmp_on.eq(1)
         with m.If(cmp_on):
             m.d.sync += ccyc.eq(ccyc + 1)
-        # the stats counters start in the layer's first CHUNK state (the previous layer's
-        # MAC pipeline has been idle for a few clocks by then, its count sent)
-        with m.If(ch_s & first_chunk):
+        # the stats counters start in the clock after the layer's first CHUNK state (the
+        # previous layer's MAC pipeline has been idle for a few clocks by then, its count
+        # sent; nothing counts in WLOAD), from a register: the clear's reset net is long
+        stat_clr = _S(name="stat_clr", reset_less=False)
+        m.d.sync += stat_clr.eq(ch_s & first_chunk)
+        with m.If(stat_clr):
             m.d.sync += [busy_lo.eq(0), busy_cy.eq(0), busy_hi.eq(0), ccyc.eq(0)]
         with m.If(c_end):
             m.d.sync += cmp_on.eq(0)
