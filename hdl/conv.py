@@ -290,7 +290,7 @@ class ConvArray(wiring.Component):
         blkq = gsig("blkq", 1)
         count_is2, count3 = _S(name="count_is2"), _S(16, name="count3")
         wblk, cb, gob = gsig("wblk", WW), gsig("cb", 16), gsig("gob", 24)
-        gs, goc, grb = gsig("gs", 16), gsig("goc", 24), gsig("grb", 16)
+        gs, goc = gsig("gs", 16), gsig("goc", 24)
         # the next copy (sg) starts when the pass's issue clock reaches its start clock:
         # st_dist = start clock - issue clock, at_st = (st_dist == 0) as a register
         sg = _S(range(NG + 1), name="sg")
@@ -303,7 +303,7 @@ class ConvArray(wiring.Component):
         dq1 = _S(name="dq1")                 # dq == 1 (a start right after a start)
         dqm1 = _S(24, name="dqm1")           # dq - 1
         m.d.sync += [dq1.eq(dq == 1), dqm1.eq(dq - 1)]
-        sgs, sgoc, sgrb = _S(16, name="sgs"), _S(24, name="sgoc"), _S(16, name="sgrb")
+        sgs, sgoc = _S(16, name="sgs"), _S(24, name="sgoc")
         wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
         # per copy, registered: the block offsets' values in the next block (wblk + kq,
         # cb + r, goc + cb + r), so that a block's change copies registers (no adder and no
@@ -395,7 +395,7 @@ class ConvArray(wiring.Component):
         i_act, i_lk, i_par = (gsig("i_act", 1, reset_less=False),
                               gsig("i_lk", 1, reset_less=False), gsig("i_par", 1))
         i_foff, i_waddr = gsig("i_foff", FW), gsig("i_waddr", WW)
-        i_gob, i_grb = gsig("i_gob", 24), gsig("i_grb", 16)
+        i_gob = gsig("i_gob", 24)
         i_lanev = [_S(MC, name=f"i_lanev{g}") for g in range(NG)]
         i_first, i_R, i_N = _S(name="i_first"), _S(16, name="i_R"), _S(4, name="i_N")
         i_base = [[_S(FW, name=f"i_base{c}_{p}") for p in range(2)] for c in range(MC)]
@@ -407,7 +407,6 @@ class ConvArray(wiring.Component):
         m.d.sync += [i_foff[g].eq(foff[g]) for g in range(NG)]
         m.d.sync += [i_waddr[g].eq(waddr[g]) for g in range(NG)]
         m.d.sync += [i_gob[g].eq(gob[g]) for g in range(NG)]
-        m.d.sync += [i_grb[g].eq(grb[g]) for g in range(NG)]
         m.d.sync += [i_lanev[g].eq(Cat(*[lanev[g][c] for c in range(MC)])) for g in range(NG)]
         m.d.sync += [i_first.eq(act[0] & (tt[0] == 0) & (blk[0] == 0) & adv_i),
                      i_R.eq(cp["r"]), i_N.eq(cp["n"])]
@@ -442,14 +441,14 @@ class ConvArray(wiring.Component):
                     "rp": _S(MR, name=f"{name}_rp"), "rf": _S(MR, name=f"{name}_rf"),
                     "gl": _S(NG, name=f"{name}_gl", reset_less=False),
                     "first": _S(name=f"{name}_first"), "v": _S(name=f"{name}_v", reset_less=False),
-                    "gob": gsig(f"{name}_gob", 24), "grb": gsig(f"{name}_grb", 16),
+                    "gob": gsig(f"{name}_gob", 24),
                     "R": _S(16, name=f"{name}_R"), "N": _S(4, name=f"{name}_N"),
                     "Rle": _S(name=f"{name}_Rle")}      # R <= drain_rows
 
         def copy_stage(dst, src):
             out = [dst[k].eq(src[k]) for k in ("rv", "rl", "rp", "rf", "gl", "first", "v", "R", "N",
                                                "Rle")]
-            out += [dst[k][g].eq(src[k][g]) for k in ("gob", "grb") for g in range(NG)]
+            out += [dst["gob"][g].eq(src["gob"][g]) for g in range(NG)]
             out += [dst["en"][r].eq(src["en"][r]) for r in range(MR)]
             return out
         sa, sb, s1, s1b, xs, x2, s2 = (stage(n) for n in ("a", "b", "s1", "s1b", "xs", "x2", "s2"))
@@ -498,7 +497,6 @@ class ConvArray(wiring.Component):
                      sa["v"].eq(_any(i_act)), sa["R"].eq(i_R), sa["N"].eq(i_N),
                      sa["Rle"].eq(i_R <= DR)]
         m.d.sync += [sa["gob"][g].eq(i_gob[g]) for g in range(NG)]
-        m.d.sync += [sa["grb"][g].eq(i_grb[g]) for g in range(NG)]
         m.d.sync += [fo_r[p].eq(fo[p]) for p in range(2)]
         for c in range(MC):
             # the bank address registered as the sum (window base + beat offset)
@@ -521,10 +519,10 @@ class ConvArray(wiring.Component):
         pending = _S(NG, reset_less=False)
         dg = _S(range(NG), reset_less=False)
         di = _S(16, reset_less=False)
-        # cap_gob / cap_rb: output address and shadow row of each copy's latest capture,
+        # cap_gob: output address of each copy's latest capture,
         # including a capture of this clock: loaded from the x2 stage one clock before the
         # capture (s2 is a plain copy of x2), so the drain's next step reads registers only
-        cap_gob, cap_rb = gsig("cap_gob", 24), gsig("cap_rb", 16)
+        cap_gob = gsig("cap_gob", 24)
         working = _S(reset_less=False)
         fin = _S(reset_less=False)
         d_R = _S(16, name="d_R")          # rows of the copy being drained (one pass)
@@ -533,7 +531,6 @@ class ConvArray(wiring.Component):
         d_le2 = _S(name="d_le2")          # drem <= 2 * drain_rows
         cap_last = gsig("cap_last", 1)        # copy g is its pass's last copy (g + 1 == n)
         daddr = _S(24, name="daddr")      # output address of the drain step (gob + di)
-        drow = _S(16, name="drow")        # shadow row of the drain step (rb + di)
         dlast = _S(name="dlast")          # this drain step is the copy's last one
         # working, fin and fin_g are registers holding exactly pending[dg], working & dlast
         # and fin & (dg == g): they are computed from the next state below (for the stall)
@@ -576,7 +573,7 @@ class ConvArray(wiring.Component):
         for g in range(NG):
             cap = s2_gl[g]
             with m.If(x2["gl"][g]):
-                m.d.sync += [cap_gob[g].eq(x2["gob"][g]), cap_rb[g].eq(x2["grb"][g])]
+                m.d.sync += cap_gob[g].eq(x2["gob"][g])
             with m.If(cap):
                 m.d.sync += cap_last[g].eq(s2_N == g + 1)
             m.d.comb += newpend[g].eq(cap | (pending[g] & ~fin_g[g]))
@@ -619,10 +616,17 @@ class ConvArray(wiring.Component):
         RB = _bits(MR - 1)
         # (per column two copies, one per half of the rows)
         drow_c = [[_S(RB, name=f"drow{c}_{k}") for k in range(2)] for c in range(MC)]
-        row_new = pick(cap_rb)
-        m.d.sync += [daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR)),
-                     drow.eq(Mux(new_copy, row_new, drow + DR))]
-        m.d.sync += [r.eq(Mux(new_copy, row_new[:RB], r + DR)) for rc in drow_c for r in rc]
+        m.d.sync += daddr.eq(Mux(new_copy, pick(cap_gob), daddr + DR))
+        # The shadow row base of copy g is g R (the drain never mixes passes: a pass's first
+        # capture waits for the drain), so the copies' next row base is counted, not
+        # selected among the captures: d_base = dg R, 0 after the pass's last copy
+        d_base = _S(RB, name="d_base", reset_less=False)
+        base_nx = Mux(dcl, 0, d_base + d_R[:RB])
+        with m.If(fin):
+            m.d.sync += d_base.eq(base_nx)
+        row_new_c = Mux(fin, base_nx, d_base)
+        m.d.sync += [r.eq(Mux(new_copy, row_new_c, r + DR)) for rc in drow_c for r in rc]
+
         # working next: copy dg_n pending; finishing: and its last step (per copy: no
         # select of the pending flags by dg_n)
         dg_is = [_S(name=f"d_is{g}") for g in range(NG)]            # dg_n == g
@@ -1089,7 +1093,7 @@ class ConvArray(wiring.Component):
                     m.d.sync += [sg.eq(sg + 1), sg_oh.eq(sg_oh << 1),
                                  sg_all.eq(sg_all_n),
                                  sgs.eq(sgs + d.stride),
-                                 sgoc.eq(sgoc + d.oc), sgrb.eq(sgrb + cp["r"])]
+                                 sgoc.eq(sgoc + d.oc)]
                     for g in range(1, NG):
                         with m.If(sg_oh[g]):
                             m.d.sync += act[g].eq(1)
@@ -1103,7 +1107,7 @@ class ConvArray(wiring.Component):
                         m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
                                      sk_first.eq(1)]
         # an idle copy (g >= 1) keeps loading the start values of the next copy to start
-        # (sgs, sgoc, sgrb belong to copy sg), so that its start only sets act[g]
+        # (sgs, sgoc belong to copy sg), so that its start only sets act[g]
         for g in range(1, NG):
             with m.If(~act[g]):
                 m.d.sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), ttq[g].eq(tiles_is2),
@@ -1120,7 +1124,7 @@ class ConvArray(wiring.Component):
                              gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
                              wblk_nb[g].eq(wpass + kq), cb_nb[g].eq(cbpass + cp["r"]),
                              gob_nb[g].eq(sgoc + cbpass + cp["r"]),
-                             goc[g].eq(sgoc), grb[g].eq(sgrb)]
+                             goc[g].eq(sgoc)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
         from_init = _S()
@@ -1218,11 +1222,10 @@ class ConvArray(wiring.Component):
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]), wblk_nb[0].eq(wblk[0] + kq),
                          cb_nb[0].eq(cb[0] + cp["r"]), gob_nb[0].eq(cb[0] + cp["r"]),
-                         gs[0].eq(0), goc[0].eq(0), grb[0].eq(0),
+                         gs[0].eq(0), goc[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2),
                          sg_all.eq(lastc[0]),
-                         st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc),
-                         sgrb.eq(cp["r"])]
+                         st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc)]
         # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 5 clocks after `cur` changes; tiles of such passes last at least
