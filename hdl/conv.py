@@ -295,6 +295,7 @@ class ConvArray(wiring.Component):
         # st_dist = start clock - issue clock, at_st = (st_dist == 0) as a register
         sg = _S(range(NG + 1), name="sg")
         st_dist, at_st = _S(signed(25), name="st_dist"), _S(name="at_st")
+        st1 = _S(name="st_one")          # st_dist == 1 as a register (at_st's next value)
         # per pass, registered: copy g is the last (g == n - 1); every copy has started
         lastc = [_S(name=f"lastc{g}") for g in range(NG)]
         sg_all = _S(name="sg_all")
@@ -302,7 +303,8 @@ class ConvArray(wiring.Component):
         m.d.sync += [lastc[g].eq(cp["n"] == g + 1) for g in range(NG)]
         dq1 = _S(name="dq1")                 # dq == 1 (a start right after a start)
         dqm1 = _S(24, name="dqm1")           # dq - 1
-        m.d.sync += [dq1.eq(dq == 1), dqm1.eq(dq - 1)]
+        dq2 = _S(name="dq2")                 # dq == 2
+        m.d.sync += [dq1.eq(dq == 1), dqm1.eq(dq - 1), dq2.eq(dq == 2)]
         sgs, sgoc = _S(16, name="sgs"), _S(24, name="sgoc")
         wpass, cbpass = _S(24, name="wpass"), _S(16, name="cbpass")
         # per copy, registered: the block offsets' values in the next block (wblk + kq,
@@ -1043,7 +1045,7 @@ class ConvArray(wiring.Component):
         # register loaded with its value after an advance (the stall path sees one flag)
         stp = [None] + [_S(name=f"stp{g}", reset_less=False) for g in range(1, NG)]
         pass_end = sg_all & _any(lastc[g] & gdone[g] for g in range(NG))
-        at_st_n = Mux(start, dq1, st_dist == 1)
+        at_st_n = Mux(start, dq1, st1)
         sg_all_n = Mux(start, sg + 1 == cp["n"], sg_all)
         for g in range(1, NG):
             sg_oh_n = Mux(start, sg_oh[g - 1], sg_oh[g])
@@ -1088,7 +1090,7 @@ class ConvArray(wiring.Component):
                     m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
             with m.Elif(adv_iss):
                 m.d.sync += [st_dist.eq(Mux(start, st_dist + dqm1, st_dist - 1)),
-                             at_st.eq(at_st_n)]
+                             at_st.eq(at_st_n), st1.eq(Mux(start, dq2, st_dist == 2))]
                 with m.If(start):
                     m.d.sync += [sg.eq(sg + 1), sg_oh.eq(sg_oh << 1),
                                  sg_all.eq(sg_all_n),
@@ -1225,7 +1227,8 @@ class ConvArray(wiring.Component):
                          gs[0].eq(0), goc[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2),
                          sg_all.eq(lastc[0]),
-                         st_dist.eq(dq - 1), at_st.eq(dq1), sgs.eq(d.stride), sgoc.eq(d.oc)]
+                         st_dist.eq(dq - 1), at_st.eq(dq1), st1.eq(dq2), sgs.eq(d.stride),
+                         sgoc.eq(d.oc)]
         # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
         # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
         # of `cur` is ready 5 clocks after `cur` changes; tiles of such passes last at least
