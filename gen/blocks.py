@@ -8,7 +8,10 @@ component in ``hdl/<block>.py`` and one :class:`Block` entry in :data:`BLOCKS`.
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Block", "BLOCKS", "get_block"]
+__all__ = ["Block", "BLOCKS", "get_block", "HEAP_TIMING_DEFAULT"]
+
+# nextpnr's own heap-placer timing settings: --placer-heap-timingweight, --placer-heap-critexp
+HEAP_TIMING_DEFAULT = (10, 2)
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Block:
     defaults: Callable   # () -> list of configs emitted by `spnn verilog --all`
     module_name: Callable
     placer: str = "heap"
-    heap_timing: tuple = (10, 2)
+    heap_timing: tuple = HEAP_TIMING_DEFAULT
 
 
 def _attr(module: str, name: str):
@@ -41,7 +44,7 @@ def _attr(module: str, name: str):
 
 
 def _block(name, summary, config, component, defaults=None, placer="heap",
-           heap_timing=(10, 2)):
+           heap_timing=HEAP_TIMING_DEFAULT):
     """A Block whose config class lives in ``gen.<config[0]>`` and gateware in ``hdl.<...>``."""
     config_cls = _attr(f"gen.{config[0]}", config[1])
     return Block(

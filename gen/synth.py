@@ -43,6 +43,7 @@ import sys
 import time
 from pathlib import Path
 
+from .blocks import HEAP_TIMING_DEFAULT
 from .config import SpnnError, config_to_dict
 
 __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
@@ -53,8 +54,6 @@ DEFAULT_FREQ = 150.0
 ROUTER2_CELLS = 60000
 PLACERS = ("heap", "static", "sa")
 DEFAULT_PLACER = "heap"
-# nextpnr's own heap-placer timing settings: --placer-heap-timingweight, --placer-heap-critexp
-HEAP_TIMING_DEFAULT = (10, 2)
 VIVADO_PART = "xc7vx690tffg1761-2"
 
 TARGETS = {
@@ -281,7 +280,7 @@ def heap_timing_for(block, placer: str, timing_weight=None, crit_exp=None) -> tu
             raise SpnnError(f"the {name} is a heap placer setting; the placer is {placer!r}")
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
             raise SpnnError(f"{name} must be a whole number from 1 to {hi}, not {value!r}")
-    own = tuple(getattr(block, "heap_timing", HEAP_TIMING_DEFAULT))
+    own = block.heap_timing
     return (own[0] if timing_weight is None else timing_weight,
             own[1] if crit_exp is None else crit_exp)
 

@@ -66,8 +66,6 @@ def cached(block, cfg, target, freq, seed):
     if not same or (target != "xc7" and old.get("freq_target_mhz") != freq):
         return None
     if target != "xc7" and (old.get("placer", DEFAULT_PLACER) != block.placer
-                            or (block.placer == "heap" and tuple(old.get(
-                                "heap_timing", HEAP_TIMING_DEFAULT)) != block.heap_timing)
                             or old.get("clock_pin") != TARGETS[target].get("clock_pin")
                             or old.get("router") != default_router(sum(old["cells"].values()))):
         return None
