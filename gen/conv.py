@@ -470,8 +470,8 @@ def pass_lanes(sched, p, images=False):
 
 
 # A padding box of fewer kernel positions runs the whole kernel instead: the array computes
-# the next tile's box in a 4-stage pipeline, so a tile of a skipping pass lasts >= 5 beats.
-MIN_BOX = 5
+# the next tile's box in a 5-stage pipeline, so a tile of a skipping pass lasts >= 6 beats.
+MIN_BOX = 6
 
 
 def _tile_list(sched):

@@ -229,8 +229,14 @@ class ConvArray(wiring.Component):
         # sits in the column-advance loop.
         # Lane validity likewise: dimg = img - B, dwo<g> = jn - (Wo - g), lane g valid iff
         # both are negative.
+        # The three wrap distances are kept twice (the twins sjn, soy0, soy1 advance exactly
+        # like djn, doy0, doy1): the offsets' wrap selects come from the first, the other
+        # fields' from the twins, so that each sign bit drives half a column state's muxes.
         OFFS = {"djn": "jn", "doy0": "oy", "doy1": "oy", "dimg": "img",
-                **{f"dwo{g}": "jn" for g in range(NG)}}
+                **{f"dwo{g}": "jn" for g in range(NG)},
+                "sjn": "jn", "soy0": "oy", "soy1": "oy"}
+        TWIN = {"djn": "sjn", "doy0": "soy0", "doy1": "soy1"}
+        BY_TWIN = ("img", "oy", "ty", "jn", "jns", "base", "sjn", "soy0", "soy1")
         for kk in (k0, k1, k0i, k1i):
             kk.update({o: _S(signed(17), name=f"{kk['jn'].name[:-3]}_{o}") for o in OFFS})
 
@@ -239,10 +245,17 @@ class ConvArray(wiring.Component):
             return st
 
         def advance(cs):
-            wrap = ~cs["djn"][-1]                                   # jn >= thr
-            iwr = Mux(wrap, ~cs["doy1"][-1], ~cs["doy0"][-1])       # oy >= thi[wrap]
-            return {k: Mux(iwr, Mux(wrap, cs[k] + k1i[k], cs[k] + k0i[k]),
-                           Mux(wrap, cs[k] + k1[k], cs[k] + k0[k])) for k in cs}
+            def sel(k):
+                dist = {o: cs[TWIN[o] if k in BY_TWIN else o] for o in TWIN}
+                wrap = ~dist["djn"][-1]                                 # jn >= thr
+                iwr = Mux(wrap, ~dist["doy1"][-1], ~dist["doy0"][-1])   # oy >= thi[wrap]
+                return wrap, iwr
+            out = {}
+            for k in cs:
+                wrap, iwr = sel(k)
+                out[k] = Mux(iwr, Mux(wrap, cs[k] + k1i[k], cs[k] + k0i[k]),
+                             Mux(wrap, cs[k] + k1[k], cs[k] + k0[k]))
+            return out
 
         ws = cstate("walk")
         ws_rb = _S(24, name="walk_rb")
@@ -282,6 +295,7 @@ class ConvArray(wiring.Component):
         wbx, wbxc, wo_g = gsig("wbx", WW), gsig("wbxc", WW), gsig("wo", WW)
         tt, blk = gsig("t", 24), gsig("blk", 16)
         glt, glb = gsig("lt", 1), gsig("lb", 1)      # in the last tile / last block
+        gltb = gsig("ltb", 1)                        # glt & glb, as its own register
         tiles1, count1 = _S(name="tiles1"), _S(name="count1")
         # per copy, registered: tt == tiles - 2 (the next tile is the block's last)
         ttq = gsig("ttq", 1)
@@ -346,13 +360,32 @@ class ConvArray(wiring.Component):
         # so that "the next beat is the last" needs no compare
         kyq, icmq, kxq = gsig("kyq", 1), gsig("icmq", 1), gsig("kxq", 1)
         # per copy, registered: the beat after this one is the last of its tile (last_k
-        # after an advance, pd_lkn), loaded with its value two beats ahead, so that the
+        # after an advance), loaded with its value two beats ahead, so that the
         # stall sees a flip-flop instead of the counters' flags
         lkn = gsig("lkn", 1)
 
+        # "The next beat is the last" from a copy's loop flags f (kye, ice, kxe, kyq, icmq,
+        # kxq; kyz: the tile's kernel box has one row) in each case of the next step: a
+        # new kx (ky and ic at their last), a new ic (ky at its last), a new ky.
+        def last_terms(f, kyz):
+            return {"kx": f["kxq"] & iccz & kyz, "ic": f["icmq"] & f["kxe"] & kyz,
+                    "ky": f["kyq"] & f["ice"] & f["kxe"]}
+
+        def next_last(f, kyz):
+            t = last_terms(f, kyz)
+            return Mux(f["kye"], Mux(f["ice"], t["kx"], t["ic"]), t["ky"])
+
+        def box_flags(box):      # the loop flags of a tile's first beat, from its box
+            return {"kye": box["kyz"], "ice": iccz, "kxe": box["kxz"], "kyq": box["kym0"],
+                    "icmq": iccm0, "kxq": box["kxm0"]}
+
+        def lkn_after(lk, f, kyz):
+            """lkn after a beat that loads last_k = lk and the loop flags f: a tile's
+            first beat follows a last one (its last_k is kq1, one-beat tiles)."""
+            return Mux(lk, kq1, next_last(f, kyz))
+
         def lkn_first(box):      # lkn at a tile's first beat: its flags loaded from box
-            return kq1 | Mux(box["kyz"], Mux(iccz, box["kxm0"], iccm0 & box["kxz"]),
-                             box["kym0"] & iccz & box["kxz"])
+            return lkn_after(kq1, box_flags(box), box["kyz"])
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -361,7 +394,7 @@ class ConvArray(wiring.Component):
             bx = {k: Mux(par[g], sbox[1][k], sbox[0][k]) for k in BX}
             gbox.append(bx)
             m.d.comb += [
-                gdone[g].eq(act[g] & last_k[g] & glt[g] & glb[g]),
+                gdone[g].eq(act[g] & last_k[g] & gltb[g]),
                 foff[g].eq(fo_g[g] + bx["fbox"]),
                 waddr[g].eq(wo_g[g] + bx["wbox"]),
             ]
@@ -663,11 +696,13 @@ class ConvArray(wiring.Component):
         pd_F, zF = gsig("pd_F", 16), gsig("pd_zF", 1)
         ft0 = _S(name="pd_ft0")            # copy 0 is in the first tile of its pass
         # W[g] = act[g] & last_k[g] (this beat is the copy's last of a tile), a register
-        # with its own next state: a start (pd_start), an advance (the new last_k, pd_lkn;
+        # with its own next state: a start (pd_start), an advance (the new last_k, lkn;
         # act drops after the last tile of the copy's last block) or hold
         W = gsig("pd_W", 1, reset_less=False)
         pd_start = [_S(name=f"pd_start{g}") for g in range(NG)]
-        pd_lkn = [_S(name=f"pd_lkn{g}") for g in range(NG)]
+        # stp[g] == isu & start & sg_oh[g] (copy g >= 1 starts if the issue stage advances,
+        # see the issue control), a register loaded with its value after an advance
+        stp = [None] + [_S(name=f"stp{g}", reset_less=False) for g in range(1, NG)]
         capg = [W[g] & adv for g in range(NG)]
         # (the countdowns' data paths on their own replica, the flags on adv)
         capd = [W[g] & adv_pd for g in range(NG)]
@@ -685,7 +720,10 @@ class ConvArray(wiring.Component):
         # (no compare and no count on the stall path)
         L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
         two = _any([capg[h] & capg[j] for h in range(NG) for j in range(h + 1, NG)])
-        m.d.comb += zL_n.eq(Mux(_any(capg), zL | pd_big1 | two, L_gt1))
+        # zLb == zL | pd_big1 as its own register (both load every clock)
+        zLb = _S(name="pd_zLb")
+        m.d.sync += zLb.eq(zL_n | (pd_dg >= 2))
+        m.d.comb += zL_n.eq(Mux(_any(capg), zLb | two, L_gt1))
         # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
         pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
         Lk_gt1 = [x > 1 for x in pd_Lk]
@@ -694,16 +732,30 @@ class ConvArray(wiring.Component):
                      zL.eq(zL_n), ft0.eq(ft0_n)]
         for g in range(NG):
             before = _any(capg[:g])          # another copy captures with this one, ahead
-            m.d.comb += [zF_n[g].eq(Mux(capg[g], zL | pd_big1 | before, F_gt1[g])),
+            m.d.comb += [zF_n[g].eq(Mux(capg[g], zLb | before, F_gt1[g])),
                          W_n[g].eq(Mux(pd_start[g], kq1,
                                        Mux(adv & act[g],
-                                           pd_lkn[g] & ~(last_k[g] & glt[g] & glb[g]), W[g])))]
+                                           lkn[g] & ~(last_k[g] & gltb[g]), W[g])))]
             m.d.sync += [pd_F[g].eq(Mux(capd[g], _sel(pd_Lk, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
                          F_gt1[g].eq(Mux(capd[g], _sel(Lk_gt1, kcnt[g]), zF[g] & (pd_F[g] > 2))),
                          zF[g].eq(zF_n[g]), W[g].eq(W_n[g])]
         m.d.comb += ft0_n.eq(Mux(pd_start[0], 1, Mux(W[0] & adv, 0, ft0)))
-        blocked_n = _any([W_n[g] & zF_n[g] for g in range(NG)] + [W_n[0] & ft0_n & zL_n])
+        # The stall's next value computed both ways of this clock's adv and then selected
+        # by it, so that adv, the loop's own flag, enters only the last level: B1 (the
+        # issue stage advances: every W[g] captures, a starting copy loads kq1, an active
+        # one lkn unless this is its last beat) and B0 (it stalls: only the countdowns
+        # move).  (adv's replicas are equal outside the reset, when no copy starts.)
+        w1 = [Mux(stp[g] if g else setup_last, kq1,
+                  Mux(act[g], lkn[g] & ~(last_k[g] & gltb[g]), W[g])) for g in range(NG)]
+        z1 = [Mux(W[g], zLb | _any(W[:g]), F_gt1[g]) for g in range(NG)]
+        two1 = _any([W[h] & W[j] for h in range(NG) for j in range(h + 1, NG)])
+        zL1 = Mux(_any(W), zLb | two1, L_gt1)
+        ft01 = setup_last | (~W[0] & ft0)
+        b1 = _any([w1[g] & z1[g] for g in range(NG)] + [w1[0] & ft01 & zL1])
+        w0 = [Mux(setup_last, kq1, W[0])] + W[1:]
+        b0 = _any([w0[g] & F_gt1[g] for g in range(NG)] + [w0[0] & (setup_last | ft0) & L_gt1])
+        blocked_n = Mux(adv, b1, b0)
         m.d.sync += adv.eq(~blocked_n)
         m.d.sync += _replicate(~blocked_n, adv_reps)
 
@@ -1041,9 +1093,6 @@ class ConvArray(wiring.Component):
         # Verilog, evaluated by Icarus at time 0)
         # (sg < n iff not all started; sg == g from sg's one-hot twin; isu = issuing & ~setup)
         start = ~sg_all & at_st
-        # stp[g] == isu & start & sg_oh[g] (copy g starts if the issue stage advances), a
-        # register loaded with its value after an advance (the stall path sees one flag)
-        stp = [None] + [_S(name=f"stp{g}", reset_less=False) for g in range(1, NG)]
         pass_end = sg_all & _any(lastc[g] & gdone[g] for g in range(NG))
         at_st_n = Mux(start, dq1, st1)
         sg_all_n = Mux(start, sg + 1 == cp["n"], sg_all)
@@ -1054,8 +1103,9 @@ class ConvArray(wiring.Component):
                                           ~pass_end & at_st_n & ~sg_all_n & sg_oh_n))
         m.d.comb += [pd_start[g].eq(adv_iss & stp[g]) for g in range(1, NG)]
         # column c's first window group of the pass, in set-up clock c + 1
+        pinit_load = [issuing & setup & sk_oh[c + 1] for c in range(MC)]
         for c in range(MC):
-            with m.If(issuing & setup & sk_oh[c + 1]):
+            with m.If(pinit_load[c]):
                 m.d.sync += [pinit[c][k].eq(ws[k]) for k in ws if k != "base"]
                 m.d.sync += pinit[c]["base"].eq(ws_rb + ws["jns"])
         with m.If(sk_first):
@@ -1063,28 +1113,31 @@ class ConvArray(wiring.Component):
             m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
             m.d.sync += [walk_nthr.eq(_sel(pnthr, e)), walk_djn.eq(_sel(pnthr, e)),
                          walk_olast.eq(walk_ho1)]
+        # The walk steps in every clock after the pass's first set-up clock (sk_first, its
+        # reset), running on past the set-up: only the set-up's pinit loads (clocks 1 .. cols)
+        # read it, and those see the same steps as a walk enabled by the set-up alone.
+        with m.Else():
+            # one window group to the right, wrapping to the next output row
+            jn1 = ws["jn"] + cp["n"]
+            with m.If(~walk_djn[-1]):                   # jn >= wvn - n
+                m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0), walk_djn.eq(walk_nthr)]
+                with m.If(walk_olast):                  # oy == ho - 1: next image
+                    m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
+                                 ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi),
+                                 walk_olast.eq(walk_ho1)]
+                with m.Else():
+                    m.d.sync += [ws["oy"].eq(ws["oy"] + 1),
+                                 ws["ty"].eq(ws["ty"] + d.stride),
+                                 ws_rb.eq(ws_rb + d.swp),
+                                 walk_olast.eq(ws["oy"] == walk_hom2)]
+            with m.Else():
+                m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"]),
+                             walk_djn.eq(walk_djn + cp["n"])]
         # The set-up never stalls (no copy is active then, so nothing can be blocked: the
         # stall flags are 1), so its steps do not wait for them.
         with m.If(issuing):
             with m.If(setup):
                 m.d.sync += [sk.eq(sk + 1), sk_oh.eq(sk_oh << 1), sk_first.eq(0)]
-                with m.If(~sk_oh[0]):
-                    # one window group to the right, wrapping to the next output row
-                    jn1 = ws["jn"] + cp["n"]
-                    with m.If(~walk_djn[-1]):                   # jn >= wvn - n
-                        m.d.sync += [ws["jn"].eq(0), ws["jns"].eq(0), walk_djn.eq(walk_nthr)]
-                        with m.If(walk_olast):                  # oy == ho - 1: next image
-                            m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
-                                         ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi),
-                                         walk_olast.eq(walk_ho1)]
-                        with m.Else():
-                            m.d.sync += [ws["oy"].eq(ws["oy"] + 1),
-                                         ws["ty"].eq(ws["ty"] + d.stride),
-                                         ws_rb.eq(ws_rb + d.swp),
-                                         walk_olast.eq(ws["oy"] == walk_hom2)]
-                    with m.Else():
-                        m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"]),
-                                     walk_djn.eq(walk_djn + cp["n"])]
                 m.d.sync += setup_last.eq(sk_oh[MC + 4])
                 with m.If(setup_last):
                     m.d.sync += [setup.eq(0), sk.eq(0), sk_oh.eq(1), isu.eq(1)]
@@ -1118,7 +1171,8 @@ class ConvArray(wiring.Component):
                              kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                              kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
                              lkn[g].eq(lkn_first(sbox[0])),
-                             glt[g].eq(tiles1), glb[g].eq(count1), blkq[g].eq(count_is2),
+                             glt[g].eq(tiles1), glb[g].eq(count1), gltb[g].eq(tiles1 & count1),
+                             blkq[g].eq(count_is2),
                              blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
                              fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
                              wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
@@ -1186,8 +1240,11 @@ class ConvArray(wiring.Component):
             oy_step = cp["a"] + int(wraps) - (d.ho if img else 0)
             jn_step = cp["bn"] - (cp["wvn"] if wraps else 0)
             img_step = cp["ai"] + int(img)
-            m.d.sync += [kk["djn"].eq(jn_step), kk["doy0"].eq(oy_step), kk["doy1"].eq(oy_step),
-                         kk["dimg"].eq(img_step)]
+            for o in ("djn", TWIN["djn"]):
+                m.d.sync += kk[o].eq(jn_step)
+            for o in ("doy0", "doy1", TWIN["doy0"], TWIN["doy1"]):
+                m.d.sync += kk[o].eq(oy_step)
+            m.d.sync += kk["dimg"].eq(img_step)
             m.d.sync += [kk[f"dwo{g}"].eq(jn_step) for g in range(NG)]
         # pinit's offsets, registered from pinit and the thresholds (pinit[c] loads at set-up
         # clock c + 1, thr / thi are valid from clock 2: the offsets from c + 3, pinit_adv
@@ -1195,10 +1252,11 @@ class ConvArray(wiring.Component):
         for c in range(MC):
             pin = dict(pinit[c])
             with_offsets(pin, f"pinit{c}")
-            m.d.sync += [pin["djn"].eq(pinit[c]["jn"] - thr),
-                         pin["doy0"].eq(pinit[c]["oy"] - thi[0]),
-                         pin["doy1"].eq(pinit[c]["oy"] - thi[1]),
-                         pin["dimg"].eq(pinit[c]["img"] - d.batch)]
+            dists = {"djn": pinit[c]["jn"] - thr, "doy0": pinit[c]["oy"] - thi[0],
+                     "doy1": pinit[c]["oy"] - thi[1]}
+            m.d.sync += [pin[o].eq(v) for o, v in dists.items()]
+            m.d.sync += [pin[TWIN[o]].eq(v) for o, v in dists.items()]
+            m.d.sync += pin["dimg"].eq(pinit[c]["img"] - d.batch)
             m.d.sync += [pin[f"dwo{g}"].eq(pinit[c]["jn"] - lv_wo[g]) for g in range(NG)]
             nxt = advance(pin)
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
@@ -1219,7 +1277,8 @@ class ConvArray(wiring.Component):
             m.d.sync += [act[0].eq(1), par[0].eq(0), fk[0].eq(1), tt[0].eq(0), ttq[0].eq(tiles_is2),
                          blk[0].eq(0), kx[0].eq(0),
                          last_k[0].eq(kq1),
-                         glt[0].eq(tiles1), glb[0].eq(count1), blkq[0].eq(count_is2),
+                         glt[0].eq(tiles1), glb[0].eq(count1), gltb[0].eq(tiles1 & count1),
+                         blkq[0].eq(count_is2),
                          ky[0].eq(0), ic[0].eq(0), fx[0].eq(0), fxc[0].eq(0), fo_g[0].eq(0),
                          wbx[0].eq(wblk[0]), wbxc[0].eq(wblk[0]), wo_g[0].eq(wblk[0]),
                          gob[0].eq(cb[0]), wblk_nb[0].eq(wblk[0] + kq),
@@ -1229,11 +1288,12 @@ class ConvArray(wiring.Component):
                          sg_all.eq(lastc[0]),
                          st_dist.eq(dq - 1), at_st.eq(dq1), st1.eq(dq2), sgs.eq(d.stride),
                          sgoc.eq(d.oc)]
-        # Padding box of a tile (skip_pad, n = 1 passes): four register stages per source
-        # (the next tile's column states `cur`, the block's first tile `pinit`), so the box
-        # of `cur` is ready 5 clocks after `cur` changes; tiles of such passes last at least
-        # 5 beats because a box of fewer than MIN_BOX = 5 kernel positions runs the whole
-        # kernel.
+        # Padding box of a tile (skip_pad, n = 1 passes): five register stages per source
+        # (the next tile's column states `cur`, the block's first tile from the walk), so the
+        # box of `cur` is ready 6 clocks after `cur` changes; tiles of such passes last at
+        # least 6 beats because a box of fewer than MIN_BOX = 6 kernel positions runs the
+        # whole kernel (a kernel of fewer, 2 x 2, has no box of 6 or more: all its tiles run
+        # it whole).
         skipbox = _S(name="skipbox")
         m.d.sync += skipbox.eq(d.skip & (cp["n"] == 1))
 
@@ -1267,19 +1327,24 @@ class ConvArray(wiring.Component):
                          kfull[f"k{ax}m1"].eq(n - 3), kfull[f"k{ax}z"].eq(n == 1),
                          kfull[f"k{ax}m0"].eq(n == 2)]
 
-        def box_stages(states, tag):
+        def box_stages(states, tag, loads=None):
+            """The box pipeline of ``states`` (one column state per column): stage A per
+            column, B1 and B2 the min / max trees, C the box sizes and offsets of both
+            variants, D the choice.  ``loads``: per column, the enable of stage A (None:
+            every clock)."""
             ylo, yhi, xlo, xhi = [], [], [], []
             for c, st in enumerate(states):
                 ok = _S(name=f"{tag}A{c}_ok")
                 regs = [_S(8, name=f"{tag}A{c}_{k}") for k in ("ylo", "yhi", "xlo", "xhi")]
                 end_y = (bx_padh - st["ty"])[:DIMW + 1]
                 end_x = (bx_padw - st["jns"])[:DIMW + 1]
-                m.d.sync += [
-                    ok.eq((st["img"] < d.batch) & (st["jn"] < d.wo)),
-                    regs[0].eq(Mux(d.pad > st["ty"], d.pad - st["ty"], 0)),
-                    regs[1].eq(Mux(bx_hk < st["ty"], end_y, d.kh)),
-                    regs[2].eq(Mux(d.pad > st["jns"], d.pad - st["jns"], 0)),
-                    regs[3].eq(Mux(bx_wk < st["jns"], end_x, d.kw))]
+                with m.If(1 if loads is None else loads[c]):
+                    m.d.sync += [
+                        ok.eq((st["img"] < d.batch) & (st["jn"] < d.wo)),
+                        regs[0].eq(Mux(d.pad > st["ty"], d.pad - st["ty"], 0)),
+                        regs[1].eq(Mux(bx_hk < st["ty"], end_y, d.kh)),
+                        regs[2].eq(Mux(d.pad > st["jns"], d.pad - st["jns"], 0)),
+                        regs[3].eq(Mux(bx_wk < st["jns"], end_x, d.kw))]
                 ylo.append(Mux(ok, regs[0], 255))
                 yhi.append(Mux(ok, regs[1], 0))
                 xlo.append(Mux(ok, regs[2], 255))
@@ -1308,28 +1373,34 @@ class ConvArray(wiring.Component):
             y0, x0 = tree(b1["ylo"], lo, depth)[0], tree(b1["xlo"], lo, depth)[0]
             m.d.sync += [bb["ky0"].eq(y0), bb["nky"].eq(tree(b1["yhi"], hi, depth)[0] - y0),
                          bb["kx0"].eq(x0), bb["nkx"].eq(tree(b1["xhi"], hi, depth)[0] - x0)]
-            # stage C: boxes of fewer than MIN_BOX kernel positions run the whole kernel
+            # stage C: boxes of fewer than MIN_BOX kernel positions run the whole kernel (the
+            # flag `full`, registered), and the box's own fields
             small = _any([(bb[u] == a) & (bb[v] <= (MIN_BOX - 1) // a)
                           for a in range(1, MIN_BOX) for u, v in (("nky", "nkx"), ("nkx", "nky"))])
-            full = ~skipbox | small
-            cc = {k: _S(wd, name=f"{tag}C_{k}") for k, wd in BX.items()}
+            full = _S(name=f"{tag}C_full")
+            m.d.sync += full.eq(~skipbox | small)
 
             def sizes(n, ax):
                 """The box fields of one axis: nk - 1, nk - 2, nk - 3, nk == 1, nk == 2."""
                 return {f"k{ax}l": n - 1, f"k{ax}m": n - 2, f"k{ax}m1": n - 3,
                         f"k{ax}z": n == 1, f"k{ax}m0": n == 2}
-            # both variants in parallel (the whole kernel's from registered constants), then
-            # selected by full
-            part = {**sizes(bb["nky"], "y"), **sizes(bb["nkx"], "x")}
-            m.d.sync += [cc[k].eq(Mux(full, kfull[k], v)) for k, v in part.items()]
-            m.d.sync += [cc["ky0"].eq(Mux(full, 0, bb["ky0"])),
-                         cc["kx0"].eq(Mux(full, 0, bb["kx0"])),
-                         # products from the tables of multiples (ky0, kx0 <= pad <= 7)
-                         cc["fbox"].eq(Mux(full, 0, _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"])),
-                         cc["wbox"].eq(Mux(full, 0, _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]))]
+            part = {**sizes(bb["nky"], "y"), **sizes(bb["nkx"], "x"),
+                    "ky0": bb["ky0"], "kx0": bb["kx0"],
+                    # products from the tables of multiples (ky0, kx0 <= pad <= 7)
+                    "fbox": _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"],
+                    "wbox": _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]}
+            cpart = {k: _S(BX[k], name=f"{tag}C_{k}") for k in part}
+            m.d.sync += [cpart[k].eq(v) for k, v in part.items()]
+            # stage D: the whole kernel's fields (registered constants) or the box's
+            cc = {k: _S(wd, name=f"{tag}D_{k}") for k, wd in BX.items()}
+            whole = {**kfull, "ky0": 0, "kx0": 0, "fbox": 0, "wbox": 0}
+            m.d.sync += [cc[k].eq(Mux(full, whole[k], cpart[k])) for k in BX]
             return cc
         cbox = box_stages(cur, "cbox")
-        ibox = box_stages(pinit, "ibox")
+        # the block's first tile: stage A loads from the walk with pinit (set-up clock
+        # c + 1 for column c), one clock earlier than from pinit, so that the box is ready
+        # in the last set-up clock (cols + 5)
+        ibox = box_stages([ws] * MC, "ibox", pinit_load)
 
         # copy 0 enters a tile: per column its own enable (own stall replica), so that no
         # single net reaches every column's slot and state registers
@@ -1359,44 +1430,33 @@ class ConvArray(wiring.Component):
             nbk = ("kyz", "kxz", "kym0", "kxm0")
             nb = ({k: Mux(fi_box, ibox[k], cbox[k]) for k in nbk} if g == 0
                   else {k: Mux(par[g], sbox[0][k], sbox[1][k]) for k in nbk})
-            m.d.comb += pd_lkn[g].eq(lkn[g])
-            # (pd_lkn's expression, for the tile's first beat: with the flags a tile starts
-            # from; and for a beat after the ones below: with the flags that beat loads)
-            lk_b = kxq[g] & iccz & bx["kyz"]            # the next last_k in each case
-            lk_c = icmq[g] & kxe[g] & bx["kyz"]
-            lk_d = kyq[g] & ice[g] & kxe[g]
-            kxq_n, icmq_n, kyq_n = kx[g] == bx["kxm1"], ic[g] == iccm1, ky[g] == bx["kym1"]
-            lkn_b = Mux(lk_b, kq1, Mux(bx["kyz"], Mux(iccz, kxq_n, iccm0 & kxq[g]),
-                                       bx["kym0"] & iccz & kxq[g]))
-            lkn_c = Mux(lk_c, kq1, Mux(bx["kyz"], Mux(icmq[g], kxq[g] & iccz, icmq_n & kxe[g]),
-                                       bx["kym0"] & icmq[g] & kxe[g]))
-            lkn_d = Mux(lk_d, kq1, Mux(kyq[g], Mux(ice[g], kxq[g] & iccz & bx["kyz"],
-                                                   icmq[g] & kxe[g] & bx["kyz"]),
-                                       kyq_n & ice[g] & kxe[g]))
+            flags = {"kye": kye, "ice": ice, "kxe": kxe, "kyq": kyq, "icmq": icmq, "kxq": kxq}
+            f = {k: v[g] for k, v in flags.items()}
+            lk = last_terms(f, bx["kyz"])        # the next last_k in each case
+            # the loop flags after a beat of each case
+            after = {"kx": {**f, "kye": bx["kyz"], "kyq": bx["kym0"], "ice": iccz,
+                            "icmq": iccm0, "kxe": kxq[g], "kxq": kx[g] == bx["kxm1"]},
+                     "ic": {**f, "kye": bx["kyz"], "kyq": bx["kym0"], "ice": icmq[g],
+                            "icmq": ic[g] == iccm1},
+                     "ky": {**f, "kye": kyq[g], "kyq": ky[g] == bx["kym1"]}}
 
-            def counters(g, sync, bx=bx, nb=nb, lkn_b=lkn_b, lkn_c=lkn_c, lkn_d=lkn_d):
+            def counters(g, sync, bx=bx, nb=nb, f=f, lk=lk, after=after):
+                def step(new_lk, new_f, kyz):
+                    # a beat: last_k, the loop flags that change, lkn (two beats ahead)
+                    nonlocal sync
+                    sync += [last_k[g].eq(new_lk), lkn[g].eq(lkn_after(new_lk, new_f, kyz))]
+                    sync += [flags[k][g].eq(v) for k, v in new_f.items() if v is not f[k]]
                 # one beat of copy g
                 sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
-                    sync += lkn[g].eq(lkn_first(nb))
-                    sync += [last_k[g].eq(kq1), kye[g].eq(nb["kyz"]), ice[g].eq(iccz),
-                             kxe[g].eq(nb["kxz"]), kyq[g].eq(nb["kym0"]),
-                             kxq[g].eq(nb["kxm0"]), icmq[g].eq(iccm0)]
+                    step(kq1, box_flags(nb), nb["kyz"])
                 with m.Elif(kye[g]):
-                    sync += [kye[g].eq(bx["kyz"]), kyq[g].eq(bx["kym0"])]
                     with m.If(ice[g]):
-                        sync += lkn[g].eq(lkn_b)
-                        sync += [last_k[g].eq(kxq[g] & iccz & bx["kyz"]),
-                                 ice[g].eq(iccz), kxe[g].eq(kxq[g]), icmq[g].eq(iccm0),
-                                 kxq[g].eq(kx[g] == bx["kxm1"])]
+                        step(lk["kx"], after["kx"], bx["kyz"])
                     with m.Else():
-                        sync += lkn[g].eq(lkn_c)
-                        sync += [last_k[g].eq(icmq[g] & kxe[g] & bx["kyz"]),
-                                 ice[g].eq(icmq[g]), icmq[g].eq(ic[g] == iccm1)]
+                        step(lk["ic"], after["ic"], bx["kyz"])
                 with m.Else():
-                    sync += lkn[g].eq(lkn_d)
-                    sync += [last_k[g].eq(kyq[g] & ice[g] & kxe[g]),
-                             kye[g].eq(kyq[g]), kyq[g].eq(ky[g] == bx["kym1"])]
+                    step(lk["ky"], after["ky"], bx["kyz"])
                 with m.If(last_k[g]):
                     sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
                              fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
@@ -1404,6 +1464,7 @@ class ConvArray(wiring.Component):
                              par[g].eq(~par[g])]
                     with m.If(glt[g]):
                         sync += [glt[g].eq(tiles1), glb[g].eq(blkq[g]),
+                                 gltb[g].eq(tiles1 & blkq[g]),
                                  blkq[g].eq(blk[g] == count3)]
                         sync += [wbx[g].eq(wblk_nb[g]), wbxc[g].eq(wblk_nb[g]),
                                  wo_g[g].eq(wblk_nb[g])]
@@ -1416,7 +1477,8 @@ class ConvArray(wiring.Component):
                             sync += act[g].eq(0)
                     with m.Else():
                         sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
-                                 glt[g].eq(ttq[g]), ttq[g].eq(tt[g] == tiles3)]
+                                 glt[g].eq(ttq[g]), gltb[g].eq(ttq[g] & glb[g]),
+                                 ttq[g].eq(tt[g] == tiles3)]
                 with m.Elif(kye[g]):
                     sync += ky[g].eq(0)
                     with m.If(ice[g]):
@@ -1437,9 +1499,10 @@ class ConvArray(wiring.Component):
             parts = ([fk, last_k, lkn, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g,
                       par],
                      [wbx, wbxc, wo_g, wblk, cb, gob, wblk_nb, cb_nb, gob_nb],
-                     [glt, glb, blkq, tt, ttq, blk, act])
+                     [glt, glb, gltb, blkq, tt, ttq, blk, act])
+            # (a copy is active only while the pass issues: act[g] implies isu)
             for part, rep in zip(parts, adv_cp[g]):
-                with m.If(rep & isu & act[g]):
+                with m.If(rep & act[g]):
                     counters(g, _Only(m, [v[g] for v in part]))
 
         # ---------------------------------------------------------------- loaders

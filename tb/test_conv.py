@@ -306,8 +306,8 @@ def test_skip_pad_beats():
     assert boxes[1:5] == [(0, 3, 0, 3)] * 4      # tiles straddling output rows: nothing
     assert boxes[5] == (0, 2, 0, 3)              # (4,0)..(4,3): bottom row
     # (4,4) alone: bottom row and right column are padding, but its 2 x 2 box has fewer
-    # than MIN_BOX = 5 positions (the array's box pipeline needs 5-beat tiles): whole kernel
-    assert MIN_BOX == 5 and boxes[6] == (0, 3, 0, 3)
+    # than MIN_BOX = 6 positions (the array's box pipeline needs 6-beat tiles): whole kernel
+    assert MIN_BOX == 6 and boxes[6] == (0, 3, 0, 3)
     assert boxes == _brute_boxes(sched)
     beats = sum(9 - nky * nkx for _, nky, _, nkx in boxes) * layer.ic
     assert skipped_beats(sched) == beats == 3 * (3 + 3)
@@ -538,6 +538,7 @@ SKIP_SPECS = [
     (8, 3, 5, 5, 3, 1, 1, None),        # one full block
     (2, 2, 6, 6, 5, 1, 2, 1),           # k5 pad 2, n = 4 (staggered: nothing skipped), split
     (9, 3, 7, 7, 3, 2, 1, 2),           # stride 2, 8 + remainder 1, split 2+1: drain-bound
+    (8, 2, 5, 5, 2, 1, 1, None),        # k2 pad 1: every box under MIN_BOX, 4-beat tiles
 ]
 
 
@@ -555,10 +556,10 @@ def test_rtl_skip_pad(sim):
     _check(jobs, outs, stats, result, CFG_8x4)
     saved = [stats[i]["cycles"] - stats[i + 1]["cycles"] for i in range(0, len(jobs), 2)]
     beats = [skipped_beats(jobs[i + 1][2]) for i in range(0, len(jobs), 2)]
-    assert beats == [18, 18, 0, 18]
+    assert beats == [18, 18, 0, 18, 0]
     # every skipped beat is a clock saved, except where a shortened tile (1 channel x 2 x 3
     # beats) now waits for the 8-row drain of the previous one
-    assert saved == [18, 18, 0, 16]
+    assert saved == [18, 18, 0, 16, 0]
     for i in range(0, len(jobs), 2):
         np.testing.assert_array_equal(outs[i], outs[i + 1])
 
