@@ -1095,7 +1095,9 @@ class ConvArray(wiring.Component):
         start = ~sg_all & at_st
         pass_end = sg_all & _any(lastc[g] & gdone[g] for g in range(NG))
         at_st_n = Mux(start, dq1, st1)
-        sg_all_n = Mux(start, sg + 1 == cp["n"], sg_all)
+        # sgl == (sg + 1 == n) as a register (the started copy is the last): loaded with sg
+        sgl = _S(name="sg_last")
+        sg_all_n = Mux(start, sgl, sg_all)
         for g in range(1, NG):
             sg_oh_n = Mux(start, sg_oh[g - 1], sg_oh[g])
             with m.If(adv_iss & issuing):
@@ -1146,6 +1148,7 @@ class ConvArray(wiring.Component):
                              at_st.eq(at_st_n), st1.eq(Mux(start, dq2, st_dist == 2))]
                 with m.If(start):
                     m.d.sync += [sg.eq(sg + 1), sg_oh.eq(sg_oh << 1),
+                                 sgl.eq(_any(sg_oh[g] & lastc[g + 1] for g in range(NG - 1))),
                                  sg_all.eq(sg_all_n),
                                  sgs.eq(sgs + d.stride),
                                  sgoc.eq(sgoc + d.oc)]
@@ -1162,25 +1165,27 @@ class ConvArray(wiring.Component):
                         m.d.sync += [e.eq(e + 1), setup.eq(1), sk.eq(0), sk_oh.eq(1),
                                      sk_first.eq(1)]
         # an idle copy (g >= 1) keeps loading the start values of the next copy to start
-        # (sgs, sgoc belong to copy sg), so that its start only sets act[g]
+        # (sgs, sgoc belong to copy sg), so that its start only sets act[g] (the loads of
+        # the counters' registers sit in the counters' if-tree, see idle_loads below)
+        def idle_loads(g, sync):
+            sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), ttq[g].eq(tiles_is2),
+                     last_k[g].eq(kq1),
+                     kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
+                     kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
+                     kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
+                     lkn[g].eq(lkn_first(sbox[0])),
+                     glt[g].eq(tiles1), glb[g].eq(count1), gltb[g].eq(tiles1 & count1),
+                     blkq[g].eq(count_is2),
+                     blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
+                     fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
+                     wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
+                     wblk[g].eq(wpass), cb[g].eq(cbpass),
+                     gob[g].eq(sgoc + cbpass),
+                     wblk_nb[g].eq(wpass + kq), cb_nb[g].eq(cbpass + cp["r"]),
+                     gob_nb[g].eq(sgoc + cbpass + cp["r"])]
         for g in range(1, NG):
             with m.If(~act[g]):
-                m.d.sync += [par[g].eq(0), fk[g].eq(1), tt[g].eq(0), ttq[g].eq(tiles_is2),
-                             last_k[g].eq(kq1),
-                             kye[g].eq(sbox[0]["kyz"]), ice[g].eq(iccz),
-                             kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
-                             kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
-                             lkn[g].eq(lkn_first(sbox[0])),
-                             glt[g].eq(tiles1), glb[g].eq(count1), gltb[g].eq(tiles1 & count1),
-                             blkq[g].eq(count_is2),
-                             blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
-                             fx[g].eq(sgs), fxc[g].eq(sgs), fo_g[g].eq(sgs),
-                             wbx[g].eq(wpass), wbxc[g].eq(wpass), wo_g[g].eq(wpass),
-                             wblk[g].eq(wpass), cb[g].eq(cbpass),
-                             gob[g].eq(sgoc + cbpass), gs[g].eq(sgs),
-                             wblk_nb[g].eq(wpass + kq), cb_nb[g].eq(cbpass + cp["r"]),
-                             gob_nb[g].eq(sgoc + cbpass + cp["r"]),
-                             goc[g].eq(sgoc)]
+                m.d.sync += [gs[g].eq(sgs), goc[g].eq(sgoc)]
 
         # group 0 start (last set-up clock) and column-state / slot updates
         from_init = _S()
@@ -1285,6 +1290,7 @@ class ConvArray(wiring.Component):
                          cb_nb[0].eq(cb[0] + cp["r"]), gob_nb[0].eq(cb[0] + cp["r"]),
                          gs[0].eq(0), goc[0].eq(0),
                          wpass.eq(wblk[0]), cbpass.eq(cb[0]), sg.eq(1), sg_oh.eq(2),
+                         sgl.eq(lastc[1] if NG > 1 else 0),
                          sg_all.eq(lastc[0]),
                          st_dist.eq(dq - 1), at_st.eq(dq1), st1.eq(dq2), sgs.eq(d.stride),
                          sgoc.eq(d.oc)]
@@ -1386,12 +1392,14 @@ class ConvArray(wiring.Component):
                         f"k{ax}z": n == 1, f"k{ax}m0": n == 2}
             part = {**sizes(bb["nky"], "y"), **sizes(bb["nkx"], "x"),
                     "ky0": bb["ky0"], "kx0": bb["kx0"],
-                    # products from the tables of multiples (ky0, kx0 <= pad <= 7)
-                    "fbox": _sel(mul_wp, bb["ky0"][:3]) + bb["kx0"],
-                    "wbox": _sel(mul_qkh, bb["kx0"][:3]) + bb["ky0"]}
+                    # ky0 Wp and kx0 q kh from the tables of multiples (ky0, kx0 <= pad <= 7)
+                    "fbox": _sel(mul_wp, bb["ky0"][:3]), "wbox": _sel(mul_qkh, bb["kx0"][:3])}
             cpart = {k: _S(BX[k], name=f"{tag}C_{k}") for k in part}
             m.d.sync += [cpart[k].eq(v) for k, v in part.items()]
-            # stage D: the whole kernel's fields (registered constants) or the box's
+            # stage D: the whole kernel's fields (registered constants) or the box's, the
+            # box offsets completed: fbox = ky0 Wp + kx0, wbox = kx0 q kh + ky0
+            cpart["fbox"] = cpart["fbox"] + cpart["kx0"]
+            cpart["wbox"] = cpart["wbox"] + cpart["ky0"]
             cc = {k: _S(wd, name=f"{tag}D_{k}") for k, wd in BX.items()}
             whole = {**kfull, "ky0": 0, "kx0": 0, "fbox": 0, "wbox": 0}
             m.d.sync += [cc[k].eq(Mux(full, whole[k], cpart[k])) for k in BX]
@@ -1502,8 +1510,13 @@ class ConvArray(wiring.Component):
                      [glt, glb, gltb, blkq, tt, ttq, blk, act])
             # (a copy is active only while the pass issues: act[g] implies isu)
             for part, rep in zip(parts, adv_cp[g]):
-                with m.If(rep & act[g]):
-                    counters(g, _Only(m, [v[g] for v in part]))
+                sync = _Only(m, [v[g] for v in part])
+                with m.If(act[g]):
+                    with m.If(rep):
+                        counters(g, sync)
+                if g:
+                    with m.Else():
+                        idle_loads(g, sync)
 
         # ---------------------------------------------------------------- loaders
         # Both loaders walk nested counters, one word per transfer (weights: kx, ky, ic, row
