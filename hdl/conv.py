@@ -244,12 +244,17 @@ class ConvArray(wiring.Component):
             st.update({o: _S(signed(17), name=f"{name}_{o}") for o in OFFS})
             return st
 
-        def advance(cs):
+        def wrap_flags(dist):
+            """(row wrap, image wrap) of an advance from the wrap distances."""
+            wrap = ~dist["djn"][-1]                                     # jn >= thr
+            return wrap, Mux(wrap, ~dist["doy1"][-1], ~dist["doy0"][-1])   # oy >= thi[wrap]
+
+        def advance(cs, flags=None):
+            """The column state after one tile; ``flags``: its wraps, if registered."""
             def sel(k):
-                dist = {o: cs[TWIN[o] if k in BY_TWIN else o] for o in TWIN}
-                wrap = ~dist["djn"][-1]                                 # jn >= thr
-                iwr = Mux(wrap, ~dist["doy1"][-1], ~dist["doy0"][-1])   # oy >= thi[wrap]
-                return wrap, iwr
+                if flags is not None:
+                    return flags
+                return wrap_flags({o: cs[TWIN[o] if k in BY_TWIN else o] for o in TWIN})
             out = {}
             for k in cs:
                 wrap, iwr = sel(k)
@@ -1252,8 +1257,9 @@ class ConvArray(wiring.Component):
             m.d.sync += kk["dimg"].eq(img_step)
             m.d.sync += [kk[f"dwo{g}"].eq(jn_step) for g in range(NG)]
         # pinit's offsets, registered from pinit and the thresholds (pinit[c] loads at set-up
-        # clock c + 1, thr / thi are valid from clock 2: the offsets from c + 3, pinit_adv
-        # from c + 4, two clocks before the last set-up clock cols + 5 that uses it)
+        # clock c + 1, thr / thi are valid from clock 2: the offsets from c + 3), its wraps
+        # registered from them (from c + 4), and pinit_adv (from c + 5, by the last set-up
+        # clock cols + 5 that uses it)
         for c in range(MC):
             pin = dict(pinit[c])
             with_offsets(pin, f"pinit{c}")
@@ -1263,7 +1269,9 @@ class ConvArray(wiring.Component):
             m.d.sync += [pin[TWIN[o]].eq(v) for o, v in dists.items()]
             m.d.sync += pin["dimg"].eq(pinit[c]["img"] - d.batch)
             m.d.sync += [pin[f"dwo{g}"].eq(pinit[c]["jn"] - lv_wo[g]) for g in range(NG)]
-            nxt = advance(pin)
+            pwr = (_S(name=f"pinit{c}_wrap"), _S(name=f"pinit{c}_iwrap"))
+            m.d.sync += [r.eq(v) for r, v in zip(pwr, wrap_flags(pin))]
+            nxt = advance(pin, pwr)
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
         src = [{k: Mux(fi_col[c], pinit[c][k], cur[c][k]) for k in ws} for c in range(MC)]
         # lane-valid bits of a slot (image < B, window jn + g < Wo): for the block's first
