@@ -23,8 +23,9 @@ class Block:
     have ``manifest_extra()`` (block-specific manifest fields, e.g. memory layouts).
     ``placer`` is the nextpnr placer ``spnn synth`` uses for the block unless told
     otherwise (chosen by measurement, see docs/synth.md); ``heap_timing`` the heap
-    placer's ``(timing weight, criticality exponent)`` for the block (nextpnr's own
-    defaults are ``(10, 2)``).
+    placer's ``(timing weight, criticality exponent)`` for the block when it is placed
+    with ``heap`` (nextpnr's own defaults are ``(10, 2)``; conv, placed with ``static``,
+    keeps the ones measured best for ``heap`` for ``--placer heap``).
     """
 
     name: str
@@ -75,7 +76,8 @@ def _registry():
         _block("lstm", "LSTM layer on the sparse PE array with PWL gates (seed 000)",
                ("lstm", "LstmConfig"), ("lstm", "LstmEngine")),
         _block("conv", "remainder-aware im2col MAC array for convolution (seed 002)",
-               ("conv", "ConvConfig"), ("conv", "ConvArray"), heap_timing=(30, 4)),
+               ("conv", "ConvConfig"), ("conv", "ConvArray"), placer="static",
+               heap_timing=(30, 4)),
         _block("fc", "batched FC engine on FD-CSR weights, skips zeros (seed 001)",
                ("fdcsr", "FcConfig"), ("fc", "FcEngine")),
     ]

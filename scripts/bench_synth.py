@@ -153,7 +153,9 @@ def placers_text(results) -> str:
                    for b, (w, x) in timing)
     if not other:
         return DEFAULT_PLACER + tail
-    parts = [f"{p} for {', '.join(b)}" for p, b in sorted(other.items())]
+    def names(blocks):
+        return " and ".join(blocks) if len(blocks) == 2 else ", ".join(blocks)
+    parts = [f"{p} for {names(b)}" for p, b in sorted(other.items())]
     return ", ".join(parts) + (f", {DEFAULT_PLACER} for the others"
                                if DEFAULT_PLACER in used else "") + tail
 

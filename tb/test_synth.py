@@ -107,7 +107,7 @@ def test_default_router():
 def test_block_placers():
     """nextpnr's placer per block, as measured (docs/synth.md, "Seeds and placers")."""
     assert {name: block.placer for name, block in BLOCKS.items()} == {
-        "pwl": "heap", "spmv": "static", "lstm": "heap", "conv": "heap", "fc": "heap"}
+        "pwl": "heap", "spmv": "static", "lstm": "heap", "conv": "static", "fc": "heap"}
     assert {name: block.heap_timing for name, block in BLOCKS.items()
             if block.heap_timing != (10, 2)} == {"conv": (30, 4)}
 
@@ -253,6 +253,8 @@ def test_bench_placers_text():
         == "static for spmv, heap for the others"
     assert bench.placers_text([entry("spmv", "static"), entry("lstm", "sa")]) \
         == "sa for lstm, static for spmv"
+    assert bench.placers_text([entry("spmv", "static"), entry("conv", "static"),
+                               entry("pwl")]) == "static for conv and spmv, heap for the others"
     conv = {"block": "conv", "ecp5": {"placer": "heap", "heap_timing": [30, 4]}}
     assert bench.placers_text([entry("spmv", "static"), entry("pwl"), conv]) \
         == "static for spmv, heap for the others (conv: heap timing weight 30, " \
