@@ -724,8 +724,13 @@ class ConvArray(wiring.Component):
         # only "more than one" and pd_big1 matter; gt1 flags: registered pd_L > 1, pd_F > 1
         # (no compare and no count on the stall path)
         L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
-        two = _any([capg[h] & capg[j] for h in range(NG) for j in range(h + 1, NG)])
-        # zLb == zL | pd_big1 as its own register (both load every clock)
+        def two_of(bits):          # at least two of bits
+            return _any([bits[h] & bits[j] for h in range(NG) for j in range(h + 1, NG)])
+        # the copy's W after an advance: lkn, unless this beat is its very last
+        lknx = [lkn[g] & ~(last_k[g] & gltb[g]) for g in range(NG)]
+        two = two_of(capg)
+        # zLb == zL | pd_big1 as its own register (both load every clock; the stall reads
+        # zLb, pd_big1 itself is left unread)
         zLb = _S(name="pd_zLb")
         m.d.sync += zLb.eq(zL_n | (pd_dg >= 2))
         m.d.comb += zL_n.eq(Mux(_any(capg), zLb | two, L_gt1))
@@ -739,8 +744,7 @@ class ConvArray(wiring.Component):
             before = _any(capg[:g])          # another copy captures with this one, ahead
             m.d.comb += [zF_n[g].eq(Mux(capg[g], zLb | before, F_gt1[g])),
                          W_n[g].eq(Mux(pd_start[g], kq1,
-                                       Mux(adv & act[g],
-                                           lkn[g] & ~(last_k[g] & gltb[g]), W[g])))]
+                                       Mux(adv & act[g], lknx[g], W[g])))]
             m.d.sync += [pd_F[g].eq(Mux(capd[g], _sel(pd_Lk, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
                          F_gt1[g].eq(Mux(capd[g], _sel(Lk_gt1, kcnt[g]), zF[g] & (pd_F[g] > 2))),
@@ -751,11 +755,10 @@ class ConvArray(wiring.Component):
         # issue stage advances: every W[g] captures, a starting copy loads kq1, an active
         # one lkn unless this is its last beat) and B0 (it stalls: only the countdowns
         # move).  (adv's replicas are equal outside the reset, when no copy starts.)
-        w1 = [Mux(stp[g] if g else setup_last, kq1,
-                  Mux(act[g], lkn[g] & ~(last_k[g] & gltb[g]), W[g])) for g in range(NG)]
+        w1 = [Mux(stp[g] if g else setup_last, kq1, Mux(act[g], lknx[g], W[g]))
+              for g in range(NG)]
         z1 = [Mux(W[g], zLb | _any(W[:g]), F_gt1[g]) for g in range(NG)]
-        two1 = _any([W[h] & W[j] for h in range(NG) for j in range(h + 1, NG)])
-        zL1 = Mux(_any(W), zLb | two1, L_gt1)
+        zL1 = Mux(_any(W), zLb | two_of(W), L_gt1)
         ft01 = setup_last | (~W[0] & ft0)
         b1 = _any([w1[g] & z1[g] for g in range(NG)] + [w1[0] & ft01 & zL1])
         w0 = [Mux(setup_last, kq1, W[0])] + W[1:]
@@ -1406,11 +1409,11 @@ class ConvArray(wiring.Component):
             m.d.sync += [cpart[k].eq(v) for k, v in part.items()]
             # stage D: the whole kernel's fields (registered constants) or the box's, the
             # box offsets completed: fbox = ky0 Wp + kx0, wbox = kx0 q kh + ky0
-            cpart["fbox"] = cpart["fbox"] + cpart["kx0"]
-            cpart["wbox"] = cpart["wbox"] + cpart["ky0"]
+            box = {**cpart, "fbox": cpart["fbox"] + cpart["kx0"],
+                   "wbox": cpart["wbox"] + cpart["ky0"]}
             cc = {k: _S(wd, name=f"{tag}D_{k}") for k, wd in BX.items()}
             whole = {**kfull, "ky0": 0, "kx0": 0, "fbox": 0, "wbox": 0}
-            m.d.sync += [cc[k].eq(Mux(full, whole[k], cpart[k])) for k in BX]
+            m.d.sync += [cc[k].eq(Mux(full, whole[k], box[k])) for k in BX]
             return cc
         cbox = box_stages(cur, "cbox")
         # the block's first tile: stage A loads from the walk with pinit (set-up clock
