@@ -368,6 +368,9 @@ class ConvArray(wiring.Component):
         # after an advance), loaded with its value two beats ahead, so that the
         # stall sees a flip-flop instead of the counters' flags
         lkn = gsig("lkn", 1)
+        # per copy, registered: lkn & ~(last_k & ltb), "the beat after this one is the last
+        # of a tile, and this one is not the copy's very last" (the stall's W_n if it advances)
+        lkx = gsig("lkx", 1)
 
         # "The next beat is the last" from a copy's loop flags f (kye, ice, kxe, kyq, icmq,
         # kxq; kyz: the tile's kernel box has one row) in each case of the next step: a
@@ -755,8 +758,8 @@ class ConvArray(wiring.Component):
         # issue stage advances: every W[g] captures, a starting copy loads kq1, an active
         # one lkn unless this is its last beat) and B0 (it stalls: only the countdowns
         # move).  (adv's replicas are equal outside the reset, when no copy starts.)
-        w1 = [Mux(stp[g] if g else setup_last, kq1, Mux(act[g], lknx[g], W[g]))
-              for g in range(NG)]
+        # (W[g] implies act[g]: act & lkx is Mux(act, lkx, W))
+        w1 = [Mux(stp[g] if g else setup_last, kq1, act[g] & lkx[g]) for g in range(NG)]
         z1 = [Mux(W[g], zLb | _any(W[:g]), F_gt1[g]) for g in range(NG)]
         zL1 = Mux(_any(W), zLb | two_of(W), L_gt1)
         ft01 = setup_last | (~W[0] & ft0)
@@ -765,7 +768,9 @@ class ConvArray(wiring.Component):
         b0 = _any([w0[g] & F_gt1[g] for g in range(NG)] + [w0[0] & (setup_last | ft0) & L_gt1])
         blocked_n = Mux(adv, b1, b0)
         m.d.sync += adv.eq(~blocked_n)
-        m.d.sync += _replicate(~blocked_n, adv_reps)
+        # each replica selects with its own value (all equal: after a reset b1 = b0 = 0 loads
+        # 1 into every one), so no two have the same input and none needs a reset term
+        m.d.sync += [r.eq(~Mux(r, b1, b0)) for r in adv_reps]
 
         # drain read (stage A: the shadow rows read, selected in two steps) -> bank read
         # (stage A2) -> add and write (stages B, C)
@@ -1182,6 +1187,7 @@ class ConvArray(wiring.Component):
                      kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                      kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
                      lkn[g].eq(lkn_first(sbox[0])),
+                     lkx[g].eq(lkn_first(sbox[0]) & ~(kq1 & tiles1 & count1)),
                      glt[g].eq(tiles1), glb[g].eq(count1), gltb[g].eq(tiles1 & count1),
                      blkq[g].eq(count_is2),
                      blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
@@ -1441,7 +1447,8 @@ class ConvArray(wiring.Component):
         with m.If(setup_last):                # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
                          kyq[0].eq(ibox["kym0"]), kxq[0].eq(ibox["kxm0"]), icmq[0].eq(iccm0),
-                         lkn[0].eq(lkn_first(ibox))]
+                         lkn[0].eq(lkn_first(ibox)),
+                         lkx[0].eq(lkn_first(ibox) & ~(kq1 & tiles1 & count1))]
         # per-group beat counters (selects are registered flags)
         for g in range(NG):
             bx = gbox[g]
@@ -1460,22 +1467,25 @@ class ConvArray(wiring.Component):
                      "ky": {**f, "kye": kyq[g], "kyq": ky[g] == bx["kym1"]}}
 
             def counters(g, sync, bx=bx, nb=nb, f=f, lk=lk, after=after):
-                def step(new_lk, new_f, kyz):
-                    # a beat: last_k, the loop flags that change, lkn (two beats ahead)
+                def step(new_lk, new_f, kyz, new_ltb):
+                    # a beat: last_k, the loop flags that change, lkn (two beats ahead), lkx
                     nonlocal sync
-                    sync += [last_k[g].eq(new_lk), lkn[g].eq(lkn_after(new_lk, new_f, kyz))]
+                    new_lkn = lkn_after(new_lk, new_f, kyz)
+                    sync += [last_k[g].eq(new_lk), lkn[g].eq(new_lkn),
+                             lkx[g].eq(new_lkn & ~(new_lk & new_ltb))]
                     sync += [flags[k][g].eq(v) for k, v in new_f.items() if v is not f[k]]
                 # one beat of copy g
                 sync += fk[g].eq(last_k[g])
                 with m.If(last_k[g]):
-                    step(kq1, box_flags(nb), nb["kyz"])
+                    step(kq1, box_flags(nb), nb["kyz"],
+                         Mux(glt[g], tiles1 & blkq[g], ttq[g] & glb[g]))
                 with m.Elif(kye[g]):
                     with m.If(ice[g]):
-                        step(lk["kx"], after["kx"], bx["kyz"])
+                        step(lk["kx"], after["kx"], bx["kyz"], gltb[g])
                     with m.Else():
-                        step(lk["ic"], after["ic"], bx["kyz"])
+                        step(lk["ic"], after["ic"], bx["kyz"], gltb[g])
                 with m.Else():
-                    step(lk["ky"], after["ky"], bx["kyz"])
+                    step(lk["ky"], after["ky"], bx["kyz"], gltb[g])
                 with m.If(last_k[g]):
                     sync += [kx[g].eq(0), ky[g].eq(0), ic[g].eq(0), fx[g].eq(gs[g]),
                              fxc[g].eq(gs[g]), fo_g[g].eq(gs[g]), wbx[g].eq(wblk[g]),
@@ -1515,7 +1525,7 @@ class ConvArray(wiring.Component):
 
             # three enables per copy, each from its own stall replica: offsets and loop
             # counters / flags, weight and output offsets, tile and block state
-            parts = ([fk, last_k, lkn, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g,
+            parts = ([fk, last_k, lkn, lkx, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g,
                       par],
                      [wbx, wbxc, wo_g, wblk, cb, gob, wblk_nb, cb_nb, gob_nb],
                      [glt, glb, gltb, blkq, tt, ttq, blk, act])
