@@ -693,13 +693,14 @@ class ConvArray(wiring.Component):
             m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) >> (DR.bit_length() - 1))
         else:
             m.d.sync += pd_dg.eq((cp["r"] + (DR - 1)) // DR)
-        # k dg - 1 for k = 1..NG (shift-and-add, registered once per pass) and dg >= 2
+        # k dg - 1 for k = 1..NG (shift-and-add, registered once per pass), and the flags
+        # dg >= 2, dg >= 3 (registered with them)
         pd_m1 = [Const(0, 16)] + [_S(16, name=f"pd_m{k}") for k in range(1, NG + 1)]
-        pd_big1 = _S(name="pd_big1")      # dg >= 2
         for k in range(1, NG + 1):
             kdg = sum(pd_dg << b for b in range(k.bit_length()) if (k >> b) & 1)
             m.d.sync += pd_m1[k].eq(kdg - 1)
-        m.d.sync += pd_big1.eq(pd_dg >= 2)
+        dg_ge2, dg_ge3 = _S(name="pd_dg2"), _S(name="pd_dg3")
+        m.d.sync += [dg_ge2.eq(pd_dg >= 2), dg_ge3.eq(pd_dg >= 3)]
         pd_L, zL = _S(16, name="pd_L"), _S(name="pd_zL")
         pd_F, zF = gsig("pd_F", 16), gsig("pd_zF", 1)
         ft0 = _S(name="pd_ft0")            # copy 0 is in the first tile of its pass
@@ -724,22 +725,23 @@ class ConvArray(wiring.Component):
         W_n = [_S(name=f"pd_W_n{g}") for g in range(NG)]
         ft0_n = _S(name="pd_ft0_n")
         # k dg >= 2 is true for every k >= 2 (dg >= 1), so of the captures issued together
-        # only "more than one" and pd_big1 matter; gt1 flags: registered pd_L > 1, pd_F > 1
+        # only "more than one" and dg >= 2 matter; gt1 flags: registered pd_L > 1, pd_F > 1
         # (no compare and no count on the stall path)
         L_gt1, F_gt1 = _S(name="pd_Lgt1", reset_less=False), gsig("pd_Fgt1", 1, reset_less=False)
         def two_of(bits):          # at least two of bits
             return _any([bits[h] & bits[j] for h in range(NG) for j in range(h + 1, NG)])
-        # the copy's W after an advance: lkn, unless this beat is its very last
-        lknx = [lkn[g] & ~(last_k[g] & gltb[g]) for g in range(NG)]
         two = two_of(capg)
-        # zLb == zL | pd_big1 as its own register (both load every clock; the stall reads
-        # zLb, pd_big1 itself is left unread)
+        # zLb == zL | (dg >= 2) as its own register (both load every clock)
         zLb = _S(name="pd_zLb")
         m.d.sync += zLb.eq(zL_n | (pd_dg >= 2))
         m.d.comb += zL_n.eq(Mux(_any(capg), zLb | two, L_gt1))
         # pd_L + (k dg - 1) for every k, in parallel with the counts that select one
         pd_Lk = [pd_L + pd_m1[k] for k in range(NG + 1)]
-        Lk_gt1 = [x > 1 for x in pd_Lk]
+        # pd_L + k dg - 1 > 1, i.e. pd_L + k dg >= 3, from flags (dg >= 1 in a pass): pd_L >= 2,
+        # or pd_L == 1 and k dg >= 2, or k dg >= 3
+        kdg_ge2 = [None, dg_ge2] + [Const(1)] * (NG - 1)
+        kdg_ge3 = [None, dg_ge3, dg_ge2] + [Const(1)] * (NG - 2)
+        Lk_gt1 = [L_gt1] + [L_gt1 | (zL & kdg_ge2[k]) | kdg_ge3[k] for k in range(1, NG + 1)]
         m.d.sync += [pd_L.eq(Mux(ktot == 0, Mux(zL, pd_L - 1, 0), _sel(pd_Lk, ktot))),
                      L_gt1.eq(Mux(ktot == 0, zL & (pd_L > 2), _sel(Lk_gt1, ktot))),
                      zL.eq(zL_n), ft0.eq(ft0_n)]
@@ -747,7 +749,7 @@ class ConvArray(wiring.Component):
             before = _any(capg[:g])          # another copy captures with this one, ahead
             m.d.comb += [zF_n[g].eq(Mux(capg[g], zLb | before, F_gt1[g])),
                          W_n[g].eq(Mux(pd_start[g], kq1,
-                                       Mux(adv & act[g], lknx[g], W[g])))]
+                                       Mux(adv & act[g], lkx[g], W[g])))]
             m.d.sync += [pd_F[g].eq(Mux(capd[g], _sel(pd_Lk, kcnt[g]),
                                         Mux(zF[g], pd_F[g] - 1, 0))),
                          F_gt1[g].eq(Mux(capd[g], _sel(Lk_gt1, kcnt[g]), zF[g] & (pd_F[g] > 2))),
@@ -977,7 +979,11 @@ class ConvArray(wiring.Component):
             with m.If(imgnx):
                 m.d.sync += [st[k].eq(v) for k, v in img_v.items()]
         F_n = {k: Signal(name=f"st_F{k}_n") for k in F}
-        sf_h, sf_a = step_flags(hfl, d.flat), step_flags(afl, st_flat)
+        # the handoff's flags from the descriptor's compares, registered every clock (the
+        # descriptor is loaded in IDLE, clocks before the layer's handoff)
+        sf_h = {k: _S(name=f"st_hF{k}") for k in F}
+        m.d.sync += [sf_h[k].eq(v) for k, v in step_flags(hfl, d.flat).items()]
+        sf_a = step_flags(afl, st_flat)
         m.d.comb += [F_n[k].eq(Mux(handoff[0], sf_h[k], Mux(st_go[0], sf_a[k], F[k])))
                      for k in F]
         m.d.sync += [F[k].eq(F_n[k]) for k in F]
@@ -1525,8 +1531,8 @@ class ConvArray(wiring.Component):
 
             # three enables per copy, each from its own stall replica: offsets and loop
             # counters / flags, weight and output offsets, tile and block state
-            parts = ([fk, last_k, lkn, lkx, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc, fo_g,
-                      par],
+            parts = ([fk, last_k, lkn, lkx, kye, ice, kxe, kyq, icmq, kxq, kx, ky, ic, fx, fxc,
+                      fo_g, par],
                      [wbx, wbxc, wo_g, wblk, cb, gob, wblk_nb, cb_nb, gob_nb],
                      [glt, glb, gltb, blkq, tt, ttq, blk, act])
             # (a copy is active only while the pass issues: act[g] implies isu)
