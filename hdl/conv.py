@@ -266,13 +266,15 @@ class ConvArray(wiring.Component):
         ws_rb = _S(24, name="walk_rb")
         # walk wrap thresholds: jn + n >= wvn iff jn >= wvn - n; oy + 1 == ho iff oy == ho - 1
         # as sign bit / flag: walk_djn = jn - (wvn - n) (last group of the row iff >= 0),
-        # walk_olast = (oy == ho - 1); per-pass n - wvn and ho - 2 registered from the
-        # descriptor, so no compare and no subtraction sits in the walk
+        # walk_olast = (oy == ho - 1) from a count-down walk_oyr = ho - 1 - oy (oy + 1 is the
+        # last row iff oyr == 1); per-pass n - wvn and ho - 1 registered from the
+        # descriptor, so no subtraction and no compare of two registers sits in the walk
         walk_djn, walk_nthr = _S(signed(17), name="walk_djn"), _S(signed(17), name="walk_nthr")
-        walk_olast, walk_ho1, walk_hom2 = (_S(name="walk_olast"), _S(name="walk_ho1"),
-                                           _S(16, name="walk_hom2"))
+        walk_olast, walk_ho1, walk_hom1 = (_S(name="walk_olast"), _S(name="walk_ho1"),
+                                           _S(16, name="walk_hom1"))
+        walk_oyr = _S(16, name="walk_oyr")
         pnthr = [_S(signed(17), name=f"walk_pnthr{i}") for i in range(NP)]
-        m.d.sync += [walk_ho1.eq(d.ho == 1), walk_hom2.eq(d.ho - 2)]
+        m.d.sync += [walk_ho1.eq(d.ho == 1), walk_hom1.eq(d.ho - 1)]
         m.d.sync += [pnthr[i].eq(getattr(d, f"p{i}_n") - getattr(d, f"p{i}_wvn"))
                      for i in range(NP)]
         swpi = _S(24, name="walk_swpi")        # row step across an image boundary
@@ -1133,7 +1135,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [cp[f].eq(_sel(pvl[f], e)) for f in _PASS_FIELDS]
             m.d.sync += [v.eq(0) for v in ws.values()] + [ws_rb.eq(0)]
             m.d.sync += [walk_nthr.eq(_sel(pnthr, e)), walk_djn.eq(_sel(pnthr, e)),
-                         walk_olast.eq(walk_ho1)]
+                         walk_olast.eq(walk_ho1), walk_oyr.eq(walk_hom1)]
         # The walk steps in every clock after the pass's first set-up clock (sk_first, its
         # reset), running on past the set-up: only the set-up's pinit loads (clocks 1 .. cols)
         # read it, and those see the same steps as a walk enabled by the set-up alone.
@@ -1145,12 +1147,12 @@ class ConvArray(wiring.Component):
                 with m.If(walk_olast):                  # oy == ho - 1: next image
                     m.d.sync += [ws["oy"].eq(0), ws["ty"].eq(0),
                                  ws["img"].eq(ws["img"] + 1), ws_rb.eq(ws_rb + swpi),
-                                 walk_olast.eq(walk_ho1)]
+                                 walk_olast.eq(walk_ho1), walk_oyr.eq(walk_hom1)]
                 with m.Else():
                     m.d.sync += [ws["oy"].eq(ws["oy"] + 1),
                                  ws["ty"].eq(ws["ty"] + d.stride),
                                  ws_rb.eq(ws_rb + d.swp),
-                                 walk_olast.eq(ws["oy"] == walk_hom2)]
+                                 walk_olast.eq(walk_oyr == 1), walk_oyr.eq(walk_oyr - 1)]
             with m.Else():
                 m.d.sync += [ws["jn"].eq(jn1), ws["jns"].eq(ws["jns"] + cp["ns"]),
                              walk_djn.eq(walk_djn + cp["n"])]
