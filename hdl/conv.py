@@ -230,8 +230,9 @@ class ConvArray(wiring.Component):
         # Lane validity likewise: dimg = img - B, dwo<g> = jn - (Wo - g), lane g valid iff
         # both are negative.
         # The three wrap distances are kept twice (the twins sjn, soy0, soy1 advance exactly
-        # like djn, doy0, doy1): the offsets' wrap selects come from the first, the other
-        # fields' from the twins, so that each sign bit drives half a column state's muxes.
+        # like djn, doy0, doy1): cur's wraps are registers loaded from the new distances'
+        # sign bits, the offsets' pair from the first, the other fields' from the twins, so
+        # that each flag drives half a column state's muxes (no decode before them).
         OFFS = {"djn": "jn", "doy0": "oy", "doy1": "oy", "dimg": "img",
                 **{f"dwo{g}": "jn" for g in range(NG)},
                 "sjn": "jn", "soy0": "oy", "soy1": "oy"}
@@ -250,8 +251,11 @@ class ConvArray(wiring.Component):
             return wrap, Mux(wrap, ~dist["doy1"][-1], ~dist["doy0"][-1])   # oy >= thi[wrap]
 
         def advance(cs, flags=None):
-            """The column state after one tile; ``flags``: its wraps, if registered."""
+            """The column state after one tile; ``flags``: its wraps, if registered (one
+            pair, or a function of the field giving its pair)."""
             def sel(k):
+                if callable(flags):
+                    return flags(k)
                 if flags is not None:
                     return flags
                 return wrap_flags({o: cs[TWIN[o] if k in BY_TWIN else o] for o in TWIN})
@@ -1447,10 +1451,16 @@ class ConvArray(wiring.Component):
                 for p in range(2):
                     with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
+            # cur's wraps as registers, loaded with cur from the new distances' sign bits:
+            # one pair from djn / doy<j> for the offsets, one from the twins for the rest
+            cwr = [(_S(name=f"cur{c}_wrap{t}"), _S(name=f"cur{c}_iwrap{t}")) for t in range(2)]
             with m.If(adv_col[c] & go_col[c]):
-                nxt = advance(cur[c])
-                m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k]))
-                             for k in cur[c]]
+                nxt = advance(cur[c], lambda k, cwr=cwr: cwr[k in BY_TWIN])
+                new = {k: Mux(fi_col[c], pinit_adv[c][k], nxt[k]) for k in cur[c]}
+                m.d.sync += [cur[c][k].eq(v) for k, v in new.items()]
+                m.d.sync += [r.eq(v) for r, v in zip(cwr[0], wrap_flags(new))]
+                m.d.sync += [r.eq(v) for r, v in zip(cwr[1], wrap_flags(
+                    {o: new[TWIN[o]] for o in TWIN}))]
 
         with m.If(setup_last):                # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
