@@ -1217,25 +1217,35 @@ class ConvArray(wiring.Component):
         from_init = _S()
         m.d.comb += from_init.eq(setup_last | glt[0])
         # from_init registered one clock ahead (next values of setup_last and glt[0]), one
-        # replica per column (slots, column state) and one for the box / copy 0's flags,
-        # ring-loaded during the reset (_replicate; no write happens then)
-        glt0_n = Mux(pd_start[0], tiles1,
-                     Mux(adv & act[0] & last_k[0], Mux(glt[0], tiles1, ttq[0]), glt[0]))
+        # replica per column (slots, column state) and one for the box / copy 0's flags.
+        # It and go below are computed for each value of this clock's adv (a = 1, 0) and
+        # each replica selects with its own adv replica (equal to adv outside the reset, when
+        # both values agree), so adv enters only the last level and no two replicas have
+        # the same input.
+        def glt0_n(a):
+            return Mux(pd_start[0], tiles1,
+                       Mux(a & act[0] & last_k[0], Mux(glt[0], tiles1, ttq[0]), glt[0]))
         setup_last_n = Mux(issuing & setup, sk_oh[MC + 4], setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
-        fi_reps = fi_col + [fi_box]
-        m.d.sync += _replicate(setup_last_n | glt0_n, fi_reps)
+        fi_n = [setup_last_n | glt0_n(a) for a in (0, 1)]
+        m.d.sync += [r.eq(Mux(a, fi_n[1], fi_n[0]))
+                     for r, a in zip(fi_col + [fi_box], adv_col + [adv_box])]
         # go: copy 0 enters a tile (or the pass's first), registered from the next state
         # (W[0] == act[0] & last_k[0]; not in the block's last tile), one replica each for
         # the box, every column's slots and every column's state
-        glb0_n = Mux(pd_start[0], count1, Mux(adv & act[0] & last_k[0] & glt[0],
-                                              blkq[0], glb[0]))
-        go_n = setup_last_n | (W_n[0] & ~(glt0_n & glb0_n))
+        def tile_go_n(a):
+            glb0_n = Mux(pd_start[0], count1, Mux(a & act[0] & last_k[0] & glt[0],
+                                                  blkq[0], glb[0]))
+            W0_n = Mux(pd_start[0], kq1, Mux(a & act[0], lkx[0], W[0]))
+            return setup_last_n | (W0_n & ~(glt0_n(a) & glb0_n))
         go_box = _S(name="go_box")
         go_slot = [_S(name=f"go_slot{c}") for c in range(MC)]
         go_col = [_S(name=f"go_col{c}") for c in range(MC)]
-        m.d.sync += _replicate(go_n, [go_box] + go_slot + go_col)
+        go_ab = [tile_go_n(0), tile_go_n(1)]
+        m.d.sync += [r.eq(Mux(a, go_ab[1], go_ab[0]))
+                     for r, a in zip([go_box] + go_slot + go_col,
+                                     [adv_box] + adv_slot + adv_col)]
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3),
                      count_is2.eq(cp["count"] == 2), count3.eq(cp["count"] - 3)]
