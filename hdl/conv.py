@@ -230,9 +230,8 @@ class ConvArray(wiring.Component):
         # Lane validity likewise: dimg = img - B, dwo<g> = jn - (Wo - g), lane g valid iff
         # both are negative.
         # The three wrap distances are kept twice (the twins sjn, soy0, soy1 advance exactly
-        # like djn, doy0, doy1): cur's wraps are registers loaded from the new distances'
-        # sign bits, the offsets' pair from the first, the other fields' from the twins, so
-        # that each flag drives half a column state's muxes (no decode before them).
+        # like djn, doy0, doy1): the offsets' wrap selects come from the first, the other
+        # fields' from the twins, so that each sign bit drives half a column state's muxes.
         OFFS = {"djn": "jn", "doy0": "oy", "doy1": "oy", "dimg": "img",
                 **{f"dwo{g}": "jn" for g in range(NG)},
                 "sjn": "jn", "soy0": "oy", "soy1": "oy"}
@@ -246,24 +245,20 @@ class ConvArray(wiring.Component):
             return st
 
         def wrap_flags(dist):
-            """(row wrap, image wrap) of an advance from the wrap distances."""
-            wrap = ~dist["djn"][-1]                                     # jn >= thr
-            return wrap, Mux(wrap, ~dist["doy1"][-1], ~dist["doy0"][-1])   # oy >= thi[wrap]
+            """An advance's row wrap (jn >= thr) and its image wrap with (oy >= thi[1]) and
+            without (oy >= thi[0]) a row wrap, from the wrap distances' sign bits."""
+            return ~dist["djn"][-1], ~dist["doy0"][-1], ~dist["doy1"][-1]
 
         def advance(cs, flags=None):
-            """The column state after one tile; ``flags``: its wraps, if registered (one
-            pair, or a function of the field giving its pair)."""
-            def sel(k):
-                if callable(flags):
-                    return flags(k)
-                if flags is not None:
-                    return flags
-                return wrap_flags({o: cs[TWIN[o] if k in BY_TWIN else o] for o in TWIN})
+            """The column state after one tile; ``flags``: its wraps, if registered.  Each
+            field is a select on the row wrap of two selects on the image wraps (no decode
+            of the image wrap before the muxes)."""
             out = {}
             for k in cs:
-                wrap, iwr = sel(k)
-                out[k] = Mux(iwr, Mux(wrap, cs[k] + k1i[k], cs[k] + k0i[k]),
-                             Mux(wrap, cs[k] + k1[k], cs[k] + k0[k]))
+                wrap, iw0, iw1 = flags if flags is not None else wrap_flags(
+                    {o: cs[TWIN[o] if k in BY_TWIN else o] for o in TWIN})
+                out[k] = Mux(wrap, Mux(iw1, cs[k] + k1i[k], cs[k] + k1[k]),
+                             Mux(iw0, cs[k] + k0i[k], cs[k] + k0[k]))
             return out
 
         ws = cstate("walk")
@@ -1250,14 +1245,18 @@ class ConvArray(wiring.Component):
                      tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3),
                      count_is2.eq(cp["count"] == 2), count3.eq(cp["count"] - 3)]
         # per-pass advance constants (stable from the second set-up clock on)
-        # (three register stages: partial sums, kb, then the four constant sets; stable
-        # from the fourth set-up clock on; pinit_adv, recomputed every clock, is used only
-        # in the last set-up clock)
+        # (three register stages: partial sums (and a - ho, as - hos), kb, then the four
+        # constant sets; stable from the fourth set-up clock on; pinit_adv, recomputed every
+        # clock, is used only in the last set-up clock)
         kb0 = _S(FW, name="adv_kb0")
         kb1 = _S(FW, name="adv_kb1")
         kbp = [_S(FW, name=f"adv_kbp{i}") for i in range(3)]
         m.d.sync += [kbp[0].eq(cp["aswp"] + cp["bns"]), kbp[1].eq(cp["aswp"] + d.swp + cp["bns"]),
                      kbp[2].eq(cp["aiis"] - cp["wvns"])]
+        # a - ho and as - hos registered (the image wraps' steps add one more term)
+        a_ho = _S((cp["a"] - d.ho).shape(), name="adv_a_ho")
+        as_hos = _S((cp["as"] - d.hos).shape(), name="adv_as_hos")
+        m.d.sync += [a_ho.eq(cp["a"] - d.ho), as_hos.eq(cp["as"] - d.hos)]
         m.d.sync += [thr.eq(cp["wvn"] - cp["bn"]),
                      thi[0].eq(d.ho - cp["a"]), thi[1].eq(d.ho - cp["a"] - 1),
                      kb0.eq(kbp[0] + cp["aiis"]), kb1.eq(kbp[1] + kbp[2]),
@@ -1267,8 +1266,8 @@ class ConvArray(wiring.Component):
                      k0["jns"].eq(cp["bns"]), k1["jns"].eq(cp["bns"] - cp["wvns"]),
                      k0["img"].eq(cp["ai"]), k1["img"].eq(cp["ai"]),
                      k0["base"].eq(kb0), k1["base"].eq(kb1),
-                     k0i["oy"].eq(cp["a"] - d.ho), k1i["oy"].eq(cp["a"] + 1 - d.ho),
-                     k0i["ty"].eq(cp["as"] - d.hos), k1i["ty"].eq(cp["as"] + d.stride - d.hos),
+                     k0i["oy"].eq(a_ho), k1i["oy"].eq(a_ho + 1),
+                     k0i["ty"].eq(as_hos), k1i["ty"].eq(as_hos + d.stride),
                      k0i["jn"].eq(cp["bn"]), k1i["jn"].eq(cp["bn"] - cp["wvn"]),
                      k0i["jns"].eq(cp["bns"]), k1i["jns"].eq(cp["bns"] - cp["wvns"]),
                      k0i["img"].eq(cp["ai"] + 1), k1i["img"].eq(cp["ai"] + 1),
@@ -1278,7 +1277,7 @@ class ConvArray(wiring.Component):
         # signed steps of the offsets (true values, no modulo: they fit 17 bits)
         for kk, wraps, img in ((k0, False, False), (k1, True, False), (k0i, False, True),
                                (k1i, True, True)):
-            oy_step = cp["a"] + int(wraps) - (d.ho if img else 0)
+            oy_step = (a_ho if img else cp["a"]) + int(wraps)
             jn_step = cp["bn"] - (cp["wvn"] if wraps else 0)
             img_step = cp["ai"] + int(img)
             for o in ("djn", TWIN["djn"]):
@@ -1300,7 +1299,7 @@ class ConvArray(wiring.Component):
             m.d.sync += [pin[TWIN[o]].eq(v) for o, v in dists.items()]
             m.d.sync += pin["dimg"].eq(pinit[c]["img"] - d.batch)
             m.d.sync += [pin[f"dwo{g}"].eq(pinit[c]["jn"] - lv_wo[g]) for g in range(NG)]
-            pwr = (_S(name=f"pinit{c}_wrap"), _S(name=f"pinit{c}_iwrap"))
+            pwr = tuple(_S(name=f"pinit{c}_{k}") for k in ("wrap", "iw0", "iw1"))
             m.d.sync += [r.eq(v) for r, v in zip(pwr, wrap_flags(pin))]
             nxt = advance(pin, pwr)
             m.d.sync += [pinit_adv[c][k].eq(nxt[k]) for k in nxt]
@@ -1461,16 +1460,10 @@ class ConvArray(wiring.Component):
                 for p in range(2):
                     with m.If(tgt == p):
                         m.d.sync += [slot[p][c][k].eq(src[c][k]) for k in SL]
-            # cur's wraps as registers, loaded with cur from the new distances' sign bits:
-            # one pair from djn / doy<j> for the offsets, one from the twins for the rest
-            cwr = [(_S(name=f"cur{c}_wrap{t}"), _S(name=f"cur{c}_iwrap{t}")) for t in range(2)]
             with m.If(adv_col[c] & go_col[c]):
-                nxt = advance(cur[c], lambda k, cwr=cwr: cwr[k in BY_TWIN])
-                new = {k: Mux(fi_col[c], pinit_adv[c][k], nxt[k]) for k in cur[c]}
-                m.d.sync += [cur[c][k].eq(v) for k, v in new.items()]
-                m.d.sync += [r.eq(v) for r, v in zip(cwr[0], wrap_flags(new))]
-                m.d.sync += [r.eq(v) for r, v in zip(cwr[1], wrap_flags(
-                    {o: new[TWIN[o]] for o in TWIN}))]
+                nxt = advance(cur[c])
+                m.d.sync += [cur[c][k].eq(Mux(fi_col[c], pinit_adv[c][k], nxt[k]))
+                             for k in cur[c]]
 
         with m.If(setup_last):                # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
