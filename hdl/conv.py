@@ -761,8 +761,9 @@ class ConvArray(wiring.Component):
         # issue stage advances: every W[g] captures, a starting copy loads kq1, an active
         # one lkn unless this is its last beat) and B0 (it stalls: only the countdowns
         # move).  (adv's replicas are equal outside the reset, when no copy starts.)
-        # (W[g] implies act[g]: act & lkx is Mux(act, lkx, W))
-        w1 = [Mux(stp[g] if g else setup_last, kq1, act[g] & lkx[g]) for g in range(NG)]
+        # (W[g] implies act[g], and lkx[g] is 0 while the copy is idle unless it is about
+        # to start, when stp selects kq1: so lkx alone is Mux(act, lkx, W))
+        w1 = [Mux(stp[g] if g else setup_last, kq1, lkx[g]) for g in range(NG)]
         z1 = [Mux(W[g], zLb | _any(W[:g]), F_gt1[g]) for g in range(NG)]
         zL1 = Mux(_any(W), zLb | two_of(W), L_gt1)
         ft01 = setup_last | (~W[0] & ft0)
@@ -1194,7 +1195,7 @@ class ConvArray(wiring.Component):
                      kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                      kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
                      lkn[g].eq(lkn_first(sbox[0])),
-                     lkx[g].eq(lkn_first(sbox[0]) & ~(kq1 & tiles1 & count1)),
+                     lkx[g].eq(stp[g] & lkn_first(sbox[0]) & ~(kq1 & tiles1 & count1)),
                      glt[g].eq(tiles1), glb[g].eq(count1), gltb[g].eq(tiles1 & count1),
                      blkq[g].eq(count_is2),
                      blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
@@ -1524,7 +1525,7 @@ class ConvArray(wiring.Component):
                                  cb_nb[g].eq(cb_nb[g] + cp["r"]),
                                  gob_nb[g].eq(gob_nb[g] + cp["r"])]
                         with m.If(glb[g]):
-                            sync += act[g].eq(0)
+                            sync += [act[g].eq(0), lkx[g].eq(0)]
                     with m.Else():
                         sync += [tt[g].eq(tt[g] + 1), gob[g].eq(gob[g] + cp["noc"]),
                                  glt[g].eq(ttq[g]), gltb[g].eq(ttq[g] & glb[g]),
