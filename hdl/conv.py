@@ -395,6 +395,12 @@ class ConvArray(wiring.Component):
 
         def lkn_first(box):      # lkn at a tile's first beat: its flags loaded from box
             return lkn_after(kq1, box_flags(box), box["kyz"])
+
+        def lkx_first(box, starts=None):
+            # lkx at a copy's first beat (that beat is its very last if the copy has one
+            # tile, block and beat in all); ``starts``: 0 unless the copy is about to start
+            lkn = lkn_first(box) if starts is None else starts & lkn_first(box)
+            return lkn & ~(kq1 & tiles1 & count1)
         gdone = gsig("done", 1)
         foff = gsig("foff", FW)
         waddr = gsig("waddr", WW)
@@ -1195,7 +1201,7 @@ class ConvArray(wiring.Component):
                      kxe[g].eq(sbox[0]["kxz"]), kyq[g].eq(sbox[0]["kym0"]),
                      kxq[g].eq(sbox[0]["kxm0"]), icmq[g].eq(iccm0),
                      lkn[g].eq(lkn_first(sbox[0])),
-                     lkx[g].eq(stp[g] & lkn_first(sbox[0]) & ~(kq1 & tiles1 & count1)),
+                     lkx[g].eq(lkx_first(sbox[0], stp[g])),
                      glt[g].eq(tiles1), glb[g].eq(count1), gltb[g].eq(tiles1 & count1),
                      blkq[g].eq(count_is2),
                      blk[g].eq(0), kx[g].eq(0), ky[g].eq(0), ic[g].eq(0),
@@ -1224,9 +1230,11 @@ class ConvArray(wiring.Component):
         setup_last_n = Mux(issuing & setup, sk_oh[MC + 4], setup_last)
         fi_col = [_S(name=f"fi_col{c}") for c in range(MC)]
         fi_box = _S(name="fi_box")
-        fi_n = [setup_last_n | glt0_n(a) for a in (0, 1)]
-        m.d.sync += [r.eq(Mux(a, fi_n[1], fi_n[0]))
-                     for r, a in zip(fi_col + [fi_box], adv_col + [adv_box])]
+        def load_by_adv(regs, advs, value_n):
+            # each register loads value_n(1) or value_n(0) as its own adv replica says
+            v0, v1 = value_n(0), value_n(1)
+            m.d.sync += [r.eq(Mux(a, v1, v0)) for r, a in zip(regs, advs)]
+        load_by_adv(fi_col + [fi_box], adv_col + [adv_box], lambda a: setup_last_n | glt0_n(a))
         # go: copy 0 enters a tile (or the pass's first), registered from the next state
         # (W[0] == act[0] & last_k[0]; not in the block's last tile), one replica each for
         # the box, every column's slots and every column's state
@@ -1238,10 +1246,7 @@ class ConvArray(wiring.Component):
         go_box = _S(name="go_box")
         go_slot = [_S(name=f"go_slot{c}") for c in range(MC)]
         go_col = [_S(name=f"go_col{c}") for c in range(MC)]
-        go_ab = [tile_go_n(0), tile_go_n(1)]
-        m.d.sync += [r.eq(Mux(a, go_ab[1], go_ab[0]))
-                     for r, a in zip([go_box] + go_slot + go_col,
-                                     [adv_box] + adv_slot + adv_col)]
+        load_by_adv([go_box] + go_slot + go_col, [adv_box] + adv_slot + adv_col, tile_go_n)
         m.d.sync += [tiles1.eq(cp["tiles"] == 1), count1.eq(cp["count"] == 1),
                      tiles_is2.eq(cp["tiles"] == 2), tiles3.eq(cp["tiles"] - 3),
                      count_is2.eq(cp["count"] == 2), count3.eq(cp["count"] - 3)]
@@ -1469,8 +1474,7 @@ class ConvArray(wiring.Component):
         with m.If(setup_last):                # copy 0 starts: flags of its first tile
             m.d.sync += [kye[0].eq(ibox["kyz"]), ice[0].eq(iccz), kxe[0].eq(ibox["kxz"]),
                          kyq[0].eq(ibox["kym0"]), kxq[0].eq(ibox["kxm0"]), icmq[0].eq(iccm0),
-                         lkn[0].eq(lkn_first(ibox)),
-                         lkx[0].eq(lkn_first(ibox) & ~(kq1 & tiles1 & count1))]
+                         lkn[0].eq(lkn_first(ibox)), lkx[0].eq(lkx_first(ibox))]
         # per-group beat counters (selects are registered flags)
         for g in range(NG):
             bx = gbox[g]
