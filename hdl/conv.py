@@ -17,6 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.conv import MIN_BOX, ConvConfig, descriptor_fields
+from hdl.skid import SkidBuffer
 from hdl.spmv_pe import radix4_product
 
 __all__ = ["ConvArray", "STAT_BUSY_BITS"]
@@ -1655,8 +1656,14 @@ class ConvArray(wiring.Component):
         # CHUNK and at a pass change (p1 from the pass after it, index lnx, saturating at
         # the last pass: the passes after it are not used).
         LIW = _bits(MR)
+        # the weight stream enters through a skid buffer: w_take (the enable of every
+        # loader counter) is the AND of two local flip-flops, and w.ready is a register
+        # (the buffer fills while the loader waits, so a stream that never idles loses no
+        # clock)
+        m.submodules.w_skid = w_skid = SkidBuffer(signed(cfg.weight_width))
+        wiring.connect(m, wiring.flipped(self.w), w_skid.i)
         w_take = _S(name="ld_w_take")
-        m.d.comb += w_take.eq(wl_on & self.w.valid)
+        m.d.comb += [w_take.eq(wl_on & w_skid.o.valid), w_skid.o.ready.eq(wl_on)]
 
         def pass_consts(i):
             r = getattr(dsrc, f"p{i}_r")
@@ -1761,7 +1768,7 @@ class ConvArray(wiring.Component):
         wl_data = _S(signed(cfg.weight_width), name="wl_data")
         wl_hit = _S(MR, name="wl_hit")
         m.d.comb += w_en.eq(w_take)
-        m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(self.w.payload),
+        m.d.sync += [wl_addr.eq(lbase + la_x + la_c + lky), wl_data.eq(w_skid.o.payload),
                      wl_hit.eq(Cat(*[w_en & _any((lrow[g] == r) & (g < p0[1])
                                                  for g in range(NG)) for r in range(MR)]))]
         for r in range(MR):
@@ -1932,7 +1939,7 @@ class ConvArray(wiring.Component):
         enter_idle = fsm.ongoing("HANDOFF") & ~st_busy
         m.d.sync += [r.eq((r & ~self.c.valid) | enter_idle) for r in idle_r]
         m.d.comb += [in_compute.eq(cmp_on),
-                     self.c.ready.eq(fsm.ongoing("IDLE")), self.w.ready.eq(wl_on),
+                     self.c.ready.eq(fsm.ongoing("IDLE")),
                      self.x.ready.eq(xl_on & interior),
                      self.s.valid.eq(fsm.ongoing("STAT"))]
         return m

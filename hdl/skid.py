@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Two-entry skid buffer (a register slice for valid/ready streams)."""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["SkidBuffer"]
+
+
+class SkidBuffer(wiring.Component):
+    """Two-entry skid buffer: a registered stage whose ``i.ready`` is a register too.
+
+    Parameters
+    ----------
+    shape : shape-like
+        The payload of both streams.
+
+    Members
+    -------
+    i : In(stream.Signature(shape))
+        Input; ``i.ready`` is high while the spare entry is free (a register).
+    o : Out(stream.Signature(shape))
+        Output from the main entry (``o.valid`` and ``o.payload`` are registers).
+
+    Latency/throughput
+    ------------------
+    One transfer per clock; a transfer on ``i`` is offered on ``o`` the next clock.
+    """
+
+    latency = 1
+    ii = 1
+
+    def __init__(self, shape):
+        super().__init__({"i": In(stream.Signature(shape)), "o": Out(stream.Signature(shape))})
+
+    def elaborate(self, platform):
+        m = Module()
+        shape = self.i.payload.shape()
+        spare, spare_valid = Signal(shape), Signal()
+        push = self.i.valid & self.i.ready
+        m.d.comb += self.i.ready.eq(~spare_valid)
+        with m.If(self.o.valid & self.o.ready):
+            with m.If(spare_valid):
+                m.d.sync += [self.o.payload.eq(spare), spare_valid.eq(0)]
+            with m.Elif(push):
+                m.d.sync += self.o.payload.eq(self.i.payload)
+            with m.Else():
+                m.d.sync += self.o.valid.eq(0)
+        with m.Elif(push):
+            with m.If(self.o.valid):
+                m.d.sync += [spare.eq(self.i.payload), spare_valid.eq(1)]
+            with m.Else():
+                m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(1)]
+        return m
