@@ -1081,12 +1081,14 @@ class ConvArray(wiring.Component):
                                  wp.data.eq(Mux(first_chunk, wc_new[j][c],
                                                 wc_old[b][j][c] + wc_new[j][c])),
                                  wp.en.eq(wc_v[j] & own[b])]
-        # Output FIFO (4 words): the streamer steps while the FIFO has room (the step, st_go,
+        # Output FIFO (5 words): the streamer steps while the FIFO has room (the step, st_go,
         # is a register computed a clock ahead from the FIFO's count), so o.ready only
         # touches the FIFO.  A step's word is on the bank's read port
         # one clock later (of_p1), in wco<b>_0_<c> the clock after, when it is pushed
-        # (of_push): three clocks from a step to the word at o.
-        OFD = 4
+        # (of_push): three clocks from a step to the word at o.  The room is counted
+        # without this clock's pop (registers only: o.ready reaches no step enable); with
+        # a fifth word that still steps every clock while o is never back-pressured.
+        OFD = 5
         of_p1 = _S(name="of_p1", reset_less=False)
         of_push = _S(name="of_push", reset_less=False)
         of_c1, of_c = Signal.like(st_c, name="of_c1"), Signal.like(st_c, name="of_c")
@@ -1106,13 +1108,13 @@ class ConvArray(wiring.Component):
                 with m.If(of_wp == i):
                     m.d.sync += of_mem[i].eq(_sel([_sel(wc_old[b][0], of_c) for b in range(2)],
                                                   of_sel))
-            m.d.sync += of_wp.eq(of_wp + 1)
+            m.d.sync += of_wp.eq(Mux(of_wp == OFD - 1, 0, of_wp + 1))
         with m.If(of_pop):
-            m.d.sync += of_rp.eq(of_rp + 1)
+            m.d.sync += of_rp.eq(Mux(of_rp == OFD - 1, 0, of_rp + 1))
         # the next clock steps if the streamer is busy and the words in the FIFO and on
-        # their way leave room
+        # their way (this clock's pop not counted) leave room
         m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0)]
-        m.d.comb += go_n.eq(nx_busy & (of_cnt_n + st_step + of_p1 < OFD))
+        m.d.comb += go_n.eq(nx_busy & (of_cnt + of_push + st_step + of_p1 < OFD))
         m.d.sync += _replicate(go_n, st_go)
         m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
 
