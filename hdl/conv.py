@@ -116,12 +116,16 @@ class ConvArray(wiring.Component):
         Layer descriptors (``D`` = sum of :func:`gen.conv.descriptor_fields` widths, first
         field in the LSBs), one transfer per layer.
     w : In(stream.Signature(signed(weight_width)))
-        Weights, integers: per chunk ``Oc x icq x kh x kw`` in C order.
+        Weights, integers: per chunk ``Oc x icq x kh x kw`` in C order.  The stream
+        enters a two-entry skid buffer (:class:`hdl.skid.SkidBuffer`): ``w.ready`` is a
+        register, and up to two weights are taken before the loader wants them (also
+        while the array waits for a descriptor).
     x : In(stream.Signature(signed(data_width)))
         Features, integers: per chunk ``B x icq x H x W`` in C order (unpadded; ``B`` =
         descriptor ``batch``, images run with the same weights).
     o : Out(stream.Signature(signed(acc_width)))
-        Outputs, exact integer sums: ``B x Oc x Ho x Wo`` in C order per layer.
+        Outputs, exact integer sums: ``B x Oc x Ho x Wo`` in C order per layer, from a
+        5-word FIFO (``o.valid`` is a register; ``o.ready`` reaches only the FIFO).
     s : Out(stream.Signature(unsigned(48 + 32)))
         Per layer, after its compute phase: busy MAC-cycles (bits 0..47, the number of MAC
         enables counted in the array) and compute cycles (bits 48..79).
