@@ -16,8 +16,7 @@ from gen.sim import run_job
 from hdl.skid import SkidBuffer
 
 WIDTH = 12
-SKID = Block("skid", "test-only", int, lambda width: SkidBuffer(width), lambda: [WIDTH],
-             lambda width: f"skid_{width}")
+SKID = Block("skid", "test-only", int, SkidBuffer, lambda: [WIDTH], lambda width: f"skid_{width}")
 
 
 def _words(n, seed):
@@ -68,4 +67,8 @@ def test_skid_reset_mid_stream_empties_it(sim):
                      name="skid-reset")
     before = result["before_reset"]["o"]["data"]
     assert 0 < len(before) < len(data) and before == data[:len(before)]
+    # both entries were full when the reset came (the log spans the reset; the cycle
+    # counter stands still during it, so the clocks before it are those < reset_at)
+    taken = sum(1 for cycle, _ in result["log"]["i"] if cycle < 25)
+    assert taken - len(before) == 2
     assert result["sinks"]["o"]["data"] == data
