@@ -56,7 +56,9 @@ def _parse_sets(pairs):
     return out
 
 
-def _configs_for(args):
+def configs_for(args):
+    """The (block, config) pairs a ``verilog`` / ``info`` / ``synth`` / ``vivado`` command
+    names (BLOCK with ``--set``s, or ``--all``); every value checked, errors name the flag."""
     from .blocks import BLOCKS, get_block
     if args.all:
         if args.block or args.set:
@@ -65,15 +67,26 @@ def _configs_for(args):
     if not args.block:
         raise SpnnError("name a BLOCK or give --all; blocks: " + ", ".join(sorted(BLOCKS)))
     block = get_block(args.block)
-    return [(block, config_from_strings(block.config_cls, _parse_sets(args.set)))]
+    return [(block, config_from_strings(block.config_cls, _parse_sets(args.set),
+                                        flag="--set"))]
+
+
+def output_flag(args, short="-o", long="--output") -> str:
+    """The spelling of an output flag the user typed (for messages)."""
+    argv = getattr(args, "argv", None) or []
+    return long if any(a == long or a.startswith(long + "=") for a in argv) else short
 
 
 def _cmd_verilog(args):
     from .emit import emit
-    jobs = _configs_for(args)   # validates everything before anything is written
-    for block, cfg in jobs:
-        for path in emit(block, cfg, args.output):
-            print(path)
+    from .outputs import Outputs
+    jobs = configs_for(args)   # validates everything before anything is written
+    outputs = Outputs()
+    outputs.folder(args.output, output_flag(args))
+    paths = [path for block, cfg in jobs for path in emit(block, cfg, args.output, outputs)]
+    outputs.commit()
+    for path in paths:
+        print(path)
     return 0
 
 
@@ -84,7 +97,7 @@ def _cmd_info(args):
             print(f"{name:10s} {block.summary}")
         return 0
     from .emit import manifest
-    (block, cfg), = _configs_for(args)
+    (block, cfg), = configs_for(args)
     info = manifest(block, cfg, block.build(cfg))
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
@@ -150,7 +163,9 @@ def build_parser():
 
 def main(argv=None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
         return args.handler(args)
     except SpnnError as exc:

@@ -8,6 +8,8 @@ a config and configs back into plain dicts for manifests and reports.
 """
 
 import dataclasses
+import math
+import types
 import typing
 
 from .fixed import QFormat, parse_format
@@ -54,19 +56,42 @@ def _convert(name, text, kind):
         raise SpnnError(f"{name} must be true or false, not {text!r}")
     if kind is int:
         try:
-            return int(str(text), 0)
+            return int(str(text).strip(), 0 if str(text).strip()[:2].lower() in
+                       ("0x", "0b", "0o") else 10)
         except ValueError:
             raise SpnnError(f"{name} must be an integer, not {text!r}") from None
     if kind is float:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             raise SpnnError(f"{name} must be a number, not {text!r}") from None
-    return str(text)
+        if not math.isfinite(value):
+            raise SpnnError(f"{name} must be a finite number, not {text!r}")
+        return value
+    if kind is str:
+        return str(text)
+    raise SpnnError(f"{name} cannot be set from the command line")
 
 
-def config_from_strings(cls, pairs: dict, base=None):
-    """Build ``cls`` from ``{"field": "text"}``; unknown keys and bad values raise SpnnError."""
+def config_from_strings(cls, pairs: dict, base=None, flag=None):
+    """Build ``cls`` from ``{"field": "text"}``; unknown keys and bad values raise SpnnError.
+
+    With ``flag`` (e.g. ``"--set"``) every message starts with the flag and the field as
+    the user typed them (``"--set segments must be ..."``)."""
+    try:
+        return _config_from_strings(cls, pairs, base)
+    except SpnnError as exc:
+        msg = str(exc)
+        if flag is None:
+            raise
+        if msg.startswith("unknown parameter"):
+            raise SpnnError(f"{flag} {msg}") from None
+        key = next((k for k in sorted(pairs, key=len, reverse=True)
+                    if msg.startswith(k + " ")), None)
+        raise SpnnError(f"{flag} {msg}" if key else msg) from None
+
+
+def _config_from_strings(cls, pairs: dict, base=None):
     hints = typing.get_type_hints(cls)
     fields = {f.name for f in dataclasses.fields(cls)}
     kwargs = {}
@@ -74,10 +99,13 @@ def config_from_strings(cls, pairs: dict, base=None):
         if key not in fields:
             raise SpnnError(f"unknown parameter {key!r}; allowed: {', '.join(sorted(fields))}")
         kind = hints[key]
-        if typing.get_origin(kind) is typing.Union:  # Optional[X]
+        # Optional fields, written ``X | None`` (types.UnionType) or ``Optional[X]``.
+        if typing.get_origin(kind) in (typing.Union, types.UnionType):
             args = [a for a in typing.get_args(kind) if a is not type(None)]
+            if len(args) != 1:
+                raise SpnnError(f"{key} cannot be set from the command line")
             kind = args[0]
-            if str(text).lower() in ("none", ""):
+            if str(text).strip().lower() in ("none", ""):
                 kwargs[key] = None
                 continue
         try:

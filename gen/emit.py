@@ -20,7 +20,7 @@ from amaranth.lib import wiring  # noqa: E402
 from .blocks import Block  # noqa: E402
 from .config import config_to_dict  # noqa: E402
 
-__all__ = ["to_verilog", "manifest", "emit"]
+__all__ = ["to_verilog", "manifest", "emit_files", "emit"]
 
 
 def to_verilog(component, name: str) -> str:
@@ -122,26 +122,34 @@ def gtkw_for(block: Block, cfg, component) -> str:
     return gtkw_text(block.module_name(cfg), manifest(block, cfg, component), groups)
 
 
-def emit(block: Block, cfg, out_dir) -> list:
-    """Write ``<module>.v``, ``<module>.json`` (manifest), ``<module>.gtkw`` (GTKWave view)
-    and any memory images; return the paths."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+def emit_files(block: Block, cfg) -> dict:
+    """The files of one configuration, in memory: ``{file name: text}`` for
+    ``<module>.v``, ``<module>.json`` (manifest), ``<module>.gtkw`` (GTKWave view) and any
+    memory images."""
     component = block.build(cfg)
     name = block.module_name(cfg)
-    files = []
-    vpath = out_dir / f"{name}.v"
-    vpath.write_text(to_verilog(component, name))
-    files.append(vpath)
-    mpath = out_dir / f"{name}.json"
-    mpath.write_text(json.dumps(manifest(block, cfg, component), indent=2, sort_keys=True) + "\n")
-    files.append(mpath)
-    gpath = out_dir / f"{name}.gtkw"
-    gpath.write_text(gtkw_for(block, cfg, component))
-    files.append(gpath)
+    files = {
+        f"{name}.v": to_verilog(component, name),
+        f"{name}.json": json.dumps(manifest(block, cfg, component), indent=2,
+                                   sort_keys=True) + "\n",
+        f"{name}.gtkw": gtkw_for(block, cfg, component),
+    }
     if hasattr(component, "memory_images"):
-        for fname, text in component.memory_images().items():
-            path = out_dir / fname
-            path.write_text(text)
-            files.append(path)
+        files.update(component.memory_images())
     return files
+
+
+def emit(block: Block, cfg, out_dir, outputs=None) -> list:
+    """Write (or, given an :class:`gen.outputs.Outputs`, stage) :func:`emit_files` into
+    ``out_dir``; return the paths.  Without ``outputs`` the files are written at once, each
+    through a temporary file and a rename."""
+    from .outputs import Outputs
+    stage = outputs if outputs is not None else Outputs()
+    paths = []
+    for fname, text in emit_files(block, cfg).items():
+        path = Path(out_dir) / fname
+        stage.text(path, text)
+        paths.append(path)
+    if outputs is None:
+        stage.commit()
+    return paths

@@ -3,9 +3,9 @@
 
 import argparse
 
-from .config import SpnnError
 from .explore import SKIPS, UNROLLS, ExploreConfig, explore, parse_pe
-from .runutil import load_npy, write_report
+from .outputs import Outputs
+from .runutil import config_or_error, int_arg, load_npy
 
 __all__ = ["register"]
 
@@ -30,13 +30,6 @@ Examples:
   spnn explore conv --weights W.npy --input X.npy --unroll array --pe 16x4 \\
       --skip acts --lockstep --report r.json
 """
-
-
-def _int(text, name):
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        raise SpnnError(f"{name} must be an integer, not {text!r}") from None
 
 
 def _fmt(v):
@@ -65,27 +58,29 @@ def _print(rep):
           f"mapping loss {_fmt(rep['mapping_loss'])}  drain loss {_fmt(rep['drain_loss'])}")
 
 
+_FLAGS = {"max_groups": "--groups", "drain_rows": "--drain-rows", "stride": "--stride",
+          "pad": "--pad", "unroll": "--unroll", "mapping": "--mapping", "a": "--pe",
+          "b": "--pe"}
+
+
 def _conv(args) -> int:
+    a, b = parse_pe(args.pe)
+    stride = int_arg(args.stride, "--stride", 1, 64)
+    pad = int_arg(args.pad, "--pad", 0, 64)
+    drain = int_arg(args.drain_rows, "--drain-rows", 0, 1024)
+    groups = int_arg(args.groups, "--groups", 1, 8)
+    cfg = config_or_error(ExploreConfig, _FLAGS, unroll=args.unroll, a=a, b=b, stride=stride,
+                          pad=pad, mapping=args.mapping, max_groups=groups, drain_rows=drain)
+    outputs = Outputs()
+    outputs.file(args.report, "--report")
     w = load_npy(args.weights, "--weights")
     x = load_npy(args.input, "--input")
-    a, b = parse_pe(args.pe)
-    stride = _int(args.stride, "--stride")
-    pad = _int(args.pad, "--pad")
-    drain = _int(args.drain_rows, "--drain-rows")
-    groups = _int(args.groups, "--groups")
-    try:
-        cfg = ExploreConfig(args.unroll, a, b, stride=stride, pad=pad, mapping=args.mapping,
-                            max_groups=groups, drain_rows=drain)
-    except (TypeError, ValueError) as exc:
-        msg = str(exc)
-        for key, flag in (("max_groups", "--groups"), ("drain_rows", "--drain-rows")):
-            msg = msg.replace(key, flag)
-        raise SpnnError(msg if msg.startswith("--") else "--" + msg) from None
     rep = explore(w, x, cfg, args.skip, lockstep=args.lockstep)
     rep["weights_file"], rep["input_file"] = str(args.weights), str(args.input)
+    outputs.json(args.report, rep)
+    outputs.commit()
     _print(rep)
     if args.report:
-        write_report(args.report, rep)
         print(f"report  {args.report}")
     return 0
 

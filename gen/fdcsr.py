@@ -186,35 +186,65 @@ def save(path, fd: FdCsr):
              values=fd.values, masks=fd.masks, offsets=fd.offsets)
 
 
+def _field(data: dict, key: str, where: str, ndim: int, kinds: str, what: str):
+    """``data[key]`` checked for dimensionality and dtype kind; one ValueError line if not."""
+    arr = data[key]
+    if arr.ndim != ndim or arr.dtype.kind not in kinds:
+        shape = "a scalar" if arr.ndim == 0 else f"{arr.ndim}-D"
+        raise ValueError(f"{where}: field {key!r} must be {what}, not {shape} {arr.dtype}")
+    return arr
+
+
 def load(path) -> FdCsr:
-    """Read an ``.npz`` written by :func:`save`; raise ValueError (one line) on bad content."""
+    """Read an ``.npz`` written by :func:`save`; every field is validated as :func:`encode`
+    guarantees it on save (kinds, shapes, widths, finite non-zero values, masks, offsets);
+    any problem is one ValueError line."""
+    where = repr(str(path))
     try:
         z = np.load(path, allow_pickle=False)
     except Exception as exc:  # noqa: BLE001 - any parse failure is a user error
-        raise ValueError(f"{str(path)!r} is not a readable .npz file ({exc})") from None
+        first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else \
+            type(exc).__name__
+        raise ValueError(f"{where} is not a readable .npz file ({first})") from None
     if not isinstance(z, np.lib.npyio.NpzFile):
-        raise ValueError(f"{str(path)!r} is not an FD-CSR file (a single .npy array, not "
-                         f"an .npz archive)")
+        raise ValueError(f"{where} is not an FD-CSR file (a single .npy array, not an .npz "
+                         f"archive)")
     with z:
         try:
             data = {k: z[k] for k in z.files}
         except Exception as exc:  # noqa: BLE001
-            raise ValueError(f"{str(path)!r} is not a readable .npz file ({exc})") from None
+            first = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else \
+                type(exc).__name__
+            raise ValueError(f"{where} is not a readable .npz file ({first})") from None
     need = ("format", "version", "shape", "row_width", "values", "masks", "offsets")
     missing = [k for k in need if k not in data]
     if missing:
-        raise ValueError(f"{str(path)!r} is not an FD-CSR file (missing {', '.join(missing)})")
-    if str(data["format"]) != FORMAT_NAME or int(data["version"]) != FORMAT_VERSION:
-        raise ValueError(f"{str(path)!r} is not an FD-CSR v{FORMAT_VERSION} file")
-    if data["values"].dtype.kind not in "biuf" or data["masks"].dtype.kind not in "iu" \
-            or data["offsets"].dtype.kind not in "iu":
-        raise ValueError(f"{str(path)!r}: values must be numeric, masks and offsets integer")
-    shape = tuple(int(s) for s in data["shape"])
+        raise ValueError(f"{where} is not an FD-CSR file (missing {', '.join(missing)})")
+    name = _field(data, "format", where, 0, "U", "the text 'fdcsr'")
+    version = _field(data, "version", where, 0, "iu", "an integer")
+    if str(name) != FORMAT_NAME or int(version) != FORMAT_VERSION:
+        raise ValueError(f"{where} is not an FD-CSR v{FORMAT_VERSION} file")
+    shape = tuple(int(s) for s in _field(data, "shape", where, 1, "iu",
+                                         "a 1-D integer array"))
     if len(shape) not in (1, 2) or any(s < 0 for s in shape):
-        raise ValueError(f"{str(path)!r}: shape must be 1-D or 2-D, not {shape}")
-    fd = FdCsr(shape, _check_width(int(data["row_width"])), data["values"],
-               data["masks"], data["offsets"].astype(np.int64))
-    fd.validate()
+        raise ValueError(f"{where}: shape must be 1-D or 2-D with sizes >= 0, not {shape}")
+    row_width = int(_field(data, "row_width", where, 0, "iu", "an integer"))
+    if row_width not in (4, 8, 16, 32):
+        raise ValueError(f"{where}: row_width must be 4, 8, 16 or 32, not {row_width}")
+    values = _field(data, "values", where, 1, "biuf", "a 1-D numeric array")
+    masks = _field(data, "masks", where, 1, "u", "a 1-D unsigned integer array")
+    offsets = _field(data, "offsets", where, 1, "iu", "a 1-D integer array")
+    if masks.dtype.itemsize * 8 < row_width:
+        raise ValueError(f"{where}: masks must be at least {row_width}-bit integers, not "
+                         f"{masks.dtype}")
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
+        bad = "NaN" if np.any(np.isnan(values)) else "an infinity"
+        raise ValueError(f"{where}: values must be finite, found {bad}")
+    fd = FdCsr(shape, row_width, values, masks, offsets.astype(np.int64))
+    try:
+        fd.validate()
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
     return fd
 
 

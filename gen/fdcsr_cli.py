@@ -2,11 +2,18 @@
 """``spnn encode fdcsr`` and ``spnn decode``: dense .npy <-> FD-CSR .npz."""
 
 import argparse
+import io
 from pathlib import Path
 
 from .config import SpnnError
 from .fdcsr import decode, encode, load, save
-from .runutil import check_finite, load_npy, write_npy
+from .outputs import Outputs
+from .runutil import check_finite, check_not_empty, flag_message, int_arg, load_npy
+
+
+def output_flag(args) -> str:
+    from .cli import output_flag as typed
+    return typed(args)
 
 __all__ = ["register"]
 
@@ -40,41 +47,44 @@ def _summary(fd, value_bits):
 
 
 def _encode(args) -> int:
+    row_width = int_arg(args.row_width, "--row-width")
+    if row_width not in (4, 8, 16, 32):
+        raise SpnnError(f"--row-width must be 4, 8, 16 or 32, not {row_width}")
+    outputs = Outputs()
+    out = outputs.file(args.output, output_flag(args), suffix=".npz")
     w = load_npy(args.weights, "WEIGHTS")
     check_finite(w, "WEIGHTS")
     if w.ndim not in (1, 2):
         raise SpnnError(f"WEIGHTS must be a 1-D or 2-D array, not {w.ndim}-D {w.shape}")
-    if w.size == 0:
-        raise SpnnError("WEIGHTS must hold at least one value, not an empty array")
-    try:
-        row_width = int(args.row_width)
-    except ValueError:
-        raise SpnnError(f"--row-width must be an integer, not {args.row_width!r}") from None
+    check_not_empty(w, "WEIGHTS")
     try:
         fd = encode(w, row_width)
     except (TypeError, ValueError) as exc:
-        raise SpnnError(str(exc).replace("row_width", "--row-width")) from None
-    out = Path(args.output)
-    if out.suffix != ".npz":
-        raise SpnnError(f"-o must name a .npz file, not {str(out)!r}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    save(out, fd)
+        raise SpnnError(flag_message(str(exc), {"row_width": "--row-width"})) from None
+    buf = io.BytesIO()
+    save(buf, fd)
+    outputs.data(out, buf.getvalue())
+    outputs.commit()
     print(f"{out}: {_summary(fd, 16)}")
     return 0
 
 
 def _decode(args) -> int:
-    if not Path(args.input).is_file():
+    outputs = Outputs()
+    out = outputs.file(args.output, output_flag(args), suffix=".npy")
+    path = Path(args.input)
+    if path.is_dir():
+        raise SpnnError(f"INPUT: {str(args.input)!r} is a folder, not an FD-CSR file")
+    if not path.is_file():
         raise SpnnError(f"INPUT: no such file {str(args.input)!r}")
     try:
         fd = load(args.input)
         w = decode(fd)
     except (TypeError, ValueError) as exc:
         raise SpnnError(f"INPUT: {exc}") from None
-    if Path(args.output).suffix != ".npy":
-        raise SpnnError(f"-o must name a .npy file, not {str(args.output)!r}")
-    write_npy(args.output, w)
-    print(f"{args.output}: {w.shape} {w.dtype}, {fd.nnz} non-zeros")
+    outputs.npy(out, w)
+    outputs.commit()
+    print(f"{out}: {w.shape} {w.dtype}, {fd.nnz} non-zeros")
     return 0
 
 

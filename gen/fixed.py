@@ -92,16 +92,21 @@ class QFormat:
 
 
 def parse_format(text: str, name: str = "format") -> QFormat:
-    """Parse ``Q4.12`` / ``q4.12`` / ``int16``; ``name`` is used in the error message."""
+    """Parse ``Q4.12`` / ``q4.12`` / ``int16``; any problem is one ValueError line naming
+    ``name`` and the text (``"--w-fmt must be ..., not 'Q0.0'"``)."""
     if isinstance(text, QFormat):
         return text
     match = _FORMAT_RE.match(str(text).strip())
+    allowed = (f"{name} must be a fixed-point format like Q4.12 or int16 (Qm.n: m >= 1 "
+               f"integer bits including the sign, n >= 0 fraction bits, m + n <= 64)")
     if not match:
-        raise ValueError(f"{name} must be a fixed-point format like Q4.12 or int16, "
-                         f"not {text!r}")
-    if match.group(3) is not None:
-        return QFormat(int(match.group(3)), 0)
-    return QFormat(int(match.group(1)), int(match.group(2)))
+        raise ValueError(f"{allowed}, not {text!r}")
+    try:
+        if match.group(3) is not None:
+            return QFormat(int(match.group(3)), 0)
+        return QFormat(int(match.group(1)), int(match.group(2)))
+    except ValueError:
+        raise ValueError(f"{allowed}, not {text!r}") from None
 
 
 def _as_int_array(codes):

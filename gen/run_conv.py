@@ -9,7 +9,8 @@ import numpy as np
 from .config import SpnnError
 from .conv import ConvConfig, ConvLayer, MAPPINGS, check_fits, layer_cycles, plan, ref_conv, \
     rtl_conv
-from .runutil import add_common_arguments, int_arg, load_npy, make_report, write_npy, write_report
+from .runutil import add_common_arguments, check_common, check_not_empty, config_or_error, \
+    int_arg, int_codes, load_npy, make_report, run_outputs
 
 HELP = "remainder-aware im2col MAC array (convolution, seed 002)"
 DESCRIPTION = """\
@@ -58,14 +59,15 @@ def _pow2(n, lo):
     return max(lo, 1 << max(0, int(n) - 1).bit_length())
 
 
-def _check_codes(arr, name, width):
-    if arr.dtype.kind not in "iub":
+def _check_codes(arr, name, width, flag):
+    if arr.dtype.kind not in "biu":
         raise SpnnError(f"{name} must hold integers, not {arr.dtype}")
     lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    if arr.size and (arr.min() < lo or arr.max() > hi):
-        raise SpnnError(f"{name} values must lie in [{lo}, {hi}] for {width}-bit signed codes, "
-                        f"found {arr.min()}..{arr.max()}")
-    return arr.astype(np.int64)
+    return int_codes(arr, name, lo, hi, f"{width}-bit signed codes of {flag} {width}")
+
+
+_FLAGS = {"rows": "--array rows", "cols": "--array cols", "data_width": "--data-width",
+          "weight_width": "--weight-width"}
 
 
 def _setup(args):
@@ -73,25 +75,30 @@ def _setup(args):
     if not m:
         raise SpnnError(f"--array must be ROWSxCOLS, e.g. 16x4, not {args.array!r}")
     rows, cols = int(m.group(1)), int(m.group(2))
+    if not 1 <= rows <= 512 or cols not in (1, 2, 4, 8, 16, 32, 64):
+        raise SpnnError(f"--array must be ROWSxCOLS with ROWS 1..512 and COLS a power of two "
+                        f"1..64, not {args.array!r}")
     if args.mapping not in MAPPINGS:
         raise SpnnError(f"--mapping must be one of {', '.join(MAPPINGS)}, not {args.mapping!r}")
     stride = int_arg(args.stride, "--stride", 1)
     pad = int_arg(args.pad, "--pad", 0)
-    dw = int_arg(args.data_width, "--data-width", 2)
-    ww = int_arg(args.weight_width, "--weight-width", 2)
+    dw = int_arg(args.data_width, "--data-width", 2, 18)
+    ww = int_arg(args.weight_width, "--weight-width", 2, 18)
+    check_common(args)
+    outputs = run_outputs(args)
     w = load_npy(args.weights, "--weights")
     x = load_npy(args.input, "--input")
     if w.ndim != 4:
         raise SpnnError(f"--weights must have shape (Oc, Ic, kh, kw), not {w.shape}")
     if x.ndim not in (3, 4):
         raise SpnnError(f"--input must have shape (Ic, H, W) or (B, Ic, H, W), not {x.shape}")
-    if 0 in w.shape or 0 in x.shape:
-        raise SpnnError("--weights and --input must not be empty")
+    check_not_empty(w, "--weights")
+    check_not_empty(x, "--input")
     if w.shape[1] != x.shape[-3]:
         raise SpnnError(f"--weights has {w.shape[1]} input channels but --input has "
                         f"{x.shape[-3]}")
-    w = _check_codes(w, "--weights", min(ww, 18))
-    x = _check_codes(x, "--input", min(dw, 18))
+    w = _check_codes(w, "--weights", ww, "--weight-width")
+    x = _check_codes(x, "--input", dw, "--data-width")
     oc, ic, kh, kw = w.shape
     batch = x.shape[0] if x.ndim == 4 else 1
     h, wd = x.shape[-2:]
@@ -107,32 +114,23 @@ def _setup(args):
         raise SpnnError(f"{what} too large for an RTL run (at most 4096 positions)")
     hp, wp = h + 2 * pad, wd + 2 * pad
     slots = layer.out_rows * -(-layer.wo // cols) * cols
-    try:
-        cfg = ConvConfig(rows=rows, cols=cols, max_groups=min(4, rows), data_width=dw,
-                         weight_width=ww, acc_width=48,
-                         feat_depth=min(8192, _pow2(batch * ic * hp * wp, 256)),
-                         weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
-                         out_depth=_pow2(oc * -(-slots // cols), 64),
-                         max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16))
-    except (TypeError, ValueError) as exc:
-        msg = str(exc)
-        for field, flag in (("rows ", "--array rows "), ("cols ", "--array cols "),
-                            ("data_width ", "--data-width "),
-                            ("weight_width ", "--weight-width ")):
-            if msg.startswith(field):
-                msg = flag + msg[len(field):]
-        raise SpnnError(msg) from None
+    cfg = config_or_error(ConvConfig, _FLAGS, rows=rows, cols=cols, max_groups=min(4, rows),
+                          data_width=dw, weight_width=ww, acc_width=48,
+                          feat_depth=min(8192, _pow2(batch * ic * hp * wp, 256)),
+                          weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
+                          out_depth=_pow2(oc * -(-slots // cols), 64),
+                          max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16))
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     # output banks: (tiles x copies) slot rows of every channel (the staggered layout)
     srows = max(p.tiles * p.n for p in sched.passes)
     cfg = dataclasses.replace(cfg, out_depth=_pow2(oc * srows, 64))
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     check_fits(sched)
-    return cfg, layer, sched, x, w
+    return cfg, layer, sched, x, w, outputs
 
 
 def run(args) -> int:
-    cfg, layer, sched, x, w = _setup(args)
+    cfg, layer, sched, x, w, outputs = _setup(args)
     outs, stats, result = rtl_conv([(x, w, sched)], cfg, args.sim, seed=args.seed,
                                    waves=args.waves)
     y = outs[0]
@@ -145,8 +143,7 @@ def run(args) -> int:
     cycles = result["sinks"]["o"]["cycles"][-1] - result["sources"]["c"]["cycles"][0] + 1
     model = layer_cycles(sched)
     util = st["busy"] / (cfg.rows * cfg.cols * st["cycles"])
-    if args.out:
-        write_npy(args.out, y)
+    outputs.npy(args.out, y)
     report = make_report(
         "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
                       "output": f"int{cfg.acc_width}"},
@@ -163,8 +160,8 @@ def run(args) -> int:
         rtl_matches_model=(st["busy"] == sched.busy_mac_cycles
                            and st["cycles"] == sched.compute_cycles),
     )
-    if args.report:
-        write_report(args.report, report)
+    outputs.json(args.report, report)
+    outputs.commit()
     images = f"{layer.batch}x" if x.ndim == 4 else ""
     print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} on "
           f"{images}{layer.ic}x{layer.h}x{layer.w} "

@@ -8,9 +8,9 @@ import numpy as np
 from .config import SpnnError
 from .fdcsr import (FcConfig, dense_cycles, encode, fc_schedule, ref_fc, rtl_fc,
                     storage_bits)
-from .fixed import decode, parse_format, quantise
-from .runutil import add_common_arguments, check_finite, int_arg, load_npy, make_report, \
-    write_npy, write_report
+from .fixed import QFormat, decode
+from .runutil import add_common_arguments, check_common, check_not_empty, codes_of, \
+    config_or_error, format_arg, int_arg, load_npy, make_report, run_outputs, signed_bits
 
 HELP = "batched FC engine on FD-CSR weights (seed 001)"
 DESCRIPTION = """\
@@ -20,9 +20,13 @@ vectors held on chip.  The engine has LANES multipliers: with LANES = N, 2N or 4
 issues LANES / N non-zeros per clock; with LANES < N the batch runs in ceil(N / LANES)
 passes of LANES columns (the weights are streamed once per pass).
 
-Float input is quantised (round half up, saturate) to --w-fmt / --x-fmt and the output
-holds real values; with --raw both inputs must hold integer codes and the output holds
-the exact integer sums (format Q(w.int + x.int + log2 cols, w.frac + x.frac)).
+Integer arrays hold codes: of --w-fmt / --x-fmt when given, otherwise of the narrowest
+integer format that holds them (QN.0), so integer W and X give the exact integer W @ X.
+Float arrays hold real values, quantised (round half up) to --w-fmt (default Q2.14) /
+--x-fmt (default Q4.12); a value outside the format's range is an error, never clipped.
+The output holds the exact integer sums (codes of Q(w.int + x.int + log2 cols,
+w.frac + x.frac)) when both inputs are integer codes, real values (float64) otherwise.
+--raw insists on integer codes in and out (float input is then an error).
 
 Examples:
   spnn run fc --weights W.npy --x X.npy --out Y.npy --report r.json
@@ -37,25 +41,38 @@ def add_arguments(parser):
     parser.add_argument("--lanes", help="multipliers: N (default), 2N, 4N, or fewer than N "
                         "(the batch then runs in passes)")
     parser.add_argument("--out", metavar="Y.npy", help="write Y (rows x N) here")
-    parser.add_argument("--w-fmt", default="Q2.14", help="weight format (default Q2.14)")
-    parser.add_argument("--x-fmt", default="Q4.12", help="activation format (default Q4.12)")
+    parser.add_argument("--w-fmt", default=None, help="weight format (default: Q2.14 for "
+                        "float weights, sized to the codes for integer weights)")
+    parser.add_argument("--x-fmt", default=None, help="activation format (default: Q4.12 "
+                        "for float activations, sized to the codes for integers)")
     parser.add_argument("--segs-per-beat", default="4", help="FD-CSR segments per meta "
                         "transfer: 1, 2, 4 (default) or 8")
     parser.add_argument("--raw", action="store_true", help="integer codes in and out")
     add_common_arguments(parser)
 
 
-def _codes(arr, fmt, name, raw):
+def _codes(arr, fmt, name, fmt_name, raw):
+    """The input rule of every ``spnn run``: integer codes (of ``fmt`` when given, else of
+    the narrowest QN.0 holding them) or real values quantised to ``fmt`` (the default when
+    not given).  Returns (codes, format, is_integer)."""
+    if arr.dtype.kind in "biu":
+        if fmt is None:
+            bits = signed_bits(arr)
+            if bits > 24:
+                raise SpnnError(f"{name}: integer values need {bits} bits; the FC engine "
+                                f"takes at most 24")
+            fmt = QFormat(bits, 0)
+        return codes_of(arr, fmt, name, fmt_name), fmt, True
     if raw:
-        if arr.dtype.kind not in "iub":
-            raise SpnnError(f"{name} with --raw must hold integer codes, not {arr.dtype}")
-        a = arr.astype(np.int64)
-        if a.min() < fmt.min_code or a.max() > fmt.max_code:
-            raise SpnnError(f"{name} codes must lie in [{fmt.min_code}, {fmt.max_code}] for "
-                            f"{fmt}, found {a.min()}..{a.max()}")
-        return a
-    check_finite(arr, name)
-    return quantise(arr.astype(np.float64), fmt)
+        raise SpnnError(f"{name} with --raw must hold integer codes, not {arr.dtype}")
+    fmt = fmt or _DEFAULT_FMT[fmt_name]
+    return codes_of(arr, fmt, name, fmt_name), fmt, False
+
+
+_DEFAULT_FMT = {"--w-fmt": QFormat(2, 14), "--x-fmt": QFormat(4, 12)}
+_FLAGS = {"batch": "--lanes", "segs_per_beat": "--segs-per-beat", "w_fmt": "--w-fmt",
+          "x_fmt": "--x-fmt", "max_cols": "the number of --weights columns",
+          "max_rows": "the number of --weights rows"}
 
 
 def _plan(lanes, n):
@@ -70,9 +87,17 @@ def _plan(lanes, n):
     return lanes, 1, math.ceil(n / lanes)
 
 
-def run(args) -> int:
-    w_fmt = parse_format(args.w_fmt, "--w-fmt")
-    x_fmt = parse_format(args.x_fmt, "--x-fmt")
+def _prepare(args):
+    """Everything checked and converted before any work: (w, x, codes, formats, cfg, fd,
+    plan, outputs)."""
+    w_fmt = format_arg(args.w_fmt, "--w-fmt", 2, 24) if args.w_fmt else None
+    x_fmt = format_arg(args.x_fmt, "--x-fmt", 2, 24) if args.x_fmt else None
+    segs = int_arg(args.segs_per_beat, "--segs-per-beat")
+    if segs not in (1, 2, 4, 8):
+        raise SpnnError(f"--segs-per-beat must be 1, 2, 4 or 8, not {segs}")
+    lanes = None if args.lanes is None else int_arg(args.lanes, "--lanes", 1, 256)
+    check_common(args)
+    outputs = run_outputs(args)
     w = load_npy(args.weights, "--weights")
     x = load_npy(args.x, "--x")
     if w.ndim != 2:
@@ -81,8 +106,8 @@ def run(args) -> int:
         x = x.reshape(-1, 1)
     if x.ndim != 2:
         raise SpnnError(f"--x must be a 2-D array (cols x N), not {x.ndim}-D {x.shape}")
-    if w.size == 0 or x.size == 0:
-        raise SpnnError("--weights and --x must not be empty")
+    check_not_empty(w, "--weights")
+    check_not_empty(x, "--x")
     rows, cols = w.shape
     if x.shape[0] != cols:
         raise SpnnError(f"--x must have {cols} rows (the columns of --weights), "
@@ -90,25 +115,23 @@ def run(args) -> int:
     if cols > 65536 or rows > 65535:
         raise SpnnError(f"--weights must be at most 65535 x 65536, not {rows} x {cols}")
     n = x.shape[1]
-    lanes = n if args.lanes is None else int_arg(args.lanes, "--lanes")
-    batch, k, passes = _plan(lanes, n)
-    segs = int_arg(args.segs_per_beat, "--segs-per-beat")
-    wc = _codes(w, w_fmt, "--weights", args.raw)
-    xc = _codes(x, x_fmt, "--x", args.raw)
+    batch, k, passes = _plan(n if lanes is None else lanes, n)
+    wc, w_fmt, w_int = _codes(w, w_fmt, "--weights", "--w-fmt", args.raw)
+    xc, x_fmt, x_int = _codes(x, x_fmt, "--x", "--x-fmt", args.raw)
     fd = encode(wc)
     beat_cols = 16 * segs
-    try:
-        cfg = FcConfig(batch=batch, nz_per_clock=k, segs_per_beat=segs, w_fmt=w_fmt,
-                       x_fmt=x_fmt, max_cols=max(beat_cols, -(-cols // beat_cols) * beat_cols),
-                       max_rows=rows, addr_width=max(4, fd.nnz.bit_length()))
-    except (TypeError, ValueError) as exc:
-        msg = str(exc)
-        for field, flag in (("batch", "--lanes"), ("segs_per_beat", "--segs-per-beat"),
-                            ("w_fmt", "--w-fmt"), ("x_fmt", "--x-fmt"),
-                            ("max_cols", "cols")):
-            msg = msg.replace(field, flag, 1) if msg.startswith(field) else msg
-        raise SpnnError(msg) from None
+    cfg = config_or_error(FcConfig, _FLAGS, batch=batch, nz_per_clock=k, segs_per_beat=segs,
+                          w_fmt=w_fmt, x_fmt=x_fmt,
+                          max_cols=max(beat_cols, -(-cols // beat_cols) * beat_cols),
+                          max_rows=rows, addr_width=max(4, fd.nnz.bit_length()))
+    return w, x, wc, xc, w_int and x_int, cfg, fd, (batch, passes), outputs
 
+
+def run(args) -> int:
+    w, x, wc, xc, codes_out, cfg, fd, (batch, passes), outputs = _prepare(args)
+    rows, cols = w.shape
+    n = x.shape[1]
+    w_fmt, x_fmt = cfg.w_fmt, cfg.x_fmt
     sched = fc_schedule(fd, cfg)
     ys, cycles = [], 0
     for p in range(passes):
@@ -129,18 +152,23 @@ def run(args) -> int:
     yc = np.concatenate(ys, axis=1)
     y_real = decode(yc, cfg.y_fmt)
     bound = 0.0
-    if args.raw:
-        err = 0.0
+    if codes_out:
+        exact = wc.astype(object) @ xc.astype(object)
+        err = float(np.max(np.abs(yc.astype(object) - exact)))
     else:
-        exact = w.astype(np.float64) @ x.astype(np.float64)
-        err = float(np.max(np.abs(y_real - exact)))
-        # The sums are exact; only input quantisation errs (when nothing saturated):
-        # |Wq Xq - W X| <= |Wq| |Xq - X| + |Wq - W| |X| <= lsb_x/2 sum|Wq| + lsb_w/2 sum|X|.
+        # Integer arrays are codes: their real values are code x lsb of their format.
+        w_real = decode(wc, w_fmt) if w.dtype.kind in "biu" else w.astype(np.float64)
+        x_real = decode(xc, x_fmt) if x.dtype.kind in "biu" else x.astype(np.float64)
+        err = float(np.max(np.abs(y_real - w_real @ x_real)))
+        # The sums are exact; only input quantisation errs (nothing saturates: refused):
+        # |Wq Xq - W X| <= |Wq| |Xq - X| + |Wq - W| |X| <= lsb_x/2 sum|Wq| + lsb_w/2 sum|X|,
+        # where an integer (code) input contributes no quantisation error.
         wq = decode(wc, w_fmt)
-        bound = float(np.max(np.abs(wq).sum(axis=1, keepdims=True) * x_fmt.lsb / 2
-                             + w_fmt.lsb / 2 * np.abs(x).sum(axis=0, keepdims=True)))
-    if args.out:
-        write_npy(args.out, yc if args.raw else y_real)
+        dx = 0.0 if x.dtype.kind in "biu" else x_fmt.lsb / 2
+        dw = 0.0 if w.dtype.kind in "biu" else w_fmt.lsb / 2
+        bound = float(np.max(np.abs(wq).sum(axis=1, keepdims=True) * dx
+                             + dw * np.abs(x_real).sum(axis=0, keepdims=True)))
+    outputs.npy(args.out, yc if codes_out else y_real)
     ideal = passes * sched["ideal_cycles"]
     bits = storage_bits((rows, cols), fd.nnz, w_fmt.width)
     dense = passes * dense_cycles(rows, cols, cfg)
@@ -157,8 +185,8 @@ def run(args) -> int:
         error_bound_if_unsaturated=bound,
         rtl_matches_golden=True, rtl_cycles_match_model=True,
     )
-    if args.report:
-        write_report(args.report, report)
+    outputs.json(args.report, report)
+    outputs.commit()
     model = passes * sched["cycles"]
     print(f"fc: {rows}x{cols} @ {cols}x{n}, {fd.nnz} non-zeros "
           f"({100 * fd.nnz / (rows * cols):.1f} %), {cfg.lanes} lanes x {passes} pass(es): "

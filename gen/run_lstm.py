@@ -4,11 +4,12 @@
 import numpy as np
 
 from .config import SpnnError
-from .fixed import decode, parse_format, quantise
+from .fixed import decode
 from .lstm import (LstmConfig, compile_lstm, cycle_model, float_lstm, load_model, prune_lstm,
                    quantise_lstm, ref_lstm, rtl_lstm, step_cycles)
-from .runutil import add_common_arguments, check_finite, float_arg, int_arg, load_npy, \
-    make_report, write_npy, write_report
+from .runutil import add_common_arguments, check_common, codes_of, config_or_error, \
+    flag_message, float_arg, format_arg, int_arg, load_npy, make_report, quantise_checked, \
+    run_outputs
 from .spmv import ALLOCATORS
 
 HELP = "LSTM layer on the sparse PE array (seed 000)"
@@ -16,10 +17,14 @@ DESCRIPTION = """\
 Import one nn.LSTM layer (a PyTorch state_dict .pt, loaded with weights_only=True, or an
 .npz with the keys weight_ih_l0, weight_hh_l0, bias_ih_l0, bias_hh_l0; the keys may sit
 under one prefix such as "lstm."), optionally prune it by magnitude to --density,
-quantise it (round half up, saturate), compile it for P PEs (one unit permutation for
-all four gates) and run the input sequence (T x X, float) through the engine's RTL.
+quantise it (round half up; a weight or bias outside --w-fmt / --b-fmt is an error,
+never clipped), compile it for P PEs (one unit permutation for all four gates) and run
+the input sequence (T x X) through the engine's RTL.  Integer --input / --h0 arrays hold
+codes of --x-fmt and an integer --c0 codes of --c-fmt; float arrays hold real values
+(quantised; a value outside the format is an error).
 
-Writes the hidden-state sequence h_1..h_T (float, T x H, original unit order) and a
+Writes the hidden-state sequence h_1..h_T (real values, float64, T x H, original unit
+order; the weights are real, so the output is too) and a
 report: cycles per step (measured and cycle model, which must agree), efficiency =
 ceil(nnz / P) / step cycles, formats, and the max deviation of h from the float model
 (the float weights after pruning, unquantised).  The RTL must equal the bit-exact golden
@@ -36,7 +41,7 @@ def add_arguments(parser):
     parser.add_argument("--model", required=True, metavar="M.pt|M.npz",
                         help="nn.LSTM state dict (.pt/.pth) or .npz with the same keys")
     parser.add_argument("--input", required=True, metavar="SEQ.npy",
-                        help="input sequence, T x X (float)")
+                        help="input sequence, T x X (float, or integer codes of --x-fmt)")
     parser.add_argument("--density", default=None,
                         help="prune [W_ih W_hh] by magnitude to this density first (0..1)")
     parser.add_argument("--pes", default="32", help="processing elements P (default 32)")
@@ -56,61 +61,95 @@ def add_arguments(parser):
     add_common_arguments(parser)
 
 
-def _vector(path, name, hid):
+def _real_and_codes(arr, fmt, name, fmt_name):
+    """(real values, codes of ``fmt``): an integer array holds codes, a float array real
+    values (quantised, refused where a value would saturate)."""
+    codes = codes_of(arr, fmt, name, fmt_name)
+    real = decode(codes, fmt) if arr.dtype.kind in "biu" else arr.astype(np.float64)
+    return real, codes
+
+
+def _vector(path, name, hid, fmt, fmt_name):
+    """An initial state (real values, codes of ``fmt``), or (None, None) if not given."""
     if path is None:
-        return None
+        return None, None
     v = load_npy(path, name)
-    check_finite(v, name)
     if v.shape not in ((hid,), (1, hid)):
         raise SpnnError(f"{name} must have shape ({hid},), not {v.shape}")
-    return v.astype(np.float64).ravel()
+    return _real_and_codes(v.ravel(), fmt, name, fmt_name)
 
 
-def run(args) -> int:
+_FMT_FLAGS = {k: "--" + k.replace("_", "-")
+              for k in ("w_fmt", "x_fmt", "c_fmt", "b_fmt", "pre_fmt", "act_fmt")}
+_FLAGS = {"pes": "--pes", "fifo_depth": "--fifo-depth", "mem_depth": "--mem-depth",
+          "segments": "--segments", "max_inputs": "--model's input size",
+          "max_hidden": "--model's hidden size", **_FMT_FLAGS}
+
+
+def _options(args) -> dict:
+    """Every numeric option checked and converted, before any file is read."""
+    opts = {
+        "pes": int_arg(args.pes, "--pes", 1, 256),
+        "fifo_depth": int_arg(args.fifo_depth, "--fifo-depth", 2, 256),
+        "segments": int_arg(args.segments, "--segments", 2, 256),
+        "mem_depth": None if args.mem_depth is None else
+        int_arg(args.mem_depth, "--mem-depth", 2, 1 << 20),
+        "density": None if args.density is None else
+        float_arg(args.density, "--density", 0.0, 1.0, lo_open=True),
+    }
+    opts["fmts"] = {k: format_arg(getattr(args, k), flag) for k, flag in _FMT_FLAGS.items()}
+    # The config's own checks (widths, fraction bits, segments a power of two) on a probe.
+    config_or_error(LstmConfig, _FLAGS, pes=opts["pes"], fifo_depth=opts["fifo_depth"],
+                    segments=opts["segments"], **opts["fmts"])
+    check_common(args)
+    return opts
+
+
+def _check_weights(model, cfg):
+    """Quantising the weights or the bias must not saturate: refuse, naming the tensor."""
+    for arr, what, fmt, flag in ((model.w_ih, "weight_ih_l0", cfg.w_fmt, "--w-fmt"),
+                                 (model.w_hh, "weight_hh_l0", cfg.w_fmt, "--w-fmt"),
+                                 (model.b, "bias_ih_l0 + bias_hh_l0", cfg.b_fmt, "--b-fmt")):
+        quantise_checked(arr, fmt, f"--model: {what}", flag)
+
+
+def _setup(args):
+    opts = _options(args)
+    outputs = run_outputs(args)
     model = load_model(args.model, "--model")
     H, X = model.hidden, model.inputs
+    fmts = opts["fmts"]
     xs = load_npy(args.input, "--input")
-    check_finite(xs, "--input")
     if xs.ndim == 1 and X == 1:
         xs = xs[:, None]
     if xs.ndim != 2 or xs.shape[1] != X or xs.shape[0] == 0:
         raise SpnnError(f"--input must have shape (T, X) = (T, {X}) with T >= 1, "
                         f"not {xs.shape}")
-    xs = xs.astype(np.float64)
-    h0 = _vector(args.h0, "--h0", H)
-    c0 = _vector(args.c0, "--c0", H)
-    if args.density is not None:
-        density = float_arg(args.density, "--density")
-        if not 0.0 < density <= 1.0:
-            raise SpnnError(f"--density must be in (0, 1], not {args.density}")
-        model = prune_lstm(model, density)
-    pes = int_arg(args.pes, "--pes")
-    fifo = int_arg(args.fifo_depth, "--fifo-depth")
-    segments = int_arg(args.segments, "--segments")
+    xs, xq = _real_and_codes(xs, fmts["x_fmt"], "--input", "--x-fmt")
+    h0, h0q = _vector(args.h0, "--h0", H, fmts["x_fmt"], "--x-fmt")
+    c0, c0q = _vector(args.c0, "--c0", H, fmts["c_fmt"], "--c-fmt")
+    if opts["density"] is not None:
+        model = prune_lstm(model, opts["density"])
+    common = dict(pes=opts["pes"], max_inputs=X, max_hidden=H, fifo_depth=opts["fifo_depth"],
+                  segments=opts["segments"], **fmts)
+    probe = config_or_error(LstmConfig, _FLAGS, mem_depth=1 << 20, **common)
+    _check_weights(model, probe)
+    q = quantise_lstm(model, probe)
     try:
-        fmts = {k: parse_format(getattr(args, k), "--" + k.replace("_", "-"))
-                for k in ("w_fmt", "x_fmt", "c_fmt", "b_fmt", "pre_fmt", "act_fmt")}
-        probe = LstmConfig(pes=pes, max_inputs=X, max_hidden=H, fifo_depth=fifo,
-                           segments=segments, mem_depth=1 << 20, **fmts)
-        q = quantise_lstm(model, probe)
         plan = compile_lstm(q, probe, args.alloc)
-        if args.mem_depth is None:
+        mem = opts["mem_depth"]
+        if mem is None:
             mem = max(2, 1 << max(1, int(plan.loads.max(initial=1) - 1).bit_length()))
-        else:
-            mem = int_arg(args.mem_depth, "--mem-depth")
-        cfg = LstmConfig(pes=pes, max_inputs=X, max_hidden=H, fifo_depth=fifo, mem_depth=mem,
-                         segments=segments, **fmts)
+        cfg = config_or_error(LstmConfig, _FLAGS, mem_depth=mem, **common)
         plan = compile_lstm(q, cfg, args.alloc)
     except (TypeError, ValueError) as exc:
-        msg = str(exc)
-        for field in ("pes", "fifo_depth", "mem_depth", "segments", "w_fmt", "x_fmt", "c_fmt",
-                      "b_fmt", "pre_fmt", "act_fmt"):
-            if msg.startswith(field + " "):
-                msg = "--" + field.replace("_", "-") + msg[len(field):]
-        raise SpnnError(msg) from None
-    xq = quantise(xs, cfg.x_fmt)
-    h0q = None if h0 is None else quantise(h0, cfg.x_fmt)
-    c0q = None if c0 is None else quantise(c0, cfg.c_fmt)
+        raise SpnnError(flag_message(str(exc), _FLAGS)) from None
+    return model, q, cfg, plan, (xs, h0, c0), (xq, h0q, c0q), outputs
+
+
+def run(args) -> int:
+    model, q, cfg, plan, (xs, h0, c0), (xq, h0q, c0q), outputs = _setup(args)
+    H, X = model.hidden, model.inputs
     seqs = [(xq, h0q, c0q)]
     outs, result = rtl_lstm(plan, seqs, args.sim, seed=args.seed, waves=args.waves)
     golden, _ = ref_lstm(q, xq, cfg, h0q, c0q)
@@ -124,8 +163,7 @@ def run(args) -> int:
     h = decode(outs[0], cfg.x_fmt)
     hf, _ = float_lstm(model, xs, h0, c0)
     err = float(np.max(np.abs(h - hf)))
-    if args.out:
-        write_npy(args.out, h)
+    outputs.npy(args.out, h)
     T = len(xs)
     per_step = step_cycles(model_c)
     ideal_step = plan.ideal_cycles
@@ -136,7 +174,7 @@ def run(args) -> int:
         "lstm", cfg, cfg.formats(), args.sim, cycles, ideal_step * T, T * H, err,
         utilisation=ideal_step / mean_step,
         hidden=H, inputs=X, steps=T, density=model.density, nnz=plan.nnz,
-        pes=pes, cycles_per_step=per_step, ideal_cycles_per_step=ideal_step,
+        pes=cfg.pes, cycles_per_step=per_step, ideal_cycles_per_step=ideal_step,
         step_efficiency=ideal_step / mean_step, load=plan.load_report(),
         ew_latency=cfg.ew_latency, rtl_matches_golden=True, cycles_match_model=True,
         max_abs_error_vs_quantised_float=float(np.max(np.abs(
@@ -148,8 +186,8 @@ def run(args) -> int:
                               + np.sum(np.abs(q.w_hh) == -cfg.w_fmt.min_code)
                               + np.sum(q.w_hh == cfg.w_fmt.max_code)),
     )
-    if args.report:
-        write_report(args.report, report)
+    outputs.json(args.report, report)
+    outputs.commit()
     print(f"lstm H={H} X={X} T={T}: {mean_step:.0f} cycles/step (ideal {ideal_step}, "
           f"efficiency {ideal_step / mean_step:.3f}), max |h - float| {err:.3g}")
     return 0

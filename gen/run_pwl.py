@@ -4,23 +4,28 @@
 import numpy as np
 
 from .config import SpnnError
-from .fixed import decode, parse_format, quantise
+from .fixed import decode
 from .pwl import PwlConfig, fit_table, float_func, ref_pwl, rtl_pwl
-from .runutil import add_common_arguments, check_finite, int_arg, load_npy, make_report, \
-    write_npy, write_report
+from .runutil import add_common_arguments, check_common, check_not_empty, codes_of, \
+    config_or_error, format_arg, int_arg, load_npy, make_report, run_outputs
 
 HELP = "piecewise-linear sigmoid/tanh unit"
 DESCRIPTION = """\
 Run the values in a .npy file through the RTL of the PWL unit and write the results.
 
-Float input is quantised to the input format (round half up, saturate); the output
-.npy holds real values (float64).  With --raw the input must hold integer codes of
-the input format and the output holds integer codes of the output format.
+Integer input holds codes of --in-fmt (every code must lie in its range) and the output
+.npy then holds integer codes of --out-fmt.  Float input holds real values: they are
+quantised to --in-fmt (round half up; a value outside the format's range is an error,
+never clipped) and the output holds real values (float64).  --raw insists on integer
+codes in and out (float input is then an error).
 
 Examples:
   spnn run pwl --func sigmoid --input x.npy --out y.npy --report r.json
   spnn run pwl --func tanh --segments 16 --input codes.npy --raw --out y.npy --sim icarus
 """
+
+_FLAGS = {"func": "--func", "segments": "--segments", "in_fmt": "--in-fmt",
+          "out_fmt": "--out-fmt"}
 
 
 def add_arguments(parser):
@@ -37,31 +42,22 @@ def add_arguments(parser):
 
 def _config(args) -> PwlConfig:
     segments = int_arg(args.segments, "--segments")
-    try:
-        return PwlConfig(func=args.func, segments=segments,
-                         in_fmt=parse_format(args.in_fmt, "--in-fmt"),
-                         out_fmt=parse_format(args.out_fmt, "--out-fmt"))
-    except (TypeError, ValueError) as exc:
-        raise SpnnError(str(exc).replace("func ", "--func ", 1)
-                        .replace("segments ", "--segments ", 1)) from None
+    in_fmt = format_arg(args.in_fmt, "--in-fmt")
+    out_fmt = format_arg(args.out_fmt, "--out-fmt")
+    return config_or_error(PwlConfig, _FLAGS, func=args.func, segments=segments,
+                           in_fmt=in_fmt, out_fmt=out_fmt)
 
 
 def run(args) -> int:
     cfg = _config(args)
+    check_common(args)
+    outputs = run_outputs(args)
     x = load_npy(args.input, "--input")
-    if x.size == 0:
-        raise SpnnError("--input must hold at least one value, not an empty array")
-    if args.raw:
-        if x.dtype.kind not in "iu":
-            raise SpnnError(f"--input with --raw must hold integer codes, not {x.dtype}")
-        lo, hi = cfg.in_fmt.min_code, cfg.in_fmt.max_code
-        if x.min() < lo or x.max() > hi:
-            raise SpnnError(f"--input codes must lie in [{lo}, {hi}] for {cfg.in_fmt}, "
-                            f"found {x.min()}..{x.max()}")
-        codes = x.astype(np.int64)
-    else:
-        check_finite(x, "--input")
-        codes = quantise(x.astype(np.float64), cfg.in_fmt)
+    check_not_empty(x, "--input")
+    if args.raw and x.dtype.kind not in "biu":
+        raise SpnnError(f"--input with --raw must hold integer codes, not {x.dtype}")
+    codes_out = x.dtype.kind in "biu"
+    codes = codes_of(x, cfg.in_fmt, "--input", "--in-fmt")
     table = fit_table(cfg)
     flat = codes.ravel()
     y, result = rtl_pwl(flat, cfg, args.sim, seed=args.seed, waves=args.waves)
@@ -73,9 +69,7 @@ def run(args) -> int:
     real_out = decode(y, cfg.out_fmt)
     truth = float_func(cfg.func)(decode(flat, cfg.in_fmt))
     err = float(np.max(np.abs(real_out - truth)))
-    if args.out:
-        out = y.reshape(codes.shape) if args.raw else real_out.reshape(codes.shape)
-        write_npy(args.out, out)
+    outputs.npy(args.out, (y if codes_out else real_out).reshape(codes.shape))
     first = result["sources"]["i"]["cycles"][0]
     cycles = result["sinks"]["o"]["cycles"][-1] - first + 1
     latency = cfg.latency
@@ -84,12 +78,14 @@ def run(args) -> int:
         args.sim, cycles, len(flat) + latency, len(flat), err,
         utilisation=len(flat) / cycles, func=cfg.func, segments=cfg.segments,
         latency=latency, placement=table.placement,
+        input_kind="codes" if codes_out else "real", output_kind="codes" if codes_out
+        else "real",
         saturated_inputs=int(np.sum((flat == cfg.in_fmt.min_code)
                                     | (flat == cfg.in_fmt.max_code))),
         table_max_abs_error=table.max_abs_error, rtl_matches_golden=True,
     )
-    if args.report:
-        write_report(args.report, report)
+    outputs.json(args.report, report)
+    outputs.commit()
     print(f"pwl {cfg.func}: {len(flat)} samples, {cycles} cycles (ideal {len(flat) + latency}), "
           f"max |error| vs float {err:.3g}")
     return 0

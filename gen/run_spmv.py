@@ -7,9 +7,10 @@ import math
 import numpy as np
 
 from .config import SpnnError
-from .fixed import QFormat, decode, quantise
-from .runutil import add_common_arguments, check_finite, float_arg, format_arg, int_arg, \
-    load_npy, make_report, write_npy, write_report
+from .fixed import QFormat, decode
+from .runutil import add_common_arguments, check_common, check_finite, check_not_empty, \
+    codes_of, config_or_error, flag_message, float_arg, format_arg, int_arg, load_npy, \
+    make_report, run_outputs, signed_bits
 from .spmv import ALLOCATORS, SpmvConfig, compile_tiled, cycle_model, gather_tiled, prune, \
     ref_spmv, run_jobs, tile_jobs
 
@@ -80,113 +81,112 @@ def add_arguments(parser):
     add_common_arguments(parser)
 
 
-def _signed_bits(arr) -> int:
-    """Smallest signed width (>= 2) holding every value of an integer array."""
-    if arr.size == 0:
-        return 2
-    lo, hi = int(arr.min()), int(arr.max())
-    return max(2, (max(hi, -lo - 1)).bit_length() + 1)
-
-
-def _codes(arr, fmt, name, default):
-    """Integer array -> codes (format sized to them unless given); float -> quantised."""
-    if arr.dtype.kind in "biu":
-        arr = arr.astype(np.int64)
-        if fmt is None:
-            bits = _signed_bits(arr)
-            if bits > 32:
-                raise SpnnError(f"{name}: integer values need {bits} bits; at most 32 are "
-                                f"supported")
-            fmt = QFormat(bits, 0)
-        elif arr.size and (arr.min() < fmt.min_code or arr.max() > fmt.max_code):
-            raise SpnnError(f"{name}: integer codes must lie in [{fmt.min_code}, "
-                            f"{fmt.max_code}] for {fmt}, found {arr.min()}..{arr.max()}")
-        return arr, fmt, True
+def _codes(arr, fmt, name, fmt_name, default):
+    """Integer array -> codes (format sized to them unless given); float -> quantised to
+    ``fmt`` (``default`` if not given), refused where a value would saturate."""
+    if arr.dtype.kind in "biu" and fmt is None:
+        bits = signed_bits(arr)
+        if bits > 32:
+            raise SpnnError(f"{name}: integer values need {bits} bits; at most 32 are "
+                            f"supported")
+        return arr.astype(np.int64), QFormat(bits, 0), True
     fmt = fmt or default
-    check_finite(arr, name)
-    if arr.size and (arr.min() < fmt.min_value or arr.max() >= fmt.max_value + fmt.lsb / 2):
-        raise SpnnError(f"{name}: values must lie in [{fmt.min_value:g}, {fmt.max_value:g}] "
-                        f"for {fmt}, found {arr.min():g}..{arr.max():g}")
-    return quantise(arr, fmt), fmt, False
+    return codes_of(arr, fmt, name, fmt_name), fmt, arr.dtype.kind in "biu"
 
 
-def _prepare(args):
-    pes = int_arg(args.pes, "--pes")
-    depth = int_arg(args.fifo_depth, "--fifo-depth")
-    if not 1 <= pes <= 256:
-        raise SpnnError(f"--pes must be between 1 and 256, not {pes}")
-    if not 1 <= depth <= 64:
-        raise SpnnError(f"--fifo-depth must be between 1 and 64, not {depth}")
+_FLAGS = {"acc_width": "--acc-width", "out_fmt": "--out-fmt", "rows_per_pe": "--rows-per-pe",
+          "max_cols": "--max-cols", "mem_depth": "--mem-depth", "w_lanes": "--w-lanes",
+          "pes": "--pes", "fifo_depth": "--fifo-depth", "w_fmt": "--w-fmt", "x_fmt": "--x-fmt"}
+
+
+def _options(args) -> dict:
+    """Every numeric option checked and converted, before any file is read."""
+    opts = {
+        "pes": int_arg(args.pes, "--pes", 1, 256),
+        "fifo_depth": int_arg(args.fifo_depth, "--fifo-depth", 1, 64),
+        "density": None if args.density is None else
+        float_arg(args.density, "--density", 0.0, 1.0),
+        "w_fmt": format_arg(args.w_fmt, "--w-fmt", 2, 32) if args.w_fmt else None,
+        "x_fmt": format_arg(args.x_fmt, "--x-fmt", 2, 32) if args.x_fmt else None,
+        "acc_width": None if args.acc_width is None else
+        int_arg(args.acc_width, "--acc-width", 2, 64),
+        "out_fmt": format_arg(args.out_fmt, "--out-fmt", 2, 64) if args.out_fmt else None,
+        "rows_per_pe": None if args.rows_per_pe is None else
+        int_arg(args.rows_per_pe, "--rows-per-pe", 2, 4096),
+        "max_cols": None if args.max_cols is None else
+        int_arg(args.max_cols, "--max-cols", 2, 65536),
+        "mem_depth": None if args.mem_depth is None else
+        int_arg(args.mem_depth, "--mem-depth", 2, 65536),
+        "lanes": int_arg(args.w_lanes, "--w-lanes", 1, 64),
+        "bandwidth": float_arg(args.w_valid_prob, "--w-valid-prob", 0.01, 1.0),
+    }
+    check_common(args)
+    return opts
+
+
+def _load(args, opts):
     w = load_npy(args.weights, "--weights")
     x = load_npy(args.x, "--x")
     if w.ndim != 2:
         raise SpnnError(f"--weights must be a 2-D matrix, not {w.ndim}-D (shape {w.shape})")
     if x.ndim != 1:
         raise SpnnError(f"--x must be a 1-D vector, not {x.ndim}-D (shape {x.shape})")
+    check_not_empty(w, "--weights")
     if w.shape[1] != x.shape[0]:
         raise SpnnError(f"--x must have one value per weight column: weights are "
                         f"{w.shape[0]} x {w.shape[1]}, x has {x.shape[0]} values")
     check_finite(w, "--weights")
     check_finite(x, "--x")
-    if args.density is not None:
-        density = float_arg(args.density, "--density")
-        if not 0.0 <= density <= 1.0:
-            raise SpnnError(f"--density must be between 0 and 1, not {density}")
+    if opts["density"] is not None:
         if w.dtype.kind != "f":
             raise SpnnError("--density prunes float weights; integer codes are used as given")
-        w = prune(w, density)
-    w_fmt = format_arg(args.w_fmt, "--w-fmt") if args.w_fmt else None
-    x_fmt = format_arg(args.x_fmt, "--x-fmt") if args.x_fmt else None
-    for fmt, name in ((w_fmt, "--w-fmt"), (x_fmt, "--x-fmt")):
-        if fmt is not None and not 2 <= fmt.width <= 32:
-            raise SpnnError(f"{name} must be 2 to 32 bits wide, not {fmt.width} ({fmt})")
-    w_codes, w_fmt, w_int = _codes(w, w_fmt, "--weights", QFormat(1, 7))
-    x_codes, x_fmt, x_int = _codes(x, x_fmt, "--x", QFormat(4, 12))
-    bound = int((np.abs(w_codes).astype(object) @ np.abs(x_codes).astype(object)).max()) \
-        if w_codes.size and x_codes.size else 0
+        w = prune(w, opts["density"])
+    return w, x
+
+
+def _prepare(args):
+    opts = _options(args)
+    outputs = run_outputs(args)
+    w, x = _load(args, opts)
+    pes = opts["pes"]
+    w_codes, w_fmt, w_int = _codes(w, opts["w_fmt"], "--weights", "--w-fmt", QFormat(1, 7))
+    x_codes, x_fmt, x_int = _codes(x, opts["x_fmt"], "--x", "--x-fmt", QFormat(4, 12))
+    bound = int((np.abs(w_codes).astype(object) @ np.abs(x_codes).astype(object)).max())
     need = max(w_fmt.width + x_fmt.width, bound.bit_length() + 1)
-    if args.acc_width is None:
+    if opts["acc_width"] is None:
         if need > 64:
             raise SpnnError(f"W @ x needs a {need}-bit accumulator to be exact; at most 64 "
                             f"bits are supported (give a smaller --acc-width to saturate)")
         acc_width = need
     else:
-        acc_width = int_arg(args.acc_width, "--acc-width")
+        acc_width = opts["acc_width"]
     acc_frac = w_fmt.frac_bits + x_fmt.frac_bits
-    out_fmt = (format_arg(args.out_fmt, "--out-fmt") if args.out_fmt
-               else QFormat(max(1, acc_width - acc_frac), acc_frac))
+    out_fmt = opts["out_fmt"] or QFormat(max(1, acc_width - acc_frac), acc_frac)
     rows, cols = w.shape
     per_pe = max(2, math.ceil(rows / pes))
     rows_per_pe = min(4096, 1 << (per_pe + per_pe // 4 - 1).bit_length())
-    if args.rows_per_pe is not None:
-        rows_per_pe = int_arg(args.rows_per_pe, "--rows-per-pe")
-    max_cols = max(2, cols) if args.max_cols is None else int_arg(args.max_cols, "--max-cols")
-    mem_depth = 65536 if args.mem_depth is None else int_arg(args.mem_depth, "--mem-depth")
-    lanes = int_arg(args.w_lanes, "--w-lanes")
-    bandwidth = float_arg(args.w_valid_prob, "--w-valid-prob")
-    if not 0.01 <= bandwidth <= 1.0:
-        raise SpnnError(f"--w-valid-prob must be between 0.01 and 1, not {bandwidth}")
+    if opts["rows_per_pe"] is not None:
+        rows_per_pe = opts["rows_per_pe"]
+    max_cols = max(2, cols) if opts["max_cols"] is None else opts["max_cols"]
+    mem_depth = 65536 if opts["mem_depth"] is None else opts["mem_depth"]
+    cfg = config_or_error(SpmvConfig, _FLAGS, pes=pes, fifo_depth=opts["fifo_depth"],
+                          rows_per_pe=rows_per_pe, max_cols=max_cols, mem_depth=mem_depth,
+                          w_fmt=w_fmt, x_fmt=x_fmt, acc_width=acc_width, out_fmt=out_fmt,
+                          w_lanes=opts["lanes"])
     try:
-        cfg = SpmvConfig(pes=pes, fifo_depth=depth, rows_per_pe=rows_per_pe,
-                         max_cols=max_cols, mem_depth=mem_depth, w_fmt=w_fmt, x_fmt=x_fmt,
-                         acc_width=acc_width, out_fmt=out_fmt, w_lanes=lanes)
         blocks = compile_tiled(w_codes, cfg, args.alloc)
-        if args.mem_depth is None:
+        if opts["mem_depth"] is None:
             mem = max([2] + [int(b.loads.max(initial=0)) for b in blocks])
             cfg = dataclasses.replace(cfg, mem_depth=1 << (mem - 1).bit_length())
             blocks = compile_tiled(w_codes, cfg, args.alloc)
     except (TypeError, ValueError) as exc:
-        msg = str(exc)
-        for key in ("acc_width", "out_fmt", "rows_per_pe", "max_cols", "mem_depth",
-                    "w_lanes"):
-            if msg.startswith(key):
-                msg = "--" + key.replace("_", "-") + msg[len(key):]
-        raise SpnnError(msg) from None
-    return cfg, blocks, bandwidth, w, x, w_codes, x_codes, w_int and x_int
+        raise SpnnError(flag_message(str(exc), _FLAGS)) from None
+    return (cfg, blocks, opts["bandwidth"], w, x, w_codes, x_codes, w_int and x_int,
+            outputs)
 
 
 def run(args) -> int:
-    cfg, blocks, bandwidth, w, x, w_codes, x_codes, exact_ints = _prepare(args)
+    cfg, blocks, bandwidth, w, x, w_codes, x_codes, exact_ints, outputs = _prepare(args)
     jobs = tile_jobs(blocks, x_codes)
     knobs = {"w_valid_prob": bandwidth, "seed": args.seed}
     ys, result = run_jobs(jobs, cfg, args.sim, waves=args.waves, **knobs)
@@ -205,16 +205,17 @@ def run(args) -> int:
     pe_loads = np.sum([b.loads for b in blocks], axis=0)
     mean = pe_loads.mean()
     real_y = decode(y, cfg.out_fmt)
-    truth = (np.asarray(w, dtype=np.float64) @ np.asarray(x, dtype=np.float64)
-             if not exact_ints else None)
+    # Integer arrays are codes: their real values are code x lsb of their format.
+    w_real = decode(w_codes, cfg.w_fmt) if w.dtype.kind in "biu" else w.astype(np.float64)
+    x_real = decode(x_codes, cfg.x_fmt) if x.dtype.kind in "biu" else x.astype(np.float64)
+    truth = w_real @ x_real if not exact_ints else None
     exact = w_codes.astype(object) @ x_codes.astype(object) if w_codes.size else \
         np.zeros(w.shape[0], dtype=object)
     exact_real = np.array([float(v) for v in exact]) * 2.0 ** -cfg.acc_frac
     err_vs_exact = float(np.max(np.abs(real_y - exact_real))) if len(y) else 0.0
     err = err_vs_exact if truth is None else \
         (float(np.max(np.abs(real_y - truth))) if len(y) else 0.0)
-    if args.out:
-        write_npy(args.out, y if exact_ints else real_y)
+    outputs.npy(args.out, y if exact_ints else real_y)
     # first activation accepted .. last busy clock of the last block (one block: its
     # compute cycles; tiled: includes waits for weight loads and earlier drains)
     starts = [d["compute_start"] for d in info if d["compute_start"] is not None]
@@ -246,8 +247,8 @@ def run(args) -> int:
         exact_integer_result=bool(exact_ints and err_vs_exact == 0.0),
         max_abs_error_vs_quantised_product=err_vs_exact,
     )
-    if args.report:
-        write_report(args.report, report)
+    outputs.json(args.report, report)
+    outputs.commit()
     eff = f"{ideal / cycles:.3f}" if cycles else "n/a"
     tiles = f", {len(blocks)} blocks" if len(blocks) > 1 else ""
     print(f"spmv {w.shape[0]}x{w.shape[1]}, nnz {nnz}, P={cfg.pes} {args.alloc}{tiles}: "

@@ -58,15 +58,15 @@ def test_manifest_contents(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["verilog", "pwl", "--set", "segments=12"],
-     "spnn: error: segments must be a power of two between 2 and 256, not 12"),
+     "spnn: error: --set segments must be a power of two between 2 and 256, not 12"),
     (["verilog", "pwl", "--set", "colour=red"],
-     "spnn: error: unknown parameter 'colour'; allowed: boundaries, func, guard_bits, in_fmt, "
-     "out_fmt, segments, slope_width, x_max"),
+     "spnn: error: --set unknown parameter 'colour'; allowed: boundaries, func, guard_bits, "
+     "in_fmt, out_fmt, segments, slope_width, x_max"),
     (["verilog", "nosuch"], "spnn: error: block must be one of"),
     (["verilog", "pwl", "--set", "in_fmt=Q4"],
-     "spnn: error: in_fmt must be a fixed-point format like Q4.12 or int16, not 'Q4'"),
+     "spnn: error: --set in_fmt must be a fixed-point format like Q4.12 or int16"),
     (["verilog", "pwl", "--set", "segments=many"],
-     "spnn: error: segments must be an integer, not 'many'"),
+     "spnn: error: --set segments must be an integer, not 'many'"),
 ])
 def test_verilog_errors(tmp_path, args, message):
     out = tmp_path / "out"
@@ -79,7 +79,8 @@ def test_verilog_errors(tmp_path, args, message):
 @pytest.fixture
 def inputs(tmp_path):
     files = {
-        "x": np.linspace(-9, 9, 301),
+        "x": np.linspace(-8, 7.99, 301),
+        "wide": np.linspace(-9, 9, 301),
         "codes": np.arange(-500, 500, dtype=np.int32),
         "nan": np.array([0.0, np.nan]),
         "inf": np.array([np.inf]),
@@ -104,9 +105,11 @@ def inputs(tmp_path):
     (["--func", "tanh", "--input", "{inf}"], "--input: values must be finite, found Inf"),
     (["--func", "tanh", "--input", "{pickle}"], "holds pickled objects"),
     (["--func", "tanh", "--input", "{text}"], "--input: dtype must be integer or float"),
-    (["--func", "tanh", "--input", "{empty}"], "--input must hold at least one value"),
+    (["--func", "tanh", "--input", "{empty}"], "--input must not be empty, not shape (0,)"),
+    (["--func", "tanh", "--input", "{wide}"],
+     "--input: value -9 lies outside the range of --in-fmt Q4.12, [-8, 7.99976]"),
     (["--func", "tanh", "--input", "{x}", "--raw"], "--input with --raw must hold integer codes"),
-    (["--func", "tanh", "--input", "{big}", "--raw"], "--input codes must lie in [-32768, 32767]"),
+    (["--func", "tanh", "--input", "{big}", "--raw"], "--input: value 40000 lies outside [-32768, 32767] (codes of --in-fmt Q4.12)"),
     (["--func", "tanh", "--input", "missing.npy"], "--input: no such file"),
     (["--func", "tanh", "--input", "{x}", "--sim", "modelsim"], "invalid choice: 'modelsim'"),
 ])
@@ -129,7 +132,7 @@ def test_run_pwl_end_to_end(sim, tmp_path, inputs):
     y = np.load(out)
     assert y.dtype == np.float64 and y.shape == (301,)
     from scipy.special import expit
-    assert np.max(np.abs(y - expit(np.clip(np.linspace(-9, 9, 301), -8, 8)))) < 2 ** -11
+    assert np.max(np.abs(y - expit(np.linspace(-8, 7.99, 301)))) < 2 ** -11
     rep = json.loads(report.read_text())
     for field in ("block", "config", "formats", "sim", "cycles", "ideal_cycles", "efficiency",
                   "utilisation", "samples", "max_abs_error"):

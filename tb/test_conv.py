@@ -643,9 +643,11 @@ def test_cli_run(tmp_path, capsys):
     ("x2d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (3, 3)"),
     ("ic", "--weights has 2 input channels but --input has 3"),
     ("float", "--input must hold integers, not float64"),
-    ("range", "--weights values must lie in [-128, 127] for 8-bit signed codes, found 0..300"),
+    ("range", "--weights: value 300 lies outside [-128, 127] (8-bit signed codes of "
+     "--weight-width 8)"),
     ("array", "--array must be ROWSxCOLS, e.g. 16x4, not '16by4'"),
-    ("cols", "--array cols must be a power of two between 1 and 64, not 3"),
+    ("cols", "--array must be ROWSxCOLS with ROWS 1..512 and COLS a power of two 1..64, "
+     "not '8x3'"),
     ("mapping", "--mapping must be one of naive, seed, remainder, not 'best'"),
     ("stride", "--stride must be at least 1, not 0"),
     ("kernel", "kernel 5x5 is larger than the padded input 3x3"),

@@ -470,7 +470,7 @@ def test_cli_batch(tmp_path, capsys):
     ("x5d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (1, 2, 3, 5, 5)"),
     ("x2d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (3, 5)"),
     ("ic", "--weights has 3 input channels but --input has 2"),
-    ("empty", "--weights and --input must not be empty"),
+    ("empty", "--input must not be empty, not shape (0, 3, 5, 5)"),
     ("float", "--input must hold integers, not float64"),
     ("large", "the output maps 200x5x5 are too large for an RTL run (at most 4096 positions)"),
 ])

@@ -200,7 +200,12 @@ def test_cli_run_fc(tmp_path, capsys):
      "--lanes must be an integer, not 'x'"),
     (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--raw"],
      "--weights with --raw must hold integer codes"),
-    (["--weights", "{d}/Wi.npy", "--x", "{d}/Xi.npy", "--raw"], "--x codes must lie in"),
+    (["--weights", "{d}/Wi.npy", "--x", "{d}/Xi.npy", "--raw", "--x-fmt", "Q4.12"],
+     "--x: value 1048576 lies outside [-32768, 32767] (codes of --x-fmt Q4.12)"),
+    (["--weights", "{d}/Wi.npy", "--x", "{d}/Xhuge.npy"],
+     "--x: integer values need 32 bits; the FC engine takes at most 24"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--x-fmt", "Q1.15"],
+     "--x: value 1 lies outside the range of --x-fmt Q1.15, [-1, 0.999969]"),
     (["--weights", "{d}/W.npy", "--x", "{d}/Xnan.npy"], "--x: values must be finite"),
     (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--segs-per-beat", "3"],
      "--segs-per-beat must be 1, 2, 4 or 8, not 3"),
@@ -214,6 +219,7 @@ def test_cli_run_fc_errors(tmp_path, capsys, args, message):
     np.save(tmp_path / "V.npy", np.ones(10))
     np.save(tmp_path / "Wi.npy", np.ones((4, 10), dtype=np.int64))
     np.save(tmp_path / "Xi.npy", np.full((10, 3), 1 << 20, dtype=np.int64))
+    np.save(tmp_path / "Xhuge.npy", np.full((10, 3), 1 << 30, dtype=np.int64))
     rc = _spnn("run", "fc", *[a.format(d=tmp_path) for a in args], "--out",
                tmp_path / "Y.npy", "--sim", "icarus")
     err = capsys.readouterr().err

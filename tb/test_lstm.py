@@ -390,7 +390,7 @@ def cli_files(tmp_path):
     ("junk", "seq", [], "--model: "),
     ("model", "seq_bad", [], "--input must have shape (T, X) = (T, 8) with T >= 1, not (3, 5)"),
     ("model", "seq_nan", [], "--input: values must be finite, found NaN"),
-    ("model", "seq", ["--density", "1.5"], "--density must be in (0, 1], not 1.5"),
+    ("model", "seq", ["--density", "1.5"], "--density must be between 0 and 1, excluding 0, not 1.5"),
     ("model", "seq", ["--pes", "0"], "--pes must be between 1 and 256, not 0"),
     ("model", "seq", ["--w-fmt", "Q3"], "--w-fmt must be a fixed-point format"),
     ("model", "seq", ["--mem-depth", "4"], "a PE needs"),

@@ -396,6 +396,10 @@ def npys(tmp_path):
         "xinf": np.array([np.inf] + [0.0] * 12),
         "x12": np.zeros(12, dtype=np.int64),
         "huge": np.full((2, 13), 2 ** 40),
+        "xbig": np.array([2.5] + [0.0] * 12),
+        "xu64": np.array([2 ** 64 - 1] + [0] * 12, dtype=np.uint64),
+        "W0": np.zeros((20, 0)),
+        "x0": np.zeros(0),
     }
     paths = {}
     for name, arr in files.items():
@@ -417,9 +421,14 @@ def npys(tmp_path):
     (["--weights", "W", "--x", "x", "--fifo-depth", "0"],
      "--fifo-depth must be between 1 and 64, not 0"),
     (["--weights", "W", "--x", "x", "--w-fmt", "int4"],
-     "--weights: integer codes must lie in [-8, 7] for Q4.0, found -100..99"),
-    (["--weights", "Wf", "--x", "xf", "--x-fmt", "Q2.6"],
-     "--x: values must lie in [-2, 1.98438] for Q2.6, found"),
+     "--weights: value -100 lies outside [-8, 7] (codes of --w-fmt Q4.0)"),
+    (["--weights", "Wf", "--x", "xbig", "--x-fmt", "Q2.6"],
+     "--x: value 2.5 lies outside the range of --x-fmt Q2.6, [-2, 1.98438]"),
+    (["--weights", "W", "--x", "xu64"],
+     "--x: integer values need 65 bits; at most 32 are supported"),
+    (["--weights", "W", "--x", "xu64", "--x-fmt", "Q32.0"],
+     "--x: value 18446744073709551615 lies outside [-2147483648, 2147483647]"),
+    (["--weights", "W0", "--x", "x0"], "--weights must not be empty, not shape (20, 0)"),
     (["--weights", "W", "--x", "x", "--acc-width", "8"],
      "--acc-width must be at least w_fmt + x_fmt width = 19, not 8"),
     (["--weights", "huge", "--x", "x"], "--weights: integer values need 42 bits; at most 32"),
@@ -429,7 +438,7 @@ def npys(tmp_path):
     (["--weights", "W", "--x", "x", "--rows-per-pe", "1"],
      "--rows-per-pe must be between 2 and 4096, not 1"),
     (["--weights", "W", "--x", "x", "--w-valid-prob", "0"],
-     "--w-valid-prob must be between 0.01 and 1, not 0.0"),
+     "--w-valid-prob must be between 0.01 and 1, not 0"),
 ])
 def test_cli_errors(npys, capsys, argv, message):
     from gen.cli import main

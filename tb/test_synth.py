@@ -138,16 +138,19 @@ def test_heap_timing_checks():
 
 @pytest.mark.parametrize("argv, message", [
     (["synth", "pwl", "--set", "segments=3", "--target", "xc7"],
-     "segments must be a power of two between 2 and 256, not 3"),
+     "--set segments must be a power of two between 2 and 256, not 3"),
     (["synth", "pwl", "--target", "xc7", "--freq", "0"],
      "--freq must be between 1 and 1000 MHz, not 0"),
     (["vivado", "pwl", "--part", "xc7 vx690t"],
-     "part must be a Xilinx part name such as xc7vx690tffg1761-2, not 'xc7 vx690t'"),
+     "--part must be a Xilinx part name such as xc7vx690tffg1761-2, not 'xc7 vx690t'"),
     (["synth", "--all", "pwl", "--target", "ecp5"], "--all takes no BLOCK and no --set"),
     (["synth", "pwl", "--target", "ecp5", "--placer", "static", "--timing-weight", "20"],
-     "the timing weight is a heap placer setting; the placer is 'static'"),
+     "--timing-weight and --crit-exp are heap placer settings; the placer of pwl is "
+     "'static' (give --placer heap)"),
     (["synth", "pwl", "--target", "ecp5", "--crit-exp", "0"],
-     "criticality exponent must be a whole number from 1 to 16, not 0"),
+     "--crit-exp must be between 1 and 16, not 0"),
+    (["synth", "pwl", "--target", "xc7", "--freq", "nan"],
+     "--freq must be a finite number, not 'nan'"),
 ])
 def test_cli_rejects(argv, message, tmp_path, capsys):
     assert main([*argv, "-o", str(tmp_path / "out")]) == 2
