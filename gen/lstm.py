@@ -50,6 +50,7 @@ the cycle of every transfer exactly.
 from collections import deque
 from dataclasses import dataclass
 import math
+import warnings
 from pathlib import Path
 import random
 
@@ -383,7 +384,11 @@ def load_model(path, name: str = "--model") -> LstmFloat:
         raise _err(f"{name}: reading {p.suffix or 'this'} files needs PyTorch; "
                    f"install torch or save the weights as .npz") from None
     try:
-        state = torch.load(p, map_location="cpu", weights_only=True)
+        # torch warns (on stderr) about the pickle protocol of a refused file; a refused
+        # command prints exactly one line, so its warnings are silenced here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            state = torch.load(p, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - every load failure is a user error
         text = str(exc)
         if "weights_only" in text or "Unpickl" in type(exc).__name__ or "GLOBAL" in text:

@@ -90,8 +90,8 @@ def _plan(lanes, n):
 def _prepare(args):
     """Everything checked and converted before any work: (w, x, codes, formats, cfg, fd,
     plan, outputs)."""
-    w_fmt = format_arg(args.w_fmt, "--w-fmt", 2, 24) if args.w_fmt else None
-    x_fmt = format_arg(args.x_fmt, "--x-fmt", 2, 24) if args.x_fmt else None
+    w_fmt = format_arg(args.w_fmt, "--w-fmt", 2, 24) if args.w_fmt is not None else None
+    x_fmt = format_arg(args.x_fmt, "--x-fmt", 2, 24) if args.x_fmt is not None else None
     segs = int_arg(args.segs_per_beat, "--segs-per-beat")
     if segs not in (1, 2, 4, 8):
         raise SpnnError(f"--segs-per-beat must be 1, 2, 4 or 8, not {segs}")

@@ -48,7 +48,8 @@ def _config(args) -> PwlConfig:
                            in_fmt=in_fmt, out_fmt=out_fmt)
 
 
-def run(args) -> int:
+def _prepare(args):
+    """Everything checked and converted before any work: (cfg, codes, codes_out, outputs)."""
     cfg = _config(args)
     check_common(args)
     outputs = run_outputs(args)
@@ -56,8 +57,12 @@ def run(args) -> int:
     check_not_empty(x, "--input")
     if args.raw and x.dtype.kind not in "biu":
         raise SpnnError(f"--input with --raw must hold integer codes, not {x.dtype}")
-    codes_out = x.dtype.kind in "biu"
     codes = codes_of(x, cfg.in_fmt, "--input", "--in-fmt")
+    return cfg, codes, x.dtype.kind in "biu", outputs
+
+
+def run(args) -> int:
+    cfg, codes, codes_out, outputs = _prepare(args)
     table = fit_table(cfg)
     flat = codes.ravel()
     y, result = rtl_pwl(flat, cfg, args.sim, seed=args.seed, waves=args.waves)

@@ -106,11 +106,11 @@ def _options(args) -> dict:
         "fifo_depth": int_arg(args.fifo_depth, "--fifo-depth", 1, 64),
         "density": None if args.density is None else
         float_arg(args.density, "--density", 0.0, 1.0),
-        "w_fmt": format_arg(args.w_fmt, "--w-fmt", 2, 32) if args.w_fmt else None,
-        "x_fmt": format_arg(args.x_fmt, "--x-fmt", 2, 32) if args.x_fmt else None,
+        "w_fmt": format_arg(args.w_fmt, "--w-fmt", 2, 32) if args.w_fmt is not None else None,
+        "x_fmt": format_arg(args.x_fmt, "--x-fmt", 2, 32) if args.x_fmt is not None else None,
         "acc_width": None if args.acc_width is None else
         int_arg(args.acc_width, "--acc-width", 2, 64),
-        "out_fmt": format_arg(args.out_fmt, "--out-fmt", 2, 64) if args.out_fmt else None,
+        "out_fmt": format_arg(args.out_fmt, "--out-fmt", 2, 64) if args.out_fmt is not None else None,
         "rows_per_pe": None if args.rows_per_pe is None else
         int_arg(args.rows_per_pe, "--rows-per-pe", 2, 4096),
         "max_cols": None if args.max_cols is None else
