@@ -246,6 +246,16 @@ def _cases():
 # Command-specific classes: shape mismatch, wrong dimensionality, out-of-range values,
 # unknown --set keys, bad --set values, corrupt FD-CSR files, models that must not load.
 SPECIFIC = [
+    ("pwl good --out, bad --report", ["run", "pwl", "--func", "tanh", "--input", "{x1}",
+                                       "--out", "{out}/new.npy", "--report",
+                                       "{out}/existing_folder"]),
+    ("spmv good --out, report under a file",
+     ["run", "spmv", "--weights", "{W2}", "--x", "{x1}", "--out", "{out}/new.npy",
+      "--report", "{a_file}/r.json"]),
+    ("pwl --out without .npy", ["run", "pwl", "--func", "tanh", "--input", "{x1}",
+                                "--out", "{out}/y"]),
+    ("pwl --out = --report", ["run", "pwl", "--func", "tanh", "--input", "{x1}",
+                              "--out", "{out}/same.npy", "--report", "{out}/same.npy"]),
     ("spmv shape mismatch", ["run", "spmv", "--weights", "{W2}", "--x", "{x7}"]),
     ("spmv 1-D weights", ["run", "spmv", "--weights", "{x1}", "--x", "{x1}"]),
     ("spmv x 2-D", ["run", "spmv", "--weights", "{W2}", "--x", "{W2}"]),

@@ -190,6 +190,21 @@ def test_cli_run_fc(tmp_path, capsys):
     assert report["max_abs_error"] <= report["error_bound_if_unsaturated"]
 
 
+def test_cli_integer_arrays_are_codes(sim, tmp_path, capsys):
+    """Regression (#21): int16 W and X without --raw gave saturated Q2.14 garbage with exit
+    0; integer arrays are codes now, so the result is the exact integer W @ X."""
+    rng = np.random.default_rng(51)
+    w = (rng.integers(-30000, 30000, (5, 20)) * (rng.random((5, 20)) < 0.3)).astype(np.int16)
+    x = rng.integers(-30000, 30000, (20, 2)).astype(np.int16)
+    np.save(tmp_path / "W.npy", w)
+    np.save(tmp_path / "X.npy", x)
+    assert _spnn("run", "fc", "--weights", tmp_path / "W.npy", "--x", tmp_path / "X.npy",
+                 "--out", tmp_path / "Y.npy", "--sim", sim) == 0
+    y = np.load(tmp_path / "Y.npy")
+    assert y.dtype == np.int64
+    np.testing.assert_array_equal(y, w.astype(np.int64) @ x.astype(np.int64))
+
+
 @pytest.mark.parametrize("args, message", [
     (["--weights", "{d}/none.npy", "--x", "{d}/X.npy"], "--weights: no such file"),
     (["--weights", "{d}/X.npy", "--x", "{d}/X.npy"], "--x must have 3 rows"),
