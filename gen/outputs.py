@@ -145,6 +145,10 @@ class Outputs:
         np.save(buf, np.asarray(arr), allow_pickle=False)
         self.data(path, buf.getvalue())
 
+    def staged_text(self, path) -> str:
+        """The text staged for ``path`` (not yet written)."""
+        return self._staged[Path(path)].decode()
+
     @property
     def paths(self) -> list:
         return list(self._staged)
