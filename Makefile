@@ -14,13 +14,14 @@ WAVES   ?= 0
 BLOCK   ?= pwl
 JOBS    ?= 2
 
-.PHONY: help verilog sim test bench synth waves-check waves-update clean distclean
+.PHONY: help verilog sim test test-fast bench synth waves-check waves-update clean distclean
 
 help:
 	@echo "spnn make targets"
 	@echo "  make verilog      emit every block's default Verilog + manifests into build/verilog/"
 	@echo "  make test         all tests: pure Python + cocotb under Icarus and Verilator"
 	@echo "                    (EXTRAS=dev,ml also installs PyTorch for the float-reference tests)"
+	@echo "  make test-fast    everything that needs no HDL simulator or synthesis tool (< 1 min)"
 	@echo "  make sim BLOCK=pwl [SIM=icarus|verilator] [WAVES=1]"
 	@echo "                    one block's tests (WAVES=1 dumps waveforms under build/sim/)"
 	@echo "  make bench        benchmarks -> build/bench/*.json, *.md (installs the ml extra)"
@@ -40,6 +41,9 @@ verilog: $(STAMP)
 test: $(STAMP)
 	@mkdir -p build
 	$(PY) -m pytest -n $(JOBS) -q --junitxml=build/test-results.xml tb
+
+test-fast: $(STAMP)
+	SPNN_FAST=1 $(PY) -m pytest -n $(JOBS) -q -m "not rtl and not synth and not slow" tb
 
 sim: $(STAMP)
 	SIM=$(SIM) WAVES=$(WAVES) $(PY) -m pytest -q tb/test_$(BLOCK).py

@@ -8,6 +8,11 @@
 * ``cycle_log`` fixture: assert and record RTL cycles against the cycle model.
 * RTL builds go to ``<repo>/build/sim/`` (``SPNN_BUILD_DIR``), one folder per
   (block, config, simulator), shared between tests and safe under ``pytest -n 2``.
+* Test tiers (markers, ``pyproject.toml``): ``rtl`` (runs an HDL simulator; every test
+  taking the ``sim`` fixture gets it automatically), ``synth`` (runs Yosys / nextpnr),
+  ``slow`` (over ~20 s on 2 cores).  ``make test-fast`` runs ``-m "not rtl and not synth and
+  not slow"`` with ``SPNN_FAST=1``, under which a test that starts a simulation or a
+  synthesis tool without its marker fails, naming the marker it lacks.
 """
 
 import os
@@ -26,6 +31,30 @@ _SKIPPED = set()
 def _selected_sims():
     only = os.environ.get("SIM", "").strip()
     return [only] if only in SIMS else list(SIMS)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "sim" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.rtl)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_guard(request, monkeypatch):
+    """Under ``SPNN_FAST=1``: starting a simulator or a synthesis tool fails the test."""
+    if os.environ.get("SPNN_FAST") != "1":
+        return
+    import gen.sim
+    import gen.synth
+
+    def refuse(marker):
+        def stop(*args, **kwargs):
+            pytest.fail(f"{request.node.nodeid} runs an HDL tool: mark it "
+                        f"@pytest.mark.{marker}", pytrace=False)
+        return stop
+
+    monkeypatch.setattr(gen.sim, "_runner", refuse("rtl"))
+    monkeypatch.setattr(gen.synth, "_run", refuse("synth"))
 
 
 def pytest_generate_tests(metafunc):

@@ -28,6 +28,7 @@ def test_help_has_examples(args, capsys):
     assert "Example" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_verilog_all_is_deterministic(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert main(["verilog", "--all", "-o", str(a)]) == 0

@@ -602,6 +602,7 @@ def _save(tmp_path, name, arr):
     return str(path)
 
 
+@pytest.mark.rtl
 def test_cli_run(tmp_path, capsys):
     """``spnn run conv`` end to end (Icarus: the CLI sizes its own array per layer)."""
     import json

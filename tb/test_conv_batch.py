@@ -440,6 +440,7 @@ def test_rtl_batch_reset_mid_layer(sim, cycle_log):
 
 # ------------------------------------------------------------------ CLI
 
+@pytest.mark.rtl
 def test_cli_batch(tmp_path, capsys):
     """``spnn run conv --input (B, Ic, H, W)``: (B, Oc, Ho, Wo) output, report ``batch``."""
     import json

@@ -364,6 +364,7 @@ def test_cli_file_errors(tmp_path, capsys):
 
 # ------------------------------------------------------------------ real data (torch)
 
+@pytest.mark.slow
 def test_train_cnn_digits(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")

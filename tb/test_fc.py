@@ -159,6 +159,7 @@ def _spnn(*argv):
     return main([str(a) for a in argv])
 
 
+@pytest.mark.rtl
 def test_cli_run_fc(tmp_path, capsys):
     """End to end under Icarus (one small build): raw codes (exact) and float input."""
     import json

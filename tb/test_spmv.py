@@ -450,6 +450,7 @@ def test_cli_errors(npys, capsys, argv, message):
     assert not (npys["tmp"] / "y.npy").exists()
 
 
+@pytest.mark.rtl
 def test_cli_integer_run_is_exact(npys, capsys):
     from gen.cli import main
     from gen.sim import sim_available

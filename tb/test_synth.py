@@ -26,6 +26,7 @@ SMALLEST_PWL = {"segments": "2", "in_fmt": "Q2.2", "out_fmt": "Q2.2", "slope_wid
 DEFAULTS = [pytest.param(name, BLOCKS[name].defaults()[0], id=name) for name in sorted(BLOCKS)]
 
 
+@pytest.mark.synth
 def test_yosys_xc7_smoke(tmp_path):
     block = BLOCKS["pwl"]
     cfg = config_from_strings(block.config_cls, SMALLEST_PWL)
@@ -41,6 +42,7 @@ def test_yosys_xc7_smoke(tmp_path):
     assert "| pwl | pwl_sigmoid | " in table and "segments=2" in table and "DSP48E1" in table
 
 
+@pytest.mark.synth
 def test_nextpnr_ecp5_smoke(tmp_path):
     """The smallest PWL through synth_ecp5 and nextpnr (a few seconds), with a non-default
     seed and the block's own placer (here made ``static``): they reach nextpnr, the result
