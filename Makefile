@@ -51,10 +51,11 @@ sim: $(STAMP)
 bench: $(MLSTAMP)
 	@mkdir -p build/bench
 	@set -e; for script in scripts/bench_*.py; do \
-	  echo "== $$script"; $(PY) $$script; done
+	  name=$$(basename $$script .py); echo "== python -m scripts.$$name"; \
+	  $(PY) -m scripts.$$name; done
 
 synth: $(STAMP)
-	$(PY) scripts/bench_synth.py --reuse --docs
+	$(PY) -m scripts.bench_synth --reuse --docs
 
 waves-check: $(STAMP)
 	$(PY) -m tb.waves check $(if $(SIM),--sim $(SIM))

@@ -10,7 +10,6 @@ apply it is ``null``)::
 followed by block-specific fields.  ``docs/reports.md`` documents them.
 """
 
-import json
 import math
 from pathlib import Path
 

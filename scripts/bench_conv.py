@@ -20,16 +20,13 @@ Run: python scripts/bench_conv.py [--sim icarus|verilator] [--no-rtl]
 import argparse
 import json
 from pathlib import Path
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gen.conv import (ConvConfig, ConvLayer, network_table, plan, ref_conv, rtl_conv,  # noqa: E402
+from gen.conv import (ConvConfig, ConvLayer, network_table, plan, ref_conv, rtl_conv,
                       stagger_cycles)
-from gen.networks import NETWORKS  # noqa: E402
+from gen.networks import NETWORKS
 
 OUT = Path("build/bench")
 ARRAYS = {"128x16": ConvConfig(rows=128, cols=16, max_groups=8, drain_rows=8),

@@ -27,9 +27,8 @@ import time
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from gen.explore import (PE_NAMES, SKIPS, ExploreConfig, explore, explore_modes,  # noqa: E402
+from gen.explore import (PE_NAMES, SKIPS, ExploreConfig, explore, explore_modes,
                          measured_dof, queue_lengths, seed_dof)
 
 OUT = Path("build/bench")
@@ -57,8 +56,7 @@ def load_data():
     man = DATA / "manifest.json"
     if not man.is_file():
         log("training the digits CNN (scripts/train_cnn_digits.py) ...")
-        sys.path.insert(0, str(ROOT / "scripts"))
-        import train_cnn_digits
+        from scripts import train_cnn_digits
         if train_cnn_digits.main(["--out", str(DATA)]) != 0:
             raise SystemExit("training failed (torch and scikit-learn are needed)")
     manifest = json.loads(man.read_text())

@@ -20,9 +20,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gen.fdcsr import (SEED_LAYERS, SEED_REDUCTION, FcConfig, bandwidth_table,  # noqa: E402
+from gen.fdcsr import (SEED_LAYERS, SEED_REDUCTION, FcConfig, bandwidth_table,
                        decode_walk, dense_cycles, encode, fc_schedule, fixed_overhead,
                        prune_random, ref_fc, rtl_fc)
 

@@ -25,10 +25,9 @@ import time
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from gen.fixed import quantise  # noqa: E402
-from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model,  # noqa: E402
+from gen.fixed import quantise
+from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model,
                       quantise_lstm, ref_lstm, rtl_lstm, step_cycles)
 
 X, H, DENSITY, P = 153, 1024, 0.117, 32

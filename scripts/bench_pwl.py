@@ -14,14 +14,11 @@ Writes build/bench/pwl.json and build/bench/pwl.md.
 
 import json
 from pathlib import Path
-import sys
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gen.fixed import QFormat, decode, quantise  # noqa: E402
-from gen.pwl import PwlConfig, fit_table, float_func, ref_pwl  # noqa: E402
+from gen.fixed import QFormat, decode, quantise
+from gen.pwl import PwlConfig, fit_table, float_func, ref_pwl
 
 IN, OUT = QFormat(4, 12), QFormat(2, 14)
 CODES = np.arange(IN.min_code, IN.max_code + 1, dtype=np.int64)

@@ -24,9 +24,7 @@ import timeit
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled,  # noqa: E402
+from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled,
                       compile_weights, cycle_model, load_report, ref_spmv, run_jobs,
                       tile_jobs)
 

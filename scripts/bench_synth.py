@@ -25,11 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from gen.blocks import BLOCKS  # noqa: E402
-from gen.config import config_to_dict  # noqa: E402
-from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT,  # noqa: E402
+from gen.blocks import BLOCKS
+from gen.config import config_to_dict
+from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT,
                        TARGETS, _classify, _versions, config_id, default_router,
                        result_tag, synth)
 

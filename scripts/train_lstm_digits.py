@@ -29,10 +29,9 @@ import time
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 
-from gen.fixed import decode, quantise  # noqa: E402
-from gen.lstm import (LstmConfig, compile_lstm, model_from_dict, prune_lstm,  # noqa: E402
+from gen.fixed import decode, quantise
+from gen.lstm import (LstmConfig, compile_lstm, model_from_dict, prune_lstm,
                       quantise_lstm, ref_lstm, rtl_lstm)
 
 
