@@ -937,6 +937,7 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
     :func:`gen.sim.run_job` result.
     """
     from .sim import run_job
+    from .stimulus import make_job
     cdata, wdata, xdata, counts = [], [], [], []
     for x, w, sched in jobs:
         check_fits(sched)
@@ -956,15 +957,11 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
             start += q
         counts.append(layer.oc * layer.positions)
     total_cycles = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
-    job = {
-        "sources": [{"port": "c", "data": cdata, "valid_prob": valid_prob},
-                    {"port": "w", "data": wdata, "valid_prob": valid_prob},
-                    {"port": "x", "data": xdata, "valid_prob": valid_prob}],
-        "sinks": [{"port": "o", "count": sum(counts), "ready_prob": ready_prob},
-                  {"port": "s", "count": len(jobs), "ready_prob": 1.0}],
-        "seed": seed, "reset_at": reset_at,
-        "max_cycles": int(200 + total_cycles / max(min(ready_prob, valid_prob), 0.05)),
-    }
+    job = make_job([("c", cdata, valid_prob), ("w", wdata, valid_prob),
+                    ("x", xdata, valid_prob)],
+                   [("o", sum(counts), ready_prob), ("s", len(jobs), None)],
+                   seed=seed, reset_at=reset_at,
+                   max_cycles=int(200 + total_cycles / max(min(ready_prob, valid_prob), 0.05)))
     result = run_job("conv", cfg, job, sim=sim, name=name, waves=waves)
     data = to_signed(result["sinks"]["o"]["data"], cfg.acc_width)
     outputs, at = [], 0

@@ -41,6 +41,7 @@ import numpy as np
 
 from .config import check_format, check_int
 from .fixed import QFormat, check_codes, index_bits
+from .stimulus import make_job
 
 __all__ = ["FdCsr", "encode", "decode", "save", "load", "segment_popcounts",
            "storage_bits", "SCHEMES", "SEED_LAYERS", "prune_random", "bandwidth_table",
@@ -642,16 +643,11 @@ def fc_job(w, x, cfg: FcConfig, *, valid_prob=1.0, ready_prob=1.0, seed=0, reset
         vdata.append(_pack([(fd.values[addr + i] if i < n else 0, ww)
                             for i in range(cfg.nz_per_clock)]))
     slow = 1.0 / max(min(valid_prob, ready_prob), 0.05)
-    job = {
-        "sources": [{"port": "cmd", "data": cmd, "valid_prob": valid_prob},
-                    {"port": "x", "data": xdata, "valid_prob": valid_prob},
-                    {"port": "meta", "data": meta, "valid_prob": valid_prob},
-                    {"port": "vdata", "data": vdata, "valid_prob": valid_prob}],
-        "sinks": [{"port": "vaddr", "count": len(sched["requests"]), "ready_prob": ready_prob},
-                  {"port": "y", "count": rows, "ready_prob": ready_prob}],
-        "seed": seed, "reset_at": reset_at,
-        "max_cycles": int(200 + 3 * slow * (sched["cycles"] + len(vdata))),
-    }
+    job = make_job([("cmd", cmd, valid_prob), ("x", xdata, valid_prob),
+                    ("meta", meta, valid_prob), ("vdata", vdata, valid_prob)],
+                   [("vaddr", len(sched["requests"]), ready_prob), ("y", rows, ready_prob)],
+                   seed=seed, reset_at=reset_at,
+                   max_cycles=int(200 + 3 * slow * (sched["cycles"] + len(vdata))))
     return job, sched, fd
 
 

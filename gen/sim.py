@@ -24,6 +24,7 @@ import shutil
 
 from .blocks import Block, get_block
 from .config import SpnnError
+from .stimulus import normalise_job
 
 __all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError",
            "watching"]
@@ -176,10 +177,12 @@ def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = Fa
     ``block_name`` is a registered name or a :class:`gen.blocks.Block` (tests use
     the latter for wrappers that are not part of the generator).
 
-    ``job`` keys: ``sources`` [{``port``, ``data`` (ints, packed payloads),
-    ``valid_prob``}], ``sinks`` [{``port``, ``count``, ``ready_prob``}], ``seed``,
-    ``reset_at`` (cycle or None), ``max_cycles``, ``watch`` (signal names traced
-    per cycle).  The result has per-port transfer data and cycle numbers.
+    ``job`` (:func:`gen.stimulus.make_job`): ``sources`` [{``port``, ``data`` (ints, packed
+    payloads), ``valid`` (pattern)}], ``sinks`` [{``port``, ``count``, ``ready``}],
+    ``seed``, ``reset_at`` (cycle or None), ``max_cycles``, ``watch`` (signal names traced
+    per cycle).  Entries written with ``valid_prob`` / ``ready_prob`` get their port's own
+    seeded pattern (:func:`gen.stimulus.normalise_job`).  The result has per-port transfer
+    data and cycle numbers.
     """
     waves = waves or os.environ.get("WAVES", "0") not in ("", "0")
     runner, sim_dir, module = _build(block_name, cfg, sim, waves)
@@ -187,6 +190,7 @@ def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = Fa
     test_dir.mkdir(parents=True, exist_ok=True)
     job_file = test_dir / "job.json"
     result_file = test_dir / "result.json"
+    job = normalise_job(job)
     if _WATCH.get():
         job = dict(job, watch=list(job.get("watch", [])) + list(_WATCH.get()))
     job_file.write_text(json.dumps(job))

@@ -74,21 +74,21 @@ Cycle model
 -----------
 :func:`cycle_model` steps the same registers as the RTL (loader banks, accumulator
 clear, activation accept, pointer read, FIFO push, PE issue, multiply, accumulate,
-result drain) clock by clock, reproducing the stream testbench's random idle and
-back-pressure draws (``w_valid_prob`` is the weight-bandwidth model: random gaps,
-``w_lanes * w_valid_prob`` words per clock on average), and so predicts the cycle
-number of every transfer exactly.
+result drain) clock by clock, reading each port's own handshake pattern
+(:mod:`gen.stimulus`: idle inputs and back-pressure; ``w_valid_prob`` is the
+weight-bandwidth model: random gaps, ``w_lanes * w_valid_prob`` words per clock on
+average), and so predicts the cycle number of every transfer exactly.
 """
 
 from collections import deque
 from dataclasses import dataclass
 import math
-import random
 
 import numpy as np
 
 from .config import check_format, check_int
 from .fixed import QFormat, check_codes, index_bits, requantise, saturate, to_signed
+from .stimulus import ModelSource, make_job, pattern_for
 
 __all__ = ["SpmvConfig", "SpmvPlan", "ALLOCATORS", "allocate", "compile_weights",
            "compile_tiled", "tile_jobs", "gather_tiled",
@@ -615,33 +615,15 @@ def ref_spmv(w_codes, x_codes, cfg: SpmvConfig):
 
 # ------------------------------------------------------------------ cycle model
 
-class _Src:
-    """The stream testbench's source: holds valid until accepted; random idle draws."""
-
-    def __init__(self, n, prob):
-        self.n, self.prob, self.idx, self.holding, self.cycles = n, prob, 0, False, []
-
-    def drive(self, rng):
-        if not self.holding and self.idx < self.n and (self.prob >= 1.0
-                                                       or rng.random() < self.prob):
-            self.holding = True
-
-    def take(self, ready, cycle):
-        if self.holding and ready:
-            self.cycles.append(cycle)
-            self.idx += 1
-            self.holding = False
-            return True
-        return False
-
-
 def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 o_ready_prob=1.0, seed=0, max_cycles=50_000_000):
     """Predict the RTL's transfer cycles for a sequence of blocks ``[(plan, x_codes), ...]``.
 
-    Mirrors :class:`hdl.spmv.SpmvEngine` register by register and the stream
-    testbench (:mod:`tb.cocotb_stream`) draw by draw (sources ``w`` then ``x``, then
-    sink ``o``; cycle 0 is the first clock after reset).  ``w_valid_prob`` is the
+    Mirrors :class:`hdl.spmv.SpmvEngine` register by register and the stream testbench
+    port by port: each port (``w``, ``x``, ``o``) has its own handshake pattern
+    (:mod:`gen.stimulus`; a probability gives the port's own seeded Bernoulli pattern, as
+    in :func:`run_jobs`), so the model reads the same bit per port and clock as the
+    testbench; cycle 0 is the first clock after reset.  ``w_valid_prob`` is the
     weight-stream bandwidth model: each clock the next word is offered with that
     probability (random gaps; mean bandwidth ``w_valid_prob`` words per clock).
 
@@ -654,11 +636,11 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     the result stream never stalled the first result leaves at
     ``drain_start + cfg.drain_latency``.
     """
-    rng = random.Random(seed)
     nbeats = [beat_count(plan) for plan, _ in jobs]
     xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
-    wsrc = _Src(sum(nbeats), w_valid_prob)
-    xsrc = _Src(sum(len(v) for v in xs), x_valid_prob)
+    wsrc = ModelSource(sum(nbeats), pattern_for(w_valid_prob, seed, "w"))
+    xsrc = ModelSource(sum(len(v) for v in xs), pattern_for(x_valid_prob, seed, "x"))
+    o_pat = pattern_for(o_ready_prob, seed, "o")
     n_out = sum(plan.rows for plan, _ in jobs if plan.last)
     o_cycles = []
     P, D, R = cfg.pes, cfg.fifo_depth, cfg.rows_per_pe
@@ -684,9 +666,9 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
             break
         if cycle >= max_cycles:
             raise RuntimeError("cycle model: timeout")
-        wsrc.drive(rng)
-        xsrc.drive(rng)
-        o_ready = o_ready_prob >= 1.0 or rng.random() < o_ready_prob
+        wsrc.drive(cycle)
+        xsrc.drive(cycle)
+        o_ready = o_pat.at(cycle)
         release = False
         # ---- loader
         w_ready = full[lbank] is None and not any(bk == lbank for _, bk, _ in loads)
@@ -814,10 +796,9 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
         slow = max(min(w_valid_prob, x_valid_prob, o_ready_prob), 0.05)
         max_cycles = int(200 + 4 * (len(words) + len(xdata) + n_out
                                     + sum(p.nnz for p, _ in jobs)) / slow)
-    job = {"sources": [{"port": "w", "data": words, "valid_prob": w_valid_prob},
-                       {"port": "x", "data": xdata, "valid_prob": x_valid_prob}],
-           "sinks": [{"port": "o", "count": n_out, "ready_prob": o_ready_prob}],
-           "seed": seed, "reset_at": reset_at, "max_cycles": max_cycles}
+    job = make_job([("w", words, w_valid_prob), ("x", xdata, x_valid_prob)],
+                   [("o", n_out, o_ready_prob)], seed=seed, reset_at=reset_at,
+                   max_cycles=max_cycles)
     result = run_job("spmv", cfg, job, sim=sim, name=name, waves=waves)
     y = to_signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
     ys, pos = [], 0

@@ -12,9 +12,10 @@ and samples handshakes in the read-only phase before the next rising edge, so a
 transfer is recorded in the cycle whose rising edge completes it.  This works the
 same under Icarus and Verilator.
 
-Stimulus knobs: ``valid_prob`` per source (idle cycles between transfers; a
-source that raised valid holds it and its payload until accepted), ``ready_prob``
-per sink (back-pressure), ``seed``, and ``reset_at``: assert ``rst`` for
+Stimulus (:mod:`gen.stimulus`): each source has its own ``valid`` pattern (idle
+cycles between transfers; a source that raised valid holds it and its payload
+until accepted), each sink its own ``ready`` pattern (back-pressure), both
+functions of the clock number alone; and ``reset_at``: assert ``rst`` for
 ``reset_cycles`` cycles at that cycle, after which every source restarts from its
 first item and the sinks' counts start again (transfers before the reset are
 returned separately; ``log`` keeps every transfer of every port across resets,
@@ -24,11 +25,12 @@ during the reset pulse.  ``watch`` lists extra signals sampled every cycle.
 
 import json
 import os
-import random
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+
+from gen.stimulus import normalise_job, sink_pattern, source_pattern
 
 
 def _handle(dut, name):
@@ -36,14 +38,13 @@ def _handle(dut, name):
 
 
 class _Source:
-    def __init__(self, dut, spec, rng):
+    def __init__(self, dut, spec):
         self.port = spec["port"]
         self.valid = _handle(dut, self.port + "__valid")
         self.ready = _handle(dut, self.port + "__ready")
         self.payload = _handle(dut, self.port + "__payload")
         self.data = spec["data"]
-        self.prob = spec.get("valid_prob", 1.0)
-        self.rng = rng
+        self.pattern = source_pattern(spec)
         self.log = []   # (cycle, payload) of every transfer, across resets
         self.restart()
 
@@ -51,10 +52,10 @@ class _Source:
         self.index, self.holding, self.cycles = 0, False, []
         self.valid.value = 0
 
-    def drive(self):
+    def drive(self, cycle):
         if self.holding:
             return
-        if self.index < len(self.data) and (self.prob >= 1.0 or self.rng.random() < self.prob):
+        if self.index < len(self.data) and self.pattern.at(cycle):
             self.payload.value = self.data[self.index]
             self.valid.value = 1
             self.holding = True
@@ -74,14 +75,13 @@ class _Source:
 
 
 class _Sink:
-    def __init__(self, dut, spec, rng):
+    def __init__(self, dut, spec):
         self.port = spec["port"]
         self.valid = _handle(dut, self.port + "__valid")
         self.ready = _handle(dut, self.port + "__ready")
         self.payload = _handle(dut, self.port + "__payload")
         self.count = spec["count"]
-        self.prob = spec.get("ready_prob", 1.0)
-        self.rng = rng
+        self.pattern = sink_pattern(spec)
         self.ready_now = 0
         self.log = []   # (cycle, payload) of every transfer, across resets
         self.restart()
@@ -89,8 +89,8 @@ class _Sink:
     def restart(self):
         self.data, self.cycles = [], []
 
-    def drive(self):
-        self.ready_now = 1 if self.prob >= 1.0 or self.rng.random() < self.prob else 0
+    def drive(self, cycle):
+        self.ready_now = int(self.pattern.at(cycle))
         self.ready.value = self.ready_now
 
     def sample(self, cycle):
@@ -106,13 +106,12 @@ class _Sink:
 
 @cocotb.test()
 async def run_stream_job(dut):
-    job = json.loads(open(os.environ["SPNN_JOB"]).read())
+    job = normalise_job(json.loads(open(os.environ["SPNN_JOB"]).read()))
     result_path = os.environ["SPNN_RESULT"]
-    rng = random.Random(job.get("seed", 0))
     clk, rst = dut.clk, dut.rst
     cocotb.start_soon(Clock(clk, job.get("clock_ns", 10), unit="ns").start())
-    sources = [_Source(dut, s, rng) for s in job.get("sources", [])]
-    sinks = [_Sink(dut, s, rng) for s in job.get("sinks", [])]
+    sources = [_Source(dut, s) for s in job.get("sources", [])]
+    sinks = [_Sink(dut, s) for s in job.get("sinks", [])]
     watch = {name: _handle(dut, name) for name in job.get("watch", [])}
     trace = {name: [] for name in watch}
     for sink in sinks:
@@ -144,9 +143,9 @@ async def run_stream_job(dut):
             for sink in sinks:
                 sink.restart()
         for src in sources:
-            src.drive()
+            src.drive(cycle)
         for sink in sinks:
-            sink.drive()
+            sink.drive(cycle)
         await ReadOnly()
         for src in sources:
             src.sample(cycle)

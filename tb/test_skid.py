@@ -13,6 +13,7 @@ import pytest
 
 from gen.blocks import Block
 from gen.sim import run_job
+from gen.stimulus import make_job
 from hdl.skid import SkidBuffer
 
 WIDTH = 12
@@ -27,9 +28,8 @@ def _words(n, seed):
 
 
 def _job(data, valid_prob, ready_prob, seed, reset_at=None):
-    return {"sources": [{"port": "i", "data": data, "valid_prob": valid_prob}],
-            "sinks": [{"port": "o", "count": len(data), "ready_prob": ready_prob}],
-            "seed": seed, "reset_at": reset_at, "max_cycles": 40 * len(data) + 100}
+    return make_job([("i", data, valid_prob)], [("o", len(data), ready_prob)], seed=seed,
+                    reset_at=reset_at, max_cycles=40 * len(data) + 100)
 
 
 def _held(result):

@@ -30,12 +30,12 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 def _pwl_case(func, n, seed, valid_prob, ready_prob, reset_at=None):
     def case():
         from gen.pwl import PwlConfig, to_unsigned
+        from gen.stimulus import make_job
         cfg = PwlConfig(func=func)
         x = np.random.default_rng(seed).integers(-32768, 32768, n)
-        job = {"sources": [{"port": "i", "data": to_unsigned(x, 16), "valid_prob": valid_prob}],
-               "sinks": [{"port": "o", "count": n, "ready_prob": ready_prob}],
-               "seed": seed, "reset_at": reset_at, "max_cycles": 20 * n + 100,
-               "watch": ["advance"]}
+        job = make_job([("i", to_unsigned(x, 16), valid_prob)], [("o", n, ready_prob)],
+                       seed=seed, reset_at=reset_at, max_cycles=20 * n + 100,
+                       watch=["advance"])
         return "pwl", cfg, job, ["i", "o"], ["advance"]
     return case
 
