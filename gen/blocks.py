@@ -8,7 +8,9 @@ component in ``hdl/<block>.py`` and one :class:`Block` entry in :data:`BLOCKS`.
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Block", "BLOCKS", "get_block", "HEAP_TIMING_DEFAULT"]
+from .config import SpnnError, config_from_strings
+
+__all__ = ["Block", "BLOCKS", "get_block", "configs_for", "HEAP_TIMING_DEFAULT"]
 
 # nextpnr's own heap-placer timing settings: --placer-heap-timingweight, --placer-heap-critexp
 HEAP_TIMING_DEFAULT = (10, 2)
@@ -88,7 +90,30 @@ BLOCKS = _registry()
 
 
 def get_block(name: str) -> Block:
-    from .config import SpnnError
     if name not in BLOCKS:
         raise SpnnError(f"block must be one of {', '.join(sorted(BLOCKS))}, not {name!r}")
     return BLOCKS[name]
+
+
+def _parse_sets(pairs):
+    out = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise SpnnError(f"--set must be KEY=VALUE, not {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def configs_for(args):
+    """The (block, config) pairs a ``verilog`` / ``info`` / ``synth`` / ``vivado`` command
+    names (BLOCK with ``--set``s, or ``--all``); every value checked, errors name the flag."""
+    if args.all:
+        if args.block or args.set:
+            raise SpnnError("--all takes no BLOCK and no --set")
+        return [(block, cfg) for block in BLOCKS.values() for cfg in block.defaults()]
+    if not args.block:
+        raise SpnnError("name a BLOCK or give --all; blocks: " + ", ".join(sorted(BLOCKS)))
+    block = get_block(args.block)
+    return [(block, config_from_strings(block.config_cls, _parse_sets(args.set),
+                                        flag="--set"))]

@@ -26,7 +26,9 @@ import importlib
 import json
 import sys
 
-from .config import SpnnError, config_from_strings
+from .blocks import configs_for
+from .config import SpnnError
+from .outputs import output_flag
 
 __all__ = ["main", "RUN_COMMANDS"]
 
@@ -44,37 +46,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         sys.exit(2)
-
-
-def _parse_sets(pairs):
-    out = {}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise SpnnError(f"--set must be KEY=VALUE, not {pair!r}")
-        key, value = pair.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
-
-
-def configs_for(args):
-    """The (block, config) pairs a ``verilog`` / ``info`` / ``synth`` / ``vivado`` command
-    names (BLOCK with ``--set``s, or ``--all``); every value checked, errors name the flag."""
-    from .blocks import BLOCKS, get_block
-    if args.all:
-        if args.block or args.set:
-            raise SpnnError("--all takes no BLOCK and no --set")
-        return [(block, cfg) for block in BLOCKS.values() for cfg in block.defaults()]
-    if not args.block:
-        raise SpnnError("name a BLOCK or give --all; blocks: " + ", ".join(sorted(BLOCKS)))
-    block = get_block(args.block)
-    return [(block, config_from_strings(block.config_cls, _parse_sets(args.set),
-                                        flag="--set"))]
-
-
-def output_flag(args, short="-o", long="--output") -> str:
-    """The spelling of an output flag the user typed (for messages)."""
-    argv = getattr(args, "argv", None) or []
-    return long if any(a == long or a.startswith(long + "=") for a in argv) else short
 
 
 def _cmd_verilog(args):

@@ -7,13 +7,8 @@ from pathlib import Path
 
 from .config import SpnnError
 from .fdcsr import decode, encode, load, save
-from .outputs import Outputs
+from .outputs import Outputs, output_flag
 from .runutil import check_finite, check_not_empty, flag_message, int_arg, load_npy
-
-
-def output_flag(args) -> str:
-    from .cli import output_flag as typed
-    return typed(args)
 
 __all__ = ["register"]
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from .config import SpnnError
 
-__all__ = ["Outputs", "check_output_file", "check_output_folder", "write_atomic"]
+__all__ = ["Outputs", "check_output_file", "check_output_folder", "write_atomic", "output_flag"]
 
 
 def _ancestor_problem(path: Path):
@@ -195,3 +195,9 @@ def jsonable(obj):
     if isinstance(obj, (np.floating, float)):
         return None if not math.isfinite(float(obj)) else float(obj)
     return obj
+
+
+def output_flag(args, short="-o", long="--output") -> str:
+    """The spelling of an output flag the user typed (for messages)."""
+    argv = getattr(args, "argv", None) or []
+    return long if any(a == long or a.startswith(long + "=") for a in argv) else short

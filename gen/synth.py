@@ -43,9 +43,10 @@ import sys
 import time
 from pathlib import Path
 
-from .blocks import HEAP_TIMING_DEFAULT
+from .blocks import HEAP_TIMING_DEFAULT, configs_for
 from .config import SpnnError, config_to_dict
-from .outputs import write_atomic
+from .outputs import check_output_folder, output_flag, write_atomic
+from .runutil import float_arg, int_arg
 
 __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
            "synth", "result_tag", "default_router", "config_id", "markdown_table",
@@ -711,9 +712,6 @@ def vivado_files(block, cfg, out_dir="build/verilog", freq: float = DEFAULT_FREQ
 def _check_synth_args(args):
     """Every option of ``spnn synth`` / ``spnn vivado`` checked before any work or output;
     returns the (block, config) jobs."""
-    from .cli import configs_for, output_flag
-    from .outputs import check_output_folder
-    from .runutil import float_arg, int_arg
     jobs = configs_for(args)
     args.freq = float_arg(args.freq, "--freq", 1, 1000, unit=" MHz")
     if hasattr(args, "seed"):
