@@ -22,22 +22,24 @@ exit with code 2 and write nothing.
 """
 
 import argparse
-import importlib
 import json
 import sys
 
+from . import explore_cli, fdcsr_cli, run_conv, run_fc, run_lstm, run_pwl, run_spmv, \
+    synth
 from .blocks import configs_for
 from .config import SpnnError
 from .outputs import output_flag
 
 __all__ = ["main", "RUN_COMMANDS"]
 
-# `spnn run <name>` commands: module gen.run_<name> provides HELP, DESCRIPTION,
-# add_arguments(parser) and run(args) -> int.
-RUN_COMMANDS = ["pwl", "spmv", "fc", "conv", "lstm"]
-# Further top-level commands: module gen.<name> provides register(subparsers), which adds
-# its parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
-EXTRA_COMMANDS = ["synth", "fdcsr_cli", "explore_cli"]
+# `spnn run <name>` commands: each module provides HELP, DESCRIPTION, add_arguments(parser)
+# and run(args) -> int.
+RUN_COMMANDS = {"pwl": run_pwl, "spmv": run_spmv, "fc": run_fc, "conv": run_conv,
+                "lstm": run_lstm}
+# Further top-level commands: each module provides register(subparsers), which adds its
+# parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
+EXTRA_COMMANDS = (synth, fdcsr_cli, explore_cli)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -121,14 +123,13 @@ def build_parser():
                        "  spnn run pwl --help")
     runs = p.add_subparsers(dest="block", metavar="BLOCK", parser_class=_Parser)
     runs.required = True
-    for name in RUN_COMMANDS:
-        module = importlib.import_module(f"gen.run_{name}")
+    for name, module in RUN_COMMANDS.items():
         rp = runs.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(rp)
         rp.set_defaults(handler=module.run)
-    for name in EXTRA_COMMANDS:
-        importlib.import_module(f"gen.{name}").register(sub)
+    for module in EXTRA_COMMANDS:
+        module.register(sub)
     return parser
 
 
