@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Run generated Verilog under Icarus or Verilator with cocotb.
 
-One generic cocotb testbench (:mod:`tb.cocotb_stream`) drives every block: a
+One generic cocotb testbench (:mod:`gen.cocotb_bench`) drives every block: a
 *job* lists the data for each input stream and how many transfers to expect on
 each output stream, plus stimulus knobs (idle cycles on inputs, back-pressure on
 outputs, a reset in the middle).  The Python side packs and unpacks payloads and
@@ -201,7 +201,7 @@ def run_job(block_name, cfg, job: dict, sim: str = "verilator", waves: bool = Fa
         _write_gtkw(block_name, cfg, test_dir / f"{module}.gtkw")
         if sim == "icarus":
             plusargs.append(f"+dumpfile_path={test_dir / (module + '.fst')}")
-    runner.test(test_module="tb.cocotb_stream", hdl_toplevel=module, build_dir=sim_dir,
+    runner.test(test_module="gen.cocotb_bench", hdl_toplevel=module, build_dir=sim_dir,
                 hdl_toplevel_lang="verilog", plusargs=plusargs,
                 test_dir=test_dir, waves=waves, results_xml=str(test_dir / "results.xml"),
                 extra_env={"SPNN_JOB": str(job_file), "SPNN_RESULT": str(result_file)},

@@ -9,7 +9,7 @@ A trace is a small text file, one event per line, in cycle order::
     3 advance 0         <- a watched signal changed value
     25 reset 1          <- the bench pulsed reset here
 
-Cycle numbers come from the generic cocotb bench (:mod:`tb.cocotb_stream`), so a
+Cycle numbers come from the generic cocotb bench (:mod:`gen.cocotb_bench`), so a
 change that keeps every result right but moves one handshake by one cycle
 changes the trace.  :func:`compare` names the first differing cycle and signal.
 """

@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Generic cocotb testbench: drive valid/ready streams from a job file, record results.
 
+Part of the product, not of the test suite: every RTL run (``spnn run``, the tests, the
+benchmarks) goes through it.
+
 Runs inside the simulator (started by :func:`gen.sim.run_job`).  The job
 (``$SPNN_JOB``, JSON) names input streams with their payloads and output streams
 with the number of transfers expected; the result (``$SPNN_RESULT``) records
