@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """FD-CSR FC engine: RTL == golden == exact integer W @ X, cycles == model (both simulators).
 
+Every RTL job, stalled or not, checks the cycle of every transfer on every port against
+:func:`gen.fdcsr.fc_cycle_model` run with the job's own per-port patterns (and the total
+through the ``cycle_log`` fixture); unstalled jobs also against :func:`fc_schedule`.
+
 Two RTL configurations keep the Verilator builds few: ``ONE`` (batch 3, one non-zero per
 clock, 2 segments of 16 per beat) and ``FOUR`` (batch 2, four non-zeros per clock, 2
 segments of 8 per beat).  Each test runs several jobs on one build.
@@ -9,7 +13,9 @@ segments of 8 per beat).  Each test runs several jobs on one build.
 import numpy as np
 import pytest
 
-from gen.fdcsr import FcConfig, encode, fc_schedule, prune_random, ref_fc, rtl_fc
+from gen.fdcsr import (FcConfig, encode, fc_cycle_model, fc_job, fc_schedule, prune_random,
+                       ref_fc, rtl_fc, unpack_requests, unpack_y)
+from gen.stimulus import Pattern, job_patterns
 
 ONE = FcConfig(batch=3, nz_per_clock=1, segs_per_beat=2, max_cols=128, max_rows=64,
                addr_width=12)
@@ -32,14 +38,43 @@ def _w(rng, cfg, rows, cols, density):
     return codes
 
 
-def _check(w, x, cfg, sim, name, **kwargs):
-    """Run one job; assert values and (when streams are never stalled) the cycle model."""
+def _same(kind, port, measured, model):
+    """Assert two transfer-cycle lists are equal, naming the first difference."""
+    if list(measured) == list(model):
+        return
+    i = next((i for i, (a, b) in enumerate(zip(measured, model)) if a != b),
+             min(len(measured), len(model)))
+    got = measured[i] if i < len(measured) else "none"
+    want = model[i] if i < len(model) else "none"
+    raise AssertionError(f"{kind} {port}: transfer {i} at clock {got} in the RTL, {want} in "
+                         f"fc_cycle_model ({len(measured)} vs {len(model)} transfers)")
+
+
+def _assert_model(res, model, cycle_log=None):
+    """Every port's transfer cycles (and those before a reset) == ``model``
+    (:func:`fc_cycle_model`); the job's total through ``cycle_log`` when given."""
+    for kind in ("sources", "sinks"):
+        for port, cycles in model[kind].items():
+            _same(kind[:-1], port, res[kind][port]["cycles"], cycles)
+    if model["before_reset"] is not None:
+        for port, cycles in model["before_reset"]["sinks"].items():
+            _same("sink before reset", port, res["before_reset"][port]["cycles"], cycles)
+    assert res["requests"] == model["requests"], "memory requests differ from the model"
+    if cycle_log is not None:
+        cmd, y = res["sources"]["cmd"]["cycles"], res["sinks"]["y"]["cycles"]
+        cycle_log(y[-1] - cmd[0] + 1, model["cycles"])
+
+
+def _check(w, x, cfg, sim, name, cycle_log=None, **kwargs):
+    """Run one job; assert values, the memory requests and every port's transfer cycles
+    against :func:`fc_cycle_model` with the job's own patterns."""
     y, res = rtl_fc(w, x, cfg, sim, name=name, **kwargs)
     golden = ref_fc(w, x, cfg)
     np.testing.assert_array_equal(y, golden)
     assert (golden.astype(object) == _exact(w, x)).all()
     sched = res["schedule"]
-    assert res["requests"] == sched["requests"], "memory requests differ from the model"
+    assert res["requests"] == sched["requests"], "memory requests differ from the schedule"
+    _assert_model(res, res["model"], cycle_log)
     return y, res, sched
 
 
@@ -52,7 +87,7 @@ def _assert_cycles(res, sched, offset=0):
 
 
 @pytest.mark.parametrize("which", sorted(CONFIGS))
-def test_random_layers(sim, which):
+def test_random_layers(sim, which, cycle_log):
     """Several densities, shapes (cols not a multiple of 16) and batch sizes."""
     cfg = CONFIGS[which]
     rng = np.random.default_rng(10 + cfg.nz_per_clock)
@@ -61,7 +96,7 @@ def test_random_layers(sim, which):
     for i, (rows, cols, density, n) in enumerate(cases):
         w = _w(rng, cfg, rows, cols, density)
         x = _x(rng, cfg, cols, min(n, cfg.batch))
-        _, res, sched = _check(w, x, cfg, sim, f"rand{i}")
+        _, res, sched = _check(w, x, cfg, sim, f"rand{i}", cycle_log)
         _assert_cycles(res, sched)
         total = res["sinks"]["y"]["cycles"][-1] - res["sources"]["cmd"]["cycles"][0] + 1
         assert total == sched["cycles"]
@@ -89,57 +124,113 @@ def test_directed_rows(sim, which):
 
 
 @pytest.mark.parametrize("which", sorted(CONFIGS))
-def test_back_pressure(sim, which):
-    """Idle cycles on every input stream and back-pressure on vaddr and y."""
+def test_back_pressure(sim, which, cycle_log):
+    """Idle cycles on every input stream and back-pressure on vaddr and y: every port's
+    transfers on fc_cycle_model's clocks (a pipeline that stalls more than it must, e.g.
+    on y back-pressure with the y register empty, is late here)."""
     cfg = CONFIGS[which]
     rng = np.random.default_rng(20)
     w = _w(rng, cfg, 9, 70, 0.15)
     w[2] = 0
     x = _x(rng, cfg, 70, cfg.batch)
     for i, (vp, rp) in enumerate([(0.5, 1.0), (1.0, 0.3), (0.6, 0.5)]):
-        _check(w, x, cfg, sim, f"bp{i}", valid_prob=vp, ready_prob=rp, seed=i)
+        _, res, sched = _check(w, x, cfg, sim, f"bp{i}", cycle_log, valid_prob=vp,
+                               ready_prob=rp, seed=i)
+        assert res["model"]["cycles"] > sched["cycles"]     # the stalls cost clocks
+
+
+# Explicit per-port patterns.  "one": y ready 1 clock in 3, meta in bursts of 4 clocks
+# every 10, vdata 2 clocks in 3, vaddr every other clock, x and cmd idle now and then.
+# "four": y ready 1 clock in 3 (often with the y register empty), meta in bursts, the
+# rest always.
+EXPLICIT = {
+    "one": {"y": Pattern.bits([1, 0, 0]), "meta": Pattern.bits([1] * 4 + [0] * 6),
+            "vdata": Pattern.bits([1, 1, 0]), "vaddr": Pattern.bits([0, 1]),
+            "x": Pattern.bits([1, 1, 1, 0, 1]), "cmd": Pattern.bits([0, 0, 1])},
+    "four": {"y": Pattern.bits([1, 0, 0]), "meta": Pattern.bits([1, 1, 0, 0, 0])},
+}
 
 
 @pytest.mark.parametrize("which", sorted(CONFIGS))
-def test_reset_mid_layer(sim, which):
-    """Reset half-way through the rows; the restarted job is exact and on the model's time."""
+def test_explicit_patterns(sim, which, cycle_log):
+    """Deterministic ``Pattern.bits`` stimulus (:data:`EXPLICIT`): every transfer on
+    fc_cycle_model's clock; y transfers only on its ready clocks."""
+    cfg, pats = CONFIGS[which], EXPLICIT[which]
+    rng = np.random.default_rng(70 + cfg.nz_per_clock)
+    w = _w(rng, cfg, 8, 40, 0.3)
+    w[3] = 0
+    x = _x(rng, cfg, 40, cfg.batch)
+    _, res, _ = _check(w, x, cfg, sim, "bits", cycle_log, patterns=pats)
+    assert all(c % 3 == 0 for c in res["sinks"]["y"]["cycles"])
+    assert res["sources"]["cmd"]["cycles"] == [2 if "cmd" in pats else 0]
+
+
+@pytest.mark.parametrize("which", sorted(CONFIGS))
+def test_low_probability(sim, which, cycle_log):
+    """Very sparse hand-shakes: every port at probability 0.08, a small job."""
+    cfg = CONFIGS[which]
+    rng = np.random.default_rng(80)
+    w = _w(rng, cfg, 4, 20, 0.3)
+    x = _x(rng, cfg, 20, cfg.batch)
+    _, res, sched = _check(w, x, cfg, sim, "lowp", cycle_log, valid_prob=0.08,
+                           ready_prob=0.08, seed=3)
+    assert res["model"]["cycles"] > 5 * sched["cycles"]
+
+
+@pytest.mark.parametrize("which", sorted(CONFIGS))
+def test_reset_mid_layer(sim, which, cycle_log):
+    """Reset half-way through the rows; the restarted job is exact and on the model's time
+    (unstalled: fc_schedule shifted to the restart; then with idle inputs and
+    back-pressure: fc_cycle_model, before and after the reset)."""
     cfg = CONFIGS[which]
     rng = np.random.default_rng(30)
     w = _w(rng, cfg, 10, 60, 0.2)
     x = _x(rng, cfg, 60, cfg.batch)
     sched = fc_schedule(encode(w, cfg.row_width), cfg)
     reset_at = int(sched["y_cycles"][4]) + 1       # after 5 of the 10 results
-    y, res, sched = _check(w, x, cfg, sim, "reset", reset_at=reset_at)
+    y, res, sched = _check(w, x, cfg, sim, "reset", cycle_log, reset_at=reset_at)
     assert len(res["before_reset"]["y"]["data"]) == 5
     _assert_cycles(res, sched, offset=res["sources"]["cmd"]["cycles"][0])
+    stalled = {"valid_prob": 0.6, "ready_prob": 0.5, "seed": 4}
+    job, _, fd = fc_job(w, x, cfg, **stalled)
+    reset_at = int(fc_cycle_model(fd, cfg, job)["y_cycles"][4]) + 1
+    _, res, _ = _check(w, x, cfg, sim, "reset_bp", cycle_log, reset_at=reset_at, **stalled)
+    assert len(res["before_reset"]["y"]["data"]) == 5
 
 
-def test_back_to_back_jobs(sim):
+@pytest.mark.parametrize("stalls", [{}, {"valid_prob": 0.6, "ready_prob": 0.5, "seed": 6}],
+                         ids=["always", "stalled"])
+def test_back_to_back_jobs(sim, stalls, cycle_log):
     """Two layers of different sizes through one engine: the second `cmd` is taken the
-    clock after the first job's last result, and each job follows the model."""
-    from gen.fdcsr import fc_job, unpack_y
+    clock after the first job's last result, and every transfer follows fc_cycle_model of
+    the two jobs (unstalled: each job also follows fc_schedule)."""
     from gen.sim import run_job
     cfg = ONE
     rng = np.random.default_rng(60)
     w1, w2 = _w(rng, cfg, 5, 70, 0.2), _w(rng, cfg, 4, 33, 0.5)
     x1, x2 = _x(rng, cfg, 70, cfg.batch), _x(rng, cfg, 33, cfg.batch)
-    j1, s1, _ = fc_job(w1, x1, cfg)
-    j2, s2, _ = fc_job(w2, x2, cfg)
+    j1, s1, fd1 = fc_job(w1, x1, cfg, **stalls)
+    j2, s2, fd2 = fc_job(w2, x2, cfg, **stalls)
     job = dict(j1)
     job["sources"] = [dict(a, data=a["data"] + b["data"])
                       for a, b in zip(j1["sources"], j2["sources"])]
     job["sinks"] = [dict(a, count=a["count"] + b["count"])
                     for a, b in zip(j1["sinks"], j2["sinks"])]
     job["max_cycles"] = j1["max_cycles"] + j2["max_cycles"]
-    res = run_job("fc", cfg, job, sim=sim, name="two_jobs")
+    res = run_job("fc", cfg, job, sim=sim, name="two_jobs" + ("_bp" if stalls else ""))
     y = unpack_y(res["sinks"]["y"]["data"], cfg)
     np.testing.assert_array_equal(y[:5], ref_fc(w1, x1, cfg))
     np.testing.assert_array_equal(y[5:], ref_fc(w2, x2, cfg))
+    res["requests"] = unpack_requests(res["sinks"]["vaddr"]["data"], cfg)
+    model = fc_cycle_model([fd1, fd2], cfg, job)
+    _assert_model(res, model, cycle_log)
     cmd = res["sources"]["cmd"]["cycles"]
-    assert cmd[0] == 0 and cmd[1] == res["sinks"]["y"]["cycles"][4] + 1
-    ycyc = np.array(res["sinks"]["y"]["cycles"])
-    np.testing.assert_array_equal(ycyc[:5], s1["y_cycles"])
-    np.testing.assert_array_equal(ycyc[5:] - cmd[1], s2["y_cycles"])
+    assert cmd[1] == res["sinks"]["y"]["cycles"][4] + 1
+    if not stalls:
+        assert cmd[0] == 0
+        ycyc = np.array(res["sinks"]["y"]["cycles"])
+        np.testing.assert_array_equal(ycyc[:5], s1["y_cycles"])
+        np.testing.assert_array_equal(ycyc[5:] - cmd[1], s2["y_cycles"])
 
 
 def test_cycles_scale_with_nonzeros():
@@ -150,6 +241,75 @@ def test_cycles_scale_with_nonzeros():
         w = _w(rng, cfg, 64, 128, density)
         sched = fc_schedule(encode(w, cfg.row_width), cfg)
         assert sched["decode_clocks"] <= 1.1 * sched["ideal_cycles"], (cfg, density)
+
+
+# ------------------------------------------------------- fc_cycle_model (no simulator)
+
+def _model_cases(rng, n):
+    """``n`` random (cfg, w, fd) over k, row widths, beat widths and FIFO depths."""
+    for _ in range(n):
+        k = int(rng.choice([1, 2, 4]))
+        width, segs = int(rng.choice([4, 8, 16])), int(rng.choice([1, 2, 4]))
+        cfg = FcConfig(batch=2, nz_per_clock=k, row_width=width, segs_per_beat=segs,
+                       max_cols=256, max_rows=64, addr_width=12,
+                       fifo_depth=int(rng.integers(2, 6)))
+        rows, cols = int(rng.integers(1, 9)), int(rng.integers(1, 160))
+        density = float(rng.choice([0.0, 0.05, 0.2, 0.6, 1.0]))
+        w = prune_random((rows, cols), density, rng, cfg.w_fmt.width)
+        yield cfg, w, encode(w, width)
+
+
+def test_cycle_model_reduces_to_schedule():
+    """With every port always valid / ready, fc_cycle_model == fc_schedule: every y and
+    meta cycle, the memory requests, the total; cmd at 0 and x at 1..cols.  An empty
+    pattern dict, explicit ``Pattern.always()`` and an unstalled fc_job agree."""
+    rng = np.random.default_rng(90)
+    for cfg, _, fd in _model_cases(rng, 40):
+        sched, model = fc_schedule(fd, cfg), fc_cycle_model(fd, cfg)
+        np.testing.assert_array_equal(model["y_cycles"], sched["y_cycles"])
+        np.testing.assert_array_equal(model["meta_cycles"], sched["meta_cycles"])
+        assert model["requests"] == sched["requests"]
+        assert model["cycles"] == sched["cycles"] == model["jobs"][0]["cycles"]
+        assert model["sources"]["cmd"] == [0]
+        assert model["sources"]["x"] == list(range(1, fd.cols + 1))
+    always = {p: Pattern.always() for p in ("cmd", "x", "meta", "vdata", "vaddr", "y")}
+    w = _w(rng, ONE, 5, 40, 0.3)
+    job, sched, fd = fc_job(w, _x(rng, ONE, 40, 2), ONE)
+    assert fc_cycle_model(fd, ONE, always)["sinks"] == fc_cycle_model(fd, ONE, job)["sinks"]
+
+
+def test_cycle_model_follows_patterns():
+    """Stimulus rules the model must keep whatever the engine does: a sink transfers only
+    on its ready clocks, a source only once its pattern has allowed a clock; the job dict
+    and its ``job_patterns`` give the same model; stalls only delay (never reorder or
+    regroup) the memory requests; two unstalled jobs back to back are each fc_schedule."""
+    rng = np.random.default_rng(91)
+    for i, (cfg, w, fd) in enumerate(_model_cases(rng, 12)):
+        x = np.ones((fd.cols, 1), dtype=np.int64)
+        job, sched, _ = fc_job(w, x, cfg, valid_prob=0.4, ready_prob=0.3, seed=i)
+        pats = job_patterns(job)
+        model = fc_cycle_model(fd, cfg, job)
+        assert model["sinks"] == fc_cycle_model(fd, cfg, pats)["sinks"]
+        for port in ("vaddr", "y"):
+            assert all(pats[port].at(c) for c in model["sinks"][port])
+        for port in ("cmd", "x", "meta", "vdata"):
+            prev = -1                   # valid was raised on an allowed clock since then
+            for c in model["sources"][port]:
+                assert any(pats[port].at(t) for t in range(prev + 1, c + 1))
+                prev = c
+        assert model["requests"] == sched["requests"]
+        assert model["cycles"] >= sched["cycles"]
+    w1, w2 = _w(rng, ONE, 3, 30, 0.3), _w(rng, ONE, 2, 17, 0.5)
+    fd1, fd2 = encode(w1, ONE.row_width), encode(w2, ONE.row_width)
+    two = fc_cycle_model([fd1, fd2], ONE)
+    c1 = two["jobs"][1]["cmd"]
+    assert c1 == two["jobs"][0]["y_cycles"][-1] + 1
+    np.testing.assert_array_equal(two["jobs"][1]["y_cycles"] - c1,
+                                  fc_schedule(fd2, ONE)["y_cycles"])
+    with pytest.raises(ValueError, match="unknown FC ports"):
+        fc_cycle_model(fd1, ONE, {"z": Pattern.always()})
+    with pytest.raises(ValueError, match="comes after the job's last transfer"):
+        fc_cycle_model(fd1, ONE, reset_at=10_000)
 
 
 # ------------------------------------------------------------------ spnn run fc
