@@ -45,16 +45,21 @@ class FcEngine(wiring.Component):
         Memory read requests: values ``addr .. addr + count - 1`` (``1 <= count <= k``).
     vdata : In(stream.Signature(ArrayLayout(signed(w_fmt.width), k)))
         Read responses in request order; slot ``s < count`` holds ``values[addr + s]``
-        (``w_fmt``).  Accepted only against an outstanding request.
+        (``w_fmt``).  Accepted whenever the group FIFO's head is waiting for its values,
+        which may be before that group's request has left the ``vaddr`` skid buffer (a
+        memory must answer requests in order; see docs/fdcsr.md, "Limitations").
     y : Out(stream.Signature(ArrayLayout(signed(acc_width), N)))
         One transfer per row of ``W``: the exact sums ``(W @ X)[r, n]`` in ``y_fmt``.
-        Back-pressure stalls the whole pipeline.
+        Back-pressure stalls the pipeline only while the ``y`` register is full and a
+        row's last group waits behind it.
 
     Latency/throughput
     ------------------
     The decoder issues ``k`` non-zeros per clock (fewer only at the end of a row or after
     a run of empty beats); row ``r``'s result transfers :attr:`latency` clocks after its
-    last decode step.  Exact model: :func:`gen.fdcsr.fc_schedule`.  Front end: ``meta``
+    last decode step.  Exact cycle models: :func:`gen.fdcsr.fc_schedule` (every stream
+    always valid / ready) and :func:`gen.fdcsr.fc_cycle_model` (any per-port stimulus).
+    Front end: ``meta``
     input register (per-segment popcounts), skid buffer (the beat's non-zero count), the
     decoder's look-ahead step.  Pipeline: decoder output register, skid buffer (columns
     encoded), FIFO (``fifo_depth`` groups waiting for values; requests leave through a
