@@ -373,26 +373,27 @@ def files(tmp_path_factory):
     return _files(tmp_path_factory.mktemp("inputs"))
 
 
+# Where each command's work starts: a refused command must never get there.
+WORK = (("gen.run_pwl", "rtl_pwl"), ("gen.run_spmv", "run_jobs"), ("gen.run_fc", "rtl_fc"),
+        ("gen.run_conv", "rtl_conv"), ("gen.run_lstm", "rtl_lstm"), ("gen.synth", "synth"),
+        ("gen.synth", "vivado_files"), ("gen.emit", "emit_files"))
+
+
+def _stub_work(monkeypatch, stub, skip=()):
+    import importlib
+    for module, name in WORK:
+        if (module, name) not in skip:
+            monkeypatch.setattr(importlib.import_module(module), name, stub)
+
+
 @pytest.fixture
 def no_work(monkeypatch):
     """Any RTL run, synthesis or Verilog emission fails the test at once: a refused
     command must not reach them (and a wrongly accepted one must not cost a simulation)."""
-    import gen.emit
-    import gen.run_conv
-    import gen.run_fc
-    import gen.run_lstm
-    import gen.run_pwl
-    import gen.run_spmv
-    import gen.synth
-
     def reached(*args, **kwargs):
         raise AssertionError("the command reached its work instead of refusing the input")
 
-    for module, name in ((gen.run_pwl, "rtl_pwl"), (gen.run_spmv, "run_jobs"),
-                         (gen.run_fc, "rtl_fc"), (gen.run_conv, "rtl_conv"),
-                         (gen.run_lstm, "rtl_lstm"), (gen.synth, "synth"),
-                         (gen.emit, "emit_files")):
-        monkeypatch.setattr(module, name, reached)
+    _stub_work(monkeypatch, reached)
 
 
 def _snapshot(folder: Path) -> dict:
@@ -438,26 +439,13 @@ def test_bad_input_is_refused(argv, files, tmp_path, no_work):
 def test_good_command_lines_pass_the_checks(files, tmp_path, monkeypatch):
     """The base command lines are valid: each reaches the work (stubbed out here), so every
     refusal above is caused by the one bad value it changes."""
-    import gen.emit
-    import gen.fdcsr_cli
-    import gen.run_conv
-    import gen.run_fc
-    import gen.run_lstm
-    import gen.run_pwl
-    import gen.run_spmv
-    import gen.synth
-
     class Reached(Exception):
         pass
 
     def stop(*args, **kwargs):
         raise Reached
 
-    for module, name in ((gen.run_pwl, "rtl_pwl"), (gen.run_spmv, "run_jobs"),
-                         (gen.run_fc, "rtl_fc"), (gen.run_conv, "rtl_conv"),
-                         (gen.run_lstm, "rtl_lstm"), (gen.synth, "synth"),
-                         (gen.synth, "vivado_files")):
-        monkeypatch.setattr(module, name, stop)
+    _stub_work(monkeypatch, stop, skip={("gen.emit", "emit_files")})
     for name, spec in COMMANDS.items():
         argv = _fill(spec["argv"], files, tmp_path)
         try:
