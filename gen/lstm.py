@@ -105,7 +105,8 @@ class LstmConfig:
     c_fmt : QFormat
         Cell state (and input of the tanh(c) PWL unit), 4..24 bits.
     segments : int
-        PWL segments, power of two between 2 and 256.
+        PWL segments, power of two between 2 and 256, and at most
+        ``2**(w - 1)`` for the narrower PWL input (``pre_fmt``, ``c_fmt``) of ``w`` bits.
     """
 
     pes: int = 2
@@ -134,6 +135,12 @@ class LstmConfig:
             check_format(self, name, lo, hi)
         if self.act_fmt.frac_bits < 2:
             raise ValueError(f"act_fmt must have at least 2 fraction bits, not {self.act_fmt}")
+        # The PWL units (inputs pre_fmt and c_fmt) need an input code per segment.
+        narrow = min(self.pre_fmt, self.c_fmt, key=lambda fmt: fmt.width)
+        most = min(256, 1 << (narrow.width - 1))
+        if self.segments > most:
+            raise ValueError(f"segments must be a power of two between 2 and {most} for the "
+                             f"{narrow.width}-bit PWL input {narrow}, not {self.segments}")
         if self.b_fmt.frac_bits > self.acc_frac:
             raise ValueError(f"b_fmt must have at most w_fmt + x_fmt fraction bits = "
                              f"{self.acc_frac}, not {self.b_fmt.frac_bits}")
@@ -438,11 +445,32 @@ def float_lstm(model: LstmFloat, xs, h0=None, c0=None):
     return out, c
 
 
+def _requantise_big(values, frac_bits: int, fmt: QFormat):
+    """:func:`gen.fixed.requantise` (round half up, saturate) on Python integers: for sums
+    wider than int64, held in object arrays; returns int64 codes of ``fmt``."""
+    shift = frac_bits - fmt.frac_bits
+    out = []
+    for v in np.asarray(values, dtype=object).ravel():
+        v = (int(v) + (1 << (shift - 1))) >> shift if shift > 0 else int(v) << -shift
+        out.append(min(max(v, fmt.min_code), fmt.max_code))
+    return np.array(out, dtype=np.int64)
+
+
+def _cell_sum_width(cfg: LstmConfig) -> int:
+    """Bits of the cell-update sum ``f*c << s1 + i*g << s2`` (the gateware's ``c_sum``)."""
+    a = cfg.act_fmt.frac_bits
+    s1, s2 = cfg.prod_frac - a - cfg.c_fmt.frac_bits, cfg.prod_frac - 2 * a
+    aw, cw = cfg.act_fmt.width, cfg.c_fmt.width
+    return max(cw + aw + s1, 2 * aw + s2) + 1
 
 
 def ref_lstm(q: LstmQuant, xs, cfg: LstmConfig, h0=None, c0=None):
     """Golden model: input codes ``xs`` (T x X, ``x_fmt``), optional ``h0`` (``x_fmt``) and
-    ``c0`` (``c_fmt``) codes -> ``(h codes T x H in x_fmt, c_T codes in c_fmt)``."""
+    ``c0`` (``c_fmt``) codes -> ``(h codes T x H in x_fmt, c_T codes in c_fmt)``.
+
+    The sums are exact: the accumulator and the cell update use Python integers when
+    their width (``acc_width``, the gateware's cell sum) exceeds what int64 holds, as with
+    wide formats such as a 32-bit bias with ``bias_shift`` 46."""
     hid, nx = q.hidden, q.inputs
     xs = check_codes(xs, cfg.x_fmt, "xs").reshape(-1, nx)
     h = np.zeros(hid, np.int64) if h0 is None else check_codes(h0, cfg.x_fmt, "h0").ravel()
@@ -451,16 +479,29 @@ def ref_lstm(q: LstmQuant, xs, cfg: LstmConfig, h0=None, c0=None):
     a = cfg.act_fmt.frac_bits
     F = cfg.prod_frac
     s1, s2 = F - a - cfg.c_fmt.frac_bits, F - 2 * a
+    # (62 bits leave room for the rounding constant added in requantise)
+    big_acc, big_cell = cfg.acc_width > 62, _cell_sum_width(cfg) > 62
     w = np.hstack([q.w_ih, q.w_hh]).astype(np.int64)
-    bias = q.b.astype(np.int64) << cfg.bias_shift
+    bias = q.b.astype(np.int64)
+    if big_acc:
+        w, bias = w.astype(object), bias.astype(object)
+    bias = bias << cfg.bias_shift
     out = np.zeros((len(xs), hid), np.int64)
     for t, x in enumerate(xs):
-        acc = w @ np.concatenate([x, h]) + bias
-        pre = requantise(acc, cfg.acc_frac, cfg.pre_fmt)
+        v = np.concatenate([x, h])
+        if big_acc:
+            pre = _requantise_big(w @ v.astype(object) + bias, cfg.acc_frac, cfg.pre_fmt)
+        else:
+            pre = requantise(w @ v + bias, cfg.acc_frac, cfg.pre_fmt)
         gi, gf, gg, go = (pre[k * hid:(k + 1) * hid] for k in range(4))
         i, f, o = (ref_pwl(v, tabs["sigmoid"]) for v in (gi, gf, go))
         g = ref_pwl(gg, tabs["tanh"])
-        c = requantise((f * c << s1) + (i * g << s2), F, cfg.c_fmt)
+        if big_cell:
+            big = [v.astype(object) for v in (f, c, i, g)]
+            c = _requantise_big((big[0] * big[1] << s1) + (big[2] * big[3] << s2), F,
+                                cfg.c_fmt)
+        else:
+            c = requantise((f * c << s1) + (i * g << s2), F, cfg.c_fmt)
         h = requantise(o * ref_pwl(c, tabs["tanh_c"]), 2 * a, cfg.x_fmt)
         out[t] = h
     return out, c

@@ -9,14 +9,17 @@ code inside the fitted range (inputs beyond it saturate).
 For segment ``s`` (found by a binary search over ``segments - 1`` boundary
 codes, i.e. ``s = #{boundaries <= a}``) the datapath computes, in integers::
 
-    acc = slope[s] * a + (intercept[s] << (slope_frac + in_frac - icpt_frac))
-    y+  = min(saturate(round_shift(acc, slope_frac + in_frac - out_frac), out_fmt), one)
+    F   = max(slope_frac + in_frac, icpt_frac)
+    acc = (slope[s] * a << (F - slope_frac - in_frac)) + (intercept[s] << (F - icpt_frac))
+    y+  = min(saturate(round_shift(acc, F - out_frac), out_fmt), one)
     y   = y+              if x >= 0
           one - y+        if x < 0 and f = sigmoid    (one = 2**out_frac, i.e. 1.0)
           -y+             if x < 0 and f = tanh
     y   = saturate(y, out_fmt)
 
-with the project's one rounding rule (round half up, :mod:`gen.fixed`).
+with the project's one rounding rule (round half up, :mod:`gen.fixed`).  ``F`` is the
+product's fraction count except when the intercept has more fraction bits (a pure-integer
+or coarse input format): then the product is shifted up instead of the intercept.
 
 Fitting (``boundaries``): ``uniform`` splits ``[0, a_max]`` into equal parts;
 ``optimal`` places boundaries so every segment has the same minimax error
@@ -61,7 +64,8 @@ class PwlConfig:
     out_fmt : QFormat
         Output format (default Q2.14, which holds both functions' whole range [-1, 1]).
     segments : int
-        Segments over ``x >= 0``; a power of two between 2 and 256.
+        Segments over ``x >= 0``; a power of two between 2 and 256, and at most
+        ``2**(in_fmt.width - 1)`` (every segment holds at least one input code).
     x_max : float or None
         End of the fitted input range; ``|x| >= x_max`` saturates.  ``None`` = the
         whole input range.
@@ -94,9 +98,12 @@ class PwlConfig:
         if not 4 <= self.out_fmt.width <= 24 or self.out_fmt.frac_bits < 2:
             raise ValueError(f"out_fmt must be 4 to 24 bits wide with at least 2 fraction "
                              f"bits, not {self.out_fmt}")
-        if (not isinstance(self.segments, int) or self.segments < 2 or self.segments > 256
+        # Each segment needs an input code of its own: at most 2**(width - 1) magnitudes.
+        most = min(256, 1 << (self.in_fmt.width - 1))
+        if (not isinstance(self.segments, int) or self.segments < 2 or self.segments > most
                 or self.segments & (self.segments - 1)):
-            raise ValueError(f"segments must be a power of two between 2 and 256, "
+            where = f" for {self.in_fmt}" if most < 256 else ""
+            raise ValueError(f"segments must be a power of two between 2 and {most}{where}, "
                              f"not {self.segments}")
         full = -self.in_fmt.min_value
         if self.x_max is not None and not (self.in_fmt.lsb * self.segments <= self.x_max <= full):
@@ -148,6 +155,12 @@ class PwlTable:
     def product_frac(self) -> int:
         return self.slope_frac + self.config.in_fmt.frac_bits
 
+    @property
+    def acc_frac(self) -> int:
+        """Fraction bits of ``slope * a + intercept``: the product's, or the intercept's
+        when those are more (then the product is shifted up, not the intercept)."""
+        return max(self.product_frac, self.icpt_frac)
+
     def to_dict(self) -> dict:
         return {"placement": self.placement, "boundaries": list(self.boundaries),
                 "slopes": list(self.slopes), "intercepts": list(self.intercepts),
@@ -159,8 +172,10 @@ class PwlTable:
 def _eval_positive(a, seg, slopes, icpts, cfg, slope_frac, icpt_frac):
     """Bit-exact ``y+`` for magnitudes ``a`` in segments ``seg``."""
     pf = slope_frac + cfg.in_fmt.frac_bits
-    acc = np.asarray(slopes)[seg] * a + (np.asarray(icpts)[seg] << (pf - icpt_frac))
-    y = saturate(round_shift(acc, pf - cfg.out_fmt.frac_bits), cfg.out_fmt)
+    af = max(pf, icpt_frac)     # PwlTable.acc_frac
+    acc = ((np.asarray(slopes)[seg] * a) << (af - pf)) \
+        + (np.asarray(icpts)[seg] << (af - icpt_frac))
+    y = saturate(round_shift(acc, af - cfg.out_fmt.frac_bits), cfg.out_fmt)
     return np.minimum(y, 1 << cfg.out_fmt.frac_bits)   # never above 1.0: both functions <= 1
 
 

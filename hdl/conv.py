@@ -17,6 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.conv import MIN_BOX, ConvConfig, descriptor_fields
+from gen.fixed import index_bits
 from hdl.skid import SkidBuffer
 from hdl.spmv_pe import radix4_product
 
@@ -31,6 +32,18 @@ _PASS_FIELDS = ("r", "n", "count", "tiles", "noc", "ns", "wvn", "wvns", "a", "as
 
 def _bits(n):
     return max(1, int(n).bit_length())
+
+
+def _index(n):
+    """Shape of an index over ``n`` items, at least 1 bit: ``range(1)`` would be a 0-bit
+    signal, which Verilog declares as ``[-1:0]`` (e.g. the copy index of a 1-row array)."""
+    return unsigned(index_bits(n))
+
+
+def _depth(n):
+    """Words of a memory holding ``n``: at least 2, since a one-word memory has a 0-bit
+    address port (``[-1:0]`` in Verilog); the spare word is never addressed."""
+    return max(2, n)
 
 
 def _sel(items, idx):
@@ -169,12 +182,12 @@ class ConvArray(wiring.Component):
         pvl = {f: [getattr(d, f"p{i}_{f}") for i in range(NP)] for f in _PASS_FIELDS}
 
         # ---------------------------------------------------------------- memories
-        fmem = [[Memory(shape=signed(cfg.data_width), depth=cfg.feat_depth, init=[])
+        fmem = [[Memory(shape=signed(cfg.data_width), depth=_depth(cfg.feat_depth), init=[])
                  for _ in range(2)] for _ in range(MC)]
-        wmem = [Memory(shape=signed(cfg.weight_width), depth=cfg.weight_depth, init=[])
-                for _ in range(MR)]
-        omem = [[Memory(shape=signed(AW), depth=cfg.out_depth, init=[]) for _ in range(MC)]
-                for _ in range(2)]
+        wmem = [Memory(shape=signed(cfg.weight_width), depth=_depth(cfg.weight_depth),
+                       init=[]) for _ in range(MR)]
+        omem = [[Memory(shape=signed(AW), depth=_depth(cfg.out_depth), init=[])
+                 for _ in range(MC)] for _ in range(2)]
         for c in range(MC):
             for p in range(2):
                 m.submodules[f"fmem{c}_{p}"] = fmem[c][p]
@@ -420,7 +433,7 @@ class ConvArray(wiring.Component):
             ]
 
         # rows -> groups (registered per pass)
-        row_g = [_S(range(NG), name=f"row{r}_g") for r in range(MR)]
+        row_g = [_S(_index(NG), name=f"row{r}_g") for r in range(MR)]
         row_act = [_S(name=f"row{r}_act") for r in range(MR)]
         # (a register stage per step: cp from set-up clock 1, r_q / n_q 2, mulR 3, nR 4,
         # row_g / row_act loaded in every set-up clock, right from clock 5 on)
@@ -572,7 +585,7 @@ class ConvArray(wiring.Component):
 
         # ---------------------------------------------------------------- drain
         pending = _S(NG, reset_less=False)
-        dg = _S(range(NG), reset_less=False)
+        dg = _S(_index(NG), reset_less=False)
         di = _S(16, reset_less=False)
         # cap_gob: output address of each copy's latest capture,
         # including a capture of this clock: loaded from the x2 stage one clock before the

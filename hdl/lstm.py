@@ -93,8 +93,9 @@ class LstmEngine(wiring.Component):
             pe = LstmPE(cfg, self.tables)
             m.submodules[f"pe{p}"] = pe
             pes.append(pe)
+        # (two words at least: a one-word memory, H = 1, would have a 0-bit address)
         m.submodules.rowmap = rowmap = Memory(shape=unsigned(cfg.pe_bits + lb),
-                                              depth=cfg.max_hidden, init=[])
+                                              depth=max(2, cfg.max_hidden), init=[])
         map_w = rowmap.write_port()
         map_a, map_b = rowmap.read_port(domain="sync"), rowmap.read_port(domain="sync")
 
@@ -102,7 +103,8 @@ class LstmEngine(wiring.Component):
         hb = cfg.hid_bits
         n_hid = Signal(unsigned(hb))                    # H of the loaded layer
         n_hid_m1 = Signal(unsigned(hb))                 # H - 1
-        rmod = Signal(range(P))
+        # PE indices are pe_bits wide (at least 1 bit: range(1) would be a 0-bit signal)
+        rmod = Signal(unsigned(cfg.pe_bits))
         r_run = Signal(unsigned(lb + 1))                # ceil(H / P)
         r_run_m1 = Signal(unsigned(lb + 1))             # ceil(H / P) - 1
         n_slots = Signal(unsigned(cfg.col_bits))        # r_run * P
@@ -164,11 +166,11 @@ class LstmEngine(wiring.Component):
         col = Signal(unsigned(cfg.col_bits))
         q = Signal(unsigned(cfg.col_bits))
         qd = Signal(unsigned(lb + 1))
-        qm = Signal(range(P))
+        qm = Signal(unsigned(cfg.pe_bits))
         s1_valid, s1_src = Signal(), Signal()
         s1_x = Signal(signed(cfg.x_fmt.width))
         s1_xnz = Signal()                               # s1_x != 0, decided at issue
-        s1_psel = Signal(range(P))
+        s1_psel = Signal(unsigned(cfg.pe_bits))
         hf = Array(pe.hf_data for pe in pes)[s1_psel] if P > 1 else pes[0].hf_data
         hf_nz = Array(pe.hf_nz for pe in pes)[s1_psel] if P > 1 else pes[0].hf_nz
         value = Signal(signed(cfg.x_fmt.width))
@@ -261,7 +263,7 @@ class LstmEngine(wiring.Component):
         dr_active = Signal()
         dk = Signal(unsigned(hb))
         v0, v1 = Signal(), Signal()
-        dsel = Signal(range(P))
+        dsel = Signal(unsigned(cfg.pe_bits))
         adv_d = ~self.o.valid | self.o.ready
         issue = adv_d & (dk != n_hid)
         m.d.comb += [map_b.addr.eq(dk), map_b.en.eq(adv_d)]

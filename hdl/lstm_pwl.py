@@ -14,7 +14,7 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 
 from gen.lstm import PWL_EXTRA_STAGES as EXTRA_STAGES
 from .fixed import round_shift, saturate
-from .pwl import PwlUnit, search_bound, table_rom
+from .pwl import PwlUnit, search_bound, shift_up, table_rom
 
 __all__ = ["LstmPwlUnit", "EXTRA_STAGES"]
 
@@ -83,7 +83,9 @@ class LstmPwlUnit(PwlUnit):
         r_mag, neg, valid = reg(mag, "r_mag"), reg(neg, "r_neg"), reg(valid, "r_valid")
 
         # multiply (registered), the product once more, then add the intercept
-        shift_in = table.product_frac - table.icpt_frac
+        # (the sum has table.acc_frac fraction bits, see PwlUnit)
+        shift_in = table.acc_frac - table.icpt_frac
+        shift_p = table.acc_frac - table.product_frac
         slope_max = max(abs(s) for s in table.slopes)
         pshape = signed((slope_max * cfg.a_max).bit_length() + 1)
         slope, r_mag = reg(slope_rd.data, "slope_q"), reg(r_mag, "r_mag_q")
@@ -94,14 +96,15 @@ class LstmPwlUnit(PwlUnit):
         neg, valid = reg(neg, "m_neg"), reg(valid, "m_valid")
         product, intercept = reg(product, "product_q"), reg(intercept, "intercept_q")
         neg, valid = reg(neg, "n_neg"), reg(valid, "n_valid")
-        acc_bound = slope_max * cfg.a_max + (max(abs(b) for b in table.intercepts) << shift_in)
-        acc = reg(product + (intercept << shift_in), "acc",
+        acc_bound = ((slope_max * cfg.a_max) << shift_p) \
+            + (max(abs(b) for b in table.intercepts) << shift_in)
+        acc = reg(shift_up(product, shift_p) + (intercept << shift_in), "acc",
                   signed(acc_bound.bit_length() + 1))
         neg, valid = reg(neg, "p_neg"), reg(valid, "p_valid")
 
         # round; saturate; clamp to 1.0 (a minimax line may overshoot)
         one = Const(1 << cfg.out_fmt.frac_bits, signed(cfg.out_fmt.width + 2))
-        rounded = reg(round_shift(acc, table.product_frac - cfg.out_fmt.frac_bits), "rounded")
+        rounded = reg(round_shift(acc, table.acc_frac - cfg.out_fmt.frac_bits), "rounded")
         neg, valid = reg(neg, "rd_neg"), reg(valid, "rd_valid")
         sat = reg(saturate(rounded, cfg.out_fmt), "sat")
         neg, valid = reg(neg, "s_neg"), reg(valid, "s_valid")

@@ -9,7 +9,13 @@ from amaranth.lib.wiring import In, Out
 from gen.pwl import PwlTable
 from .fixed import round_shift, saturate
 
-__all__ = ["PwlUnit", "search_bound"]
+__all__ = ["PwlUnit", "search_bound", "shift_up", "table_rom"]
+
+
+def shift_up(value, shift: int):
+    """``value << shift``; ``value`` itself when ``shift`` is 0 (the usual case), so the
+    netlist is unchanged for formats whose product already has the most fraction bits."""
+    return value << shift if shift else value
 
 
 def table_rom(m, cfg, table, seg, en):
@@ -133,7 +139,10 @@ class PwlUnit(wiring.Component):
             m.d.sync += [r_mag.eq(mag), r_neg.eq(neg), r_valid.eq(valid)]
 
         # Multiply (registered, maps onto the DSP's output register), then add the intercept.
-        shift_in = table.product_frac - table.icpt_frac
+        # The sum has table.acc_frac fraction bits: the intercept is shifted up to the
+        # product's (shift_in) or, when it has more fraction bits, the product up to its.
+        shift_in = table.acc_frac - table.icpt_frac
+        shift_p = table.acc_frac - table.product_frac
         slope_max = max(abs(s) for s in table.slopes)
         product = Signal(signed((slope_max * cfg.a_max).bit_length() + 1), name="product")
         intercept = Signal(signed(table.icpt_width), name="intercept")
@@ -144,19 +153,20 @@ class PwlUnit(wiring.Component):
                 intercept.eq(icpt_rd.data),
                 m_neg.eq(r_neg), m_valid.eq(r_valid),
             ]
-        acc_bound = slope_max * cfg.a_max + (max(abs(b) for b in table.intercepts) << shift_in)
+        acc_bound = ((slope_max * cfg.a_max) << shift_p) \
+            + (max(abs(b) for b in table.intercepts) << shift_in)
         acc = Signal(signed(acc_bound.bit_length() + 1), name="acc")
         p_neg, p_valid = Signal(name="p_neg"), Signal(name="p_valid")
         with m.If(advance):
             m.d.sync += [
-                acc.eq(product + (intercept << shift_in)),
+                acc.eq(shift_up(product, shift_p) + (intercept << shift_in)),
                 p_neg.eq(m_neg), p_valid.eq(m_valid),
             ]
 
         # Round, saturate and clamp to 1.0 (one stage), then mirror (the next): splitting the
         # two keeps the carry chains of the rounding adder and the mirror apart.
         one = Const(1 << cfg.out_fmt.frac_bits, signed(cfg.out_fmt.width + 2))
-        rounded = saturate(round_shift(acc, table.product_frac - cfg.out_fmt.frac_bits),
+        rounded = saturate(round_shift(acc, table.acc_frac - cfg.out_fmt.frac_bits),
                            cfg.out_fmt)
         positive = Signal(signed(cfg.out_fmt.width + 1), name="positive")
         q_neg, q_valid = Signal(name="q_neg"), Signal(name="q_valid")
