@@ -43,8 +43,8 @@ Cycle model
 -----------
 :func:`cycle_model` steps the same registers as the RTL clock by clock (loader,
 bias initialisation, feeders, per-PE FIFOs and MAC pipelines, element-wise sweep,
-output drain) and the testbench's random idle/back-pressure draws, so it predicts
-the cycle of every transfer exactly.
+output drain), reading each port's own handshake pattern (:mod:`gen.stimulus`: idle
+inputs and back-pressure), so it predicts the cycle of every transfer exactly.
 """
 
 from collections import deque
@@ -52,13 +52,13 @@ from dataclasses import dataclass
 import math
 import warnings
 from pathlib import Path
-import random
 
 import numpy as np
 
 from .config import check_format, check_int
 from .fixed import QFormat, check_codes, index_bits, quantise, requantise
 from .pwl import PwlConfig, fit_table, ref_pwl
+from .stimulus import ModelSource, make_job, pattern_for
 
 __all__ = ["LstmConfig", "LstmFloat", "LstmQuant", "LstmPlan", "load_model", "model_from_dict",
            "prune_lstm", "quantise_lstm", "float_lstm", "ref_lstm", "compile_lstm", "plan_quant",
@@ -654,30 +654,6 @@ def seq_words(plan: LstmPlan, xs, h0=None, c0=None) -> list:
 
 # ------------------------------------------------------------------ cycle model
 
-class _Src:
-    """The stream testbench's source: holds valid until accepted; random idle draws."""
-
-    def __init__(self, data, prob):
-        self.data, self.prob, self.idx, self.holding, self.cycles = data, prob, 0, False, []
-
-    def drive(self, rng):
-        if not self.holding and self.idx < len(self.data) and (
-                self.prob >= 1.0 or rng.random() < self.prob):
-            self.holding = True
-
-    @property
-    def valid(self):
-        return self.holding
-
-    def take(self, ready, cycle):
-        if self.holding and ready:
-            self.cycles.append(cycle)
-            self.idx += 1
-            self.holding = False
-            return True
-        return False
-
-
 LOAD, INIT, IDLE, SEQ, SEQW, XFEED, HFEED, EW, EWW = range(9)
 
 
@@ -685,23 +661,24 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
                 o_ready_prob=1.0, seed=0, max_cycles=100_000_000):
     """Predict the RTL's transfer cycles for sequences ``[(xs, h0, c0), ...]`` (codes).
 
-    Mirrors :class:`hdl.lstm.LstmEngine` register by register and the stream
-    testbench draw by draw (sources ``w`` then ``x``, then sink ``o``; cycle 0 is the
-    first clock after reset).  Returns ``{"w", "x", "o": transfer cycles, "steps":
+    Mirrors :class:`hdl.lstm.LstmEngine` register by register and the stream testbench
+    port by port: ``w``, ``x`` and ``o`` each have their own pattern (a probability gives
+    the port's own seeded Bernoulli pattern, as in :func:`rtl_lstm`); cycle 0 is the
+    first clock after reset.  Returns ``{"w", "x", "o": transfer cycles, "steps":
     [{"start": first input accepted, "ew_start", "end": last h written}, ...]}``; one
     step's period is ``end - start + 2`` when inputs are always available.
     """
     cfg = plan.cfg
-    rng = random.Random(seed)
     P, D = cfg.pes, cfg.fifo_depth
-    wsrc = _Src(weight_words(plan), w_valid_prob)
+    wsrc = ModelSource(weight_words(plan), pattern_for(w_valid_prob, seed, "w"))
+    o_pat = pattern_for(o_ready_prob, seed, "o")
     xdata = []
     nsteps = 0
     for xs, h0, c0 in seqs:
         xw = seq_words(plan, xs, h0, c0)
         xdata += [(w >> cfg.xv_width, w) for w in xw]
         nsteps += len(np.asarray(xs).reshape(-1, plan.inputs))
-    xsrc = _Src(xdata, x_valid_prob)
+    xsrc = ModelSource(xdata, pattern_for(x_valid_prob, seed, "x"))
     H, X, R, S = plan.hidden, plan.inputs, plan.r_run, plan.slots
     n_out = nsteps * H
     counts = plan.counts
@@ -722,14 +699,14 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
     cur = None
     cycle = 0
     while True:
-        if (wsrc.idx >= len(wsrc.data) and xsrc.idx >= len(xsrc.data) and len(o_cycles) >= n_out
+        if (wsrc.idx >= wsrc.n and xsrc.idx >= xsrc.n and len(o_cycles) >= n_out
                 and state == IDLE and not dr_active and nw == nd):
             break
         if cycle >= max_cycles:
             raise RuntimeError("lstm cycle model: timeout")
-        wsrc.drive(rng)
-        xsrc.drive(rng)
-        o_ready = o_ready_prob >= 1.0 or rng.random() < o_ready_prob
+        wsrc.drive(cycle)
+        xsrc.drive(cycle)
+        o_ready = o_pat.at(cycle)
         n_state = state
         pending = (nw - nd) & 3
         # ---- drain (independent)
@@ -776,7 +753,7 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
         issue_v, issue_nz, issue_col = False, False, 0
         # ---- controller
         if state == LOAD:
-            if wsrc.take(True, cycle) and wsrc.idx == len(wsrc.data):
+            if wsrc.take(True, cycle) and wsrc.idx == wsrc.n:
                 n_state, cnt = INIT, 0
         elif state == INIT:
             if cnt == cfg.rows_per_pe - 1:
@@ -903,10 +880,9 @@ def rtl_lstm(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid
             + cfg.ew_latency + plan.r_run + 50
         max_cycles = int(500 + cfg.rows_per_pe + (len(words) + len(xdata) + n_out
                                                   + sum(lens) * per_step) * 2 / slow)
-    job = {"sources": [{"port": "w", "data": words, "valid_prob": w_valid_prob},
-                       {"port": "x", "data": xdata, "valid_prob": x_valid_prob}],
-           "sinks": [{"port": "o", "count": n_out, "ready_prob": o_ready_prob}],
-           "seed": seed, "reset_at": reset_at, "max_cycles": max_cycles}
+    job = make_job([("w", words, w_valid_prob), ("x", xdata, x_valid_prob)],
+                   [("o", n_out, o_ready_prob)], seed=seed, reset_at=reset_at,
+                   max_cycles=max_cycles)
     old_flags = os.environ.get("MAKEFLAGS")
     if sim == "verilator" and "CFG_CXXFLAGS_PCH_I" not in (old_flags or ""):
         os.environ["MAKEFLAGS"] = ((old_flags or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()

@@ -322,13 +322,10 @@ def rtl_pwl(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.
     :func:`gen.sim.run_job` result (cycle numbers of every transfer, ...).
     """
     from .sim import run_job
+    from .stimulus import make_job
     x = np.asarray(x, dtype=np.int64).ravel()
-    job = {
-        "sources": [{"port": "i", "data": to_unsigned(x, cfg.in_fmt.width),
-                     "valid_prob": valid_prob}],
-        "sinks": [{"port": "o", "count": len(x), "ready_prob": ready_prob}],
-        "seed": seed, "reset_at": reset_at,
-        "max_cycles": int(50 + 20 * len(x) / max(min(valid_prob, ready_prob), 0.05)),
-    }
+    job = make_job([("i", to_unsigned(x, cfg.in_fmt.width), valid_prob)],
+                   [("o", len(x), ready_prob)], seed=seed, reset_at=reset_at,
+                   max_cycles=int(50 + 20 * len(x) / max(min(valid_prob, ready_prob), 0.05)))
     result = run_job("pwl", cfg, job, sim=sim, name=name, waves=waves)
     return to_signed(result["sinks"]["o"]["data"], cfg.out_fmt.width), result

@@ -178,13 +178,16 @@ def job_patterns(job: dict) -> dict:
 
 
 class ModelSource:
-    """A cycle model's view of one testbench source: ``n`` words, the port's pattern.
+    """A cycle model's view of one testbench source: its words (a count, or the words
+    themselves as ``data`` when the model looks at them) and the port's pattern.
 
     Each clock: ``drive(cycle)`` (raise valid by the pattern unless holding), then
     ``take(ready, cycle)`` (a transfer when valid and ready), exactly as the testbench."""
 
-    def __init__(self, n: int, pattern: Pattern):
-        self.n, self.pattern = int(n), pattern
+    def __init__(self, words, pattern: Pattern):
+        self.data = None if isinstance(words, (int, np.integer)) else list(words)
+        self.n = int(words) if self.data is None else len(self.data)
+        self.pattern = pattern
         self.idx, self.holding, self.cycles = 0, False, []
 
     def drive(self, cycle: int):
