@@ -155,8 +155,13 @@ def normalise_job(job: dict) -> dict:
 
     Entries written with a probability (``valid_prob`` / ``ready_prob``, the job ``seed``)
     get the Bernoulli pattern of their own port (:func:`port_seed`); entries without either
-    transfer on every clock."""
+    transfer on every clock; an entry with both a pattern and a probability is an error."""
     seed = job.get("seed", 0)
+    for kind, key, old in (("sources", "valid", "valid_prob"), ("sinks", "ready", "ready_prob")):
+        for entry in job.get(kind, []):
+            if key in entry and old in entry:
+                raise ValueError(f"port {entry['port']!r} gives both {key!r} and {old!r}: "
+                                 f"give one pattern")
     out = dict(job)
     out["sources"] = [{**{k: v for k, v in s.items() if k != "valid_prob"},
                        "valid": pattern_for(s.get("valid", s.get("valid_prob")), seed,

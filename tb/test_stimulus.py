@@ -46,6 +46,8 @@ def test_legacy_probabilities_become_port_patterns():
     assert norm["sinks"][0]["ready"] == {"kind": "always"}
     assert "valid_prob" not in norm["sources"][0]
     assert normalise_job(norm) == norm
+    with pytest.raises(ValueError, match="gives both 'ready' and 'ready_prob'"):
+        normalise_job(dict(norm, sinks=[dict(norm["sinks"][0], ready_prob=0.5)]))
     explicit = make_job([("i", [1], Pattern.bits([0, 1]))], [("o", 1, None)])
     assert explicit["sources"][0]["valid"] == {"kind": "bits", "seq": [0, 1]}
 

@@ -7,6 +7,7 @@ import pytest
 
 from gen.blocks import Block
 from gen.sim import run_job
+from gen.stimulus import Pattern
 from gen.traces import TraceMismatch, compare, gtkw_text, trace_lines
 from tb import waves
 
@@ -74,7 +75,7 @@ def test_rtl_with_one_extra_cycle_is_caught(sim):
     block, cfg, job, ports, _ = waves.CASES["pwl_sigmoid_backpressure"]()
     delayed = Block("pwl_delayed", "test-only", type(cfg), _DelayedPwl, lambda: [cfg],
                     lambda c: "pwl_delayed")
-    job = dict(job, watch=[], sinks=[dict(job["sinks"][0], ready_prob=1.0)])
+    job = dict(job, watch=[], sinks=[dict(job["sinks"][0], ready=Pattern.always().to_json())])
     reference = trace_lines(run_job(block, cfg, job, sim=sim, name="waves-reference"), ports)
     fresh = trace_lines(run_job(delayed, cfg, job, sim=sim, name="waves-injected-delay"), ports)
     first_o = next(int(line.split()[0]) for line in reference if line.split(" ")[1:2] == ["o"])
