@@ -37,8 +37,8 @@ import numpy as np
 
 from .fixed import QFormat, decode, round_shift, saturate, to_signed, to_unsigned
 
-__all__ = ["PwlConfig", "PwlTable", "fit_table", "ref_pwl", "rtl_pwl", "float_func", "FUNCS",
-           "to_signed", "to_unsigned"]
+__all__ = ["PwlConfig", "PwlTable", "fit_table", "ref_pwl", "rtl_pwl", "cycle_model",
+           "float_func", "FUNCS", "to_signed", "to_unsigned"]
 
 FUNCS = ("sigmoid", "tanh")
 
@@ -314,18 +314,49 @@ def fit_table(cfg: PwlConfig) -> PwlTable:
     return table
 
 
+def cycle_model(n: int, cfg: PwlConfig, *, valid=None, ready=None, seed=0) -> dict:
+    """Transfer cycles of ``n`` samples through the unit under any handshake patterns.
+
+    The unit (:class:`hdl.pwl.PwlUnit`) is a pipeline of :attr:`PwlConfig.latency`
+    registers that stalls as a whole while its output register is full and not accepted
+    (``advance = ~o.valid | o.ready``, also ``i.ready``).  ``valid`` / ``ready`` are the
+    patterns of ports ``i`` and ``o`` (:mod:`gen.stimulus`: a probability gives the port's
+    own seeded pattern, as :func:`rtl_pwl` does; ``None`` every clock).  Returns
+    ``{"i": [...], "o": [...]}``, the clock of every transfer, exactly as the RTL.
+    """
+    from .stimulus import ModelSource, pattern_for
+    src = ModelSource(n, pattern_for(valid, seed, "i"))
+    o_pat = pattern_for(ready, seed, "o")
+    pipe = [False] * cfg.latency        # valid bit of each register; pipe[-1] is o.valid
+    out, cycle = [], 0
+    while len(out) < n:
+        src.drive(cycle)
+        o_ready = o_pat.at(cycle)
+        if pipe[-1] and o_ready:
+            out.append(cycle)
+        advance = not pipe[-1] or o_ready
+        took = src.take(advance, cycle)
+        if advance:
+            pipe = [took] + pipe[:-1]
+        cycle += 1
+    return {"i": src.cycles, "o": out}
+
+
 def rtl_pwl(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0, seed=0,
             reset_at=None, name="run", waves=False):
     """Run input codes ``x`` through the generated RTL; return ``(y_codes, result)``.
 
-    Same contract as :func:`ref_pwl` (codes in, codes out).  ``result`` is the raw
+    Same contract as :func:`ref_pwl` (codes in, codes out).  ``valid_prob`` /
+    ``ready_prob`` are the patterns of ``i`` / ``o``: a probability (the port's own seeded
+    pattern) or a :class:`gen.stimulus.Pattern`.  ``result`` is the raw
     :func:`gen.sim.run_job` result (cycle numbers of every transfer, ...).
     """
     from .sim import run_job
-    from .stimulus import make_job
+    from .stimulus import make_job, rate_of
     x = np.asarray(x, dtype=np.int64).ravel()
+    slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
     job = make_job([("i", to_unsigned(x, cfg.in_fmt.width), valid_prob)],
                    [("o", len(x), ready_prob)], seed=seed, reset_at=reset_at,
-                   max_cycles=int(50 + 20 * len(x) / max(min(valid_prob, ready_prob), 0.05)))
+                   max_cycles=int(50 + 20 * len(x) / slow))
     result = run_job("pwl", cfg, job, sim=sim, name=name, waves=waves)
     return to_signed(result["sinks"]["o"]["data"], cfg.out_fmt.width), result

@@ -32,7 +32,7 @@ import zlib
 import numpy as np
 
 __all__ = ["Pattern", "port_seed", "pattern_for", "make_job", "normalise_job",
-           "source_pattern", "sink_pattern", "job_patterns", "ModelSource"]
+           "source_pattern", "sink_pattern", "job_patterns", "ModelSource", "rate_of"]
 
 _BLOCK = 4096
 
@@ -121,6 +121,14 @@ def pattern_for(spec, seed, port) -> Pattern:
     if isinstance(spec, dict):
         return Pattern.from_json(spec)
     return Pattern.bernoulli(float(spec), port_seed(seed, port))
+
+
+def rate_of(spec) -> float:
+    """The long-run rate of a pattern spec (Pattern, probability or None), for timeouts."""
+    if spec is None:
+        return 1.0
+    return spec.rate if isinstance(spec, Pattern) else Pattern.from_json(spec).rate \
+        if isinstance(spec, dict) else float(spec)
 
 
 def source_pattern(spec: dict) -> Pattern:

@@ -6,7 +6,8 @@ from numpy.testing import assert_array_equal
 import pytest
 
 from gen.fixed import QFormat, decode
-from gen.pwl import PwlConfig, fit_table, float_func, ref_pwl, rtl_pwl
+from gen.pwl import PwlConfig, cycle_model, fit_table, float_func, ref_pwl, rtl_pwl
+from gen.stimulus import Pattern
 
 # The format sets the exhaustive RTL sweep covers (16-bit inputs).
 FORMAT_SETS = {
@@ -126,6 +127,35 @@ def test_rtl_backpressure(sim, valid_prob, ready_prob, seed):
     y, result = rtl_pwl(x, cfg, sim, valid_prob=valid_prob, ready_prob=ready_prob, seed=seed,
                         name=f"bp-{seed}")
     assert_array_equal(y, ref_pwl(x, fit_table(cfg)))
+    model = cycle_model(len(x), cfg, valid=valid_prob, ready=ready_prob, seed=seed)
+    assert result["sources"]["i"]["cycles"] == model["i"]
+    assert result["sinks"]["o"]["cycles"] == model["o"]
+
+
+def test_rtl_explicit_patterns(sim, cycle_log):
+    """Explicit per-port bit patterns (bursts in, 1 clock in 3 out): every transfer on the
+    cycle the model predicts."""
+    cfg = PwlConfig(func="sigmoid", segments=8)
+    x = np.random.default_rng(9).integers(-32768, 32768, 400)
+    valid, ready = Pattern.bits([1, 1, 1, 0, 0]), Pattern.bits([0, 0, 1])
+    y, result = rtl_pwl(x, cfg, sim, valid_prob=valid, ready_prob=ready, name="bits")
+    assert_array_equal(y, ref_pwl(x, fit_table(cfg)))
+    model = cycle_model(len(x), cfg, valid=valid, ready=ready)
+    assert result["sources"]["i"]["cycles"] == model["i"]
+    cycle_log(result["sinks"]["o"]["cycles"][-1], model["o"][-1])
+    assert result["sinks"]["o"]["cycles"] == model["o"]
+
+
+def test_cycle_model_full_rate_and_stalls():
+    """Without stalls every sample leaves `latency` clocks after it entered; with a slow
+    sink an output transfers only on its ready clocks."""
+    cfg = PwlConfig(func="tanh", segments=4)
+    full = cycle_model(50, cfg)
+    assert full["i"] == list(range(50)) and full["o"] == [c + cfg.latency for c in range(50)]
+    ready = Pattern.bits([1, 0, 0, 0])
+    slow = cycle_model(50, cfg, ready=ready)
+    assert all(ready.at(c) for c in slow["o"])
+    assert all(b - a >= 4 for a, b in zip(slow["o"], slow["o"][1:]))
 
 
 def test_rtl_reset_mid_stream(sim):
