@@ -46,7 +46,7 @@ test-fast: $(STAMP)
 	SPNN_FAST=1 $(PY) -m pytest -n $(JOBS) -q -m "not rtl and not synth and not slow" tb
 
 sim: $(STAMP)
-	SIM=$(SIM) WAVES=$(WAVES) $(PY) -m pytest -q tb/test_$(BLOCK).py
+	SIM=$(SIM) WAVES=$(WAVES) $(PY) -m pytest -q tb/$(BLOCK)
 
 bench: $(MLSTAMP)
 	@mkdir -p build/bench

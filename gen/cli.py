@@ -25,21 +25,21 @@ import argparse
 import json
 import sys
 
-from . import explore_cli, fdcsr_cli, run_conv, run_fc, run_lstm, run_pwl, run_spmv, \
-    synth
-from .blocks import configs_for
-from .config import SpnnError
-from .outputs import output_flag
+from gen import synth
+from gen.core.config import SpnnError
+from gen.core.outputs import output_flag
+from gen.explore import cli as explore_cli
+from gen.registry import BLOCKS, configs_for
 
-__all__ = ["main", "RUN_COMMANDS"]
+__all__ = ["main", "RUN_COMMANDS", "EXTRA_COMMANDS", "build_parser"]
 
-# `spnn run <name>` commands: each module provides HELP, DESCRIPTION, add_arguments(parser)
-# and run(args) -> int.
-RUN_COMMANDS = {"pwl": run_pwl, "spmv": run_spmv, "fc": run_fc, "conv": run_conv,
-                "lstm": run_lstm}
+# `spnn run <name>`: each block's `cli` module provides HELP, DESCRIPTION,
+# add_arguments(parser) and run(args) -> int.
+RUN_COMMANDS = {name: block.cli for name, block in BLOCKS.items()}
 # Further top-level commands: each module provides register(subparsers), which adds its
 # parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
-EXTRA_COMMANDS = (synth, fdcsr_cli, explore_cli)
+EXTRA_COMMANDS = (synth, *(cmd for block in BLOCKS.values() for cmd in block.commands),
+                  explore_cli)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,8 +51,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cmd_verilog(args):
-    from .emit import emit
-    from .outputs import Outputs
+    from gen.core.emit import emit
+    from gen.core.outputs import Outputs
     jobs = configs_for(args)   # validates everything before anything is written
     outputs = Outputs()
     outputs.folder(args.output, output_flag(args))
@@ -64,12 +64,11 @@ def _cmd_verilog(args):
 
 
 def _cmd_info(args):
-    from .blocks import BLOCKS
     if not args.block:
         for name, block in sorted(BLOCKS.items()):
             print(f"{name:10s} {block.summary}")
         return 0
-    from .emit import manifest
+    from gen.core.emit import manifest
     (block, cfg), = configs_for(args)
     info = manifest(block, cfg, block.build(cfg))
     if args.json:

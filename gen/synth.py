@@ -43,10 +43,10 @@ import sys
 import time
 from pathlib import Path
 
-from .blocks import HEAP_TIMING_DEFAULT, configs_for
-from .config import SpnnError, config_to_dict
-from .outputs import check_output_folder, output_flag, write_atomic
-from .runutil import float_arg, int_arg
+from gen.registry import HEAP_TIMING_DEFAULT, configs_for
+from gen.core.config import SpnnError, config_to_dict
+from gen.core.outputs import check_output_folder, output_flag, write_atomic
+from gen.core.runutil import float_arg, int_arg
 
 __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
            "synth", "result_tag", "default_router", "config_id", "markdown_table",
@@ -171,55 +171,14 @@ def harness_verilog(module: str, ports: list) -> str:
     input chain feeding every input bit), ``load`` (capture every output bit) and
     ``so`` (serial output).  Every path of the block is register to register.
     """
-    from amaranth.hdl import Cat, ClockSignal, Instance, Module, ResetSignal, Signal
-    from amaranth.lib import wiring
-    from amaranth.lib.wiring import In, Out
-    from .emit import to_verilog
+    from gen.core.emit import to_verilog
+    from hdl.lib.timing import TimingHarness
 
     inputs = [(n, w) for n, d, w in ports if d == "input" and n not in ("clk", "rst")]
     outputs = [(n, w) for n, d, w in ports if d == "output"]
     if any(d == "inout" for _, d, _ in ports):
         raise SpnnError(f"module {module} has inout ports; the timing harness cannot wrap it")
-    n_in = sum(w for _, w in inputs)
-    n_out = sum(w for _, w in outputs)
-
-    class Harness(wiring.Component):
-        si: In(1)
-        load: In(1)
-        so: Out(1)
-
-        def elaborate(self, platform):
-            m = Module()
-            rst_q = Signal(reset_less=True)
-            m.d.sync += rst_q.eq(ResetSignal())
-            kwargs = {"i_clk": ClockSignal(), "i_rst": rst_q}
-            if n_in:
-                chain = Signal(n_in, reset_less=True)
-                si = Signal(reset_less=True)
-                m.d.sync += [si.eq(self.si), chain.eq(Cat(si, chain[:-1]))]
-                pos = 0
-                for name, width in inputs:
-                    kwargs[f"i_{name}"] = chain[pos:pos + width]
-                    pos += width
-            outs = []
-            for name, width in outputs:
-                sig = Signal(width, name=f"dut_{name}")
-                kwargs[f"o_{name}"] = sig
-                outs.append(sig)
-            load = Signal(reset_less=True)
-            m.d.sync += load.eq(self.load)
-            capture = Signal(max(n_out, 1), reset_less=True)
-            with m.If(load):
-                m.d.sync += capture.eq(Cat(*outs) if outs else 0)
-            with m.Else():
-                m.d.sync += capture.eq(capture >> 1)
-            so = Signal(reset_less=True)
-            m.d.sync += so.eq(capture[0])
-            m.d.comb += self.so.eq(so)
-            m.submodules.dut = Instance(module, **kwargs)
-            return m
-
-    return to_verilog(Harness(), f"{module}_harness")
+    return to_verilog(TimingHarness(module, inputs, outputs), f"{module}_harness")
 
 
 def _tool(name: str) -> str:
@@ -272,7 +231,7 @@ def result_tag(module: str, cfg, target: str, seed: int = 1,
 
 def heap_timing_for(block, placer: str, timing_weight=None, crit_exp=None) -> tuple:
     """The heap placer's ``(timing weight, criticality exponent)`` of a run: the given
-    ones, else the block's (:attr:`gen.blocks.Block.heap_timing`).  Checked: whole numbers
+    ones, else the block's (:attr:`gen.core.block.Block.heap_timing`).  Checked: whole numbers
     (weight 1-1000, exponent 1-16), and only with the heap placer."""
     for name, value, hi in (("timing weight", timing_weight, 1000),
                             ("criticality exponent", crit_exp, 16)):
@@ -402,15 +361,15 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
     ``router`` is nextpnr's router; ``None`` picks :func:`default_router`'s.  ``placer`` is nextpnr's placer: ``heap`` (its
     default, analytic), ``static`` (electrostatic) or ``sa`` (simulated annealing); which
     gives the better Fmax depends on the design and the seed (see docs/synth.md);
-    ``None`` picks the block's own (:attr:`gen.blocks.Block.placer`).  ``timing_weight``
+    ``None`` picks the block's own (:attr:`gen.core.block.Block.placer`).  ``timing_weight``
     and ``crit_exp`` are the heap placer's ``--placer-heap-timingweight`` and
-    ``--placer-heap-critexp``; ``None`` picks the block's (:attr:`gen.blocks.Block.heap_timing`).
+    ``--placer-heap-critexp``; ``None`` picks the block's (:attr:`gen.core.block.Block.heap_timing`).
 
     Work files (Verilog, Yosys script, logs, netlist, nextpnr report) go to
     ``<out_dir>/synth/<module>-<config id>-<target>/``; the result to the same path
     with ``.json``.
     """
-    from .emit import emit
+    from gen.core.emit import emit
 
     if target not in TARGETS:
         raise SpnnError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
@@ -535,7 +494,7 @@ def _config_text(result: dict, defaults: dict | None = None) -> str:
 
 def markdown_table(results: list) -> str:
     """One Markdown table per target for a list of :func:`synth` results."""
-    from .blocks import BLOCKS
+    from gen.registry import BLOCKS
 
     def diff(result):
         block = BLOCKS.get(result["block"])
@@ -607,8 +566,8 @@ def write_summary(out_dir="build/reports") -> Path:
 def vivado_files(block, cfg, out_dir="build/verilog", freq: float = DEFAULT_FREQ,
                  part: str = VIVADO_PART) -> list:
     """Emit the Verilog, then ``<module>_vivado.tcl``, ``<module>.xdc``, ``<module>.core``."""
-    from .emit import emit
-    from .outputs import Outputs
+    from gen.core.emit import emit
+    from gen.core.outputs import Outputs
     from importlib.metadata import PackageNotFoundError, version
 
     if not 1 <= freq <= 1000:

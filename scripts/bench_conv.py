@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from gen.conv import (ConvConfig, ConvLayer, network_table, plan, ref_conv, rtl_conv,
-                      stagger_cycles)
-from gen.networks import NETWORKS
+from gen.conv import ConvConfig, ConvLayer, network_table, plan, ref_conv, stagger_cycles
+from gen.conv.twin import rtl_conv
+from gen.conv.networks import NETWORKS
 
 OUT = Path("build/bench")
 ARRAYS = {"128x16": ConvConfig(rows=128, cols=16, max_groups=8, drain_rows=8),

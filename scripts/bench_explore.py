@@ -28,8 +28,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from gen.explore import (PE_NAMES, SKIPS, ExploreConfig, explore, explore_modes,
-                         measured_dof, queue_lengths, seed_dof)
+from gen.explore.model import PE_NAMES
+from gen.explore import (SKIPS, ExploreConfig, explore, explore_modes, measured_dof, queue_lengths,
+                         seed_dof)
 
 OUT = Path("build/bench")
 DATA = Path("build/explore")

@@ -20,9 +20,10 @@ import time
 
 import numpy as np
 
-from gen.fdcsr import (SEED_LAYERS, SEED_REDUCTION, FcConfig, bandwidth_table,
-                       decode_walk, dense_cycles, encode, fc_schedule, fixed_overhead,
-                       prune_random, ref_fc, rtl_fc)
+from gen.fc import (SEED_LAYERS, FcConfig, bandwidth_table, decode_walk, dense_cycles, encode,
+                    fc_schedule, fixed_overhead, prune_random, ref_fc)
+from gen.fc.model import SEED_REDUCTION
+from gen.fc.twin import rtl_fc
 
 OUT = Path("build/bench")
 ENGINES = ((1, 4), (2, 8), (4, 8))   # (non-zeros per clock, segments per beat)
@@ -40,7 +41,7 @@ def _bandwidth():
 
 def _model_cycles(seed=0):
     """Full-size layers: per-beat non-zero counts of a Bernoulli(density) mask are
-    Binomial(beat_cols, density); the decoder's clocks follow gen.fdcsr.decode_walk."""
+    Binomial(beat_cols, density); the decoder's clocks follow gen.fc.decode_walk."""
     rng = np.random.default_rng(seed)
     out = []
     for name, rows, cols, density in SEED_LAYERS:

@@ -26,9 +26,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
-from gen.fixed import quantise
-from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model,
-                      quantise_lstm, ref_lstm, rtl_lstm, step_cycles)
+from gen.core.fixed import quantise
+from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model, quantise_lstm, ref_lstm,
+                      step_cycles)
+from gen.lstm.twin import rtl_lstm
 
 X, H, DENSITY, P = 153, 1024, 0.117, 32
 BOUND = 1.11

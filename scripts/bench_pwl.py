@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gen.fixed import QFormat, decode, quantise
+from gen.core.fixed import QFormat, decode, quantise
 from gen.pwl import PwlConfig, fit_table, float_func, ref_pwl
 
 IN, OUT = QFormat(4, 12), QFormat(2, 14)
@@ -52,8 +52,8 @@ def reference_errors(func, truth):
 
 
 def rtl_check(func):
-    from gen.pwl import rtl_pwl
-    from gen.sim import sim_available
+    from gen.pwl.twin import rtl_pwl
+    from gen.core.sim import sim_available
     if not sim_available("verilator"):
         return None
     cfg = PwlConfig(func=func)

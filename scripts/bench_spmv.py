@@ -24,9 +24,9 @@ import timeit
 
 import numpy as np
 
-from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled,
-                      compile_weights, cycle_model, load_report, ref_spmv, run_jobs,
-                      tile_jobs)
+from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled, compile_weights,
+                      cycle_model, load_report, ref_spmv, tile_jobs)
+from gen.spmv.twin import run_jobs
 
 OUT = Path("build/bench")
 ROWS, COLS, P = 1024, 153, 32

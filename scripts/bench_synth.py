@@ -25,11 +25,10 @@ import sys
 import time
 from pathlib import Path
 
-from gen.blocks import BLOCKS
-from gen.config import config_to_dict
-from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT,
-                       TARGETS, _classify, _versions, config_id, default_router,
-                       result_tag, synth)
+from gen.registry import BLOCKS
+from gen.core.config import config_to_dict
+from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT, TARGETS, _classify,
+                       _versions, config_id, default_router, result_tag, synth)
 
 SEED_MHZ = 100.0     # seed 000 (and the VC709 designs) run at 100 MHz
 GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
@@ -41,7 +40,7 @@ _VERILOG = {}
 
 def _same_verilog(block, cfg, work: Path) -> bool:
     """Whether ``work`` holds exactly the Verilog the block emits now."""
-    from gen.emit import to_verilog
+    from gen.core.emit import to_verilog
     module = block.module_name(cfg)
     key = (block.name, config_id(cfg))
     if key not in _VERILOG:

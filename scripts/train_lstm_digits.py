@@ -30,9 +30,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 
-from gen.fixed import decode, quantise
-from gen.lstm import (LstmConfig, compile_lstm, model_from_dict, prune_lstm,
-                      quantise_lstm, ref_lstm, rtl_lstm)
+from gen.core.fixed import decode, quantise
+from gen.lstm import LstmConfig, compile_lstm, model_from_dict, prune_lstm, quantise_lstm, ref_lstm
+from gen.lstm.twin import rtl_lstm
 
 
 def log(msg):

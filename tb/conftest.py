@@ -23,7 +23,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 os.environ.setdefault("SPNN_BUILD_DIR", str(REPO / "build"))
 
-from gen.sim import SIMS, missing_reason, sim_available  # noqa: E402
+from gen.core.sim import SIMS, missing_reason, sim_available  # noqa: E402
 
 _SKIPPED = set()
 
@@ -44,7 +44,7 @@ def _fast_tier_guard(request, monkeypatch):
     """Under ``SPNN_FAST=1``: starting a simulator or a synthesis tool fails the test."""
     if os.environ.get("SPNN_FAST") != "1":
         return
-    import gen.sim
+    import gen.core.sim
     import gen.synth
 
     def refuse(marker):
@@ -53,7 +53,7 @@ def _fast_tier_guard(request, monkeypatch):
                         f"@pytest.mark.{marker}", pytrace=False)
         return stop
 
-    monkeypatch.setattr(gen.sim, "_runner", refuse("rtl"))
+    monkeypatch.setattr(gen.core.sim, "_runner", refuse("rtl"))
     monkeypatch.setattr(gen.synth, "_run", refuse("synth"))
 
 

@@ -12,7 +12,7 @@ and widest formats - and check them at one of three levels:
     RTL == golden model and every transfer's cycle == the block's cycle model (PWL: one
     sample per clock, each result ``latency`` clocks after its input); then with idle
     inputs and back-pressure, RTL == golden model (and the cycles for spmv, whose cycle
-    model reads :mod:`gen.stimulus`'s per-port patterns).
+    model reads :mod:`gen.core.stimulus`'s per-port patterns).
 ``LINT``
     converted to Verilog with no negative bit range (``wire [-1:0]``, the issue's
     ``lstm --pes 1`` symptom), and ``verilator --lint-only`` with the simulation build's
@@ -42,16 +42,21 @@ import numpy as np
 from numpy.testing import assert_array_equal
 import pytest
 
-from gen.blocks import BLOCKS
-from gen.conv import ConvConfig, ConvLayer, check_fits, layer_cycles, plan, ref_conv, rtl_conv
-from gen.fdcsr import FcConfig, prune_random, ref_fc, rtl_fc
-from gen.fixed import QFormat as Q
-from gen.lstm import (LstmConfig, LstmFloat, LstmQuant, compile_lstm,
-                      cycle_model as lstm_cycles, quantise_lstm, ref_lstm, rtl_lstm)
-from gen.pwl import PwlConfig, fit_table, ref_pwl, rtl_pwl
-from gen.sim import _BUILD_ARGS, _verilog_for, sim_available
+from gen.registry import BLOCKS
+from gen.conv import ConvConfig, ConvLayer, check_fits, layer_cycles, plan, ref_conv
+from gen.conv.twin import rtl_conv
+from gen.fc import FcConfig, prune_random, ref_fc
+from gen.fc.twin import rtl_fc
+from gen.core.fixed import QFormat as Q
+from gen.lstm import (LstmConfig, LstmFloat, LstmQuant, compile_lstm, cycle_model as lstm_cycles,
+                      quantise_lstm, ref_lstm)
+from gen.lstm.twin import rtl_lstm
+from gen.pwl import PwlConfig, fit_table, ref_pwl
+from gen.pwl.twin import rtl_pwl
+from gen.core.sim import _BUILD_ARGS, _verilog_for, sim_available
 from gen.spmv import (SpmvConfig, compile_tiled, cycle_model as spmv_cycles, gather_tiled,
-                      ref_spmv, run_jobs, tile_jobs)
+                      ref_spmv, tile_jobs)
+from gen.spmv.twin import run_jobs
 
 # ---------------------------------------------------------------- the edge configurations
 
@@ -227,7 +232,7 @@ def test_checks_catch_a_zero_width_index(tmp_path):
     from amaranth.hdl import Module, Signal
     from amaranth.lib import wiring
     from amaranth.lib.memory import Memory
-    from gen.emit import to_verilog
+    from gen.core.emit import to_verilog
 
     class OneItem(wiring.Component):
         o: wiring.Out(4)
@@ -268,7 +273,7 @@ def test_lint(tmp_path, block, cfg):
 def test_elaborate(block, cfg):
     """The largest configurations elaborate with no 0-bit signal and the ports the
     manifest promises (conversion would take 20 s to 6 minutes each)."""
-    from gen.emit import manifest
+    from gen.core.emit import manifest
     component = BLOCKS[block].build(cfg)
     assert _zero_width_signals(component) == set()
     ports = manifest(BLOCKS[block], cfg, component)["ports"]
@@ -402,7 +407,7 @@ def _lstm_case(name, cfg, rng):
 def test_rtl_lstm(sim, cycle_log, name):
     """Two sequences on one weight load: RTL == ref_lstm and, at full rate, the cycles of
     every w, x and o transfer == cycle_model; then the values with gaps and back-pressure
-    (the LSTM cycle model does not read gen.stimulus's per-port patterns yet)."""
+    (the LSTM cycle model does not read gen.core.stimulus's per-port patterns yet)."""
     cfg = LSTM_RTL[name]
     q, seqs = _lstm_case(name, cfg, np.random.default_rng(6))
     plan_ = compile_lstm(q, cfg)

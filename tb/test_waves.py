@@ -5,18 +5,21 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 import pytest
 
-from gen.blocks import Block
-from gen.sim import run_job
-from gen.stimulus import Pattern
-from gen.traces import TraceMismatch, compare, gtkw_text, trace_lines
+import numpy as np
+
+from gen.core.block import Gateware
+from gen.core.fixed import to_unsigned
+from gen.core.sim import run_job
+from gen.core.stimulus import Pattern, make_job
+from gen.core.traces import TraceMismatch, compare, gtkw_text, trace_lines
 from tb import waves
 
 
-@pytest.mark.parametrize("case", sorted(waves.CASES))
+@pytest.mark.parametrize("case", waves.case_names())
 def test_golden_trace(sim, case):
     """The RTL's handshakes and outputs match tb/golden/<case>.trace cycle for cycle."""
-    from gen.sim import build_root
-    from gen.traces import write_diff
+    from gen.core.sim import build_root
+    from gen.core.traces import write_diff
     try:
         compare(waves.golden_path(case).read_text().splitlines(), waves.fresh_trace(case, sim))
     except TraceMismatch as mismatch:
@@ -55,7 +58,7 @@ class _DelayedPwl(wiring.Component):
     """The PWL unit with one extra output register: same results, one cycle later."""
 
     def __init__(self, cfg):
-        from hdl.pwl import PwlUnit
+        from hdl.pwl.unit import PwlUnit
         from gen.pwl import fit_table
         self.unit = PwlUnit(fit_table(cfg))
         super().__init__(dict(self.unit.signature.members))
@@ -72,11 +75,14 @@ class _DelayedPwl(wiring.Component):
 
 def test_rtl_with_one_extra_cycle_is_caught(sim):
     """Same results one cycle later: the trace comparison fails at the first output."""
-    block, cfg, job, ports, _ = waves.CASES["pwl_sigmoid_backpressure"]()
-    delayed = Block("pwl_delayed", "test-only", type(cfg), _DelayedPwl, lambda: [cfg],
-                    lambda c: "pwl_delayed")
-    job = dict(job, watch=[], sinks=[dict(job["sinks"][0], ready=Pattern.always().to_json())])
-    reference = trace_lines(run_job(block, cfg, job, sim=sim, name="waves-reference"), ports)
+    from gen.pwl import PwlConfig
+    from hdl.pwl import GATEWARE
+    cfg, ports = PwlConfig(func="sigmoid"), ["i", "o"]
+    x = np.random.default_rng(11).integers(-32768, 32768, 48)
+    job = make_job([("i", to_unsigned(x, 16), 0.7)], [("o", len(x), Pattern.always())],
+                   seed=11, max_cycles=20 * len(x) + 100)
+    delayed = Gateware("pwl_delayed", _DelayedPwl, lambda c: "pwl_delayed")
+    reference = trace_lines(run_job(GATEWARE, cfg, job, sim=sim, name="waves-reference"), ports)
     fresh = trace_lines(run_job(delayed, cfg, job, sim=sim, name="waves-injected-delay"), ports)
     first_o = next(int(line.split()[0]) for line in reference if line.split(" ")[1:2] == ["o"])
     with pytest.raises(TraceMismatch) as info:
@@ -89,8 +95,8 @@ def test_rtl_with_one_extra_cycle_is_caught(sim):
 
 
 def test_gtkw_groups_streams():
-    from gen.blocks import get_block
-    from gen.emit import manifest
+    from gen.registry import get_block
+    from gen.core.emit import manifest
     block = get_block("pwl")
     cfg = block.defaults()[0]
     unit = block.build(cfg)
@@ -102,8 +108,8 @@ def test_gtkw_groups_streams():
 def test_waves_dump_matches_gtkw(sim, monkeypatch):
     """WAVES=1 writes <module>.fst (or .vcd) and a .gtkw whose every signal is in the dump."""
     pywellen = pytest.importorskip("pywellen")
-    import numpy as np
-    from gen.pwl import PwlConfig, rtl_pwl
+    from gen.pwl import PwlConfig
+    from gen.pwl.twin import rtl_pwl
     monkeypatch.setenv("WAVES", "1")
     _, result = rtl_pwl(np.arange(-50, 50), PwlConfig(func="tanh"), sim, name="waves-dump")
     from pathlib import Path

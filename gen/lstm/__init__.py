@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The LSTM engine: config, model loading, compiler, golden and cycle models.
+
+The package re-exports the numpy-only layer (``model``); the RTL twin is ``twin``, the
+``spnn`` command ``cli``, the block contract ``block``.
+"""
+
+from gen.lstm.model import *  # noqa: F401,F403
+from gen.lstm.model import __all__  # noqa: F401
