@@ -20,7 +20,7 @@ from gen.conv.model import MIN_BOX
 from gen.conv import ConvConfig, descriptor_fields
 from gen.core.fixed import index_bits
 from hdl.lib.skid import SkidBuffer
-from hdl.spmv.pe import radix4_product
+from hdl.lib.arith import radix4_product
 
 __all__ = ["ConvArray", "STAT_BUSY_BITS"]
 

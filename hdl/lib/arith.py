@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Amaranth twins of :mod:`gen.core.fixed`: the same rounding and saturation, as gateware.
+"""Arithmetic gateware: twins of :mod:`gen.core.fixed` (the same rounding and saturation)
+and the radix-4 multiplier the SpMV PE and the MAC array share.
 
-Both helpers are combinational expressions; the golden models call the numpy
+``round_shift`` and ``saturate`` are combinational expressions; the golden models call the numpy
 functions of the same names in :mod:`gen.core.fixed`, so the two cannot drift.
 """
 
-from amaranth.hdl import Const, Mux, signed
+from amaranth.hdl import Cat, Const, Mux, Signal, signed
 
 from gen.core.fixed import QFormat
 
-__all__ = ["round_shift", "saturate"]
+__all__ = ["round_shift", "saturate", "radix4_product"]
 
 
 def round_shift(value, shift: int):
@@ -32,3 +33,37 @@ def saturate(value, fmt: QFormat):
     if len(value) <= fmt.width:
         return value.as_signed()
     return Mux(value > hi, hi, Mux(value < lo, lo, value[:fmt.width].as_signed()))
+
+
+def radix4_product(m, w, x, x3, xn, name="pp_sum"):
+    """Signed ``w * x`` in LUTs and carry chains, over two clocks.
+
+    ``x3 = 3x`` and ``xn = -x`` are registers beside ``x``.  The radix-4 digits of ``w``
+    (unsigned 0..3, the top one signed -2..1) select partial products from them; they are
+    added in pairs into registers ``<name><k>`` (clock 1) and the pairs summed
+    combinationally (the caller registers the result, clock 2).  Returns that sum; its
+    low ``len(w) + len(x)`` bits are the exact product.
+    """
+    pw = len(w) + len(x)
+    wd = Cat(w, w[-1]) if len(w) % 2 else w                # even width, same value
+    nd = len(wd) // 2
+    pps = []
+    for i in range(nd):
+        d0, d1 = wd[2 * i], wd[2 * i + 1]
+        if i < nd - 1:                                       # unsigned digit 0..3
+            pp = Mux(d1, Mux(d0, x3, x << 1), Mux(d0, x, 0))
+        else:                                                # signed digit -2..1
+            pp = Mux(d1, Mux(d0, xn, xn << 1), Mux(d0, x, 0))
+        pps.append((pp, 2 * i))
+    pairs = []
+    for k in range(0, nd, 2):
+        (a_pp, a_sh), rest = pps[k], pps[k + 1:k + 2]
+        total = a_pp if not rest else a_pp + (rest[0][0] << 2)
+        reg = Signal(signed(min(len(total), pw + 2)), name=f"{name}{k // 2}",
+                     reset_less=True)
+        m.d.sync += reg.eq(total)
+        pairs.append((reg, a_sh))
+    prod = pairs[0][0]
+    for reg, sh in pairs[1:]:
+        prod = prod + (reg << sh)
+    return prod

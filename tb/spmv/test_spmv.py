@@ -499,7 +499,7 @@ def test_radix4_product_exhaustive(ww, xw):
     the most negative values included), in Amaranth's own simulator."""
     from amaranth.hdl import Module, Signal, signed
     from amaranth.sim import Simulator
-    from hdl.spmv.pe import radix4_product
+    from hdl.lib.arith import radix4_product
     m = Module()
     w, x = Signal(signed(ww)), Signal(signed(xw))
     x3, xn = Signal(signed(xw + 2)), Signal(signed(xw + 1))
