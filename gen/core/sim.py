@@ -25,8 +25,8 @@ import shutil
 from gen.core.config import SpnnError
 from gen.core.stimulus import normalise_job
 
-__all__ = ["SIMS", "sim_available", "missing_reason", "build_root", "run_job", "SimError",
-           "watching"]
+__all__ = ["SIMS", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason", "run_cocotb",
+           "build_root", "run_job", "SimError", "watching"]
 
 SIMS = ("icarus", "verilator")
 
@@ -88,7 +88,7 @@ def _locked(path: Path):
 # Amaranth's Verilog compares and adds operands of different widths with explicit
 # sign/zero semantics, and indexes small constant tables with wider selectors;
 # Verilator's lint would reject that otherwise-correct code.
-_BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
+BUILD_ARGS = {"icarus": [], "verilator": ["-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC",
                                               "-Wno-CASEINCOMPLETE"]}
 
 # Verilator writes FST (dump.fst in the run folder) when the lz4 headers that its FST
@@ -109,7 +109,7 @@ def _runner(sim):
 _VERILOG = {}
 
 
-def _verilog_for(gateware, cfg):
+def verilog_for(gateware, cfg):
     """(module name, Verilog text) for a config, converted once per process."""
     from gen.core.emit import to_verilog
     key = (gateware.name, cfg)
@@ -125,7 +125,7 @@ def _build(gateware, cfg, sim, waves):
     The folder is named after a hash of the Verilog itself, so a change to the
     gateware can never run against a stale build.
     """
-    module, text = _verilog_for(gateware, cfg)
+    module, text = verilog_for(gateware, cfg)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     root = build_root().resolve() / "sim" / f"{module}-{digest}"
     sim_dir = root / (sim + ("-waves" if waves else ""))
@@ -141,7 +141,7 @@ def _build(gateware, cfg, sim, waves):
             sim_dir.mkdir(parents=True, exist_ok=True)
             runner.build(sources=[vfile], hdl_toplevel=module, build_dir=sim_dir,
                          timescale=("1ns", "1ps"), waves=waves,
-                         build_args=_BUILD_ARGS[sim] + (_WAVE_ARGS[sim] if waves else []),
+                         build_args=BUILD_ARGS[sim] + (_WAVE_ARGS[sim] if waves else []),
                          log_file=sim_dir / "build.log")
             stamp.write_text("ok\n")
     return runner, sim_dir, module
@@ -216,3 +216,28 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         raise SimError(f"{module} under {sim}: {result['error']} (see {test_dir / 'sim.log'})")
     result["test_dir"] = str(test_dir)
     return result
+
+
+def run_cocotb(gateware, cfg, test_module: str, sim: str = "verilator", name: str = "run",
+               env=None) -> Path:
+    """Build ``gateware``/``cfg`` like :func:`run_job` and run the cocotb ``test_module``
+    (importable by name; e.g. a test's own bench using cocotbext-axi) on it with ``env``
+    in its environment.  Returns the run folder; raises :class:`SimError` when a cocotb
+    test failed (its ``results.xml`` lists the failures)."""
+    runner, sim_dir, module = _build(gateware, cfg, sim, False)
+    test_dir = sim_dir / "runs" / name
+    test_dir.mkdir(parents=True, exist_ok=True)
+    results = test_dir / "results.xml"
+    try:
+        runner.test(test_module=test_module, hdl_toplevel=module, build_dir=sim_dir,
+                    hdl_toplevel_lang="verilog", test_dir=test_dir, results_xml=str(results),
+                    extra_env={k: str(v) for k, v in (env or {}).items()},
+                    log_file=test_dir / "sim.log", timescale=("1ns", "1ps"))
+    except SystemExit:      # cocotb's runner exits when a test failed: say which file to read
+        pass
+    from cocotb_tools.runner import get_results
+    tests, failed = get_results(results) if results.exists() else (0, 0)
+    if tests == 0 or failed:
+        raise SimError(f"{module} under {sim}: {failed} of {tests} cocotb tests failed "
+                       f"(see {test_dir / 'sim.log'})")
+    return test_dir
