@@ -1,0 +1,154 @@
+# SPDX-License-Identifier: Apache-2.0
+"""AXI4-Stream at bus width: the signature and the adapters between a bus beat of
+``words`` words and a block's internal one-word-per-transfer stream.
+
+Words sit in a beat little-endian, as AXI4-Stream orders bytes: word ``k`` in
+``tdata[k*W +: W]`` with its ``ceil(W / 8)`` bytes' ``tkeep`` bits (W = word width).  A
+word is present when the ``tkeep`` bit of its lowest byte is set (the adapters write every
+byte's bit of a word alike); ``tlast`` ends a packet (a tensor or a layer, as each block
+documents per port).
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["AxisSignature", "WordLayout", "AxisToWords", "WordsToAxis", "keep_bytes"]
+
+
+def keep_bytes(word_width: int) -> int:
+    """Bytes (``tkeep`` bits) per word."""
+    return (word_width + 7) // 8
+
+
+class AxisSignature(wiring.Signature):
+    """AXI4-Stream from the transmitter's side (``Out`` = driven by the transmitter):
+    ``tdata`` (``words * word_width``), ``tkeep`` (``words * keep_bytes(word_width)``),
+    ``tlast``, ``tvalid``; ``tready`` from the receiver.  ``tdata`` is padded to whole
+    bytes per word."""
+
+    def __init__(self, word_width: int, words: int):
+        self.word_width, self.words = word_width, words
+        self.lane_bits = 8 * keep_bytes(word_width)
+        super().__init__({
+            "tdata": Out(words * self.lane_bits),
+            "tkeep": Out(words * keep_bytes(word_width)),
+            "tlast": Out(1),
+            "tvalid": Out(1),
+            "tready": In(1),
+        })
+
+
+def WordLayout(word_width: int):
+    """One word of a packet: ``data`` and ``last`` (the packet's final word)."""
+    return data.StructLayout({"data": word_width, "last": 1})
+
+
+def _lowest(mask, n):
+    """(index, one-hot) of the lowest set bit of the ``n``-bit ``mask`` (0, 0 if none)."""
+    index = Const(0, range(max(n, 2)))
+    for k in reversed(range(n)):
+        index = Mux(mask[k], k, index)
+    return index, mask & (~mask + 1)
+
+
+class AxisToWords(wiring.Component):
+    """AXI4-Stream beats of ``words`` words in, one word per transfer out.
+
+    Parameters
+    ----------
+    word_width : int
+        Bits per word (the block's stream payload width).
+    words : int
+        Words per beat (``bus_words``).
+
+    Attributes
+    ----------
+    s : In(AxisSignature(word_width, words))
+        The bus.  A beat is taken the clock its last present word leaves (or at once when
+        the adapter is empty), so a word stream running at one word per clock sees no gap
+        between beats.  Beats with no present word are dropped (a ``tlast`` on one is lost:
+        keep at least one word in a packet's last beat).
+    o : Out(stream.Signature(WordLayout(word_width)))
+        The present words of each beat in lane order; ``last`` on the last present word of
+        a beat with ``tlast``.
+    """
+
+    def __init__(self, word_width: int, words: int):
+        self.word_width, self.words = word_width, words
+        super().__init__({"s": In(AxisSignature(word_width, words)),
+                          "o": Out(stream.Signature(WordLayout(word_width)))})
+
+    def elaborate(self, platform):
+        m = Module()
+        n, kb, lane = self.words, keep_bytes(self.word_width), 8 * keep_bytes(self.word_width)
+        beat = Signal(n * lane)
+        left = Signal(n)                     # lanes of the held beat still to send
+        last = Signal()
+        index, onehot = _lowest(left, n)
+        final = left == onehot               # the word on offer is the beat's last
+        m.d.comb += [
+            self.o.valid.eq(left.any()),
+            self.o.p.data.eq(beat.word_select(index, lane)[:self.word_width]),
+            self.o.p.last.eq(last & final),
+            self.s.tready.eq(~left.any() | (final & self.o.ready)),
+        ]
+        with m.If(self.o.valid & self.o.ready):
+            m.d.sync += left.eq(left & ~onehot)
+        with m.If(self.s.tvalid & self.s.tready):
+            m.d.sync += [beat.eq(self.s.tdata), last.eq(self.s.tlast),
+                         left.eq(Const(0, n) | sum((self.s.tkeep[k * kb] << k)
+                                                   for k in range(n)))]
+        return m
+
+
+class WordsToAxis(wiring.Component):
+    """One word per transfer in, AXI4-Stream beats of ``words`` words out.
+
+    Parameters
+    ----------
+    word_width, words : int
+        As :class:`AxisToWords`.
+
+    Attributes
+    ----------
+    i : In(stream.Signature(WordLayout(word_width)))
+        Words; ``last`` ends a packet.
+    m : Out(AxisSignature(word_width, words))
+        Full beats, and a packet's last beat with only its words kept (``tkeep`` low and
+        ``tdata`` 0 on the lanes after them) and ``tlast``.  A beat is offered the clock after its last
+        word arrives; words keep flowing at one per clock into the next beat while it
+        waits, so back-pressure stalls ``i`` only when that beat is full too.
+    """
+
+    def __init__(self, word_width: int, words: int):
+        self.word_width, self.words = word_width, words
+        super().__init__({"i": In(stream.Signature(WordLayout(word_width))),
+                          "m": Out(AxisSignature(word_width, words))})
+
+    def elaborate(self, platform):
+        m = Module()
+        n, kb, lane = self.words, keep_bytes(self.word_width), 8 * keep_bytes(self.word_width)
+        fill = Signal(n * lane)              # the beat being filled
+        pos = Signal(range(n + 1))
+        done = Signal()                      # fill holds a finished beat not yet moved out
+        done_last = Signal()
+        out_free = ~self.m.tvalid | self.m.tready
+        move = done & out_free
+        m.d.comb += self.i.ready.eq(~done | out_free)
+        with m.If(self.m.tvalid & self.m.tready):
+            m.d.sync += self.m.tvalid.eq(0)
+        with m.If(move):
+            keep = Signal(n * kb)
+            m.d.comb += keep.eq(sum(Mux(k < pos, (1 << kb) - 1, 0) << (k * kb)
+                                    for k in range(n)))
+            m.d.sync += [self.m.tdata.eq(fill), self.m.tkeep.eq(keep),
+                         self.m.tlast.eq(done_last), self.m.tvalid.eq(1),
+                         done.eq(0), pos.eq(0), fill.eq(0)]     # absent lanes read 0
+        with m.If(self.i.valid & self.i.ready):
+            at = Mux(move, 0, pos)
+            m.d.sync += fill.word_select(at, lane).eq(self.i.p.data)
+            m.d.sync += pos.eq(at + 1)
+            with m.If(self.i.p.last | (at == n - 1)):
+                m.d.sync += [done.eq(1), done_last.eq(self.i.p.last)]
+        return m
