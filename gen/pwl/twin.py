@@ -8,7 +8,7 @@ from gen.core.stimulus import make_job, rate_of
 from gen.core.fixed import to_signed, to_unsigned
 from hdl.pwl import GATEWARE
 
-from gen.pwl.model import PwlConfig
+from gen.pwl.config import PwlConfig
 
 __all__ = ["rtl_pwl"]
 

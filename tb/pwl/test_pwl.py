@@ -97,7 +97,7 @@ def test_saturates_outside_fitted_range():
 
 def test_fit_is_deterministic():
     a = fit_table(PwlConfig(func="sigmoid", segments=16, slope_width=16))
-    from gen.pwl import model as pwl
+    from gen.pwl import fit as pwl
     pwl._CACHE.clear()
     b = fit_table(PwlConfig(func="sigmoid", segments=16, slope_width=16))
     assert a == b
