@@ -8,7 +8,7 @@ from gen.core.sim import run_job
 from gen.core.stimulus import make_job
 from hdl.spmv import GATEWARE
 
-from gen.spmv.model import SpmvConfig, compile_tiled, gather_tiled, tile_jobs, weight_beats
+from gen.spmv import SpmvConfig, compile_tiled, gather_tiled, tile_jobs, weight_beats
 
 __all__ = ["run_jobs", "rtl_spmv"]
 

@@ -1,0 +1,310 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The SpMV weight compiler: pruning, row allocation, per-PE memory images and
+checkerboard tiling.
+
+Weight compiler
+---------------
+Rows are dealt to ``P`` processing elements (PEs) by an allocator:
+
+``interleave``  row ``r`` -> PE ``r mod P`` (EIE baseline);
+``zigzag``      the seed: rows sorted by non-zero count (most first, stable), dealt
+                ``0..P-1`` then ``P-1..0`` and so on;
+``lpt``         greedy longest-processing-time: rows sorted most-first, each to the
+                PE with the smallest load so far (lowest index on ties);
+``balanced``    LPT that also evens per-column loads: among the PEs whose load is
+                within ``slack`` (= 1) of the smallest, the row goes to the one
+                holding the fewest non-zeros in that row's columns (then the least
+                loaded, then the lowest index).  Even per-column loads keep the
+                per-PE activation FIFOs from drifting apart.
+
+A row's PE-local index is its position in the order rows were dealt to that PE.
+
+Memory layout (per PE, column-packed; loaded at run time, two banks)
+--------------------------------------------------------------------
+* ``entries[bank][a]`` = ``(weight code, local row)``: the PE's non-zeros of a block,
+  column by column (column 0 first), rows ascending inside a column.  No terminators.
+* ``ptr[bank][j]`` = ``(start, count)``: where column ``j``'s entries begin in
+  ``entries`` and how many there are (``count`` may be 0).
+* ``rowmap[lane][bank][r div L]`` = ``(pe, local row)`` for row ``r`` of the block
+  row (lane ``r mod L``): results leave in original row order.
+* ``acc[local row]``: the accumulators (``acc_fmt``), kept across the blocks of a
+  block row, cleared behind the drain (and for ``rows_per_pe`` clocks after reset).
+
+The broadcaster reads every PE's ``ptr[j]`` in parallel and pushes ``(x_j, start,
+count)`` only into the FIFOs of PEs with ``count > 0``; a PE then issues one entry
+read per clock, back to back across FIFO items.  So a PE spends exactly one clock
+per non-zero and none on columns (or zero activations) that hold nothing for it.
+
+Checkerboard tiling (:func:`compile_tiled`)
+-------------------------------------------
+A matrix larger than ``pes * rows_per_pe`` rows, ``max_cols`` columns or
+``mem_depth`` entries per PE is cut into blocks, block row by block row; the rows
+of a block row share one allocation, so partial sums stay in the accumulators and
+are drained once, after the block row's last block.  The hardware loads the next
+block into the second bank while it computes on the current one.
+"""
+
+from dataclasses import dataclass
+import math
+
+import numpy as np
+
+from gen.core.fixed import check_codes
+from gen.spmv.config import ALLOCATORS, SpmvConfig
+
+__all__ = ["SpmvPlan", "allocate", "compile_weights", "compile_tiled", "tile_jobs",
+           "gather_tiled", "prune", "load_report"]
+
+
+def prune(w, density: float):
+    """Magnitude pruning: keep the ``round(density * size)`` largest ``|w|`` (ties: first)."""
+    w = np.asarray(w, dtype=np.float64)
+    if not 0.0 <= density <= 1.0:
+        raise ValueError(f"density must be between 0 and 1, not {density}")
+    keep = int(round(density * w.size))
+    out = np.zeros_like(w)
+    if keep:
+        order = np.argsort(-np.abs(w).ravel(), kind="stable")[:keep]
+        out.ravel()[order] = w.ravel()[order]
+    return out
+
+
+def allocate(row_nnz, pes: int, alloc: str = "balanced", mask=None, slack: int = 1,
+             capacity: int | None = None):
+    """Assign rows to PEs: returns ``(row_pe, row_local)`` int arrays.
+
+    ``row_nnz`` is the non-zero count per row; ``mask`` (bool rows x cols) is needed
+    by ``balanced`` only.  ``capacity`` limits the rows per PE for ``lpt`` and
+    ``balanced`` (full PEs are skipped).  Local indices follow the order rows are
+    dealt to a PE.
+    """
+    row_nnz = np.asarray(row_nnz, dtype=np.int64)
+    n = len(row_nnz)
+    if alloc not in ALLOCATORS:
+        raise ValueError(f"alloc must be one of {', '.join(ALLOCATORS)}, not {alloc!r}")
+    row_pe = np.zeros(n, dtype=np.int64)
+    big = np.iinfo(np.int64).max // 4
+    cap = capacity if capacity is not None else max(1, n)
+    nrows = np.zeros(pes, dtype=np.int64)
+    order = np.argsort(-row_nnz, kind="stable")
+    if alloc == "interleave":
+        order = np.arange(n)
+        row_pe = order % pes
+    elif alloc == "zigzag":
+        k = np.arange(n)
+        lap, pos = k // pes, k % pes
+        row_pe[order] = np.where(lap % 2 == 0, pos, pes - 1 - pos)
+    elif alloc == "lpt":
+        loads = np.zeros(pes, dtype=np.int64)
+        for r in order:
+            p = int(np.argmin(np.where(nrows < cap, loads, big)))
+            row_pe[r] = p
+            loads[p] += row_nnz[r]
+            nrows[p] += 1
+    else:  # balanced
+        if mask is None:
+            raise ValueError("alloc 'balanced' needs the non-zero mask")
+        mask = np.asarray(mask, dtype=bool)
+        loads = np.zeros(pes, dtype=np.int64)
+        colload = np.zeros((pes, mask.shape[1]), dtype=np.int64)
+        for r in order:
+            cols = np.flatnonzero(mask[r])
+            eff = np.where(nrows < cap, loads, big)
+            cand = np.flatnonzero(eff <= eff.min() + slack)
+            overlap = colload[cand][:, cols].sum(axis=1) if len(cols) else np.zeros(len(cand))
+            best = np.lexsort((cand, loads[cand], overlap))[0]
+            p = int(cand[best])
+            row_pe[r] = p
+            loads[p] += row_nnz[r]
+            nrows[p] += 1
+            colload[p, cols] += 1
+    row_local = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(pes, dtype=np.int64)
+    for r in order:
+        row_local[r] = seen[row_pe[r]]
+        seen[row_pe[r]] += 1
+    return row_pe, row_local
+
+
+@dataclass
+class SpmvPlan:
+    """A compiled job: the allocation and every PE's memory images."""
+
+    cfg: SpmvConfig
+    alloc: str
+    shape: tuple
+    row_pe: np.ndarray          # per original row
+    row_local: np.ndarray
+    counts: np.ndarray          # (P, cols): non-zeros of PE p in column j  (= ptr count)
+    starts: np.ndarray          # (P, cols): ptr start
+    entries: list               # per PE: list of (weight code, local row), column-packed
+    entry_cols: list            # per PE: column of each entry (for the cycle model/docs)
+    first: bool = True          # first block of its block row: carries the ROW words
+    last: bool = True           # last block of its block row: results are drained after it
+    row_offset: int = 0         # position of the block in the whole matrix (tiled jobs)
+    col_offset: int = 0
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1]
+
+    @property
+    def loads(self) -> np.ndarray:
+        return self.counts.sum(axis=1)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.counts.sum())
+
+    def memory_images(self) -> dict:
+        """Hex text images: ``pe<p>_entries.hex`` (``{row, weight}``), ``pe<p>_ptr.hex``
+        (``{nonzero, count, start}``) and ``rowmap.hex`` (``{pe, idx}``, original row
+        order), one word per line, MSBs first (as the RTL memories hold them)."""
+        cfg = self.cfg
+        wmask = (1 << cfg.w_fmt.width) - 1
+        out = {}
+        for p in range(cfg.pes):
+            out[f"pe{p}_entries.hex"] = "".join(
+                f"{(row << cfg.w_fmt.width) | (w & wmask):x}\n" for w, row in self.entries[p])
+            nz_shift = cfg.addr_bits + cfg.count_bits
+            out[f"pe{p}_ptr.hex"] = "".join(
+                f"{(int(c > 0) << nz_shift) | (int(c) << cfg.addr_bits) | int(s):x}\n"
+                for s, c in zip(self.starts[p], self.counts[p]))
+        out["rowmap.hex"] = "".join(f"{(int(pe) << cfg.idx_bits) | int(i):x}\n"
+                                    for pe, i in zip(self.row_pe, self.row_local))
+        return out
+
+
+def _weight_codes(w_codes, cfg: SpmvConfig):
+    """A 2-D matrix of ``w_fmt`` codes as int64 (ValueError / TypeError otherwise)."""
+    w = np.asarray(w_codes)
+    if w.ndim != 2:
+        raise ValueError(f"weights must be a 2-D matrix, not {w.ndim}-D")
+    if w.dtype.kind not in "iu":
+        raise TypeError(f"weight codes must be integers, not {w.dtype}")
+    return check_codes(w, cfg.w_fmt, "weight")
+
+
+def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPlan:
+    """Integer weight codes (rows x cols) -> an :class:`SpmvPlan`; checks the sizes fit."""
+    w = _weight_codes(w_codes, cfg)
+    rows, cols = w.shape
+    if rows > cfg.max_rows:
+        raise ValueError(f"rows must be at most pes * rows_per_pe = {cfg.max_rows}, "
+                         f"not {rows}")
+    if cols > cfg.max_cols:
+        raise ValueError(f"cols must be at most max_cols = {cfg.max_cols}, not {cols}")
+    mask = w != 0
+    row_pe, row_local = _allocate_rows(mask, cfg, alloc)
+    return _block(w, row_pe, row_local, cfg, alloc)
+
+
+def _allocate_rows(mask, cfg, alloc):
+    row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask,
+                                 capacity=cfg.rows_per_pe)
+    per_pe_rows = np.bincount(row_pe, minlength=cfg.pes) if len(row_pe) \
+        else np.zeros(cfg.pes, int)
+    if per_pe_rows.max(initial=0) > cfg.rows_per_pe:
+        raise ValueError(f"allocator {alloc} gave a PE {per_pe_rows.max()} rows; "
+                         f"rows_per_pe is {cfg.rows_per_pe}")
+    return row_pe, row_local
+
+
+def _block(w, row_pe, row_local, cfg, alloc, **where):
+    rows, cols = w.shape
+    mask = w != 0
+    counts = np.zeros((cfg.pes, cols), dtype=np.int64)
+    starts = np.zeros((cfg.pes, cols), dtype=np.int64)
+    entries = [[] for _ in range(cfg.pes)]
+    entry_cols = [[] for _ in range(cfg.pes)]
+    for j in range(cols):
+        nz = np.flatnonzero(mask[:, j])
+        for p in range(cfg.pes):
+            starts[p, j] = len(entries[p])
+        # rows ascending by local index inside a column
+        for r in nz[np.lexsort((row_local[nz], row_pe[nz]))]:
+            p = int(row_pe[r])
+            entries[p].append((int(w[r, j]), int(row_local[r])))
+            entry_cols[p].append(j)
+            counts[p, j] += 1
+    loads = counts.sum(axis=1)
+    if loads.max(initial=0) > cfg.mem_depth:
+        raise ValueError(f"a PE needs {loads.max()} weight entries; mem_depth is "
+                         f"{cfg.mem_depth}")
+    return SpmvPlan(cfg, alloc, (rows, cols), row_pe, row_local, counts, starts, entries,
+                    entry_cols, **where)
+
+
+def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=None,
+                  block_cols=None) -> list:
+    """Cut a matrix larger than the on-chip memories into a checkerboard of blocks.
+
+    Blocks are ``block_rows x block_cols`` (defaults: ``pes * rows_per_pe`` and
+    ``max_cols``; ``block_cols`` is halved until every PE's entries of every block fit
+    ``mem_depth``), listed block row by block row, column blocks left to right.  All
+    blocks of a block row share one row allocation (made on the whole block row), so
+    the accumulators sum the partial products across column blocks in column order:
+    the result equals :func:`ref_spmv` of the whole matrix.  Returns a list of
+    :class:`SpmvPlan` (``first``/``last`` mark the ends of each block row).
+    """
+    w = _weight_codes(w_codes, cfg)
+    rows, cols = w.shape
+    br = cfg.max_rows if block_rows is None else int(block_rows)
+    bc = cfg.max_cols if block_cols is None else int(block_cols)
+    if not 1 <= br <= cfg.max_rows:
+        raise ValueError(f"block_rows must be between 1 and {cfg.max_rows}, not {br}")
+    if not 1 <= bc <= cfg.max_cols:
+        raise ValueError(f"block_cols must be between 1 and {cfg.max_cols}, not {bc}")
+    allocs = []
+    for r0 in range(0, max(rows, 1), br):
+        sub = w[r0:r0 + br] != 0
+        allocs.append((r0, *_allocate_rows(sub, cfg, alloc)))
+    while True:
+        need = 0
+        for r0, row_pe, _ in allocs:
+            sub = w[r0:r0 + br] != 0
+            for c0 in range(0, max(cols, 1), bc):
+                per = np.zeros(cfg.pes, dtype=np.int64)
+                np.add.at(per, row_pe, sub[:, c0:c0 + bc].sum(axis=1))
+                need = max(need, int(per.max(initial=0)))
+        if need <= cfg.mem_depth or bc == 1:
+            break
+        bc = (bc + 1) // 2
+    if need > cfg.mem_depth:
+        raise ValueError(f"a PE needs {need} weight entries for one column; mem_depth is "
+                         f"{cfg.mem_depth}")
+    blocks = []
+    col_starts = list(range(0, max(cols, 1), bc)) if cols else [0]
+    for r0, row_pe, row_local in allocs:
+        for n, c0 in enumerate(col_starts):
+            blocks.append(_block(w[r0:r0 + br, c0:c0 + bc], row_pe, row_local, cfg, alloc,
+                                 first=(n == 0), last=(n == len(col_starts) - 1),
+                                 row_offset=r0, col_offset=c0))
+    return blocks
+
+
+def tile_jobs(blocks, x_codes) -> list:
+    """``[(block, x slice), ...]`` for :func:`run_jobs` / :func:`cycle_model`."""
+    x = np.asarray(x_codes, dtype=np.int64).ravel()
+    return [(b, x[b.col_offset:b.col_offset + b.cols]) for b in blocks]
+
+
+def gather_tiled(blocks, ys) -> np.ndarray:
+    """Concatenate the per-block-row results of a tiled run into ``y``."""
+    return np.concatenate([y for b, y in zip(blocks, ys) if b.last] or
+                          [np.zeros(0, dtype=np.int64)])
+
+
+def load_report(plan: SpmvPlan) -> dict:
+    """Per-PE loads, max/mean and the ideal cycle count ``ceil(nnz / P)``."""
+    loads = plan.loads
+    mean = loads.mean() if len(loads) else 0.0
+    return {"allocator": plan.alloc, "pes": plan.cfg.pes, "nnz": plan.nnz,
+            "loads": [int(v) for v in loads], "max_load": int(loads.max(initial=0)),
+            "mean_load": float(mean),
+            "max_over_mean": float(loads.max() / mean) if mean else 1.0,
+            "ideal_cycles": math.ceil(plan.nnz / plan.cfg.pes)}
