@@ -8,7 +8,7 @@ from gen.core.sim import run_job
 from gen.core.stimulus import make_job
 from hdl.lstm import GATEWARE
 
-from gen.lstm.model import LstmPlan, seq_words, weight_words
+from gen.lstm import LstmPlan, seq_words, weight_words
 
 __all__ = ["rtl_lstm"]
 
