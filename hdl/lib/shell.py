@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What every accelerator shell shares: flat AXI port names, ``aclk``/``aresetn``, and the
+job control block behind the AXI4-Lite control registers (``hdl/lib/control.rdl``).
+
+A shell is the top level a Vivado block design instantiates: its ports carry the names
+Vivado infers interfaces from (``s_axis_<name>_tdata``, ``m_axis_<name>_tvalid``,
+``s_axi_awaddr``, one ``aclk``, active-low ``aresetn``), so its members are flat:
+:func:`flat_members` spells an interface's members out under a prefix, and
+:func:`connect_flat` joins them to the interface of a sub-component.
+"""
+
+from amaranth.hdl import ClockDomain, ClockSignal, Module, ResetSignal, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from gen.core.regmap import compile_rdl
+from hdl.lib.axil import AxiLiteRegisters, AxiLiteSignature
+
+__all__ = ["flat_members", "connect_flat", "clock_from_ports", "JobControl", "CONTROL_MAP"]
+
+CONTROL_MAP = compile_rdl()
+
+
+def flat_members(prefix: str, signature: wiring.Signature, flow=In) -> dict:
+    """``{f"{prefix}_{name}": member}`` for a signature of plain ports, seen from the side
+    that ``flow`` gives (``In``: the shell receives the interface, e.g. an AXI subordinate
+    or stream receiver; ``Out``: it drives it)."""
+    out = {}
+    for name, member in signature.members.items():
+        sig_flow = member.flow if flow is Out else member.flow.flip()
+        out[f"{prefix}_{name}"] = sig_flow(member.shape, init=member.init)
+    return out
+
+
+def connect_flat(m, shell, prefix: str, iface):
+    """Join the shell's flat ports ``<prefix>_<name>`` to ``iface`` (a sub-component's
+    interface facing the same way, e.g. its ``In(AxisSignature)`` member)."""
+    for name, member in iface.signature.members.items():
+        port, inner = getattr(shell, f"{prefix}_{name}"), getattr(iface, name)
+        if member.flow == In:
+            m.d.comb += inner.eq(port)
+        else:
+            m.d.comb += port.eq(inner)
+
+
+def clock_from_ports(m, shell):
+    """The ``sync`` domain of the shell and everything in it: clock ``aclk``, synchronous
+    reset while ``aresetn`` is low."""
+    m.domains.sync = ClockDomain("sync", local=True)
+    m.d.comb += [ClockSignal("sync").eq(shell.aclk), ResetSignal("sync").eq(~shell.aresetn)]
+
+
+class JobControl(wiring.Component):
+    """The control registers and the job they start and measure.
+
+    Attributes
+    ----------
+    axi : In(AxiLiteSignature(6))
+        The AXI4-Lite control port (registers of ``hdl/lib/control.rdl``).
+    start : Out(1)
+        One clock high when software writes ``CTRL.start``; the job begins (``busy``) the
+        clock after.
+    busy : Out(1)
+        From the clock after ``start`` to the clock after ``end``.
+    end : In(1)
+        The job's last transfer (e.g. the output beat with ``tlast``).
+    took_input, stall_in, stall_out : In(1)
+        Counted while ``busy``: a clock the block took input (``BUSY``), waited for an
+        input beat it could take (``STALL_IN``), was back-pressured on an output
+        (``STALL_OUT``).
+    irq : Out(1)
+        ``IRQ_STATUS.done & IRQ_ENABLE.done`` (level).
+
+    ``CYCLES`` counts the clocks of ``busy``; every counter is 64 bits (``*_LO``/``*_HI``),
+    cleared by ``start`` and held after ``end`` until the next ``start``.  ``STATUS.done``
+    is set by ``end`` and cleared by ``start``; ``IRQ_STATUS.done`` is set by ``end``.
+    """
+
+    def __init__(self):
+        self.regs = AxiLiteRegisters(CONTROL_MAP)
+        super().__init__({
+            "axi": In(AxiLiteSignature(CONTROL_MAP.addr_width)),
+            "start": Out(1), "busy": Out(1), "end": In(1),
+            "took_input": In(1), "stall_in": In(1), "stall_out": In(1),
+            "irq": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.regs = regs = self.regs
+        wiring.connect(m, wiring.flipped(self.axi), regs.axi)
+        hw = regs.hw
+        done = Signal()
+        counters = {name: Signal(64, name=f"count_{name}")
+                    for name in ("cycles", "busy", "stall_in", "stall_out")}
+        m.d.comb += [self.start.eq(hw.ctrl_start), hw.status_busy.eq(self.busy),
+                     hw.status_done.eq(done), hw.irq_status_done_set.eq(self.end & self.busy),
+                     self.irq.eq(hw.irq_status_done & hw.irq_enable_done)]
+        for name, counter in counters.items():
+            reg = name.upper()
+            m.d.comb += [getattr(hw, f"{reg.lower()}_lo_value").eq(counter[:32]),
+                         getattr(hw, f"{reg.lower()}_hi_value").eq(counter[32:])]
+        with m.If(self.busy):
+            m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
+            for name, cond in (("busy", self.took_input), ("stall_in", self.stall_in),
+                               ("stall_out", self.stall_out)):
+                with m.If(cond):
+                    m.d.sync += counters[name].eq(counters[name] + 1)
+            with m.If(self.end):
+                m.d.sync += [self.busy.eq(0), done.eq(1)]
+        with m.If(self.start):
+            m.d.sync += [self.busy.eq(1), done.eq(0)] + [c.eq(0) for c in counters.values()]
+        return m
