@@ -22,7 +22,7 @@ import numpy as np
 
 from gen.fc import (SEED_LAYERS, FcConfig, bandwidth_table, decode_walk, dense_cycles, encode,
                     fc_schedule, fixed_overhead, prune_random, ref_fc)
-from gen.fc.model import SEED_REDUCTION
+from gen.fc.fdcsr import SEED_REDUCTION
 from gen.fc.twin import rtl_fc
 
 OUT = Path("build/bench")

@@ -6,7 +6,7 @@ import numpy as np
 from gen.core.sim import run_job
 from hdl.fc import GATEWARE
 
-from gen.fc.model import FcConfig, fc_cycle_model, fc_job, unpack_requests, unpack_y
+from gen.fc import FcConfig, fc_cycle_model, fc_job, unpack_requests, unpack_y
 
 __all__ = ["rtl_fc"]
 

@@ -414,7 +414,7 @@ def test_decoder_unit(k, width, segs):
     stalls on both sides do not change the grouping."""
     import random
     from amaranth.sim import Simulator
-    from gen.fc.model import _beats
+    from gen.fc.schedule import _beats
     from gen.fc import decode_walk
     from hdl.fc.decoder import FdcsrDecoder
 

@@ -1,0 +1,312 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The FC engine's exact clock-by-clock cycle model under any per-port stimulus
+(:func:`fc_cycle_model`): the registers of :class:`hdl.fc.FcEngine` that decide every
+hand-shake, stepped against the testbench's sources and sinks."""
+
+from collections import deque
+
+import numpy as np
+
+from gen.core.stimulus import ModelSource, Pattern, job_patterns
+from gen.fc.config import FcConfig
+from gen.fc.fdcsr import FdCsr
+from gen.fc.schedule import _beats, decode_walk
+
+__all__ = ["fc_cycle_model"]
+
+
+FC_SOURCES = ("cmd", "x", "meta", "vdata")
+FC_SINKS = ("vaddr", "y")
+
+
+class _Skid:
+    """:class:`hdl.skid.SkidBuffer`: the main entry (offered on ``o``) and the spare entry;
+    ``i.ready`` is "the spare entry is free".  Entries are payloads, ``None`` when empty."""
+
+    __slots__ = ("main", "spare")
+
+    def __init__(self):
+        self.main = self.spare = None
+
+    @property
+    def ready(self) -> bool:
+        return self.spare is None
+
+    def clock(self, push, out_ready):
+        """One rising edge: ``push`` is the payload transferred on ``i`` this clock (or
+        ``None``), ``out_ready`` the consumer's ``o.ready``."""
+        if self.main is not None and out_ready:
+            if self.spare is not None:
+                self.main, self.spare = self.spare, None
+            else:
+                self.main = push
+        elif push is not None:
+            if self.main is None:
+                self.main = push
+            else:
+                self.spare = push
+
+
+class _FcModel:
+    """The registers of :class:`hdl.fc.FcEngine` that decide *when* things move, stepped
+    one clock at a time against the testbench's sources and sinks (:func:`fc_cycle_model`).
+
+    State: job control (``idle``, ``loading``, ``meta_open``, the ``x`` / beat / row
+    counters and the job sizes minus one); the ``meta`` input register ``s0`` and its skid
+    buffer (entries: ``(nnz, last, job)``); the decoder (``has``, ``cnt`` = non-zeros left
+    in the held beat, its ``last`` flag, the output register ``dout`` = ``(count, last,
+    job)``); the group skid buffer, the group FIFO and the ``vaddr`` skid buffer; the four
+    datapath stages (``None`` or the group's ``last`` flag) and ``y.valid``.  Payload
+    values (masks, weights, activations, sums) never decide a hand-shake and are not kept.
+    """
+
+    def __init__(self, jobs, cfg: FcConfig, patterns: dict):
+        self.cfg, self.k, self.jobs = cfg, cfg.nz_per_clock, jobs
+        self.beats = [(n, j) for j, job in enumerate(jobs) for n in job["nnz"]]
+        n_req = sum(job["requests"] for job in jobs)
+        counts = {"cmd": len(jobs), "x": sum(job["cols"] for job in jobs),
+                  "meta": len(self.beats), "vdata": n_req}
+        self.src = {p: ModelSource(counts[p], patterns[p]) for p in FC_SOURCES}
+        self.sink_pat = {p: patterns[p] for p in FC_SINKS}
+        self.want = {"vaddr": n_req, "y": sum(job["rows"] for job in jobs)}
+        self.sinks = {p: [] for p in FC_SINKS}
+        self.requests, self.addr = [], [0] * len(jobs)
+        # job control
+        self.idle, self.loading, self.meta_open = True, False, False
+        self.rows_m1 = self.cols_m1 = self.bpr_m1 = 0
+        self.x_count = self.beat = self.meta_rows = self.y_rows = 0
+        # meta front end and decoder
+        self.s0, self.mskid = None, _Skid()
+        self.has, self.cnt, self.last, self.hjob = False, 0, False, 0
+        self.dout = None
+        # back end and datapath
+        self.gskid, self.vskid, self.fifo = _Skid(), _Skid(), deque()
+        self.stages = [None] * 4          # s1, x, o, p: None or the group's `last`
+        self.y_valid = False
+
+    @property
+    def done(self) -> bool:
+        return (all(s.idx >= s.n for s in self.src.values())
+                and all(len(self.sinks[p]) >= self.want[p] for p in FC_SINKS))
+
+    def _decoder(self, out_ready):
+        """The decoder's combinational step (:class:`hdl.fdcsr.FdcsrDecoder`) from its
+        registers, the skid head (``i``) and ``o.ready``."""
+        k, cnt, head = self.k, self.cnt, self.mskid.main
+        iv = head is not None
+        nnz = head[0] if iv else 0
+        finishing = cnt <= k
+        merging = finishing and self.has and not self.last and iv
+        deficit = k - cnt
+        short = nnz < deficit
+        from_next = (nnz if short else deficit) if merging else 0
+        count = cnt + from_next if finishing else k
+        emit = cnt != 0 or (merging and nnz != 0) or (self.last and finishing)
+        can_step = self.dout is None or out_ready
+        need_next = not self.last and cnt < k
+        step = self.has and can_step and (not need_next or iv)
+        i_ready = not self.has or (step and finishing)
+        return {"can_step": can_step, "step": step, "finishing": finishing,
+                "emit": emit, "count": count, "i_ready": i_ready, "load": iv and i_ready,
+                "cnt_load": ((0 if short else nnz - deficit) if merging else nnz)}
+
+    def _decoder_clock(self, d):
+        """The decoder's registers at the rising edge, from :meth:`_decoder`'s signals."""
+        if d["can_step"]:
+            if d["step"] and d["emit"]:
+                self.dout = (d["count"], self.last and d["finishing"], self.hjob)
+            else:
+                self.dout = None
+        if d["step"]:
+            self.cnt = 0 if d["finishing"] else self.cnt - self.k
+            if d["finishing"]:
+                self.has = False
+        if d["load"]:
+            _, last, job = self.mskid.main
+            self.has, self.cnt, self.last, self.hjob = True, d["cnt_load"], last, job
+
+    def _job_control(self, c):
+        """``cmd``, ``x`` and ``meta`` transfers and the counters of :class:`FcEngine`'s
+        job control and ``meta`` input register; returns the ``meta`` skid push."""
+        cmd, x, meta = self.src["cmd"], self.src["x"], self.src["meta"]
+        job = self.jobs[cmd.idx] if cmd.idx < cmd.n else None
+        beat = self.beats[meta.idx] if meta.idx < meta.n else None
+        meta_ready = self.meta_open and (self.s0 is None or self.mskid.ready)
+        push = self.s0 if self.s0 is not None and self.mskid.ready else None
+        took_x = x.take(self.loading, c)           # every ready from the registers
+        if cmd.take(self.idle, c):
+            self.rows_m1, self.cols_m1 = job["rows"] - 1, job["cols"] - 1
+            self.bpr_m1 = len(job["nnz"]) // job["rows"] - 1
+            self.x_count, self.idle, self.loading = 0, False, True
+        if took_x:
+            if self.x_count == self.cols_m1:
+                self.beat = self.meta_rows = self.y_rows = 0
+                self.loading, self.meta_open = False, True
+            self.x_count += 1
+        if meta.take(meta_ready, c):
+            last = self.beat == self.bpr_m1
+            self.s0 = (beat[0], last, beat[1])
+            self.beat = 0 if last else self.beat + 1
+            if last:
+                if self.meta_rows == self.rows_m1:
+                    self.meta_open = False
+                self.meta_rows += 1
+        elif push is not None:
+            self.s0 = None
+        return push
+
+    def clock(self, c):
+        """One clock: the sources drive, every hand-shake is decided from the registers
+        and the ports' patterns, transfers are recorded, then the registers update."""
+        for s in self.src.values():
+            s.drive(c)
+        vaddr_ready, y_ready = (self.sink_pat[p].at(c) for p in FC_SINKS)
+        dec = self._decoder(self.gskid.ready)
+        gpush = self.dout if self.dout is not None and self.gskid.ready else None
+        group = self.gskid.main
+        accept = (group is not None and len(self.fifo) < self.cfg.fifo_depth
+                  and (group[0] == 0 or self.vskid.ready))
+        vpush = group if accept and group[0] != 0 else None
+        p_last = bool(self.stages[3])      # p_valid & p_last
+        advance = not (p_last and self.y_valid and not y_ready)
+        head = self.fifo[0] if self.fifo else None
+        needs = head is not None and head[0] != 0
+        took_v = self.src["vdata"].take(advance and needs, c)
+        pop = advance and head is not None and (not needs or took_v)
+        y_xfer = self.y_valid and y_ready
+        if y_xfer:
+            self.sinks["y"].append(c)
+        if self.vskid.main is not None and vaddr_ready:
+            self.sinks["vaddr"].append(c)
+        # registers
+        end_job = y_xfer and not self.idle and not self.loading and \
+            self.y_rows == self.rows_m1
+        mpush = self._job_control(c)
+        self._decoder_clock(dec)            # loads from the skid head: before its edge
+        self.mskid.clock(mpush, dec["i_ready"])
+        self.gskid.clock(gpush, accept)
+        if vpush is not None:
+            count, _, job = vpush
+            self.requests.append((self.addr[job], count))
+            self.addr[job] += count
+        self.vskid.clock(vpush, vaddr_ready)
+        if pop:
+            self.fifo.popleft()
+        if accept:
+            self.fifo.append(group)
+        if y_xfer:
+            self.y_valid = False
+            self.y_rows += 1
+        if advance:
+            if p_last:
+                self.y_valid = True
+            self.stages = [head[1] if pop else None] + self.stages[:3]
+        if end_job:
+            self.idle = True
+
+
+def _model_job(fd: FdCsr, cfg: FcConfig) -> dict:
+    """What :class:`_FcModel` needs of one job: sizes, per-beat non-zero counts in stream
+    order and the number of memory requests (non-empty groups, :func:`decode_walk`)."""
+    _, _, beat_nnz = _beats(fd, cfg)
+    _, groups = decode_walk(beat_nnz, cfg.nz_per_clock)
+    return {"rows": fd.rows, "cols": fd.cols, "nnz": beat_nnz.reshape(-1).tolist(),
+            "requests": len(groups)}
+
+
+def _model_patterns(patterns) -> dict:
+    """``{port: Pattern}`` for the six ports from a job dict, a mapping of ports to
+    patterns (or their JSON form) or ``None``; a port left out transfers every clock."""
+    if patterns is None:
+        patterns = {}
+    elif "sources" in patterns or "sinks" in patterns:
+        patterns = job_patterns(patterns)
+    unknown = set(patterns) - set(FC_SOURCES + FC_SINKS)
+    if unknown:
+        raise ValueError(f"unknown FC ports {sorted(unknown)}; the ports are "
+                         f"{', '.join(FC_SOURCES + FC_SINKS)}")
+    return {p: Pattern.from_json(patterns.get(p)) for p in FC_SOURCES + FC_SINKS}
+
+
+def _run_model(jobs, cfg, patterns, start, stop, max_cycles) -> _FcModel:
+    model = _FcModel(jobs, cfg, patterns)
+    cycle = start
+    while not model.done and (stop is None or cycle < stop):
+        if cycle - start >= max_cycles:
+            raise RuntimeError(f"FC cycle model: not done after {max_cycles} clocks")
+        model.clock(cycle)
+        cycle += 1
+    model.end = cycle
+    return model
+
+
+def fc_cycle_model(fd, cfg: FcConfig, patterns=None, *, reset_at=None,
+                   max_cycles=1_000_000) -> dict:
+    """Exact clock-by-clock model of :class:`hdl.fc.FcEngine` under any stimulus.
+
+    Steps the registers that decide every hand-shake (job control, ``meta`` input
+    register and skid buffer, decoder, group skid buffer, group FIFO, ``vaddr`` skid
+    buffer, the four datapath stages and ``y.valid``: :class:`_FcModel`) against the
+    testbench's streams (:mod:`gen.core.stimulus`): each source raises ``valid`` in clock ``c``
+    when its pattern allows ``c`` and holds it until accepted, each sink's ``ready`` is its
+    pattern at ``c``.  ``vdata`` is such a source too, as in :func:`fc_job`: its words are
+    the responses in request order, offered by the pattern alone (a response may be taken
+    before its request has left on ``vaddr``; the engine accepts one whenever the FIFO's
+    head group needs values).  With every pattern ``always`` the result equals
+    :func:`fc_schedule`'s.
+
+    Parameters
+    ----------
+    fd : FdCsr or sequence of FdCsr
+        The job's weights; several matrices are jobs sent back to back on the same
+        streams (the next ``cmd`` is accepted once the engine is idle again).
+    cfg : FcConfig
+    patterns : dict, optional
+        The job dict of :func:`fc_job` / :func:`gen.core.stimulus.make_job` (its ports'
+        patterns are read with :func:`gen.core.stimulus.job_patterns`), or ``{port: Pattern}``
+        (or a pattern's JSON form) for the ports ``cmd``, ``x``, ``meta``, ``vdata``
+        (valid) and ``vaddr``, ``y`` (ready); a port left out transfers every clock.
+    reset_at : int, optional
+        The job's ``reset_at``: the engine and the sources restart at that clock (the
+        clock count runs on, so the patterns continue); must come before the job ends.
+    max_cycles : int
+        Guard against a stimulus that never completes the job.
+
+    Returns
+    -------
+    dict
+        ``sources`` / ``sinks``: ``{port: [cycle of every transfer]}``, as
+        ``result["sources"][port]["cycles"]`` of :func:`gen.core.sim.run_job` (after the reset,
+        if any); ``before_reset``: ``{"sinks": {port: cycles}}`` of the clocks before
+        ``reset_at``, or ``None``; ``requests``: the ``(addr, count)`` of every ``vaddr``
+        transfer, in order; ``y_cycles`` / ``meta_cycles`` (arrays); ``jobs``: per job its
+        ``cmd`` cycle, ``y_cycles`` and ``cycles`` (``cmd`` to last ``y`` inclusive);
+        ``cycles``: first ``cmd`` to last ``y`` inclusive; ``end``: the clock after the
+        last transfer.
+    """
+    fds = [fd] if isinstance(fd, FdCsr) else list(fd)
+    if not fds:
+        raise ValueError("fc_cycle_model needs at least one matrix")
+    jobs = [_model_job(f, cfg) for f in fds]
+    pats = _model_patterns(patterns)
+    before, start = None, 0
+    if reset_at is not None:
+        pre = _run_model(jobs, cfg, pats, 0, int(reset_at), max_cycles)
+        if pre.done:
+            raise ValueError(f"reset_at={reset_at} comes after the job's last transfer "
+                             f"(clock {pre.end - 1})")
+        before, start = {"sinks": {p: list(c) for p, c in pre.sinks.items()}}, int(reset_at)
+    m = _run_model(jobs, cfg, pats, start, None, max_cycles)
+    y, cmd = m.sinks["y"], m.src["cmd"].cycles
+    out_jobs, first = [], 0
+    for job, c0 in zip(jobs, cmd):
+        ys = y[first:first + job["rows"]]
+        first += job["rows"]
+        out_jobs.append({"cmd": c0, "y_cycles": np.array(ys, dtype=np.int64),
+                         "cycles": ys[-1] - c0 + 1})
+    return {"sources": {p: list(s.cycles) for p, s in m.src.items()},
+            "sinks": {p: list(c) for p, c in m.sinks.items()},
+            "before_reset": before, "requests": m.requests,
+            "y_cycles": np.array(y, dtype=np.int64),
+            "meta_cycles": np.array(m.src["meta"].cycles, dtype=np.int64),
+            "jobs": out_jobs, "cycles": y[-1] - cmd[0] + 1, "end": m.end}
