@@ -8,7 +8,7 @@ from gen.core.sim import run_job
 from gen.core.stimulus import make_job
 from hdl.conv import GATEWARE
 
-from gen.conv.model import ConvConfig, check_fits, layer_cycles, pack_descriptor
+from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor
 
 __all__ = ["rtl_conv"]
 

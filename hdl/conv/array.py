@@ -16,7 +16,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from gen.conv.model import MIN_BOX
+from gen.conv.layout import MIN_BOX
 from gen.conv import ConvConfig, descriptor_fields
 from gen.core.fixed import index_bits
 from hdl.lib.skid import SkidBuffer

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from gen.core.config import SpnnError
-from gen.conv.model import ISSUE_TO_ACC, MIN_BOX, _slot_valid
+from gen.conv.cycles import ISSUE_TO_ACC
+from gen.conv.layout import MIN_BOX, _slot_valid
 from gen.conv import (READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
                       pass_setup_cycles, stagger_cycles, stagger_delay, stall_free_cycles,
                       descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan,

@@ -25,7 +25,8 @@ from gen.core.config import SpnnError
 from gen.conv import (ConvConfig, ConvLayer, check_fits, column_bound, compute_cycles, direct_conv,
                       layer_cycles, network_table, pack_descriptor, pass_lanes, plan, ref_conv,
                       schedule_cover, skipped_beats, stall_free_cycles, tile_bound, tile_boxes)
-from gen.conv.model import descriptor, _slot_valid
+from gen.conv.descriptor import descriptor
+from gen.conv.layout import _slot_valid
 from gen.conv.twin import rtl_conv
 from gen.conv.networks import NETWORKS
 from tb.conv.test_conv import _brute_boxes, _brute_cover, _save

@@ -1,0 +1,161 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The conv array's config (:class:`ConvConfig`, the generated hardware) and a layer
+(:class:`ConvLayer`, one convolution it runs), with their validation; the mapping names."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gen.core.config import check_int
+
+__all__ = ["ConvConfig", "ConvLayer", "MAPPINGS"]
+
+
+MAPPINGS = ("naive", "seed", "remainder")
+
+
+def _pow2(v):
+    return isinstance(v, int) and v > 0 and v & (v - 1) == 0
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """Parameters of the generated MAC array (one array runs any layer that fits).
+
+    Parameters
+    ----------
+    rows : int
+        MAC rows ``mr`` (output channels), 1..512.
+    cols : int
+        MAC columns ``mc`` (output positions), a power of two 1..64.
+    max_groups : int
+        Feature lanes per column = the largest ``n``, 1..8 and at most ``rows``.
+    max_passes : int
+        Pass entries in a layer descriptor (1 for the full blocks + remainder sub-passes), 2..8.
+    drain_rows : int
+        Accumulator rows written to the output buffer per clock, 1..rows.
+    data_width, weight_width : int
+        Signed feature and weight widths, 2..18.
+    acc_width : int
+        Signed accumulator / output width, 8..64.
+    feat_depth, weight_depth, out_depth, max_slots : int
+        Words per feature bank (one chunk of padded maps; ``2 * cols`` banks), words per
+        weight bank (one bank per row: ``blocks x K_q`` of its channels), words per output
+        bank (``cols`` banks, two sets for ping-pong), most output positions of a layer.
+    max_dim : int
+        Largest input height/width (before padding), 1..4096.
+    shared_stream : bool
+        Keep the shared-stream limit ``n <= max(2, floor(kw / stride) + 1)`` (and
+        ``n <= Wo``): the staggered copies of a column share one feature stream read at two
+        tile positions (the RTL keeps two single-read-port copies of the bank per column).
+        ``False`` is for what-if mapper tables only; :func:`check_fits` rejects such
+        schedules for the RTL.
+    """
+
+    rows: int = 16
+    cols: int = 4
+    max_groups: int = 4
+    max_passes: int = 4
+    drain_rows: int = 1
+    data_width: int = 8
+    weight_width: int = 8
+    acc_width: int = 32
+    feat_depth: int = 1024
+    weight_depth: int = 1024
+    out_depth: int = 256
+    max_slots: int = 256
+    max_dim: int = 64
+    shared_stream: bool = True
+
+    def __post_init__(self):
+        for name in ("rows", "cols", "max_groups", "max_passes", "drain_rows", "data_width",
+                     "weight_width", "acc_width", "feat_depth", "weight_depth", "out_depth",
+                     "max_slots", "max_dim"):
+            check_int(self, name)
+        if not 1 <= self.rows <= 512:
+            raise ValueError(f"rows must be between 1 and 512, not {self.rows}")
+        if not (_pow2(self.cols) and self.cols <= 64):
+            raise ValueError(f"cols must be a power of two between 1 and 64, not {self.cols}")
+        if not 1 <= self.max_groups <= min(8, self.rows):
+            raise ValueError(f"max_groups must be between 1 and {min(8, self.rows)}, "
+                             f"not {self.max_groups}")
+        if not 2 <= self.max_passes <= 8:
+            raise ValueError(f"max_passes must be between 2 and 8, not {self.max_passes}")
+        if not 1 <= self.drain_rows <= self.rows:
+            raise ValueError(f"drain_rows must be between 1 and {self.rows}, "
+                             f"not {self.drain_rows}")
+        for name in ("data_width", "weight_width"):
+            if not 2 <= getattr(self, name) <= 18:
+                raise ValueError(f"{name} must be between 2 and 18, not {getattr(self, name)}")
+        if not 8 <= self.acc_width <= 64:
+            raise ValueError(f"acc_width must be between 8 and 64, not {self.acc_width}")
+        for name in ("feat_depth", "weight_depth", "out_depth", "max_slots"):
+            if not 1 <= getattr(self, name) <= 1 << 20:
+                raise ValueError(f"{name} must be between 1 and {1 << 20}, "
+                                 f"not {getattr(self, name)}")
+        if not isinstance(self.shared_stream, bool):
+            raise TypeError(f"shared_stream must be a bool, not {self.shared_stream!r}")
+        if not 1 <= self.max_dim <= 4096:
+            raise ValueError(f"max_dim must be between 1 and 4096, not {self.max_dim}")
+
+    @property
+    def module_name(self) -> str:
+        return f"conv_{self.rows}x{self.cols}"
+
+
+@dataclass(frozen=True)
+class ConvLayer:
+    """One convolution: ``Oc`` filters of ``Ic x kh x kw`` over ``batch`` inputs of
+    ``Ic x H x W``.
+
+    With ``batch = B > 1`` the layer runs ``B`` images with the same weights: the output
+    positions are ``B * Ho * Wo``, in raster order over ``(image, oy, ox)`` (slot ``s`` ->
+    image ``s // (Ho Wo)``), so each weight is loaded once per chunk and reused ``B`` times.
+    """
+
+    oc: int
+    ic: int
+    h: int
+    w: int
+    kh: int
+    kw: int
+    stride: int = 1
+    pad: int = 0
+    batch: int = 1
+
+    def __post_init__(self):
+        for name in ("oc", "ic", "h", "w", "kh", "kw", "stride", "batch"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v!r}")
+        if not isinstance(self.pad, (int, np.integer)) or self.pad < 0:
+            raise ValueError(f"pad must be a non-negative integer, not {self.pad!r}")
+        if self.kh > self.h + 2 * self.pad or self.kw > self.w + 2 * self.pad:
+            raise ValueError(f"kernel {self.kh}x{self.kw} is larger than the padded input "
+                             f"{self.h + 2 * self.pad}x{self.w + 2 * self.pad}")
+
+    @property
+    def ho(self):
+        return (self.h + 2 * self.pad - self.kh) // self.stride + 1
+
+    @property
+    def wo(self):
+        return (self.w + 2 * self.pad - self.kw) // self.stride + 1
+
+    @property
+    def positions(self):
+        """Output positions of the whole batch: ``batch * Ho * Wo``."""
+        return self.batch * self.ho * self.wo
+
+    @property
+    def out_rows(self):
+        """Output rows of the whole batch in raster order: ``batch * Ho``."""
+        return self.batch * self.ho
+
+    @property
+    def k(self):
+        return self.ic * self.kh * self.kw
+
+    @property
+    def macs(self):
+        return self.oc * self.positions * self.k
