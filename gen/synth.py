@@ -46,6 +46,7 @@ from pathlib import Path
 from gen.registry import HEAP_TIMING_DEFAULT, configs_for
 from gen.core.config import SpnnError, config_to_dict
 from gen.core.outputs import check_output_folder, output_flag, write_atomic
+from gen.core.emit import verilog_ports  # noqa: F401 - part of this module's API
 from gen.core.runutil import float_arg, int_arg
 
 __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
@@ -145,23 +146,6 @@ def config_id(cfg) -> str:
     import hashlib
     text = json.dumps(config_to_dict(cfg), sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
-
-
-_PORT_RE = re.compile(r"^\s*(input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):(\d+)\]\s+)?"
-                      r"\\?([A-Za-z_][\w$]*)\s*;", re.M)
-
-
-def verilog_ports(text: str, module: str) -> list:
-    """``[(name, direction, width)]`` of ``module`` in Amaranth's Verilog, in file order."""
-    match = re.search(rf"^module\s+{re.escape(module)}\s*\(", text, re.M)
-    if not match:
-        raise SpnnError(f"module {module!r} not found in the emitted Verilog")
-    body = text[match.start():text.index("endmodule", match.start())]
-    ports = []
-    for direction, msb, lsb, name in _PORT_RE.findall(body):
-        width = abs(int(msb) - int(lsb)) + 1 if msb else 1
-        ports.append((name, direction, width))
-    return ports
 
 
 def harness_verilog(module: str, ports: list) -> str:
@@ -662,8 +646,10 @@ def vivado_files(block, cfg, out_dir="build/verilog", freq: float = DEFAULT_FREQ
     ]
     core_path = out / f"{module}.core"
     stage.text(core_path, "\n".join(core) + "\n")
+    from gen.package import shell_files
+    shell = shell_files(block, cfg, out, stage, part, pkg_version)
     stage.commit()
-    return files + [tcl_path, xdc_path, core_path]
+    return files + [tcl_path, xdc_path, core_path] + shell
 
 
 # ------------------------------------------------------------------------------ CLI
@@ -776,7 +762,10 @@ def register(subparsers):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Emit <module>.v and <module>.json, then <module>_vivado.tcl (batch "
         "out-of-context synthesis, utilisation and timing reports), <module>.xdc (clock on "
-        "clk) and <module>.core (FuseSoC CAPI2).\n\nExamples:\n  spnn vivado --all\n"
+        "clk) and <module>.core (FuseSoC CAPI2). For a block with an accelerator shell "
+        "(pwl), also the IP folder <shell>/: <shell>.v (AXI4-Stream at --set bus_words=N, "
+        "AXI4-Lite control), component.xml (IP-XACT), <shell>_package.tcl "
+        "(ipx::package_project), <shell>_regs.h, <shell>_regs.md and <shell>.core.\n\nExamples:\n  spnn vivado --all\n"
         "  spnn vivado pwl --set func=tanh --part xc7k325tffg900-2 --freq 200 -o ip/\n"
         "  vivado -mode batch -source build/verilog/pwl_sigmoid_vivado.tcl")
     common(p)

@@ -96,6 +96,9 @@ class Block:
         Further top-level commands of the block: modules with ``register(subparsers)``.
     waves : tuple of WaveCase
         The block's waveform regressions.
+    shell : Gateware or None
+        The accelerator shell (AXI4-Stream at the config's ``bus_words``, AXI4-Lite
+        control; ``hdl/<name>/shell.py``) that ``spnn vivado`` packages as IP.
     placer, heap_timing :
         nextpnr placer ``spnn synth`` uses unless told otherwise, and the heap placer's
         ``(timing weight, criticality exponent)`` (chosen by measurement, docs/synth.md).
@@ -112,6 +115,7 @@ class Block:
     cli: object
     commands: tuple = ()
     waves: tuple = field(default=())
+    shell: Gateware | None = None
     placer: str = "heap"
     heap_timing: tuple = HEAP_TIMING_DEFAULT
 

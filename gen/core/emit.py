@@ -18,9 +18,9 @@ from amaranth.hdl import Shape  # noqa: E402
 from amaranth.lib import wiring  # noqa: E402
 
 from gen.core.block import Gateware  # noqa: E402
-from gen.core.config import config_to_dict  # noqa: E402
+from gen.core.config import SpnnError, config_to_dict  # noqa: E402
 
-__all__ = ["to_verilog", "manifest", "emit_files", "emit"]
+__all__ = ["to_verilog", "verilog_ports", "manifest", "emit_files", "emit"]
 
 
 def to_verilog(component, name: str) -> str:
@@ -153,3 +153,20 @@ def emit(block: Gateware, cfg, out_dir, outputs=None) -> list:
     if outputs is None:
         stage.commit()
     return paths
+
+
+_PORT_RE = re.compile(r"^\s*(input|output|inout)\s+(?:signed\s+)?(?:\[(\d+):(\d+)\]\s+)?"
+                      r"\\?([A-Za-z_][\w$]*)\s*;", re.M)
+
+
+def verilog_ports(text: str, module: str) -> list:
+    """``[(name, direction, width)]`` of ``module`` in Amaranth's Verilog, in file order."""
+    match = re.search(rf"^module\s+{re.escape(module)}\s*\(", text, re.M)
+    if not match:
+        raise SpnnError(f"module {module!r} not found in the emitted Verilog")
+    body = text[match.start():text.index("endmodule", match.start())]
+    ports = []
+    for direction, msb, lsb, name in _PORT_RE.findall(body):
+        width = abs(int(msb) - int(lsb)) + 1 if msb else 1
+        ports.append((name, direction, width))
+    return ports

@@ -10,7 +10,7 @@ from gen.core.stimulus import make_job
 from gen.pwl import PwlConfig, cycle_model, ref_pwl
 from gen.pwl import cli
 from gen.pwl.twin import rtl_pwl
-from hdl.pwl import GATEWARE
+from hdl.pwl import GATEWARE, SHELL
 
 __all__ = ["BLOCK"]
 
@@ -38,4 +38,5 @@ BLOCK = Block(
     cli=cli,
     waves=(_wave("pwl_sigmoid_backpressure", "sigmoid", 48, 11, 0.7, 0.6),
            _wave("pwl_tanh_reset", "tanh", 40, 12, 0.9, 0.8, reset_at=25)),
+    shell=SHELL,
 )

@@ -45,6 +45,10 @@ class PwlConfig:
         Width of the stored slope codes (signed), 8..27 (18 fits one DSP input).
     guard_bits : int
         Extra fraction bits of the stored intercepts below the output LSB, 0..8.
+    bus_words : int
+        Words per AXI4-Stream beat of the accelerator shell (:mod:`hdl.pwl.shell`), 1..32:
+        that many units side by side.  The unit itself (``spnn verilog pwl``) is the same
+        for every value.
     """
 
     func: str = "sigmoid"
@@ -55,6 +59,7 @@ class PwlConfig:
     boundaries: str = "auto"
     slope_width: int = 18
     guard_bits: int = 4
+    bus_words: int = 1
 
     def __post_init__(self):
         if self.func not in FUNCS:
@@ -87,6 +92,10 @@ class PwlConfig:
             raise ValueError(f"slope_width must be between 8 and 27, not {self.slope_width}")
         if not 0 <= self.guard_bits <= 8:
             raise ValueError(f"guard_bits must be between 0 and 8, not {self.guard_bits}")
+        if not isinstance(self.bus_words, int) or isinstance(self.bus_words, bool) or \
+                not 1 <= self.bus_words <= 32:
+            raise ValueError(f"bus_words must be an integer between 1 and 32, "
+                             f"not {self.bus_words!r}")
 
     @property
     def a_max(self) -> int:
@@ -98,6 +107,11 @@ class PwlConfig:
     @property
     def module_name(self) -> str:
         return f"pwl_{self.func}"
+
+    @property
+    def shell_name(self) -> str:
+        """The accelerator shell's module: ``<module>_axi``, ``_w<bus_words>`` beyond 1."""
+        return f"{self.module_name}_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
 
     @property
     def latency(self) -> int:

@@ -10,6 +10,7 @@ neighbourhood of the float minimax line with the bit-exact model, i.e. the
 fit minimises the maximum error *after* quantisation.
 """
 
+import dataclasses
 import math
 
 import numpy as np
@@ -115,6 +116,9 @@ _CACHE = {}
 
 def fit_table(cfg: PwlConfig) -> PwlTable:
     """Fit (and cache) the segment table for ``cfg``; deterministic."""
+    if cfg.bus_words != 1:                 # the shell's width does not change the table
+        table = fit_table(dataclasses.replace(cfg, bus_words=1))
+        return dataclasses.replace(table, config=cfg)
     if cfg in _CACHE:
         return _CACHE[cfg]
     f = float_func(cfg.func)

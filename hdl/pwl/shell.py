@@ -21,9 +21,8 @@ class PwlShell(wiring.Component):
     Parameters
     ----------
     cfg : gen.pwl.PwlConfig
-        The unit (function, formats, segments).
-    bus_words : int
-        Words per beat: 1..32 (16..512-bit ``TDATA`` for 16-bit words), one unit per word.
+        The unit (function, formats, segments) and ``bus_words``, the words per beat:
+        1..32 (16..512-bit ``TDATA`` for 16-bit words), one unit per word.
 
     Attributes
     ----------
@@ -49,10 +48,8 @@ class PwlShell(wiring.Component):
         Level interrupt: ``IRQ_STATUS.done & IRQ_ENABLE.done``.
     """
 
-    def __init__(self, cfg, bus_words: int = 1):
-        if not isinstance(bus_words, int) or isinstance(bus_words, bool) or \
-                not 1 <= bus_words <= 32:
-            raise ValueError(f"bus_words must be an integer between 1 and 32, not {bus_words!r}")
+    def __init__(self, cfg):
+        bus_words = cfg.bus_words
         self.cfg, self.bus_words = cfg, bus_words
         self.table = fit_table(cfg)
         self.x_sig = AxisSignature(cfg.in_fmt.width, bus_words)

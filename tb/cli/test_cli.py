@@ -61,8 +61,8 @@ def test_manifest_contents(tmp_path):
     (["verilog", "pwl", "--set", "segments=12"],
      "spnn: error: --set segments must be a power of two between 2 and 256, not 12"),
     (["verilog", "pwl", "--set", "colour=red"],
-     "spnn: error: --set unknown parameter 'colour'; allowed: boundaries, func, guard_bits, "
-     "in_fmt, out_fmt, segments, slope_width, x_max"),
+     "spnn: error: --set unknown parameter 'colour'; allowed: boundaries, bus_words, func, "
+     "guard_bits, in_fmt, out_fmt, segments, slope_width, x_max"),
     (["verilog", "nosuch"], "spnn: error: block must be one of"),
     (["verilog", "pwl", "--set", "in_fmt=Q4"],
      "spnn: error: --set in_fmt must be a fixed-point format like Q4.12 or int16"),

@@ -9,21 +9,17 @@ import re
 import numpy as np
 import pytest
 
-from gen.core.block import Gateware
 from gen.core.emit import to_verilog
 from gen.core.sim import run_cocotb
 from gen.pwl import PwlConfig, fit_table, ref_pwl
-from hdl.pwl.shell import PwlShell
-
-SHELL = Gateware("pwl_shell", lambda cfg: PwlShell(cfg[0], cfg[1]),
-                 lambda cfg: f"pwl_shell_{cfg[0].func}_x{cfg[1]}")
+from hdl.pwl import SHELL, PwlShell
 
 
 @pytest.mark.parametrize("func, bus_words, pause_in, pause_out",
                          [("sigmoid", 1, 0.0, 0.0), ("tanh", 4, 0.3, 0.4),
                           ("sigmoid", 3, 0.5, 0.2)])
 def test_shell_jobs(sim, tmp_path, func, bus_words, pause_in, pause_out):
-    cfg = PwlConfig(func=func)
+    cfg = PwlConfig(func=func, bus_words=bus_words)
     table = fit_table(cfg)
     rng = np.random.default_rng(bus_words)
     lengths = [1, bus_words, 4 * bus_words + 1, 37]
@@ -35,13 +31,13 @@ def test_shell_jobs(sim, tmp_path, func, bus_words, pause_in, pause_out):
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"bus_words": bus_words, "jobs": jobs, "seed": 5,
                                 "pause_in": pause_in, "pause_out": pause_out}))
-    run_cocotb(SHELL, (cfg, bus_words), "tb.pwl.cocotb_shell", sim=sim,
+    run_cocotb(SHELL, cfg, "tb.pwl.cocotb_shell", sim=sim,
                name=f"shell-{int(pause_in * 10)}{int(pause_out * 10)}",
                env={"SPNN_SHELL": spec})
 
 
 def test_shell_ports_are_vivado_names():
-    text = to_verilog(PwlShell(PwlConfig(), 4), "pwl_shell")
+    text = to_verilog(PwlShell(PwlConfig(bus_words=4)), "pwl_shell")
     text = text[text.index("module pwl_shell("):]
     text = text[:text.index("endmodule")]
     ports = set(re.findall(r"^\s*(?:input|output)\s+(?:\[\d+:0\]\s+)?(\w+);", text, re.M))
@@ -59,4 +55,10 @@ def test_shell_ports_are_vivado_names():
 @pytest.mark.parametrize("bus_words", [0, 33, 1.5, True])
 def test_bus_words_range(bus_words):
     with pytest.raises(ValueError, match="bus_words must be an integer between 1 and 32"):
-        PwlShell(PwlConfig(), bus_words)
+        PwlConfig(bus_words=bus_words)
+
+
+def test_bus_words_leaves_the_unit_alone():
+    assert fit_table(PwlConfig(bus_words=8)).slopes == fit_table(PwlConfig()).slopes
+    assert PwlConfig(bus_words=8).module_name == "pwl_sigmoid"
+    assert PwlConfig(bus_words=8).shell_name == "pwl_sigmoid_axi_w8"
