@@ -143,7 +143,7 @@ BAD_FORMATS = ["Q4", "Q0.0", "Q40.40", "int0", "abc", "Q2.-1", "Q.5", ""]
 COMMANDS = {
     "run pwl": dict(
         argv=["run", "pwl", "--func", "tanh", "--input", "{x1}"],
-        arrays=["--input"], ints=["--segments", "--seed"], floats=[],
+        arrays=["--input"], ints=["--segments", "--seed", "--bus-words"], floats=[],
         formats=["--in-fmt", "--out-fmt"], files=["--out", "--report"], folders=[],
         other={"--func", "--raw", "--sim", "--waves"},
         valid={"scalar", "nd5"}),   # any shape, a 0-d one included
@@ -374,7 +374,7 @@ def files(tmp_path_factory):
 
 
 # Where each command's work starts: a refused command must never get there.
-WORK = (("gen.pwl.cli", "rtl_pwl"), ("gen.spmv.cli", "run_jobs"), ("gen.fc.cli", "rtl_fc"),
+WORK = (("gen.pwl.cli", "rtl_pwl"), ("gen.pwl.cli", "rtl_pwl_axi"), ("gen.spmv.cli", "run_jobs"), ("gen.fc.cli", "rtl_fc"),
         ("gen.conv.cli", "rtl_conv"), ("gen.lstm.cli", "rtl_lstm"), ("gen.synth", "synth"),
         ("gen.synth", "vivado_files"), ("gen.core.emit", "emit_files"))
 

@@ -62,3 +62,28 @@ def test_bus_words_leaves_the_unit_alone():
     assert fit_table(PwlConfig(bus_words=8)).slopes == fit_table(PwlConfig()).slopes
     assert PwlConfig(bus_words=8).module_name == "pwl_sigmoid"
     assert PwlConfig(bus_words=8).shell_name == "pwl_sigmoid_axi_w8"
+
+
+@pytest.mark.rtl
+def test_cli_run_through_the_shell(tmp_path, capsys):
+    """``spnn run pwl --bus-words 4``: results equal the golden model's, the report gives
+    end-to-end cycles, the shell's counters and the roofline bound."""
+    from gen.cli import main
+    from gen.core.sim import sim_available
+    if not sim_available("verilator"):
+        pytest.skip("needs Verilator")
+    x = np.random.default_rng(3).integers(-32768, 32768, 103).astype(np.int16)
+    np.save(tmp_path / "x.npy", x)
+    argv = ["run", "pwl", "--func", "tanh", "--bus-words", "4", "--input",
+            str(tmp_path / "x.npy"), "--out", str(tmp_path / "y.npy"), "--report",
+            str(tmp_path / "r.json")]
+    assert main(argv) == 0
+    cfg = PwlConfig(func="tanh", bus_words=4)
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref_pwl(x, fit_table(cfg)))
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["interface"] == "axi" and report["bus_words"] == 4
+    assert report["roofline_cycles"] == 26 + cfg.latency
+    assert report["cycles"] >= report["roofline_cycles"]
+    assert report["counters"]["busy"] == 26 and report["counters"]["stall_out"] == 0
+    assert report["roofline_efficiency"] == report["roofline_cycles"] / report["cycles"]
+    assert "max |error|" in capsys.readouterr().out

@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Generic cocotb bench of an accelerator shell: AXI4-Lite control and AXI4-Stream data
+through cocotbext-axi's manager, source and sink.
+
+Part of the product (``spnn run <block> --bus-words N``), started by
+:func:`gen.core.sim.run_cocotb`.  The job (``$SPNN_JOB``, JSON):
+
+* ``jobs``: a list, each ``{"regs": [[offset, value], ...], "packets": {port: [words]}}``:
+  write the registers, write ``CTRL.start``, send one packet on every source port, receive
+  one packet on every sink port, wait for ``STATUS.done``, read the counters;
+* ``sources`` / ``sinks``: ``[{"port": "s_axis_x", "word_bytes": 2, "pattern": {...}}]``,
+  the pattern (:class:`gen.core.stimulus.Pattern` JSON) giving, per clock after reset, whether
+  the source offers data / the sink is ready;
+* ``max_cycles``.
+
+The result (``$SPNN_RESULT``) has, per job, the received packets (words, unsigned), the
+counters read back (``cycles``, ``busy``, ``stall_in``, ``stall_out``) and what the bench saw
+on the ports: ``start_ack`` (clock of the start write's response), ``first_in`` (clock of the
+first input beat), ``end`` (clock of the last output ``tlast`` beat), ``beats_in``,
+``beats_out``.  Clocks count from the end of reset.
+"""
+
+import json
+import os
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, with_timeout
+from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
+                           AxiStreamSink, AxiStreamSource)
+
+from gen.core.stimulus import Pattern
+
+CTRL, STATUS = 0x08, 0x0C
+COUNTERS = {"cycles": 0x20, "busy": 0x28, "stall_in": 0x30, "stall_out": 0x38}
+
+
+def _pauses(pattern: Pattern):
+    """cocotbext-axi pause generator: one value per clock, pause = not pattern."""
+    cycle = 0
+    while True:
+        yield not pattern.at(cycle)
+        cycle += 1
+
+
+class _Ports:
+    """Per clock: the start write's response and every stream beat."""
+
+    def __init__(self, dut, sources, sinks):
+        self.dut, self.clock = dut, 0
+        self.sources, self.sinks = sources, sinks
+        self.clear()
+        cocotb.start_soon(self._run())
+
+    def clear(self):
+        self.start_ack = self.end = self.first_in = None
+        self.beats_in = self.beats_out = 0
+
+    async def _run(self):
+        d = self.dut
+        while True:
+            await RisingEdge(d.aclk)
+            await ReadOnly()
+            self.clock += 1
+            if self.start_ack is None and int(d.s_axi_bvalid.value):
+                self.start_ack = self.clock
+            for port in self.sources:
+                if int(getattr(d, f"{port}_tvalid").value) and \
+                        int(getattr(d, f"{port}_tready").value):
+                    self.beats_in += 1
+                    if self.first_in is None:
+                        self.first_in = self.clock
+            for port in self.sinks:
+                if int(getattr(d, f"{port}_tvalid").value) and \
+                        int(getattr(d, f"{port}_tready").value):
+                    self.beats_out += 1
+                    if int(getattr(d, f"{port}_tlast").value):
+                        self.end = self.clock
+
+
+async def _read(axil, addr):
+    return int.from_bytes((await axil.read(addr, 4)).data, "little")
+
+
+async def _run_job(job, axil, sources, sinks, ports, spec):
+    for offset, value in job.get("regs", []):
+        await axil.write(offset, int(value).to_bytes(4, "little"))
+    ports.clear()
+    await axil.write(CTRL, (1).to_bytes(4, "little"))
+    for entry in spec["sources"]:
+        wb = entry["word_bytes"]
+        words = job["packets"][entry["port"]]
+        await sources[entry["port"]].send(AxiStreamFrame(
+            b"".join(int(w).to_bytes(wb, "little") for w in words)))
+    packets = {}
+    for entry in spec["sinks"]:
+        wb = entry["word_bytes"]
+        frame = await sinks[entry["port"]].recv()
+        packets[entry["port"]] = [int.from_bytes(frame.tdata[k:k + wb], "little")
+                                  for k in range(0, len(frame.tdata), wb)]
+    while not (await _read(axil, STATUS)) & 0b10:
+        pass
+    counters = {}
+    for name, offset in COUNTERS.items():
+        counters[name] = await _read(axil, offset) | (await _read(axil, offset + 4)) << 32
+    return {"packets": packets, "counters": counters, "start_ack": ports.start_ack,
+            "first_in": ports.first_in, "end": ports.end, "beats_in": ports.beats_in, "beats_out": ports.beats_out}
+
+
+@cocotb.test()
+async def shell_job(dut):
+    with open(os.environ["SPNN_JOB"]) as handle:
+        spec = json.load(handle)
+    cocotb.start_soon(Clock(dut.aclk, 10, unit="ns").start())
+    dut.aresetn.value = 0
+    kwargs = {"reset_active_level": False}
+    axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi"), dut.aclk, dut.aresetn, **kwargs)
+    sources = {e["port"]: AxiStreamSource(AxiStreamBus.from_prefix(dut, e["port"]), dut.aclk,
+                                          dut.aresetn, **kwargs) for e in spec["sources"]}
+    sinks = {e["port"]: AxiStreamSink(AxiStreamBus.from_prefix(dut, e["port"]), dut.aclk,
+                                      dut.aresetn, **kwargs) for e in spec["sinks"]}
+    await ClockCycles(dut.aclk, 4)
+    dut.aresetn.value = 1
+    for entry in spec["sources"]:
+        sources[entry["port"]].set_pause_generator(
+            _pauses(Pattern.from_json(entry["pattern"])))
+    for entry in spec["sinks"]:
+        sinks[entry["port"]].set_pause_generator(
+            _pauses(Pattern.from_json(entry["pattern"])))
+    ports = _Ports(dut, [e["port"] for e in spec["sources"]], [e["port"] for e in spec["sinks"]])
+    results = []
+    for job in spec["jobs"]:
+        results.append(await with_timeout(_run_job(job, axil, sources, sinks, ports, spec),
+                                          10 * spec["max_cycles"], "ns"))
+    with open(os.environ["SPNN_RESULT"], "w") as handle:
+        json.dump({"jobs": results}, handle)
