@@ -89,3 +89,9 @@ def test_axil_registers(sim, tmp_path, seed):
     spec.write_text(json.dumps(_spec(regmap, seed)))
     run_cocotb(REGS, tuple(PARAMS.items()), "tb.lib.cocotb_axil", sim=sim,
                name=f"axil-{seed}", env={"SPNN_AXIL": spec})
+
+
+def test_register_reference_is_current():
+    """docs/control-registers.md is PeakRDL-markdown's output for hdl/lib/control.rdl."""
+    from scripts.write_regs_doc import DOC, text
+    assert DOC.read_text() == text(), "stale: run python -m scripts.write_regs_doc"
