@@ -3,12 +3,12 @@
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from gen.fc import FcConfig, fixed_overhead
 from hdl.fc.decoder import FdcsrDecoder, _sum, beat_layout, group_layout, popcount
+from hdl.lib.fifo import Queue
 from hdl.lib.skid import SkidBuffer
 
 __all__ = ["FcEngine"]
@@ -198,30 +198,30 @@ class FcEngine(wiring.Component):
         glayout = group_layout(k, cfg.addr_width, cw)
         m.submodules.gskid = gskid = SkidBuffer(glayout)
         wiring.connect(m, dec.o, gskid.i)
-        m.submodules.fifo = fifo = SyncFIFO(width=glayout.size, depth=cfg.fifo_depth)
+        m.submodules.fifo = fifo = Queue(glayout, cfg.fifo_depth)
         m.submodules.vskid = vskid = SkidBuffer(self.vaddr.payload.shape())
         g = gskid.o.payload
         needs_values = g.count != 0
-        accept = gskid.o.valid & fifo.w_rdy & (~needs_values | vskid.i.ready)
+        accept = fifo.i.valid & fifo.i.ready
         m.d.comb += [
+            fifo.i.valid.eq(gskid.o.valid & (~needs_values | vskid.i.ready)),
+            fifo.i.payload.eq(g),
             vskid.i.valid.eq(accept & needs_values),
             vskid.i.payload.addr.eq(g.addr),
             vskid.i.payload.count.eq(g.count),
             gskid.o.ready.eq(accept),
-            fifo.w_en.eq(accept),
-            fifo.w_data.eq(g.as_value()),
         ]
         wiring.connect(m, vskid.o, wiring.flipped(self.vaddr))
 
         # ------------------------------------------------------------------ datapath
         advance = Signal()
-        head = data.View(glayout, fifo.r_data)
+        head = fifo.o.payload
         head_needs = head.count != 0
         pop = Signal()
         m.d.comb += [
-            pop.eq(advance & fifo.r_rdy & (~head_needs | self.vdata.valid)),
-            fifo.r_en.eq(pop),
-            self.vdata.ready.eq(advance & fifo.r_rdy & head_needs),
+            fifo.o.ready.eq(advance & (~head_needs | self.vdata.valid)),
+            pop.eq(fifo.o.valid & fifo.o.ready),
+            self.vdata.ready.eq(advance & fifo.o.valid & head_needs),
         ]
 
         # Stage 1: the group's weights (zero in unused slots) and its activation reads.

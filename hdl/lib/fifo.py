@@ -21,7 +21,7 @@ class Queue(wiring.Component):
     * ``registered=False``: a :class:`~amaranth.lib.fifo.SyncFIFO` of ``depth`` words,
       its head read combinationally from the (distributed) RAM.
     * ``registered=True``: a :class:`~amaranth.lib.fifo.SyncFIFO` of ``depth - 1`` words
-      behind a head register; ``o.payload``, ``o.valid``, ``i.ready`` and ``level`` are
+      (2 at least) behind a head register; ``o.payload``, ``o.valid``, ``i.ready`` and ``level`` are
       flip-flops, so a reader's decisions and the data it uses start at registers.  The
       head is refilled from the RAM or, when the RAM is empty, straight from ``i``
       (which is what keeps the one-clock latency).
@@ -86,7 +86,9 @@ class Queue(wiring.Component):
                          self.level.eq(fifo.level)]
             return m
 
-        m.submodules.fifo = fifo = SyncFIFO(width=len(w_data), depth=self.depth - 1)
+        # (a one-word SyncFIFO would have 0-bit pointers, which Verilog cannot declare;
+        # the extra word stays unused: `ready` admits depth - 1 words to the RAM)
+        m.submodules.fifo = fifo = SyncFIFO(width=len(w_data), depth=max(2, self.depth - 1))
         head = Signal(len(w_data), name="head", reset_less=True)
         ready = Signal(init=1, name="ready")
         do_write = self.i.valid & ready

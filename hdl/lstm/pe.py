@@ -20,11 +20,13 @@ previous clock's write) and write.  Five clocks from issue to write.
 """
 
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from gen.core.fixed import QFormat
 from gen.lstm import LstmConfig
 from hdl.lib.arith import round_shift, saturate
+from hdl.lib.fifo import Queue
 from hdl.lstm.pwl import LstmPwlUnit
 
 __all__ = ["LstmPE"]
@@ -32,63 +34,6 @@ __all__ = ["LstmPE"]
 
 def _requantise(value, frac_bits: int, fmt: QFormat):
     return saturate(round_shift(value, frac_bits - fmt.frac_bits), fmt)
-
-
-class _HeadFifo(Elaboratable):
-    """:class:`amaranth.lib.fifo.SyncFIFO`'s interface and timing (``w_rdy = level !=
-    depth``, ``r_rdy = level != 0``, a word written in one clock can be read in the
-    next) with ``r_data`` from a register: the head of the next clock is fetched one
-    clock ahead (the word being written when nothing else is left), so the memory's
-    read path ends at a flip-flop instead of running into the entry address.
-
-    Members: ``w_en``, ``w_data``, ``w_rdy``, ``r_en``, ``r_data``, ``r_rdy``, ``level``,
-    ``full`` (``level == depth`` from a register, for the broadcaster's stall).
-    """
-
-    def __init__(self, width: int, depth: int):
-        self.width, self.depth = width, depth
-        self.w_en, self.w_rdy, self.r_en, self.r_rdy = Signal(), Signal(), Signal(), Signal()
-        self.w_data = Signal(width)
-        self.r_data = Signal(width)
-        self.level = Signal(range(depth + 1))
-        self.full = Signal()          # level == depth, as a register
-
-    def elaborate(self, platform):
-        m = Module()
-        D = self.depth
-
-        def incr(v):
-            return Mux(v == D - 1, 0, v + 1)
-
-        nonempty, one = Signal(), Signal()              # level != 0, level == 1
-        m.d.comb += [self.w_rdy.eq(~self.full), self.r_rdy.eq(nonempty)]
-        do_read = nonempty & self.r_en
-        do_write = ~self.full & self.w_en
-        m.submodules.storage = storage = Memory(shape=unsigned(self.width), depth=D, init=[])
-        w_port = storage.write_port()
-        rd0, rd1 = storage.read_port(domain="comb"), storage.read_port(domain="comb")
-        produce = Signal(range(D))
-        consume = Signal(range(D))
-        consume1 = Signal(range(D), init=1)              # consume + 1 (mod D)
-        m.d.comb += [w_port.addr.eq(produce), w_port.data.eq(self.w_data),
-                     w_port.en.eq(do_write), rd0.addr.eq(consume), rd1.addr.eq(consume1)]
-        with m.If(do_write):
-            m.d.sync += produce.eq(incr(produce))
-        with m.If(do_read):
-            m.d.sync += [consume.eq(consume1), consume1.eq(incr(consume1))]
-        with m.If(do_write & ~do_read):
-            m.d.sync += [self.level.eq(self.level + 1), self.full.eq(self.level == D - 1),
-                         nonempty.eq(1), one.eq(self.level == 0)]
-        with m.If(do_read & ~do_write):
-            m.d.sync += [self.level.eq(self.level - 1), self.full.eq(0),
-                         nonempty.eq(~one), one.eq(self.level == 2)]
-        # the next clock's head: the stored entry after (or at) the current head, or the
-        # word written now if no stored entry is left after this clock's read
-        none_left = ~nonempty | (one & do_read)
-        head = Signal(self.width, reset_less=True)
-        m.d.comb += self.r_data.eq(head)
-        m.d.sync += head.eq(Mux(none_left, self.w_data, Mux(do_read, rd1.data, rd0.data)))
-        return m
 
 
 class LstmPE(Elaboratable):
@@ -220,15 +165,17 @@ class LstmPE(Elaboratable):
                          bw.en.eq(self.ld_bias & (self.ld_idx[lb:] == g)),
                          br.addr.eq(clr_addr), br.en.eq(1)]
 
-        # ---- activation FIFO: (x, start, count)
-        width = xw + ab + cb
-        m.submodules.fifo = fifo = _HeadFifo(width, cfg.fifo_depth)
-        m.d.comb += [fifo.w_en.eq(self.push),
-                     fifo.w_data.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
-                     self.full.eq(fifo.full)]
-        head_x = fifo.r_data[:xw].as_signed()
-        head_start = fifo.r_data[xw:xw + ab]
-        head_count = fifo.r_data[xw + ab:]
+        # ---- activation FIFO: (x, start, count).  The head is a register (the RAM's
+        # read path ends at a flip-flop instead of running into the entry address), and
+        # so is `i.ready`, which the broadcaster's stall sees as `full`.
+        item = data.StructLayout({"x": signed(xw), "start": unsigned(ab),
+                                  "count": unsigned(cb)})
+        m.submodules.fifo = fifo = Queue(item, cfg.fifo_depth, registered=True)
+        m.d.comb += [fifo.i.valid.eq(self.push),
+                     fifo.i.payload.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
+                     self.full.eq(~fifo.i.ready)]
+        head = fifo.o.payload
+        head_x, head_start, head_count = head.x, head.start, head.count
 
         # ---- MAC stage A: issue one entry read per clock
         rem = Signal(unsigned(cb))
@@ -236,14 +183,14 @@ class LstmPE(Elaboratable):
         cur_x = Signal(signed(xw), reset_less=True)
         v_b = Signal()
         x_b = Signal(signed(xw), reset_less=True)
-        m.d.comb += ent_r.en.eq(1)
         busy = Signal()                                 # rem != 0, as a register
+        m.d.comb += [ent_r.en.eq(1), fifo.o.ready.eq(~busy)]
         with m.If(busy):
             m.d.comb += ent_r.addr.eq(addr)
             m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), busy.eq(rem != 1), v_b.eq(1),
                          x_b.eq(cur_x)]
-        with m.Elif(fifo.r_rdy):
-            m.d.comb += [fifo.r_en.eq(1), ent_r.addr.eq(head_start)]
+        with m.Elif(fifo.o.valid):
+            m.d.comb += ent_r.addr.eq(head_start)
             m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
                          busy.eq(head_count != 1), cur_x.eq(head_x), v_b.eq(1), x_b.eq(head_x)]
         with m.Else():
@@ -307,7 +254,7 @@ class LstmPE(Elaboratable):
         for g, (acc_w, _) in enumerate(accs):
             m.d.comb += [acc_w.addr.eq(Mux(clr_e, clr_a, row_e[:lb])), acc_w.data.eq(new),
                          acc_w.en.eq((v_e & gsel_e[g]) | clr_e)]
-        m.d.comb += self.idle.eq(~fifo.r_rdy & ~busy & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
+        m.d.comb += self.idle.eq(~fifo.o.valid & ~busy & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
 
         self._elementwise(m, accs, biases)
         return m

@@ -10,7 +10,8 @@ from amaranth.lib.wiring import In, Out
 from gen.spmv import KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW, KIND_SKIP, SpmvConfig
 from gen.core.fixed import index_bits
 from hdl.lib.arith import round_shift
-from hdl.spmv.pe import Fifo, SpmvPE
+from hdl.lib.fifo import Queue
+from hdl.spmv.pe import SpmvPE
 
 __all__ = ["SpmvEngine", "word_layout"]
 
@@ -339,11 +340,12 @@ class SpmvEngine(wiring.Component):
         lane0, lane1 = Signal(range(max(L, 2))), Signal(range(max(L, 2)))
         map_q = [Signal(unsigned(cfg.pe_bits + cfg.idx_bits), name=f"map_q{lane}")
                  for lane in range(L)]
-        m.submodules.out_fifo = ofifo = Fifo(cfg.out_fmt.width, cfg.out_slots)
+        # (out_slots RAM words behind a head register: `o` is driven by flip-flops)
+        m.submodules.out_fifo = ofifo = Queue(signed(cfg.out_fmt.width), cfg.out_slots + 1,
+                                              registered=True)
+        wiring.connect(m, ofifo.o, wiring.flipped(self.o))
         cred = Signal(range(cfg.out_slots + 1), init=cfg.out_slots)
         pop = self.o.valid & self.o.ready
-        m.d.comb += [self.o.valid.eq(ofifo.r_rdy), self.o.payload.eq(ofifo.r_data),
-                     ofifo.r_en.eq(pop)]
         issue = Signal()
         m.d.comb += issue.eq(in_drain & rows_more & (cred != 0))
         with m.If(issue & ~pop):
@@ -387,7 +389,7 @@ class SpmvEngine(wiring.Component):
         assert len(vals) == 1
         sat_q = Signal(signed(cfg.out_fmt.width), name="drain_sat")
         m.d.sync += sat_q.eq(_saturate(vals[0], cfg.out_fmt))
-        m.d.comb += [ofifo.w_data.eq(sat_q), ofifo.w_en.eq(dv[-1])]
+        m.d.comb += [ofifo.i.payload.eq(sat_q), ofifo.i.valid.eq(dv[-1])]
         m.d.sync += [v.eq(u) for v, u in zip(dv[1:], dv)]
         m.d.sync += [dv[0].eq(issue), lane0.eq(k_lane), lane1.eq(lane0)]
         m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
@@ -424,7 +426,7 @@ class SpmvEngine(wiring.Component):
                         m.d.comb += release.eq(1)
                         m.d.sync += state.eq(IDLE)
             with m.Case(DRAIN):
-                with m.If(~rows_more & ~Cat(*dv).any() & ~ofifo.r_rdy):
+                with m.If(~rows_more & ~Cat(*dv).any() & ~ofifo.o.valid):
                     m.d.comb += release.eq(1)
                     m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
         return m

@@ -2,13 +2,15 @@
 """One processing element of the sparse matrix-vector engine (see :mod:`hdl.spmv`)."""
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from gen.core.fixed import index_bits
 from gen.spmv import SpmvConfig
 from hdl.lib.arith import radix4_product
+from hdl.lib.fifo import Queue
 
-__all__ = ["SpmvPE", "Fifo"]
+__all__ = ["SpmvPE"]
 
 
 def _clamp(value, width):
@@ -19,73 +21,6 @@ def _clamp(value, width):
     lo = Const(-(1 << (width - 1)), signed(width))
     overflow = value[width] != value[width - 1]
     return Mux(overflow, Mux(value[width], lo, hi), value[:width].as_signed())
-
-
-class Fifo(Elaboratable):
-    """A first-word-fall-through FIFO: distributed RAM behind a head register.
-
-    ``depth`` (RAM words) must be a power of two.  A word written in one clock can be
-    read from the next (no same-clock pass-through), exactly like
-    :class:`amaranth.lib.fifo.SyncFIFO`; but the head word and every flag are
-    registers, so a reader's decisions and the data it uses start at flip-flops.  A
-    word written while the head register is (or is being) emptied and the RAM is
-    empty goes straight into the head register.  The writer must not overfill it (the
-    callers guarantee that by credits): capacity ``depth + 1``.
-
-    Members: ``w_data``, ``w_en`` (in); ``r_data`` (out, the head register),
-    ``r_en`` (in, only while ``r_rdy``), ``r_rdy`` (out, register: not empty),
-    ``level`` (out, register: words held, head included).
-    """
-
-    def __init__(self, width, depth):
-        assert depth >= 2 and depth & (depth - 1) == 0
-        self.width, self.depth = width, depth
-        self.w_data = Signal(width, name="w_data")
-        self.w_en = Signal(name="w_en")
-        self.r_data = Signal(width, name="r_data", reset_less=True)
-        self.r_en = Signal(name="r_en")
-        self.r_rdy = Signal(name="r_rdy")
-        self.level = Signal(range(depth + 2), name="level")
-
-    def elaborate(self, platform):
-        m = Module()
-        m.submodules.mem = mem = Memory(shape=unsigned(self.width), depth=self.depth,
-                                        init=[])
-        wp, rp = mem.write_port(), mem.read_port(domain="comb")
-        w_ptr = Signal(range(self.depth), name="w_ptr")
-        r_ptr = Signal(range(self.depth), name="r_ptr")
-        m_level = Signal(range(self.depth + 1), name="m_level")
-        m_ne = Signal(name="m_ne")                   # RAM not empty (register)
-        need = Signal(name="need")                   # head empty or being read
-        bypass, m_write, m_read = Signal(name="bypass"), Signal(name="m_write"), \
-            Signal(name="m_read")
-        m.d.comb += [
-            need.eq(~self.r_rdy | self.r_en),
-            m_read.eq(need & m_ne),
-            bypass.eq(need & ~m_ne & self.w_en),
-            m_write.eq(self.w_en & ~bypass),
-            wp.addr.eq(w_ptr), wp.data.eq(self.w_data), wp.en.eq(self.w_en),
-            rp.addr.eq(r_ptr),
-        ]
-        # every written word goes into the RAM (its write enable is `w_en` alone), also
-        # one that bypasses into the head register: `r_ptr` then steps past it
-        with m.If(self.w_en):
-            m.d.sync += w_ptr.eq(w_ptr + 1)
-        with m.If(m_read | bypass):
-            m.d.sync += r_ptr.eq(r_ptr + 1)
-        with m.If(need):
-            m.d.sync += [self.r_rdy.eq(m_read | bypass),
-                         self.r_data.eq(Mux(m_ne, rp.data, self.w_data))]
-        with m.If(m_write & ~m_read):
-            m.d.sync += m_level.eq(m_level + 1)
-        with m.Elif(~m_write & m_read):
-            m.d.sync += m_level.eq(m_level - 1)
-        m.d.sync += m_ne.eq(m_write | (m_level > 1) | ((m_level == 1) & ~m_read))
-        with m.If(self.w_en & ~self.r_en):
-            m.d.sync += self.level.eq(self.level + 1)
-        with m.Elif(~self.w_en & self.r_en):
-            m.d.sync += self.level.eq(self.level - 1)
-        return m
 
 
 class SpmvPE(Elaboratable):
@@ -269,21 +204,21 @@ class SpmvPE(Elaboratable):
 
         # ---- activation FIFO: (x, start, count, count > 1); the broadcaster never
         # overfills it (it stops at fifo_depth items with a delayed flag; the slots
-        # beyond fifo_depth absorb what is already in flight)
-        width = xw + ab + cb + 1
-        # (the push is registered: the FIFO RAM's write enable, address and data are
-        # flip-flops)
-        m.submodules.fifo = fifo = Fifo(width, cfg.fifo_slots)
+        # beyond fifo_depth absorb what is already in flight).  fifo_slots RAM words
+        # behind a head register (capacity fifo_slots + 1): the issue logic below
+        # starts at flip-flops.
+        item = data.StructLayout({"x": signed(xw), "start": unsigned(ab),
+                                  "count": unsigned(cb), "multi": 1})
+        m.submodules.fifo = fifo = Queue(item, cfg.fifo_slots + 1, registered=True)
+        # (the push is registered: the FIFO's inputs are flip-flops)
         f_en = Signal(name="f_en")
-        f_data = Signal(width, name="f_data", reset_less=True)
+        f_data = Signal(item.size, name="f_data", reset_less=True)
         m.d.sync += [f_en.eq(self.push_v & ptr_nz),
                      f_data.eq(Cat(self.push_x, ptr_start, ptr_count, ptr_count != 1))]
-        m.d.comb += [fifo.w_en.eq(f_en), fifo.w_data.eq(f_data)]
+        m.d.comb += [fifo.i.valid.eq(f_en), fifo.i.payload.eq(f_data)]
         m.d.sync += self.high.eq(fifo.level >= cfg.fifo_depth)
-        head_x = fifo.r_data[:xw].as_signed()
-        head_start = fifo.r_data[xw:xw + ab]
-        head_count = fifo.r_data[xw + ab:xw + ab + cb]
-        head_multi = fifo.r_data[xw + ab + cb]
+        head = fifo.o.payload
+        head_x, head_start, head_count, head_multi = head.x, head.start, head.count, head.multi
 
         # ---- stage A: issue one entry read per clock
         # (the entry address goes into a register, `rd_ent`, that drives the block RAM
@@ -298,14 +233,13 @@ class SpmvPE(Elaboratable):
         x_b = Signal(signed(xw), reset_less=True)
         # (unconditional assignments: continuous in the Verilog, so simulators see
         # them from time 0 although their inputs are registers that start constant)
-        m.d.comb += [ent_r.en.eq(1), fifo.r_en.eq(~rem_nz & fifo.r_rdy),
-                     ent_r.addr.eq(rd_ent)]
+        m.d.comb += [ent_r.en.eq(1), fifo.o.ready.eq(~rem_nz), ent_r.addr.eq(rd_ent)]
         m.d.sync += [rd_ent.eq(Cat(Mux(rem_nz, addr, head_start), self.cp_bank)),
                      v_b.eq(v_a), x_b.eq(x_a)]
         with m.If(rem_nz):
             m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), rem_nz.eq(rem != 1),
                          v_a.eq(1), x_a.eq(cur_x)]
-        with m.Elif(fifo.r_rdy):
+        with m.Elif(fifo.o.valid):
             m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
                          rem_nz.eq(head_multi), cur_x.eq(head_x), v_a.eq(1),
                          x_a.eq(head_x)]
@@ -446,7 +380,7 @@ class SpmvPE(Elaboratable):
         with m.Elif(tail_cnt != 0):
             m.d.sync += tail_cnt.eq(tail_cnt - 1)
         m.d.sync += tail_busy.eq(v_a | (tail_cnt > 1))
-        m.d.sync += self.idle.eq(~fifo.r_rdy & ~rem_nz & ~v_a & ~tail_busy)
+        m.d.sync += self.idle.eq(~fifo.o.valid & ~rem_nz & ~v_a & ~tail_busy)
 
         # The valid bits from B on and the accumulator write enable are cleared by a
         # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
