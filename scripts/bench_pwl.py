@@ -7,9 +7,11 @@ with scipy.special.expit / numpy.tanh.  References, quantised to the same output
 format: a 1024-entry direct lookup table over [-8, 8) (the usual HLS default:
 index = top 10 input bits, entry = f at the bin centre) and PLAN (Amin, Curtis
 and Hayes-Gill 1997; tanh(x) = 2 * PLAN(2x) - 1).  Also runs the default units'
-RTL (Verilator) on every code once to confirm RTL == golden.
+RTL (Verilator) on every code once to confirm RTL == golden, and the accelerator shell
+(AXI4-Stream at 1, 4 and 16 words per beat, started over AXI4-Lite) on every code, end to
+end against the bus roofline, with and without output back-pressure.
 
-Writes build/bench/pwl.json and build/bench/pwl.md.
+Writes build/bench/pwl.json, build/bench/pwl.md and build/bench/pwl_shell.md.
 """
 
 import json
@@ -63,6 +65,46 @@ def rtl_check(func):
             "cycles": cycles, "ideal_cycles": len(CODES) + cfg.latency}
 
 
+def shell_rows():
+    """End-to-end runs of the tanh shell on every input code (Verilator)."""
+    from gen.core.sim import sim_available
+    from gen.pwl.twin import rtl_pwl_axi
+    if not sim_available("verilator"):
+        return []
+    rows = []
+    for bus_words in (1, 4, 16):
+        for ready in (1.0, 0.5):
+            cfg = PwlConfig(func="tanh", bus_words=bus_words)
+            print(f"shell: {bus_words} words per beat, output ready {ready}", flush=True)
+            y, job = rtl_pwl_axi(CODES, cfg, "verilator", ready_prob=ready, seed=1,
+                                 name=f"bench-shell-{bus_words}-{int(ready * 10)}")
+            cycles = job["end"] - job["first_in"] + 1
+            roof = -(-len(CODES) // bus_words) + cfg.latency
+            rows.append({"bus_words": bus_words, "ready_prob": ready, "samples": len(CODES),
+                         "cycles": cycles, "roofline_cycles": roof,
+                         "roofline_efficiency": roof / cycles,
+                         "words_per_clock": len(CODES) / cycles, "counters": job["counters"],
+                         "rtl_equals_golden": bool(np.array_equal(
+                             y, ref_pwl(CODES, fit_table(cfg))))})
+    return rows
+
+
+def shell_table(rows) -> str:
+    lines = ["| words per beat | TDATA bits | output ready | cycles (end to end) | roofline "
+             "| efficiency | words / clock | stall_out | RTL == golden |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['bus_words']} | {16 * r['bus_words']} | {r['ready_prob']:g} "
+                     f"| {r['cycles']} | {r['roofline_cycles']} "
+                     f"| {r['roofline_efficiency']:.3f} | {r['words_per_clock']:.2f} "
+                     f"| {r['counters']['stall_out']} | {r['rtl_equals_golden']} |")
+    lines += ["", f"tanh shell, all {len(CODES)} Q4.12 codes in one packet; cycles from the "
+              "first input beat to the last output beat; roofline = one beat per clock plus "
+              "the pipeline latency; output ready 0.5 = a seeded Bernoulli back-pressure "
+              "pattern on m_axis_y."]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     rows, results = [], {"input_format": str(IN), "output_format": str(OUT), "functions": {}}
     for func in ("sigmoid", "tanh"):
@@ -99,6 +141,12 @@ def main():
     (out / "pwl.json").write_text(json.dumps(results, indent=2) + "\n")
     (out / "pwl.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    shell = shell_rows()
+    if shell:
+        results["shell"] = shell
+        (out / "pwl.json").write_text(json.dumps(results, indent=2) + "\n")
+        (out / "pwl_shell.md").write_text(shell_table(shell))
+        print(shell_table(shell))
     for func, entry in results["functions"].items():
         if entry["rtl"]:
             print(f"{func}: RTL == golden on every code: {entry['rtl']['rtl_equals_golden']}, "
