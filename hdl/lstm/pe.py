@@ -20,13 +20,12 @@ previous clock's write) and write.  Five clocks from issue to write.
 """
 
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from gen.core.fixed import QFormat
 from gen.lstm import LstmConfig
 from hdl.lib.arith import round_shift, saturate
-from hdl.lib.fifo import Queue
+from hdl.lib.pe_front import PeFront
 from hdl.lstm.pwl import LstmPwlUnit
 
 __all__ = ["LstmPE"]
@@ -165,36 +164,15 @@ class LstmPE(Elaboratable):
                          bw.en.eq(self.ld_bias & (self.ld_idx[lb:] == g)),
                          br.addr.eq(clr_addr), br.en.eq(1)]
 
-        # ---- activation FIFO: (x, start, count).  The head is a register (the RAM's
-        # read path ends at a flip-flop instead of running into the entry address), and
-        # so is `i.ready`, which the broadcaster's stall sees as `full`.
-        item = data.StructLayout({"x": signed(xw), "start": unsigned(ab),
-                                  "count": unsigned(cb)})
-        m.submodules.fifo = fifo = Queue(item, cfg.fifo_depth, registered=True)
-        m.d.comb += [fifo.i.valid.eq(self.push),
-                     fifo.i.payload.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
-                     self.full.eq(~fifo.i.ready)]
-        head = fifo.o.payload
-        head_x, head_start, head_count = head.x, head.start, head.count
-
-        # ---- MAC stage A: issue one entry read per clock
-        rem = Signal(unsigned(cb))
-        addr = Signal(unsigned(ab))
-        cur_x = Signal(signed(xw), reset_less=True)
-        v_b = Signal()
-        x_b = Signal(signed(xw), reset_less=True)
-        busy = Signal()                                 # rem != 0, as a register
-        m.d.comb += [ent_r.en.eq(1), fifo.o.ready.eq(~busy)]
-        with m.If(busy):
-            m.d.comb += ent_r.addr.eq(addr)
-            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), busy.eq(rem != 1), v_b.eq(1),
-                         x_b.eq(cur_x)]
-        with m.Elif(fifo.o.valid):
-            m.d.comb += ent_r.addr.eq(head_start)
-            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
-                         busy.eq(head_count != 1), cur_x.eq(head_x), v_b.eq(1), x_b.eq(head_x)]
-        with m.Else():
-            m.d.sync += v_b.eq(0)
+        # ---- activation FIFO and MAC stage A, the issue of one entry read per clock
+        # (hdl.lib.pe_front); `push.ready` is a register, which the broadcaster's stall
+        # sees as `full`
+        m.submodules.front = front = PeFront(xw, ab, cb, cfg.fifo_depth, multi=False)
+        m.d.comb += [front.push.valid.eq(self.push),
+                     front.push.payload.eq(Cat(self.push_x, self.ptr_start, self.ptr_count)),
+                     self.full.eq(~front.push.ready),
+                     ent_r.en.eq(1), ent_r.addr.eq(front.addr)]
+        v_b, x_b = front.v, front.x
 
         # ---- MAC stage B: register the entry (block RAM clock-to-out is slow)
         w_c = Signal(signed(ww), reset_less=True)
@@ -254,7 +232,7 @@ class LstmPE(Elaboratable):
         for g, (acc_w, _) in enumerate(accs):
             m.d.comb += [acc_w.addr.eq(Mux(clr_e, clr_a, row_e[:lb])), acc_w.data.eq(new),
                          acc_w.en.eq((v_e & gsel_e[g]) | clr_e)]
-        m.d.comb += self.idle.eq(~fifo.o.valid & ~busy & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
+        m.d.comb += self.idle.eq(front.idle & ~v_b & ~v_c & ~v_o & ~v_d & ~v_e)
 
         self._elementwise(m, accs, biases)
         return m

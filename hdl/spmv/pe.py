@@ -2,13 +2,12 @@
 """One processing element of the sparse matrix-vector engine (see :mod:`hdl.spmv`)."""
 
 from amaranth.hdl import Cat, Const, Elaboratable, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
 from gen.core.fixed import index_bits
 from gen.spmv import SpmvConfig
 from hdl.lib.arith import radix4_product
-from hdl.lib.fifo import Queue
+from hdl.lib.pe_front import PeFront
 
 __all__ = ["SpmvPE"]
 
@@ -202,49 +201,30 @@ class SpmvPE(Elaboratable):
         m.d.sync += [ptr_start.eq(ptr_r.data[:ab]), ptr_count.eq(ptr_r.data[ab:ab + cb]),
                      ptr_nz.eq(ptr_r.data[ab + cb])]
 
-        # ---- activation FIFO: (x, start, count, count > 1); the broadcaster never
-        # overfills it (it stops at fifo_depth items with a delayed flag; the slots
-        # beyond fifo_depth absorb what is already in flight).  fifo_slots RAM words
-        # behind a head register (capacity fifo_slots + 1): the issue logic below
-        # starts at flip-flops.
-        item = data.StructLayout({"x": signed(xw), "start": unsigned(ab),
-                                  "count": unsigned(cb), "multi": 1})
-        m.submodules.fifo = fifo = Queue(item, cfg.fifo_slots + 1, registered=True)
+        # ---- activation FIFO and issue (hdl.lib.pe_front): items (x, start, count,
+        # count > 1); the broadcaster never overfills the FIFO (it stops at fifo_depth
+        # items with a delayed flag; the slots beyond fifo_depth absorb what is already
+        # in flight): fifo_slots RAM words behind a head register.
+        m.submodules.front = front = PeFront(xw, ab, cb, cfg.fifo_slots + 1, multi=True)
         # (the push is registered: the FIFO's inputs are flip-flops)
         f_en = Signal(name="f_en")
-        f_data = Signal(item.size, name="f_data", reset_less=True)
+        f_data = Signal(len(front.push.payload.as_value()), name="f_data", reset_less=True)
         m.d.sync += [f_en.eq(self.push_v & ptr_nz),
                      f_data.eq(Cat(self.push_x, ptr_start, ptr_count, ptr_count != 1))]
-        m.d.comb += [fifo.i.valid.eq(f_en), fifo.i.payload.eq(f_data)]
-        m.d.sync += self.high.eq(fifo.level >= cfg.fifo_depth)
-        head = fifo.o.payload
-        head_x, head_start, head_count, head_multi = head.x, head.start, head.count, head.multi
+        m.d.comb += [front.push.valid.eq(f_en), front.push.payload.eq(f_data)]
+        m.d.sync += self.high.eq(front.level >= cfg.fifo_depth)
 
-        # ---- stage A: issue one entry read per clock
-        # (the entry address goes into a register, `rd_ent`, that drives the block RAM
-        # alone: the read is one clock after the issue)
-        rem = Signal(unsigned(cb), reset_less=True)
-        rem_nz = Signal()                     # rem != 0, kept as a register
-        addr = Signal(unsigned(ab), reset_less=True)
-        cur_x = Signal(signed(xw), reset_less=True)
+        # ---- stage A: one entry issued per clock (front.v, front.x); the entry address
+        # goes into a register, `rd_ent`, that drives the block RAM alone: the read is
+        # one clock after the issue
+        v_a = front.v
         rd_ent = Signal(unsigned(ab + 1), name="rd_ent", reset_less=True)
-        v_a, v_b = Signal(), Signal(reset_less=True)
-        x_a = Signal(signed(xw), reset_less=True)
+        v_b = Signal(reset_less=True)
         x_b = Signal(signed(xw), reset_less=True)
         # (unconditional assignments: continuous in the Verilog, so simulators see
         # them from time 0 although their inputs are registers that start constant)
-        m.d.comb += [ent_r.en.eq(1), fifo.o.ready.eq(~rem_nz), ent_r.addr.eq(rd_ent)]
-        m.d.sync += [rd_ent.eq(Cat(Mux(rem_nz, addr, head_start), self.cp_bank)),
-                     v_b.eq(v_a), x_b.eq(x_a)]
-        with m.If(rem_nz):
-            m.d.sync += [addr.eq(addr + 1), rem.eq(rem - 1), rem_nz.eq(rem != 1),
-                         v_a.eq(1), x_a.eq(cur_x)]
-        with m.Elif(fifo.o.valid):
-            m.d.sync += [addr.eq(head_start + 1), rem.eq(head_count - 1),
-                         rem_nz.eq(head_multi), cur_x.eq(head_x), v_a.eq(1),
-                         x_a.eq(head_x)]
-        with m.Else():
-            m.d.sync += v_a.eq(0)
+        m.d.comb += [ent_r.en.eq(1), ent_r.addr.eq(rd_ent)]
+        m.d.sync += [rd_ent.eq(Cat(front.addr, self.cp_bank)), v_b.eq(v_a), x_b.eq(front.x)]
 
         # Every memory output is registered before any logic uses it (ECP5/Xilinx block
         # RAM clock-to-out is slow): B registers the entry, C multiplies and reads the
@@ -380,7 +360,7 @@ class SpmvPE(Elaboratable):
         with m.Elif(tail_cnt != 0):
             m.d.sync += tail_cnt.eq(tail_cnt - 1)
         m.d.sync += tail_busy.eq(v_a | (tail_cnt > 1))
-        m.d.sync += self.idle.eq(~fifo.o.valid & ~rem_nz & ~v_a & ~tail_busy)
+        m.d.sync += self.idle.eq(front.idle & ~v_a & ~tail_busy)
 
         # The valid bits from B on and the accumulator write enable are cleared by a
         # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
