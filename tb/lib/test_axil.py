@@ -82,7 +82,7 @@ def test_generated_files_agree_with_the_map():
     assert str(CONTROL_RDL.parent) not in header + xml + md
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_axil_registers(sim, tmp_path, seed):
     regmap = compile_rdl(parameters=PARAMS)
     spec = tmp_path / "spec.json"

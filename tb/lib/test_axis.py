@@ -37,8 +37,10 @@ class _Loop(wiring.Component):
 LOOP = Gateware("axis_loop", lambda cfg: _Loop(*cfg), lambda cfg: f"axis_loop_{cfg[0]}x{cfg[1]}")
 
 
-@pytest.mark.parametrize("word_width, words, pause", [(16, 1, 0.0), (16, 4, 0.3),
-                                                      (12, 3, 0.5), (8, 8, 0.2)])
+# Two builds per simulator keep make test short: byte-padded 12-bit words in 3-word beats
+# with heavy pauses, and byte-aligned 16-bit words in 4-word beats (the Amaranth-simulator
+# tests below cover one-word beats and exact timing).
+@pytest.mark.parametrize("word_width, words, pause", [(16, 4, 0.3), (12, 3, 0.5)])
 def test_loopback(sim, tmp_path, word_width, words, pause):
     rng = np.random.default_rng(word_width * words)
     lengths = [1, words, words + 1, 2 * words - 1, 3 * words] + \
