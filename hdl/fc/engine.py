@@ -141,7 +141,40 @@ class FcEngine(wiring.Component):
         with m.If(running & self.y.valid & self.y.ready & (y_rows == rows_m1)):
             m.d.sync += idle.eq(1)
 
-        # ------------------------------------------------------------------- decoder
+        dec = self._decoder(m, beat, bpr_m1, meta_rows, rows_m1, meta_open)
+
+        # The decoder's groups (columns encoded) pass a skid buffer, so the decoder's
+        # `o.ready` is a register and the FIFO and `vaddr` hand-shakes do not reach its
+        # one-clock step.  Groups then wait in a FIFO for their values; the request goes
+        # to `vaddr` through another skid buffer in the same clock as the FIFO write (so a
+        # response always finds its group).
+        glayout = group_layout(k, cfg.addr_width, cw)
+        m.submodules.gskid = gskid = SkidBuffer(glayout)
+        wiring.connect(m, dec.o, gskid.i)
+        m.submodules.fifo = fifo = Queue(glayout, cfg.fifo_depth)
+        m.submodules.vskid = vskid = SkidBuffer(self.vaddr.payload.shape())
+        g = gskid.o.payload
+        needs_values = g.count != 0
+        accept = fifo.i.valid & fifo.i.ready
+        m.d.comb += [
+            fifo.i.valid.eq(gskid.o.valid & (~needs_values | vskid.i.ready)),
+            fifo.i.payload.eq(g),
+            vskid.i.valid.eq(accept & needs_values),
+            vskid.i.payload.addr.eq(g.addr),
+            vskid.i.payload.count.eq(g.count),
+            gskid.o.ready.eq(accept),
+        ]
+        wiring.connect(m, vskid.o, wiring.flipped(self.vaddr))
+
+        self._datapath(m, xmem, fifo, y_rows)
+        return m
+
+    def _decoder(self, m, beat, bpr_m1, meta_rows, rows_m1, meta_open):
+        """The ``meta`` input stage, its skid buffer and the FD-CSR decoder (returned);
+        ``beat``, ``meta_rows`` and ``meta_open`` are the job's meta-side counters."""
+        cfg = self.cfg
+        k, cw = cfg.nz_per_clock, cfg.col_width
+        beat_shift = cfg.beat_cols.bit_length() - 1
         m.submodules.dec = dec = FdcsrDecoder(cfg.row_width, cfg.segs_per_beat, k,
                                               cfg.addr_width, cw)
         # `meta` enters a register stage (s0: the beat, its column, end-of-row flag and
@@ -189,31 +222,14 @@ class FcEngine(wiring.Component):
             skid.i.payload.nnz.eq(_sum([s0.pcs[j] for j in range(s)])),
         ]
         wiring.connect(m, skid.o, dec.i)
+        return dec
 
-        # The decoder's groups (columns encoded) pass a skid buffer, so the decoder's
-        # `o.ready` is a register and the FIFO and `vaddr` hand-shakes do not reach its
-        # one-clock step.  Groups then wait in a FIFO for their values; the request goes
-        # to `vaddr` through another skid buffer in the same clock as the FIFO write (so a
-        # response always finds its group).
-        glayout = group_layout(k, cfg.addr_width, cw)
-        m.submodules.gskid = gskid = SkidBuffer(glayout)
-        wiring.connect(m, dec.o, gskid.i)
-        m.submodules.fifo = fifo = Queue(glayout, cfg.fifo_depth)
-        m.submodules.vskid = vskid = SkidBuffer(self.vaddr.payload.shape())
-        g = gskid.o.payload
-        needs_values = g.count != 0
-        accept = fifo.i.valid & fifo.i.ready
-        m.d.comb += [
-            fifo.i.valid.eq(gskid.o.valid & (~needs_values | vskid.i.ready)),
-            fifo.i.payload.eq(g),
-            vskid.i.valid.eq(accept & needs_values),
-            vskid.i.payload.addr.eq(g.addr),
-            vskid.i.payload.count.eq(g.count),
-            gskid.o.ready.eq(accept),
-        ]
-        wiring.connect(m, vskid.o, wiring.flipped(self.vaddr))
-
-        # ------------------------------------------------------------------ datapath
+    def _datapath(self, m, xmem, fifo, y_rows):
+        """Pop a group from ``fifo`` with its values, read its activations from ``xmem``,
+        multiply and accumulate (stages 1-5); a row's sums leave on ``y`` (``y_rows``
+        counts them)."""
+        cfg = self.cfg
+        n, k = cfg.batch, cfg.nz_per_clock
         advance = Signal()
         head = fifo.o.payload
         head_needs = head.count != 0
@@ -286,7 +302,6 @@ class FcEngine(wiring.Component):
                     m.d.sync += acc[j].eq(total)
             with m.If(p_last):
                 m.d.sync += self.y.valid.eq(1)
-        return m
 
     def port_info(self) -> dict:
         cfg = self.cfg

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """LSTM layer engine: sparse gate SpMV, bias, PWL activations, cell/hidden update, feedback."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Array, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
@@ -87,7 +89,7 @@ class LstmEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.cfg
-        P, R, lb = cfg.pes, cfg.rows_per_pe, cfg.lbits
+        P, lb = cfg.pes, cfg.lbits
         pes = []
         for p in range(P):
             pe = LstmPE(cfg, self.tables)
@@ -216,50 +218,20 @@ class LstmEngine(wiring.Component):
                          pe.h_half.eq(nw[0])]
 
         # ---- controller
-        with m.Switch(state):
-            with m.Case(INIT):
-                m.d.sync += [cnt.eq(cnt + 1), xcols_m1.eq(ccnt - n_slots - 1)]
-                with m.If(cnt == R - 1):
-                    m.d.sync += state.eq(IDLE)
-            with m.Case(IDLE):
-                with m.If(self.x.valid):
-                    with m.If(self.x.payload.kind == XK_X):
-                        m.d.sync += [state.eq(XFEED), col.eq(0)]
-                    with m.Elif(ew_ok):
-                        m.d.sync += [state.eq(SEQ), cnt.eq(0), sc.eq(0)]
-            with m.Case(SEQ):
-                with m.If(seq_take):
-                    m.d.sync += cnt.eq(cnt + 1)
-                    with m.If(cnt == n_hid_m1):
-                        m.d.sync += [cnt.eq(0), sc.eq(1)]
-                        with m.If(sc):
-                            m.d.sync += state.eq(SEQW)
-            with m.Case(SEQW):
-                m.d.sync += [nw.eq(nw + 1), state.eq(IDLE), sc.eq(0)]
-                with m.Switch(nw[0]):
-                    for b in range(2):
-                        with m.Case(b):
-                            m.d.sync += out_flag[b].eq(0)
-            with m.Case(XFEED):
-                with m.If(x_issue & (col == xcols_m1)):
-                    m.d.sync += [state.eq(HFEED), q.eq(0), qd.eq(0), qm.eq(0), h_more.eq(1)]
-            with m.Case(HFEED):
-                with m.If(~h_more & ~s1_valid & all_idle & ew_ok):
-                    m.d.sync += [state.eq(EW), cnt.eq(0)]
-            with m.Case(EW):
-                m.d.sync += cnt.eq(cnt + 1)
-                with m.If(cnt == r_run_m1):
-                    m.d.sync += [state.eq(EWW), ewc.eq(cfg.ew_latency - 1)]
-            with m.Case(EWW):
-                m.d.sync += ewc.eq(ewc - 1)
-                with m.If(ewc == 0):
-                    m.d.sync += [nw.eq(nw + 1), state.eq(IDLE)]
-                    with m.Switch(nw[0]):
-                        for b in range(2):
-                            with m.Case(b):
-                                m.d.sync += out_flag[b].eq(1)
+        self._control(m, SimpleNamespace(
+            state=state, cnt=cnt, ccnt=ccnt, n_slots=n_slots, xcols_m1=xcols_m1, col=col,
+            ew_ok=ew_ok, sc=sc, seq_take=seq_take, n_hid_m1=n_hid_m1, nw=nw,
+            out_flag=out_flag, x_issue=x_issue, q=q, qd=qd, qm=qm, h_more=h_more,
+            s1_valid=s1_valid, all_idle=all_idle, r_run_m1=r_run_m1, ewc=ewc))
 
-        # ---- drain: rowmap read -> h bank read -> o, in original unit order
+        self._drain(m, pes, map_b, n_hid, nd, pending, out_flag)
+        return m
+
+    def _drain(self, m, pes, map_b, n_hid, nd, pending, out_flag):
+        """Drain: rowmap read -> h bank read -> ``o``, in original unit order, one h per
+        clock (``o`` back-pressure stalls the three registers)."""
+        cfg = self.cfg
+        P, lb, hb = cfg.pes, cfg.lbits, cfg.hid_bits
         dr_active = Signal()
         dk = Signal(unsigned(hb))
         v0, v1 = Signal(), Signal()
@@ -283,7 +255,57 @@ class LstmEngine(wiring.Component):
                 m.d.sync += [dr_active.eq(1), dk.eq(0), v0.eq(0), v1.eq(0)]
             with m.Else():
                 m.d.sync += nd.eq(nd + 1)
-        return m
+
+    def _control(self, m, s):
+        """The controller: LOAD -> INIT (bias and accumulator clears) -> IDLE; per
+        sequence SEQ (h_0, c_0) -> SEQW; per step XFEED (x) -> HFEED (h_(t-1)) -> EW
+        (element-wise sweep) -> EWW (its pipeline drains) -> IDLE.  ``s`` holds the
+        engine's registers and flags named as in :meth:`elaborate`."""
+        cfg = self.cfg
+        R = cfg.rows_per_pe
+        with m.Switch(s.state):
+            with m.Case(INIT):
+                m.d.sync += [s.cnt.eq(s.cnt + 1), s.xcols_m1.eq(s.ccnt - s.n_slots - 1)]
+                with m.If(s.cnt == R - 1):
+                    m.d.sync += s.state.eq(IDLE)
+            with m.Case(IDLE):
+                with m.If(self.x.valid):
+                    with m.If(self.x.payload.kind == XK_X):
+                        m.d.sync += [s.state.eq(XFEED), s.col.eq(0)]
+                    with m.Elif(s.ew_ok):
+                        m.d.sync += [s.state.eq(SEQ), s.cnt.eq(0), s.sc.eq(0)]
+            with m.Case(SEQ):
+                with m.If(s.seq_take):
+                    m.d.sync += s.cnt.eq(s.cnt + 1)
+                    with m.If(s.cnt == s.n_hid_m1):
+                        m.d.sync += [s.cnt.eq(0), s.sc.eq(1)]
+                        with m.If(s.sc):
+                            m.d.sync += s.state.eq(SEQW)
+            with m.Case(SEQW):
+                m.d.sync += [s.nw.eq(s.nw + 1), s.state.eq(IDLE), s.sc.eq(0)]
+                with m.Switch(s.nw[0]):
+                    for b in range(2):
+                        with m.Case(b):
+                            m.d.sync += s.out_flag[b].eq(0)
+            with m.Case(XFEED):
+                with m.If(s.x_issue & (s.col == s.xcols_m1)):
+                    m.d.sync += [s.state.eq(HFEED), s.q.eq(0), s.qd.eq(0), s.qm.eq(0),
+                                 s.h_more.eq(1)]
+            with m.Case(HFEED):
+                with m.If(~s.h_more & ~s.s1_valid & s.all_idle & s.ew_ok):
+                    m.d.sync += [s.state.eq(EW), s.cnt.eq(0)]
+            with m.Case(EW):
+                m.d.sync += s.cnt.eq(s.cnt + 1)
+                with m.If(s.cnt == s.r_run_m1):
+                    m.d.sync += [s.state.eq(EWW), s.ewc.eq(cfg.ew_latency - 1)]
+            with m.Case(EWW):
+                m.d.sync += s.ewc.eq(s.ewc - 1)
+                with m.If(s.ewc == 0):
+                    m.d.sync += [s.nw.eq(s.nw + 1), s.state.eq(IDLE)]
+                    with m.Switch(s.nw[0]):
+                        for b in range(2):
+                            with m.Case(b):
+                                m.d.sync += s.out_flag[b].eq(1)
 
     def port_info(self) -> dict:
         cfg = self.cfg

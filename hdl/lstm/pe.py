@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """One LSTM processing element: sparse MACs for its units' four gates + its element-wise unit.
 
-The MAC half follows the idea of :class:`hdl.spmv_pe.SpmvPE` (column pointer table,
-column-packed entries, activation FIFO, one non-zero per clock, forwarding of recent
-accumulator writes) but keeps its weights resident for a whole sequence, holds each
-gate's accumulators in its own memory (so the element-wise stage reads all four gates
-of a unit in one clock) and clears an accumulator right behind the element-wise read;
-the bias is added by the element-wise stage's rounding adder.
+The MAC half follows the idea of :class:`hdl.spmv.pe.SpmvPE` (column pointer table,
+column-packed entries, one non-zero per clock, forwarding of recent accumulator writes)
+and shares its activation FIFO and issue (:class:`hdl.lib.pe_front.PeFront`), but keeps
+its weights resident for a whole sequence, holds each gate's accumulators in its own
+memory (so the element-wise stage reads all four gates of a unit in one clock) and clears
+an accumulator right behind the element-wise read; the bias is added by the element-wise
+stage's rounding adder.
 
 Timing (ECP5 target 150 MHz): every block RAM output and both sides of every
 multiplier are registered, every carry chain has a stage of its own, the broadcaster's
@@ -128,7 +129,8 @@ class LstmPE(Elaboratable):
                          ent_w.data.eq(Cat(self.ld_value[:ww], self.ld_idx)), ent_w.en.eq(1)]
             m.d.sync += [wptr.eq(wptr + 1), count.eq(count + 1)]
         with m.Elif(self.ld_col):
-            m.d.comb += [ptr_w.addr.eq(self.ld_col_addr), ptr_w.data.eq(Cat(start, count, count != 0)),
+            m.d.comb += [ptr_w.addr.eq(self.ld_col_addr),
+                         ptr_w.data.eq(Cat(start, count, count != 0)),
                          ptr_w.en.eq(1)]
             m.d.sync += [start.eq(wptr), count.eq(0)]
         m.d.comb += [ptr_r.addr.eq(self.ptr_addr), ptr_r.en.eq(self.ptr_en),
@@ -190,8 +192,9 @@ class LstmPE(Elaboratable):
         v_o = Signal()
         m.d.sync += [w_o.eq(w_c), x_o.eq(x_c), row_o.eq(row_c), v_o.eq(v_c)]
 
-        # ---- MAC stage C: the product (DSP, registered) and the accumulator read (all four gates).  The comparisons for the
-        # forwarding in D and E and the gate select are made here and registered.
+        # ---- MAC stage C: the product (DSP, registered) and the accumulator read (all
+        # four gates).  The comparisons for the forwarding in D and E and the gate select
+        # are made here and registered.
         prod_d = Signal(signed(ww + xw), reset_less=True)
         row_d = Signal(unsigned(cfg.idx_bits), reset_less=True)
         v_d = Signal()

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """EIE-style sparse matrix-vector engine with load-balanced PEs (seed 000)."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import (Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Mux,
                           ResetInserter, ResetSignal, Signal, Value, signed, unsigned)
 from amaranth.lib import data, stream, wiring
@@ -179,6 +181,60 @@ class SpmvEngine(wiring.Component):
             m.submodules[f"rowmap{lane}"] = mem
             maps.append((mem.write_port(), mem.read_port(domain="sync")))
 
+        ld = self._loader(m, pes, maps)
+        full, full_clr, cbank, mbank = ld.full, ld.full_clr, ld.cbank, ld.mbank
+        n_cols, cols_nz, last, n_rows, rows_nz = (
+            ld.n_cols, ld.cols_nz, ld.last, ld.n_rows, ld.rows_nz)
+
+        cur_cols = Mux(cbank, n_cols[1], n_cols[0])
+        cur_last = Mux(cbank, last[1], last[0])
+        release = Signal()
+        m.d.comb += full_clr.eq(Mux(release, Mux(cbank, 0b10, 0b01), 0))
+        with m.If(release):
+            m.d.sync += cbank.eq(~cbank)
+
+        state = Signal(2, init=INIT)
+        in_compute, in_drain = state == COMPUTE, state == DRAIN
+
+        cols_in, cols_left, more, be, done = self._compute(m, pes, in_compute, cbank)
+
+        k_lane, k_div, rows_left, rows_more, dv, ofifo, clr = self._drain(
+            m, pes, maps, in_drain, state == INIT, mbank)
+
+        # ---- tile controller: initial clear / compute (next block loads) / drain
+        with m.Switch(state):
+            with m.Case(INIT):
+                m.d.sync += clr.eq(clr + 1)
+                with m.If(clr == R - 1):
+                    m.d.sync += state.eq(IDLE)
+            with m.Case(IDLE):
+                with m.If(full.bit_select(cbank, 1)):
+                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0),
+                                 cols_left.eq(cur_cols),
+                                 more.eq(Mux(cbank, cols_nz[1], cols_nz[0]))]
+            with m.Case(COMPUTE):
+                with m.If(done):
+                    # the delayed flags must not carry this block's end into the next
+                    m.d.sync += [v.eq(0) for v in be]
+                    with m.If(cur_last):
+                        m.d.sync += [state.eq(DRAIN), k_lane.eq(0), k_div.eq(0),
+                                     rows_left.eq(Mux(mbank, n_rows[1], n_rows[0])),
+                                     rows_more.eq(Mux(mbank, rows_nz[1], rows_nz[0]))]
+                    with m.Else():
+                        m.d.comb += release.eq(1)
+                        m.d.sync += state.eq(IDLE)
+            with m.Case(DRAIN):
+                with m.If(~rows_more & ~Cat(*dv).any() & ~ofifo.o.valid):
+                    m.d.comb += release.eq(1)
+                    m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
+        return m
+
+    def _loader(self, m, pes, maps):
+        """The loader: fills weight bank ``lbank`` (and rowmap bank ``mb_load``) while the
+        other one is computed on; returns the bank state the tile controller reads."""
+        cfg = self.cfg
+        L = cfg.w_lanes
+        rb = index_bits(cfg.lane_rows)
         # ---- loader: fills weight bank `lbank` while the other one is computed on.
         # A word is registered here, then decoded and registered in its PE, so the PEs
         # process it 2 clocks after its transfer; an END beat marks its bank full
@@ -276,17 +332,15 @@ class SpmvEngine(wiring.Component):
                                  last[b].eq(end_last[E - 1])]
         m.d.sync += [full.eq((full | full_set) & ~full_clr),
                      busy.eq((busy | busy_set) & ~full_clr)]
+        return SimpleNamespace(full=full, full_clr=full_clr, cbank=cbank, mbank=mbank,
+                               n_cols=n_cols, cols_nz=cols_nz, last=last, n_rows=n_rows,
+                               rows_nz=rows_nz)
 
-        cur_cols = Mux(cbank, n_cols[1], n_cols[0])
-        cur_last = Mux(cbank, last[1], last[0])
-        release = Signal()
-        m.d.comb += full_clr.eq(Mux(release, Mux(cbank, 0b10, 0b01), 0))
-        with m.If(release):
-            m.d.sync += cbank.eq(~cbank)
-
-        state = Signal(2, init=INIT)
-        in_compute, in_drain = state == COMPUTE, state == DRAIN
-
+    def _compute(self, m, pes, in_compute, cbank):
+        """The compute side: non-zero detector, broadcast, pointer read; returns the column
+        counters and ``done`` (the broadcaster empty and every PE idle)."""
+        cfg = self.cfg
+        P, B = cfg.pes, cfg.tree_levels
         # ---- compute: non-zero detector, broadcast, pointer read.  Nothing after the
         # accept of x stalls.  The column address (at the accept) and (valid, x) two
         # clocks later reach the PEs through broadcast trees (B clocks); each PE reads
@@ -325,7 +379,14 @@ class SpmvEngine(wiring.Component):
                              & ~in_flight.any())
         m.d.sync += [be[i].eq(be[i - 1]) for i in range(1, len(be))]
         done = be[-1] & all_idle
+        return cols_in, cols_left, more, be, done
 
+    def _drain(self, m, pes, maps, in_drain, in_init, mbank):
+        """The drain pipeline and the result FIFO (``o``), the clear after reset; returns
+        the row counters, the drain valid bits, the result FIFO and the clear address."""
+        cfg = self.cfg
+        P, R, L, B = cfg.pes, cfg.rows_per_pe, cfg.w_lanes, cfg.tree_levels
+        rb = index_bits(cfg.lane_rows)
         # ---- drain: rowmap read -> register -> broadcast tree -> PE address register
         #      (and clear) -> accumulator read -> register (0 unless this PE's row) ->
         #      4-way OR tree (the last level also rounds) -> saturate -> result FIFO.
@@ -364,7 +425,7 @@ class SpmvEngine(wiring.Component):
         for pe, leaf in zip(pes, _broadcast(m, Cat(dv[1], map_pe, map_idx), P, B, "dtree")):
             m.d.comb += [pe.dr_v.eq(leaf[0]), pe.dr_pe.eq(leaf[1:1 + cfg.pe_bits]),
                          pe.dr_idx.eq(leaf[1 + cfg.pe_bits:])]
-        for pe, leaf in zip(pes, _broadcast(m, Cat(in_drain, state == INIT, clr), P, B,
+        for pe, leaf in zip(pes, _broadcast(m, Cat(in_drain, in_init, clr), P, B,
                                             "ctree")):
             m.d.comb += [pe.drain.eq(leaf[0]), pe.clr_init.eq(leaf[1]),
                          pe.clr_addr.eq(leaf[2:])]
@@ -402,34 +463,7 @@ class SpmvEngine(wiring.Component):
                     m.d.sync += k_lane.eq(k_lane + 1)
             else:
                 m.d.sync += k_div.eq(k_div + 1)
-
-        # ---- tile controller: initial clear / compute (next block loads) / drain
-        with m.Switch(state):
-            with m.Case(INIT):
-                m.d.sync += clr.eq(clr + 1)
-                with m.If(clr == R - 1):
-                    m.d.sync += state.eq(IDLE)
-            with m.Case(IDLE):
-                with m.If(full.bit_select(cbank, 1)):
-                    m.d.sync += [state.eq(COMPUTE), cols_in.eq(0),
-                                 cols_left.eq(cur_cols),
-                                 more.eq(Mux(cbank, cols_nz[1], cols_nz[0]))]
-            with m.Case(COMPUTE):
-                with m.If(done):
-                    # the delayed flags must not carry this block's end into the next
-                    m.d.sync += [v.eq(0) for v in be]
-                    with m.If(cur_last):
-                        m.d.sync += [state.eq(DRAIN), k_lane.eq(0), k_div.eq(0),
-                                     rows_left.eq(Mux(mbank, n_rows[1], n_rows[0])),
-                                     rows_more.eq(Mux(mbank, rows_nz[1], rows_nz[0]))]
-                    with m.Else():
-                        m.d.comb += release.eq(1)
-                        m.d.sync += state.eq(IDLE)
-            with m.Case(DRAIN):
-                with m.If(~rows_more & ~Cat(*dv).any() & ~ofifo.o.valid):
-                    m.d.comb += release.eq(1)
-                    m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
-        return m
+        return k_lane, k_div, rows_left, rows_more, dv, ofifo, clr
 
     def port_info(self) -> dict:
         cfg = self.cfg

@@ -128,70 +128,9 @@ class SpmvPE(Elaboratable):
         ww, xw, ib, ab, cb = (cfg.w_fmt.width, cfg.x_fmt.width, cfg.idx_bits, cfg.addr_bits,
                               cfg.count_bits)
 
-        # ---- memories; entries and pointers are double-buffered (bank = address MSB)
-        pb = index_bits(cfg.max_cols)
-        # The loader writes one bank while the PEs read the other, so a read never meets
-        # a write that matters: `no_rw_check` tells Yosys not to build collision logic
-        # (it would sit on the block RAMs' address paths).
-        no_rw = {"no_rw_check": 1}
-        m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=2 << ab,
-                                                init=[], attrs=no_rw)
-        # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)
-        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=2 << pb, init=[],
-                                        attrs=no_rw)
-        # accumulators hold the unsaturated sum u = s + p of a saturated value s and a
-        # product (acc_width + 1 bits); readers saturate it (see stage E)
-        m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width + 1), depth=cfg.rows_per_pe,
-                                        init=[])
-        ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
-        ptr_w, ptr_r = ptr.write_port(), ptr.read_port(domain="sync")
-        acc_w, acc_r = acc.write_port(), acc.read_port(domain="sync")
+        (ent_w, ent_r), (ptr_w, ptr_r), (acc_w, acc_r), pb = self._memories(m)
 
-        # ---- load: the engine's registered word is decoded and registered here
-        ld_entry, ld_close = Signal(name="ld_entry"), Signal(name="ld_close")
-        ld_start = Signal(name="ld_start")
-        ld_value = Signal(signed(ww), reset_less=True)
-        ld_idx = Signal(unsigned(ib), reset_less=True)
-        ld_bank = Signal(reset_less=True)
-        m.d.sync += [
-            ld_entry.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_entry),
-            ld_close.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_close),
-            ld_start.eq(self.lw_take & self.lw_end),
-            ld_value.eq(self.lw_value), ld_idx.eq(self.lw_idx), ld_bank.eq(self.lw_bank)]
-        # entries packed column by column, one (start, count) per column
-        wptr = Signal(unsigned(ab + 1))
-        start = Signal(unsigned(ab))
-        count = Signal(unsigned(cb))
-        col = self.ld_cols
-        new_count = (count + ld_entry)[:cb]
-        new_wptr = (wptr + ld_entry)[:ab + 1]
-        count_nz = Signal()                   # count != 0, kept as a register
-        # The block RAM write sides are registers (address, data, enable), written one
-        # clock after the word is processed: nothing but a route between a flip-flop and
-        # a RAM pin, so the placer can put them beside the RAM.
-        ew_en, pw_en = Signal(), Signal()
-        ew_addr = Signal(unsigned(ab + 1), reset_less=True)
-        ew_data = Signal(unsigned(ww + ib), reset_less=True)
-        pw_addr = Signal(unsigned(pb + 1), reset_less=True)
-        pw_data = Signal(unsigned(ab + cb + 1), reset_less=True)
-        m.d.sync += [ew_en.eq(ld_entry & ~ld_start), ew_addr.eq(Cat(wptr[:ab], ld_bank)),
-                     ew_data.eq(Cat(ld_value, ld_idx)),
-                     pw_en.eq(ld_close & ~ld_start), pw_addr.eq(Cat(col[:pb], ld_bank)),
-                     pw_data.eq(Cat(start, new_count, count_nz | ld_entry))]
-        m.d.comb += [ent_w.addr.eq(ew_addr), ent_w.data.eq(ew_data), ent_w.en.eq(ew_en),
-                     ptr_w.addr.eq(pw_addr), ptr_w.data.eq(pw_data), ptr_w.en.eq(pw_en)]
-        with m.If(ld_start):
-            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), count_nz.eq(0), col.eq(0),
-                         self.ld_cols_nz.eq(0), self.blk_cols.eq(col),
-                         self.blk_cols_nz.eq(self.ld_cols_nz)]
-        with m.Else():
-            with m.If(ld_entry):
-                m.d.sync += wptr.eq(new_wptr)
-            with m.If(ld_close):
-                m.d.sync += [start.eq(new_wptr), count.eq(0), count_nz.eq(0),
-                             col.eq(col + 1), self.ld_cols_nz.eq(1)]
-            with m.Else():
-                m.d.sync += [count.eq(new_count), count_nz.eq(count_nz | ld_entry)]
+        self._load(m, ent_w, ptr_w, pb)
 
         # ---- pointer read (every clock) and its register
         ptr_start = Signal(unsigned(ab), reset_less=True)
@@ -229,21 +168,7 @@ class SpmvPE(Elaboratable):
         # Every memory output is registered before any logic uses it (ECP5/Xilinx block
         # RAM clock-to-out is slow): B registers the entry, C multiplies and reads the
         # accumulator, D registers the accumulator, E adds and writes.
-        # ---- stage B: register the entry (the block RAM's output register), then again
-        # (B2: the multiplier's operand registers and the accumulator row)
-        e_q = Signal(unsigned(ww + ib), name="e_q", reset_less=True)
-        x_q = Signal(signed(xw), name="x_q", reset_less=True)
-        v_q = Signal(name="v_q", reset_less=True)
-        m.d.sync += [e_q.eq(ent_r.data), x_q.eq(x_b), v_q.eq(v_b)]
-        w_c = Signal(signed(ww), reset_less=True)
-        row_c = Signal(unsigned(ib), reset_less=True)
-        x_c = Signal(signed(xw), reset_less=True)
-        v_c = Signal(reset_less=True)
-        m.d.sync += [w_c.eq(e_q[:ww]), row_c.eq(e_q[ww:]), x_c.eq(x_q), v_c.eq(v_q)]
-        # the multiples of x the radix-4 partial products select from: 3x and -x
-        x3_c = Signal(signed(xw + 2), name="x3_c", reset_less=True)
-        xn_c = Signal(signed(xw + 1), name="xn_c", reset_less=True)
-        m.d.sync += [x3_c.eq(x_q + (x_q << 1)), xn_c.eq(-x_q)]
+        w_c, row_c, x_c, v_c, x3_c, xn_c, v_q = self._operands(m, ent_r, v_b, x_b)
 
         # ---- drain and clear requests.  The accumulator memory's read address is a
         # register (`acc_ra`: the drained row while draining, else the row entering C)
@@ -330,6 +255,128 @@ class SpmvPE(Elaboratable):
         new = Mux(hit_d, fwd, (self.acc_data + ~prod_n)[:aw + 1])
         m.d.sync += [wr_v.eq(v_e), wr_row.eq(row_e), wr_val.eq(new),
                      old_val.eq(_clamp(wr_val, aw))]
+        aw_en = self._acc_write(m, acc_w, v_e, row_e, new, hit)
+
+        self._idle(m, front.idle, v_a)
+
+        # The valid bits from B on and the accumulator write enable are cleared by a
+        # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
+        # reset net does not stretch from the loader to the adders.  What flushes out in
+        # that clock is harmless: the engine is in INIT, whose clears win (above) and
+        # come after; flags and data registers without reset are recomputed every
+        # clock and used only under a valid bit.
+        rst_mac = Signal(name="rst_mac", reset_less=True)
+        m.d.sync += rst_mac.eq(self.rst_in)
+        with m.If(rst_mac):
+            m.d.sync += [v.eq(0) for v in (v_b, v_q, v_c, v_d, v_x, v_e, aw_en)]
+        return m
+
+    def _memories(self, m):
+        """The entry, pointer and accumulator memories; returns their (write, read) ports
+        and the pointer address width per bank."""
+        cfg = self.cfg
+        ww, ib, ab, cb = cfg.w_fmt.width, cfg.idx_bits, cfg.addr_bits, cfg.count_bits
+        # ---- memories; entries and pointers are double-buffered (bank = address MSB)
+        pb = index_bits(cfg.max_cols)
+        # The loader writes one bank while the PEs read the other, so a read never meets
+        # a write that matters: `no_rw_check` tells Yosys not to build collision logic
+        # (it would sit on the block RAMs' address paths).
+        no_rw = {"no_rw_check": 1}
+        m.submodules.entries = entries = Memory(shape=unsigned(ww + ib), depth=2 << ab,
+                                                init=[], attrs=no_rw)
+        # ptr word: {start, count, count != 0} (the flag saves a comparison after the read)
+        m.submodules.ptr = ptr = Memory(shape=unsigned(ab + cb + 1), depth=2 << pb, init=[],
+                                        attrs=no_rw)
+        # accumulators hold the unsaturated sum u = s + p of a saturated value s and a
+        # product (acc_width + 1 bits); readers saturate it (see stage E)
+        m.submodules.acc = acc = Memory(shape=signed(cfg.acc_width + 1), depth=cfg.rows_per_pe,
+                                        init=[])
+        ent_w, ent_r = entries.write_port(), entries.read_port(domain="sync")
+        ptr_w, ptr_r = ptr.write_port(), ptr.read_port(domain="sync")
+        acc_w, acc_r = acc.write_port(), acc.read_port(domain="sync")
+        return (ent_w, ent_r), (ptr_w, ptr_r), (acc_w, acc_r), pb
+
+    def _load(self, m, ent_w, ptr_w, pb):
+        """Load side: the engine's word, decoded and registered here, is packed into the
+        entry memory column by column, with one pointer word ``(start, count, count != 0)``
+        per column (write ports ``ent_w``, ``ptr_w``, registered)."""
+        cfg = self.cfg
+        ww, ib, ab, cb = cfg.w_fmt.width, cfg.idx_bits, cfg.addr_bits, cfg.count_bits
+        # ---- load: the engine's registered word is decoded and registered here
+        ld_entry, ld_close = Signal(name="ld_entry"), Signal(name="ld_close")
+        ld_start = Signal(name="ld_start")
+        ld_value = Signal(signed(ww), reset_less=True)
+        ld_idx = Signal(unsigned(ib), reset_less=True)
+        ld_bank = Signal(reset_less=True)
+        m.d.sync += [
+            ld_entry.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_entry),
+            ld_close.eq(self.lw_take & (self.lw_pe == self.index) & self.lw_close),
+            ld_start.eq(self.lw_take & self.lw_end),
+            ld_value.eq(self.lw_value), ld_idx.eq(self.lw_idx), ld_bank.eq(self.lw_bank)]
+        # entries packed column by column, one (start, count) per column
+        wptr = Signal(unsigned(ab + 1))
+        start = Signal(unsigned(ab))
+        count = Signal(unsigned(cb))
+        col = self.ld_cols
+        new_count = (count + ld_entry)[:cb]
+        new_wptr = (wptr + ld_entry)[:ab + 1]
+        count_nz = Signal()                   # count != 0, kept as a register
+        # The block RAM write sides are registers (address, data, enable), written one
+        # clock after the word is processed: nothing but a route between a flip-flop and
+        # a RAM pin, so the placer can put them beside the RAM.
+        ew_en, pw_en = Signal(), Signal()
+        ew_addr = Signal(unsigned(ab + 1), reset_less=True)
+        ew_data = Signal(unsigned(ww + ib), reset_less=True)
+        pw_addr = Signal(unsigned(pb + 1), reset_less=True)
+        pw_data = Signal(unsigned(ab + cb + 1), reset_less=True)
+        m.d.sync += [ew_en.eq(ld_entry & ~ld_start), ew_addr.eq(Cat(wptr[:ab], ld_bank)),
+                     ew_data.eq(Cat(ld_value, ld_idx)),
+                     pw_en.eq(ld_close & ~ld_start), pw_addr.eq(Cat(col[:pb], ld_bank)),
+                     pw_data.eq(Cat(start, new_count, count_nz | ld_entry))]
+        m.d.comb += [ent_w.addr.eq(ew_addr), ent_w.data.eq(ew_data), ent_w.en.eq(ew_en),
+                     ptr_w.addr.eq(pw_addr), ptr_w.data.eq(pw_data), ptr_w.en.eq(pw_en)]
+        with m.If(ld_start):
+            m.d.sync += [wptr.eq(0), start.eq(0), count.eq(0), count_nz.eq(0), col.eq(0),
+                         self.ld_cols_nz.eq(0), self.blk_cols.eq(col),
+                         self.blk_cols_nz.eq(self.ld_cols_nz)]
+        with m.Else():
+            with m.If(ld_entry):
+                m.d.sync += wptr.eq(new_wptr)
+            with m.If(ld_close):
+                m.d.sync += [start.eq(new_wptr), count.eq(0), count_nz.eq(0),
+                             col.eq(col + 1), self.ld_cols_nz.eq(1)]
+            with m.Else():
+                m.d.sync += [count.eq(new_count), count_nz.eq(count_nz | ld_entry)]
+
+    def _operands(self, m, ent_r, v_b, x_b):
+        """Stages B and B2: the entry read's register, then the multiplier's operand
+        registers (weight, row, ``x``, ``3x``, ``-x``); returns them, the valid bit and
+        stage B's valid bit."""
+        cfg = self.cfg
+        ww, xw, ib = cfg.w_fmt.width, cfg.x_fmt.width, cfg.idx_bits
+        # ---- stage B: register the entry (the block RAM's output register), then again
+        # (B2: the multiplier's operand registers and the accumulator row)
+        e_q = Signal(unsigned(ww + ib), name="e_q", reset_less=True)
+        x_q = Signal(signed(xw), name="x_q", reset_less=True)
+        v_q = Signal(name="v_q", reset_less=True)
+        m.d.sync += [e_q.eq(ent_r.data), x_q.eq(x_b), v_q.eq(v_b)]
+        w_c = Signal(signed(ww), reset_less=True)
+        row_c = Signal(unsigned(ib), reset_less=True)
+        x_c = Signal(signed(xw), reset_less=True)
+        v_c = Signal(reset_less=True)
+        m.d.sync += [w_c.eq(e_q[:ww]), row_c.eq(e_q[ww:]), x_c.eq(x_q), v_c.eq(v_q)]
+        # the multiples of x the radix-4 partial products select from: 3x and -x
+        x3_c = Signal(signed(xw + 2), name="x3_c", reset_less=True)
+        xn_c = Signal(signed(xw + 1), name="xn_c", reset_less=True)
+        m.d.sync += [x3_c.eq(x_q + (x_q << 1)), xn_c.eq(-x_q)]
+        return w_c, row_c, x_c, v_c, x3_c, xn_c, v_q
+
+    def _acc_write(self, m, acc_w, v_e, row_e, new, hit):
+        """The accumulator memory's write side (port ``acc_w``): stage E's sum ``new`` of
+        row ``row_e`` when ``v_e``, else a clear after reset or behind a drain read
+        (``hit``); returns the write enable register."""
+        cfg = self.cfg
+        ib, aw = cfg.idx_bits, cfg.acc_width
         # the memory's write side has registers of its own (a copy of wr_*, or a clear
         # after reset / behind a drain read), so wr_val stays beside the adders
         # (the clear after reset has priority: a stale valid bit flushing out of the
@@ -345,7 +392,12 @@ class SpmvPE(Elaboratable):
         with m.Else():
             m.d.sync += aw_data.eq(0)
         m.d.comb += [acc_w.addr.eq(aw_addr), acc_w.data.eq(aw_data), acc_w.en.eq(aw_en)]
+        return aw_en
 
+    def _idle(self, m, front_idle, v_a):
+        """The registered ``idle`` output: nothing to issue (``front_idle``), nothing issued
+        (``v_a``) in the last ``pe_latency - 1`` clocks."""
+        cfg = self.cfg
         # (the memory write one clock after E needs no idle term: `done` follows idle by
         # done_delay >= 1 clocks and nothing reads the accumulators before)
         # (a push in f_en is covered by the engine's broadcaster-empty flag)
@@ -360,16 +412,4 @@ class SpmvPE(Elaboratable):
         with m.Elif(tail_cnt != 0):
             m.d.sync += tail_cnt.eq(tail_cnt - 1)
         m.d.sync += tail_busy.eq(v_a | (tail_cnt > 1))
-        m.d.sync += self.idle.eq(front.idle & ~v_a & ~tail_busy)
-
-        # The valid bits from B on and the accumulator write enable are cleared by a
-        # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
-        # reset net does not stretch from the loader to the adders.  What flushes out in
-        # that clock is harmless: the engine is in INIT, whose clears win (above) and
-        # come after; flags and data registers without reset are recomputed every
-        # clock and used only under a valid bit.
-        rst_mac = Signal(name="rst_mac", reset_less=True)
-        m.d.sync += rst_mac.eq(self.rst_in)
-        with m.If(rst_mac):
-            m.d.sync += [v.eq(0) for v in (v_b, v_q, v_c, v_d, v_x, v_e, aw_en)]
-        return m
+        m.d.sync += self.idle.eq(front_idle & ~v_a & ~tail_busy)
