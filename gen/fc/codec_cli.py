@@ -15,7 +15,7 @@ __all__ = ["register"]
 ENCODE_DESCRIPTION = """\
 Encode a dense weight array (.npy, 1-D or 2-D, integer or float) as FD-CSR (seed 001):
 values, one ROW_WIDTH-bit mask per ROW_WIDTH-element segment of each matrix row
-(LSB = first element) and one offset per segment.  See docs/fdcsr.md for the file layout.
+(LSB = first element) and one offset per segment.  See docs/fc.md for the file layout.
 
 Examples:
   spnn encode fdcsr W.npy -o w.fdcsr.npz

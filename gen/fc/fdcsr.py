@@ -22,7 +22,7 @@ straddles two output neurons (a 1-D array is one row).  For the six seed layers
 The address of element ``k`` of segment ``s`` is
 ``offsets[s] + popcount(masks[s] & ((1 << k) - 1))`` (the seed's running
 ``offset - 1 + bit`` sum).  :func:`encode` / :func:`decode` convert; :func:`save` /
-:func:`load` use ``.npz`` files (see ``docs/fdcsr.md``).
+:func:`load` use ``.npz`` files (see ``docs/fc.md``).
 
 Storage model
 -------------

@@ -47,7 +47,7 @@ class FcEngine(wiring.Component):
         Read responses in request order; slot ``s < count`` holds ``values[addr + s]``
         (``w_fmt``).  Accepted whenever the group FIFO's head is waiting for its values,
         which may be before that group's request has left the ``vaddr`` skid buffer (a
-        memory must answer requests in order; see docs/fdcsr.md, "Limitations").
+        memory must answer requests in order; see docs/fc.md, "Limitations").
     y : Out(stream.Signature(ArrayLayout(signed(acc_width), N)))
         One transfer per row of ``W``: the exact sums ``(W @ X)[r, n]`` in ``y_fmt``.
         Back-pressure stalls the pipeline only while the ``y`` register is full and a
