@@ -7,17 +7,20 @@ Part of the product (``spnn run <block> --bus-words N``), started by
 
 * ``jobs``: a list, each ``{"regs": [[offset, value], ...], "packets": {port: [words]}}``:
   write the registers, write ``CTRL.start``, send one packet on every source port, receive
-  one packet on every sink port, wait for ``STATUS.done``, read the counters;
+  one packet on every sink port, wait for ``STATUS.done``, read the counters, note ``irq``,
+  acknowledge the interrupt (write 1 to ``IRQ_STATUS``);
 * ``sources`` / ``sinks``: ``[{"port": "s_axis_x", "word_bytes": 2, "pattern": {...}}]``,
   the pattern (:class:`gen.core.stimulus.Pattern` JSON) giving, per clock after reset, whether
   the source offers data / the sink is ready;
 * ``max_cycles``.
 
-The result (``$SPNN_RESULT``) has, per job, the received packets (words, unsigned), the
-counters read back (``cycles``, ``busy``, ``stall_in``, ``stall_out``) and what the bench saw
-on the ports: ``start_ack`` (clock of the start write's response), ``first_in`` (clock of the
-first input beat), ``end`` (clock of the last output ``tlast`` beat), ``beats_in``,
-``beats_out``.  Clocks count from the end of reset.
+The result (``$SPNN_RESULT``) has, per job: the received packets (words, unsigned); the
+counters read back (``cycles``, ``busy``, ``stall_in``, ``stall_out``); ``status``; ``irq``
+before and after the acknowledgement; and what the bench saw on the ports: ``start_ack``
+(clock of the start write's response), ``first_in`` (first input beat), ``end`` (the last
+output ``tlast`` beat), ``beats_in``, ``beats_out``, ``stall_in`` (clocks a source port was
+ready and offered nothing), ``stall_out`` (clocks a sink port was offered a beat and not
+ready).  Clocks count from the end of reset.
 """
 
 import json
@@ -31,7 +34,7 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFra
 
 from gen.core.stimulus import Pattern
 
-CTRL, STATUS = 0x08, 0x0C
+CTRL, STATUS, IRQ_ENABLE, IRQ_STATUS = 0x08, 0x0C, 0x10, 0x14
 COUNTERS = {"cycles": 0x20, "busy": 0x28, "stall_in": 0x30, "stall_out": 0x38}
 
 
@@ -54,7 +57,7 @@ class _Ports:
 
     def clear(self):
         self.start_ack = self.end = self.first_in = None
-        self.beats_in = self.beats_out = 0
+        self.beats_in = self.beats_out = self.stall_in = self.stall_out = 0
 
     async def _run(self):
         d = self.dut
@@ -65,17 +68,19 @@ class _Ports:
             if self.start_ack is None and int(d.s_axi_bvalid.value):
                 self.start_ack = self.clock
             for port in self.sources:
-                if int(getattr(d, f"{port}_tvalid").value) and \
-                        int(getattr(d, f"{port}_tready").value):
-                    self.beats_in += 1
-                    if self.first_in is None:
-                        self.first_in = self.clock
+                valid = int(getattr(d, f"{port}_tvalid").value)
+                ready = int(getattr(d, f"{port}_tready").value)
+                self.beats_in += valid & ready
+                self.stall_in += ready & (1 - valid)
+                if valid and ready and self.first_in is None:
+                    self.first_in = self.clock
             for port in self.sinks:
-                if int(getattr(d, f"{port}_tvalid").value) and \
-                        int(getattr(d, f"{port}_tready").value):
-                    self.beats_out += 1
-                    if int(getattr(d, f"{port}_tlast").value):
-                        self.end = self.clock
+                valid = int(getattr(d, f"{port}_tvalid").value)
+                ready = int(getattr(d, f"{port}_tready").value)
+                self.beats_out += valid & ready
+                self.stall_out += valid & (1 - ready)
+                if valid and ready and int(getattr(d, f"{port}_tlast").value):
+                    self.end = self.clock
 
 
 async def _read(axil, addr):
@@ -98,13 +103,21 @@ async def _run_job(job, axil, sources, sinks, ports, spec):
         frame = await sinks[entry["port"]].recv()
         packets[entry["port"]] = [int.from_bytes(frame.tdata[k:k + wb], "little")
                                   for k in range(0, len(frame.tdata), wb)]
-    while not (await _read(axil, STATUS)) & 0b10:
-        pass
+    status = await _read(axil, STATUS)
+    while not status & 0b10:
+        status = await _read(axil, STATUS)
     counters = {}
     for name, offset in COUNTERS.items():
         counters[name] = await _read(axil, offset) | (await _read(axil, offset + 4)) << 32
-    return {"packets": packets, "counters": counters, "start_ack": ports.start_ack,
-            "first_in": ports.first_in, "end": ports.end, "beats_in": ports.beats_in, "beats_out": ports.beats_out}
+    irq = int(ports.dut.irq.value)
+    await axil.write(IRQ_STATUS, (1).to_bytes(4, "little"))          # acknowledge (W1C)
+    await RisingEdge(ports.dut.aclk)
+    return {"packets": packets, "counters": counters, "status": status, "irq": irq,
+            "irq_after_ack": int(ports.dut.irq.value),
+            "irq_status_after_ack": await _read(axil, IRQ_STATUS),
+            "start_ack": ports.start_ack, "first_in": ports.first_in, "end": ports.end,
+            "beats_in": ports.beats_in, "beats_out": ports.beats_out,
+            "stall_in": ports.stall_in, "stall_out": ports.stall_out}
 
 
 @cocotb.test()

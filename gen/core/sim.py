@@ -26,6 +26,7 @@ from gen.core.config import SpnnError
 from gen.core.stimulus import normalise_job
 
 __all__ = ["SIMS", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason", "run_cocotb",
+           "run_axi_jobs",
            "build_root", "run_job", "SimError", "watching"]
 
 SIMS = ("icarus", "verilator")
@@ -241,3 +242,25 @@ def run_cocotb(gateware, cfg, test_module: str, sim: str = "verilator", name: st
         raise SimError(f"{module} under {sim}: {failed} of {tests} cocotb tests failed "
                        f"(see {test_dir / 'sim.log'})")
     return test_dir
+
+
+def run_axi_jobs(shell, cfg, jobs, sources, sinks, sim="verilator", name="run-axi",
+                 max_cycles=100_000) -> list:
+    """Run ``jobs`` on an accelerator shell through the AXI bench (:mod:`gen.core.cocotb_axi`,
+    whose docstring gives the job and result formats); return the per-job results.
+    ``sources`` / ``sinks``: ``[(port, word_bytes, Pattern)]``."""
+    spec = {"jobs": jobs, "max_cycles": int(max_cycles),
+            "sources": [{"port": p, "word_bytes": wb, "pattern": pat.to_json()}
+                        for p, wb, pat in sources],
+            "sinks": [{"port": p, "word_bytes": wb, "pattern": pat.to_json()}
+                      for p, wb, pat in sinks]}
+    folder = build_root().resolve() / "sim" / "axi-jobs" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "job.json").write_text(json.dumps(spec))
+    result = folder / "result.json"
+    result.unlink(missing_ok=True)
+    run_cocotb(shell, cfg, "gen.core.cocotb_axi", sim=sim, name=name,
+               env={"SPNN_JOB": folder / "job.json", "SPNN_RESULT": result})
+    if not result.exists():
+        raise SimError(f"the {shell.module_name(cfg)} run under {sim} wrote no result")
+    return json.loads(result.read_text())["jobs"]

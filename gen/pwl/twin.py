@@ -3,16 +3,17 @@
 
 import numpy as np
 
-import json
-
 from gen.core.fixed import to_signed, to_unsigned
-from gen.core.sim import SimError, run_cocotb, run_job
+from gen.core.sim import run_axi_jobs, run_job
 from gen.core.stimulus import make_job, pattern_for, rate_of
+from hdl.lib.shell import CONTROL_MAP
 from hdl.pwl import GATEWARE, SHELL
 
 from gen.pwl.config import PwlConfig
 
 __all__ = ["rtl_pwl", "rtl_pwl_axi"]
+
+IRQ_ENABLE = CONTROL_MAP.offset("IRQ_ENABLE")
 
 
 def rtl_pwl(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0, seed=0,
@@ -35,31 +36,22 @@ def rtl_pwl(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.
 
 def rtl_pwl_axi(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0,
                 seed=0, name="run-axi"):
-    """Run input codes ``x`` through the accelerator shell (``cfg.bus_words`` words per
-    AXI4-Stream beat, started over AXI4-Lite) as one packet; return ``(y_codes, job)``,
-    ``job`` being the bench's record (:mod:`gen.core.cocotb_axi`: counters read back, clocks
-    of the start, first input beat and last output beat)."""
-    x = np.asarray(x, dtype=np.int64).ravel()
-    wb = (cfg.in_fmt.width + 7) // 8
-    beats = -(-len(x) // cfg.bus_words)
+    """Run input codes through the accelerator shell (``cfg.bus_words`` words per
+    AXI4-Stream beat, each job started over AXI4-Lite): ``x`` is one packet (an array) or a
+    list of packets, one job each.  Returns ``(y, jobs)``: the result codes (an array, or a
+    list for a list) and the bench's per-job records (:mod:`gen.core.cocotb_axi`: counters
+    read back, interrupt, clocks of the start, first input beat and last output beat)."""
+    many = isinstance(x, (list, tuple))
+    packets = [np.asarray(p, dtype=np.int64).ravel() for p in (x if many else [x])]
+    beats = sum(-(-len(p) // cfg.bus_words) for p in packets)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
-    spec = {
-        "jobs": [{"packets": {"s_axis_x": [int(v) for v in to_unsigned(x, cfg.in_fmt.width)]}}],
-        "sources": [{"port": "s_axis_x", "word_bytes": wb,
-                     "pattern": pattern_for(valid_prob, seed, "s_axis_x").to_json()}],
-        "sinks": [{"port": "m_axis_y", "word_bytes": (cfg.out_fmt.width + 7) // 8,
-                   "pattern": pattern_for(ready_prob, seed, "m_axis_y").to_json()}],
-        "max_cycles": int(2000 + 20 * beats / slow),
-    }
-    from gen.core.sim import build_root
-    folder = build_root().resolve() / "sim" / "axi-jobs" / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "job.json").write_text(json.dumps(spec))
-    result = folder / "result.json"
-    result.unlink(missing_ok=True)
-    run_cocotb(SHELL, cfg, "gen.core.cocotb_axi", sim=sim, name=name,
-               env={"SPNN_JOB": folder / "job.json", "SPNN_RESULT": result})
-    if not result.exists():
-        raise SimError(f"the {cfg.shell_name} run wrote no result")
-    job = json.loads(result.read_text())["jobs"][0]
-    return to_signed(job["packets"]["m_axis_y"], cfg.out_fmt.width), job
+    jobs = [{"regs": [[IRQ_ENABLE, 1]],
+             "packets": {"s_axis_x": [int(v) for v in to_unsigned(p, cfg.in_fmt.width)]}}
+            for p in packets]
+    records = run_axi_jobs(
+        SHELL, cfg, jobs,
+        [("s_axis_x", (cfg.in_fmt.width + 7) // 8, pattern_for(valid_prob, seed, "s_axis_x"))],
+        [("m_axis_y", (cfg.out_fmt.width + 7) // 8, pattern_for(ready_prob, seed, "m_axis_y"))],
+        sim=sim, name=name, max_cycles=2000 * len(packets) + 20 * beats / slow)
+    ys = [to_signed(r["packets"]["m_axis_y"], cfg.out_fmt.width) for r in records]
+    return (ys if many else ys[0]), (records if many else records[0])
