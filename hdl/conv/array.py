@@ -377,7 +377,7 @@ class ConvArray(wiring.Component):
 
 
         # ------------------------------------------------ issue-side drain model (the stall)
-        # Exact twin of gen.conv._chunk_compute_cycles in countdowns, at issue time t (the
+        # Exact twin of gen.conv.cycles._chunk_compute_cycles in countdowns, at issue time t (the
         # capture of a beat issued now happens ISSUE_TO_ACC clocks later, at C):
         # pd_L = max(0, last drain clock of all captures issued so far - C), pd_F[g] the
         # same for copy g's latest capture; a capture at C starts its drain at
