@@ -20,7 +20,7 @@ from pathlib import Path
 from gen.core.config import config_to_dict
 from gen.core.emit import to_verilog, verilog_ports
 from gen.core.ipxact import component_xml
-from gen.core.regmap import c_header, compile_rdl, ipxact, markdown
+from gen.core.regmap import c_header, ipxact, markdown
 
 __all__ = ["shell_files"]
 
@@ -80,8 +80,9 @@ def shell_files(block, cfg, out_dir, stage, part: str, version: str) -> list:
         return []
     module = block.shell.module_name(cfg)
     folder = Path(out_dir) / module
-    text = to_verilog(block.shell.build(cfg), module)
-    regmap = compile_rdl()
+    shell = block.shell.build(cfg)
+    regmap = shell.regmap
+    text = to_verilog(shell, module)
     summary = ", ".join(f"{k}={v}" for k, v in config_to_dict(cfg).items())
     files = {
         f"{module}.v": text,

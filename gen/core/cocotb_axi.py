@@ -5,10 +5,11 @@ through cocotbext-axi's manager, source and sink.
 Part of the product (``spnn run <block> --bus-words N``), started by
 :func:`gen.core.sim.run_cocotb`.  The job (``$SPNN_JOB``, JSON):
 
-* ``jobs``: a list, each ``{"regs": [[offset, value], ...], "packets": {port: [words]}}``:
-  write the registers, write ``CTRL.start``, send one packet on every source port, receive
-  one packet on every sink port, wait for ``STATUS.done``, read the counters, note ``irq``,
-  acknowledge the interrupt (write 1 to ``IRQ_STATUS``);
+* ``jobs``: a list, each ``{"regs": [[offset, value], ...], "packets": {port: [words]},
+  "receive": [port, ...]}``: write the registers, write ``CTRL.start``, send one packet on
+  each source port named in ``packets``, receive one packet on each sink port in
+  ``receive`` (default: every sink), wait for ``STATUS.done``, read the counters, note
+  ``irq``, acknowledge the interrupt (write 1 to ``IRQ_STATUS``);
 * ``sources`` / ``sinks``: ``[{"port": "s_axis_x", "word_bytes": 2, "pattern": {...}}]``,
   the pattern (:class:`gen.core.stimulus.Pattern` JSON) giving, per clock after reset, whether
   the source offers data / the sink is ready;
@@ -19,8 +20,9 @@ counters read back (``cycles``, ``busy``, ``stall_in``, ``stall_out``); ``status
 before and after the acknowledgement; and what the bench saw on the ports: ``start_ack``
 (clock of the start write's response), ``first_in`` (first input beat), ``end`` (the last
 output ``tlast`` beat), ``beats_in``, ``beats_out``, ``stall_in`` (clocks a source port was
-ready and offered nothing), ``stall_out`` (clocks a sink port was offered a beat and not
-ready).  Clocks count from the end of reset.
+ready and offered nothing, summed over the ports), ``stall_out`` (clocks a sink port was
+offered a beat and not ready, summed), ``stall_in_any`` / ``stall_out_any`` (clocks in which
+at least one port was).  Clocks count from the end of reset.
 """
 
 import json
@@ -58,6 +60,7 @@ class _Ports:
     def clear(self):
         self.start_ack = self.end = self.first_in = None
         self.beats_in = self.beats_out = self.stall_in = self.stall_out = 0
+        self.stall_in_any = self.stall_out_any = 0
 
     async def _run(self):
         d = self.dut
@@ -67,11 +70,13 @@ class _Ports:
             self.clock += 1
             if self.start_ack is None and int(d.s_axi_bvalid.value):
                 self.start_ack = self.clock
+            starving = blocked = 0
             for port in self.sources:
                 valid = int(getattr(d, f"{port}_tvalid").value)
                 ready = int(getattr(d, f"{port}_tready").value)
                 self.beats_in += valid & ready
                 self.stall_in += ready & (1 - valid)
+                starving |= ready & (1 - valid)
                 if valid and ready and self.first_in is None:
                     self.first_in = self.clock
             for port in self.sinks:
@@ -79,8 +84,11 @@ class _Ports:
                 ready = int(getattr(d, f"{port}_tready").value)
                 self.beats_out += valid & ready
                 self.stall_out += valid & (1 - ready)
+                blocked |= valid & (1 - ready)
                 if valid and ready and int(getattr(d, f"{port}_tlast").value):
                     self.end = self.clock
+            self.stall_in_any += starving
+            self.stall_out_any += blocked
 
 
 async def _read(axil, addr):
@@ -93,12 +101,17 @@ async def _run_job(job, axil, sources, sinks, ports, spec):
     ports.clear()
     await axil.write(CTRL, (1).to_bytes(4, "little"))
     for entry in spec["sources"]:
+        if entry["port"] not in job["packets"]:
+            continue
         wb = entry["word_bytes"]
         words = job["packets"][entry["port"]]
         await sources[entry["port"]].send(AxiStreamFrame(
             b"".join(int(w).to_bytes(wb, "little") for w in words)))
     packets = {}
+    receive = job.get("receive", [e["port"] for e in spec["sinks"]])
     for entry in spec["sinks"]:
+        if entry["port"] not in receive:
+            continue
         wb = entry["word_bytes"]
         frame = await sinks[entry["port"]].recv()
         packets[entry["port"]] = [int.from_bytes(frame.tdata[k:k + wb], "little")
@@ -117,7 +130,8 @@ async def _run_job(job, axil, sources, sinks, ports, spec):
             "irq_status_after_ack": await _read(axil, IRQ_STATUS),
             "start_ack": ports.start_ack, "first_in": ports.first_in, "end": ports.end,
             "beats_in": ports.beats_in, "beats_out": ports.beats_out,
-            "stall_in": ports.stall_in, "stall_out": ports.stall_out}
+            "stall_in": ports.stall_in, "stall_out": ports.stall_out,
+            "stall_in_any": ports.stall_in_any, "stall_out_any": ports.stall_out_any}
 
 
 @cocotb.test()

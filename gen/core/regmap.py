@@ -24,7 +24,10 @@ kind       SystemRDL                              hardware
            onwrite = woclr``                      writing 1 (a set in the same clock wins)
 ========== ====================================== ==========================================
 
-Registers are 32 bits wide at 32-bit aligned offsets (AXI4-Lite with 32-bit data).
+Registers are 32 bits wide at 32-bit aligned offsets (AXI4-Lite with 32-bit data); an
+array ``DESC[n]`` becomes the registers ``DESC_0 .. DESC_<n-1>``.  An ``include``
+directive finds the shared fragments of ``hdl/lib/`` (``control_regs.rdl``: the registers
+every shell starts with).
 """
 
 from dataclasses import dataclass
@@ -36,7 +39,8 @@ from gen.core.config import SpnnError
 __all__ = ["Field", "Register", "RegMap", "compile_rdl", "c_header", "ipxact", "markdown",
            "CONTROL_RDL"]
 
-CONTROL_RDL = Path(__file__).resolve().parents[2] / "hdl" / "lib" / "control.rdl"
+HDL_LIB = Path(__file__).resolve().parents[2] / "hdl" / "lib"
+CONTROL_RDL = HDL_LIB / "control.rdl"
 
 KINDS = ("const", "status", "control", "pulse", "w1c")
 
@@ -127,20 +131,22 @@ def compile_rdl(path=CONTROL_RDL, top: str = "spnn_control", parameters=None) ->
     printer = _Quiet()
     rdl = RDLCompiler(message_printer=printer)
     try:
-        rdl.compile_file(str(path))
+        rdl.compile_file(str(path), incl_search_paths=[str(HDL_LIB)])
         root = rdl.elaborate(top_def_name=top, parameters=dict(parameters or {}))
     except RDLCompileError:
         detail = next((line for line in printer.lines if "error" in line), "")
         raise SpnnError(f"register description {Path(path).name}: {detail.strip()}") from None
     registers = []
-    for reg in root.top.registers():
+    for reg in root.top.registers(unroll=True):
         if reg.get_property("regwidth") != 32 or reg.absolute_address % 4:
             raise SpnnError(f"register {reg.inst_name}: only 32-bit registers at 32-bit "
                             f"aligned offsets are supported")
+        name = reg.inst_name if reg.current_idx is None else \
+            reg.inst_name + "".join(f"_{i}" for i in reg.current_idx)
         fields = tuple(Field(f.inst_name, f.lsb, f.width, _kind(f),
                              int(f.get_property("reset") or 0),
                              f.get_property("desc") or "") for f in reg.fields())
-        registers.append(Register(reg.inst_name, reg.absolute_address, fields,
+        registers.append(Register(name, reg.absolute_address, fields,
                                   reg.get_property("desc") or ""))
     registers.sort(key=lambda r: r.offset)
     return RegMap(top, tuple(registers), root.top.size, root)

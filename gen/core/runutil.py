@@ -244,3 +244,22 @@ def run_outputs(args) -> Outputs:
     out.file(getattr(args, "out", None), "--out", suffix=".npy")
     out.file(args.report, "--report")
     return out
+
+
+def roofline_fields(end_to_end: int, compute_bound: int, port_beats: dict,
+                    latency: int = 0) -> dict:
+    """The roofline part of a shell run's report.
+
+    ``end_to_end`` clocks from the first input beat to the last output beat;
+    ``compute_bound`` the clocks the block's arithmetic needs at full rate (e.g. MACs / MAC
+    units); ``port_beats`` the AXI4-Stream beats each port must carry (words that must cross
+    / words per beat); ``latency`` clocks that no overlap can hide (e.g. a pipeline's fill).
+    Each port is its own stream, so the bandwidth bound is the busiest port's beats; the
+    roofline is the larger bound plus ``latency``."""
+    bandwidth = max(port_beats.values(), default=0)
+    roof = max(compute_bound, bandwidth) + latency
+    return {"end_to_end_cycles": end_to_end, "compute_bound_cycles": compute_bound,
+            "bandwidth_bound_cycles": bandwidth, "bus_beats": dict(port_beats),
+            "roofline_cycles": roof,
+            "roofline_bound": "compute" if compute_bound >= bandwidth else "bandwidth",
+            "efficiency_vs_roofline": roof / end_to_end if end_to_end else None}

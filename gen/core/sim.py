@@ -254,7 +254,7 @@ def run_axi_jobs(shell, cfg, jobs, sources, sinks, sim="verilator", name="run-ax
                         for p, wb, pat in sources],
             "sinks": [{"port": p, "word_bytes": wb, "pattern": pat.to_json()}
                       for p, wb, pat in sinks]}
-    folder = build_root().resolve() / "sim" / "axi-jobs" / name
+    folder = build_root().resolve() / "sim" / "axi-jobs" / shell.module_name(cfg) / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "job.json").write_text(json.dumps(spec))
     result = folder / "result.json"

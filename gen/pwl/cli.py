@@ -9,7 +9,7 @@ from gen.pwl import PwlConfig, fit_table, float_func, ref_pwl
 from gen.pwl.twin import rtl_pwl, rtl_pwl_axi
 from gen.core.runutil import (add_common_arguments, check_common, check_not_empty, codes_of,
                               config_or_error, format_arg, int_arg, load_npy, make_report,
-                              run_outputs)
+                              roofline_fields, run_outputs)
 
 HELP = "piecewise-linear sigmoid/tanh unit"
 DESCRIPTION = """\
@@ -92,9 +92,11 @@ def run(args) -> int:
     latency = cfg.latency
     if args.bus_words is not None:
         cycles = shell["end"] - shell["first_in"] + 1
-        ideal = -(-len(flat) // cfg.bus_words) + latency
+        beats = -(-len(flat) // cfg.bus_words)
+        roof = roofline_fields(cycles, beats, {"s_axis_x": beats, "m_axis_y": beats}, latency)
+        ideal = roof["roofline_cycles"]
         extra = {"interface": "axi", "bus_words": cfg.bus_words, "counters": shell["counters"],
-                 "roofline_cycles": ideal, "roofline_efficiency": ideal / cycles}
+                 **roof, "roofline_efficiency": roof["efficiency_vs_roofline"]}
     else:
         first = result["sources"]["i"]["cycles"][0]
         cycles = result["sinks"]["o"]["cycles"][-1] - first + 1

@@ -7,7 +7,7 @@ from gen.core.block import Block, WaveCase
 from gen.spmv import SpmvConfig, cycle_model, ref_spmv
 from gen.spmv import cli
 from gen.spmv.twin import rtl_spmv
-from hdl.spmv import GATEWARE
+from hdl.spmv import GATEWARE, SHELL
 
 __all__ = ["BLOCK"]
 
@@ -32,5 +32,6 @@ BLOCK = Block(
     twin=rtl_spmv,
     cli=cli,
     waves=(WaveCase("spmv_small", _wave_small, ("state",)),),
+    shell=SHELL,
     placer="static",
 )

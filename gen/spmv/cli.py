@@ -10,10 +10,11 @@ from gen.core.config import SpnnError
 from gen.core.fixed import QFormat, decode
 from gen.core.runutil import (add_common_arguments, check_common, check_finite, check_not_empty,
                               codes_of, config_or_error, flag_message, float_arg, format_arg,
-                              int_arg, load_npy, make_report, run_outputs, signed_bits)
-from gen.spmv import (ALLOCATORS, SpmvConfig, compile_tiled, cycle_model, gather_tiled, prune,
+                              int_arg, load_npy, make_report, roofline_fields, run_outputs,
+                              signed_bits)
+from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled, cycle_model, gather_tiled, prune,
                       ref_spmv, tile_jobs)
-from gen.spmv.twin import run_jobs
+from gen.spmv.twin import rtl_spmv_axi, run_jobs
 
 HELP = "load-balanced sparse matrix-vector engine (seed 000)"
 DESCRIPTION = """\
@@ -33,6 +34,12 @@ load into the second bank while the current one computes; partial sums stay in t
 accumulators across a block row.  The weight stream carries --w-lanes words per beat;
 --w-valid-prob < 1 inserts random gaps (bandwidth = lanes x prob words per clock).
 
+--bus-words N runs the accelerator shell instead of the bare engine (docs/spmv.md,
+"Accelerator shell"): weights, activations and results over AXI4-Stream (N activation /
+result words per beat; --w-lanes defaults to min(N, P) weight words per beat), the job
+started over AXI4-Lite.  The report then gives end-to-end cycles (first input beat to last
+result beat, loads included), the shell's counters and the roofline bound.
+
 The report's `cycles` run from the first activation accepted to the last accumulator
 write of the last block (one block: its compute time incl. the fill and drain of the
 PE pipelines; weight loading before it and the one-per-clock result stream after it
@@ -44,6 +51,7 @@ Examples:
   spnn run spmv --weights Wf.npy --x xf.npy --density 0.117 --w-fmt Q1.7 --x-fmt Q4.12
   spnn run spmv --weights W.npy --x x.npy --pes 4 --rows-per-pe 8 --max-cols 16 --sim icarus
   spnn run spmv --weights W.npy --x x.npy --pes 8 --w-lanes 4 --w-valid-prob 0.5
+  spnn run spmv --weights W.npy --x x.npy --bus-words 16 --report r.json
 """
 
 
@@ -73,8 +81,12 @@ def add_arguments(parser):
     parser.add_argument("--mem-depth", default=None,
                         help="weight entries per PE and bank (default: sized to the data); "
                         "smaller memories run the matrix as a checkerboard of blocks")
-    parser.add_argument("--w-lanes", default="1",
-                        help="weight words per stream beat (1..min(P, 64); default 1)")
+    parser.add_argument("--w-lanes", default=None,
+                        help="weight words per stream beat (1..min(P, 64); default 1, "
+                        "with --bus-words N: min(N, P))")
+    parser.add_argument("--bus-words", default=None, metavar="N",
+                        help="run the AXI accelerator shell with N activation/result words "
+                        "per beat (1..32)")
     parser.add_argument("--w-valid-prob", default="1.0",
                         help="weight-stream bandwidth: probability of a word per clock "
                         "(random gaps; default 1.0)")
@@ -97,7 +109,8 @@ def _codes(arr, fmt, name, fmt_name, default):
 
 _FLAGS = {"acc_width": "--acc-width", "out_fmt": "--out-fmt", "rows_per_pe": "--rows-per-pe",
           "max_cols": "--max-cols", "mem_depth": "--mem-depth", "w_lanes": "--w-lanes",
-          "pes": "--pes", "fifo_depth": "--fifo-depth", "w_fmt": "--w-fmt", "x_fmt": "--x-fmt"}
+          "pes": "--pes", "fifo_depth": "--fifo-depth", "w_fmt": "--w-fmt", "x_fmt": "--x-fmt",
+          "bus_words": "--bus-words"}
 
 
 def _options(args) -> dict:
@@ -118,9 +131,14 @@ def _options(args) -> dict:
         int_arg(args.max_cols, "--max-cols", 2, 65536),
         "mem_depth": None if args.mem_depth is None else
         int_arg(args.mem_depth, "--mem-depth", 2, 65536),
-        "lanes": int_arg(args.w_lanes, "--w-lanes", 1, 64),
+        "bus_words": None if args.bus_words is None else
+        int_arg(args.bus_words, "--bus-words", 1, 32),
         "bandwidth": float_arg(args.w_valid_prob, "--w-valid-prob", 0.01, 1.0),
     }
+    if args.w_lanes is not None:
+        opts["lanes"] = int_arg(args.w_lanes, "--w-lanes", 1, 64)
+    else:
+        opts["lanes"] = 1 if opts["bus_words"] is None else min(opts["bus_words"], opts["pes"])
     check_common(args)
     return opts
 
@@ -173,7 +191,7 @@ def _prepare(args):
     cfg = config_or_error(SpmvConfig, _FLAGS, pes=pes, fifo_depth=opts["fifo_depth"],
                           rows_per_pe=rows_per_pe, max_cols=max_cols, mem_depth=mem_depth,
                           w_fmt=w_fmt, x_fmt=x_fmt, acc_width=acc_width, out_fmt=out_fmt,
-                          w_lanes=opts["lanes"])
+                          w_lanes=opts["lanes"], bus_words=opts["bus_words"] or 1)
     try:
         blocks = compile_tiled(w_codes, cfg, args.alloc)
         if opts["mem_depth"] is None:
@@ -188,6 +206,8 @@ def _prepare(args):
 
 def run(args) -> int:
     cfg, blocks, bandwidth, w, x, w_codes, x_codes, exact_ints, outputs = _prepare(args)
+    if args.bus_words is not None:
+        return _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outputs)
     jobs = tile_jobs(blocks, x_codes)
     knobs = {"w_valid_prob": bandwidth, "seed": args.seed}
     ys, result = run_jobs(jobs, cfg, args.sim, waves=args.waves, **knobs)
@@ -255,4 +275,45 @@ def run(args) -> int:
     print(f"spmv {w.shape[0]}x{w.shape[1]}, nnz {nnz}, P={cfg.pes} {args.alloc}{tiles}: "
           f"{cycles} cycles (ideal {ideal}, efficiency {eff}), max/mean load "
           f"{pe_loads.max() / mean if mean else 1.0:.3f}, max |error| {err:.3g}")
+    return 0
+
+
+def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outputs) -> int:
+    """``--bus-words``: one job through the accelerator shell."""
+    y, job = rtl_spmv_axi(w_codes, x_codes, cfg, args.sim, alloc=args.alloc,
+                          w_valid_prob=bandwidth, seed=args.seed)
+    golden = ref_spmv(w_codes, x_codes, cfg)
+    if not np.array_equal(y, golden):
+        bad = int(np.flatnonzero(y != golden)[0])
+        raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
+                         f"row {bad} ({y[bad]} != {golden[bad]})")
+    nnz = int(np.count_nonzero(w_codes))
+    rows, cols = w.shape
+    real_y = decode(y, cfg.out_fmt)
+    exact = w_codes.astype(object) @ x_codes.astype(object)
+    exact_real = np.array([float(v) for v in exact]) * 2.0 ** -cfg.acc_frac
+    err = float(np.max(np.abs(real_y - exact_real))) if len(y) else 0.0
+    outputs.npy(args.out, y if exact_ints else real_y)
+    cycles = job["end"] - job["first_in"] + 1
+    beats = {"s_axis_w": sum(beat_count(b) for b in blocks),
+             "s_axis_x": -(-sum(b.cols for b in blocks) // cfg.bus_words),
+             "m_axis_y": -(-rows // cfg.bus_words)}
+    roof = roofline_fields(cycles, math.ceil(nnz / cfg.pes), beats)
+    formats = {"weights": cfg.w_fmt.to_dict(), "x": cfg.x_fmt.to_dict(),
+               "accumulator": cfg.acc_fmt.to_dict(), "output": cfg.out_fmt.to_dict()}
+    report = make_report(
+        "spmv", cfg, formats, args.sim, cycles, roof["roofline_cycles"], int(rows), err,
+        utilisation=nnz / (cfg.pes * cycles) if cycles else None,
+        interface="axi", bus_words=cfg.bus_words, w_lanes=cfg.w_lanes,
+        counters=job["counters"], **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
+        allocator=args.alloc, pes=cfg.pes, shape=[int(rows), int(cols)], nnz=nnz,
+        blocks=len(blocks), w_valid_prob=bandwidth, rtl_matches_golden=True,
+        max_abs_error_vs_quantised_product=err,
+        utilisation_counts="nnz / (P x end-to-end cycles): loads and result stream included")
+    outputs.json(args.report, report)
+    outputs.commit()
+    print(f"spmv {rows}x{cols}, nnz {nnz}, P={cfg.pes}, AXI shell at {cfg.bus_words} words "
+          f"per beat: {cycles} cycles end to end (roofline {roof['roofline_cycles']}, "
+          f"{roof['roofline_bound']}-bound; efficiency {roof['efficiency_vs_roofline']:.3f}),"
+          f" max |error| {err:.3g}")
     return 0

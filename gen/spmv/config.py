@@ -42,6 +42,10 @@ class SpmvConfig:
     w_lanes : int
         Words per weight-stream beat ``L``, 1..min(pes, 64): lane ``l`` feeds the PEs
         ``p`` with ``p mod L = l`` and the rowmap of the rows ``r`` with ``r mod L = l``.
+        The accelerator shell's weight port carries one such beat per AXI4-Stream beat.
+    bus_words : int
+        Activation and result words per AXI4-Stream beat of the accelerator shell, 1..32
+        (the bare engine takes and gives one per clock either way).
     """
 
     pes: int = 32
@@ -54,11 +58,13 @@ class SpmvConfig:
     acc_width: int = 32
     out_fmt: QFormat = QFormat(8, 12)
     w_lanes: int = 1
+    bus_words: int = 1
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 2, 4096),
                              ("max_cols", 2, 65536), ("mem_depth", 2, 65536),
-                             ("acc_width", 2, 64), ("w_lanes", 1, 64)):
+                             ("acc_width", 2, 64), ("w_lanes", 1, 64),
+                             ("bus_words", 1, 32)):
             check_int(self, name, lo, hi)
         check_format(self, "w_fmt", 2, 32)
         check_format(self, "x_fmt", 2, 32)
@@ -75,6 +81,13 @@ class SpmvConfig:
     @property
     def module_name(self) -> str:
         return "spmv"
+
+    @property
+    def shell_name(self) -> str:
+        """The accelerator shell's module: ``spmv_axi``, ``_l<w_lanes>`` and
+        ``_w<bus_words>`` beyond 1."""
+        return ("spmv_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
+                + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
 
     @property
     def acc_frac(self) -> int:

@@ -4,13 +4,16 @@
 import numpy as np
 
 from gen.core.fixed import to_signed
-from gen.core.sim import run_job
-from gen.core.stimulus import make_job
-from hdl.spmv import GATEWARE
+from gen.core.sim import run_axi_jobs, run_job
+from gen.core.stimulus import make_job, pattern_for, rate_of
+from hdl.spmv import GATEWARE, SHELL
+from hdl.spmv.shell import REGMAP
 
 from gen.spmv import SpmvConfig, compile_tiled, gather_tiled, tile_jobs, weight_beats
 
-__all__ = ["run_jobs", "rtl_spmv"]
+Y_WORDS, IRQ_ENABLE = REGMAP.offset("Y_WORDS"), REGMAP.offset("IRQ_ENABLE")
+
+__all__ = ["run_jobs", "rtl_spmv", "axi_job", "rtl_spmv_axi"]
 
 
 def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
@@ -51,3 +54,44 @@ def rtl_spmv(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balan
     blocks = compile_tiled(w_codes, cfg, alloc)
     ys, result = run_jobs(tile_jobs(blocks, x_codes), cfg, sim, **kwargs)
     return gather_tiled(blocks, ys), result
+
+
+def axi_job(blocks, x_codes, cfg: SpmvConfig) -> dict:
+    """The AXI bench job (:mod:`gen.core.cocotb_axi`) that computes ``W @ x`` for the
+    compiled ``blocks``: its weight beats as lane words on ``s_axis_w``, its activations on
+    ``s_axis_x``, ``Y_WORDS`` = the rows of its last blocks."""
+    mask = (1 << cfg.word_width) - 1
+    xmask = (1 << cfg.x_fmt.width) - 1
+    words, xdata = [], []
+    for plan, x in tile_jobs(blocks, x_codes):
+        for beat in weight_beats(plan):
+            words += [(beat >> (k * cfg.word_width)) & mask for k in range(cfg.w_lanes)]
+        xdata += [int(v) & xmask for v in np.asarray(x, dtype=np.int64).ravel()]
+    rows = sum(b.rows for b in blocks if b.last)
+    return {"regs": [[Y_WORDS, rows], [IRQ_ENABLE, 1]],
+            "packets": {"s_axis_w": words, "s_axis_x": xdata}}
+
+
+def rtl_spmv_axi(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balanced",
+                 w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0,
+                 name="run-axi"):
+    """``W @ x`` through the accelerator shell: ``x_codes`` one vector (one job) or a list
+    of vectors (one job each, the weights streamed again for each).  Returns ``(y, jobs)``:
+    the result codes (an array, or a list for a list) and the bench's per-job records
+    (:mod:`gen.core.cocotb_axi`)."""
+    many = isinstance(x_codes, (list, tuple))
+    vectors = list(x_codes) if many else [x_codes]
+    blocks = compile_tiled(w_codes, cfg, alloc)
+    jobs = [axi_job(blocks, x, cfg) for x in vectors]
+    words = sum(len(j["packets"]["s_axis_w"]) // cfg.w_lanes + len(j["packets"]["s_axis_x"])
+                for j in jobs)
+    slow = max(min(rate_of(w_valid_prob), rate_of(x_valid_prob), rate_of(o_ready_prob)), 0.05)
+    nnz = sum(b.nnz for b in blocks) * len(jobs)
+    records = run_axi_jobs(
+        SHELL, cfg, jobs,
+        [("s_axis_w", (cfg.word_width + 7) // 8, pattern_for(w_valid_prob, seed, "s_axis_w")),
+         ("s_axis_x", (cfg.x_fmt.width + 7) // 8, pattern_for(x_valid_prob, seed, "s_axis_x"))],
+        [("m_axis_y", (cfg.out_fmt.width + 7) // 8, pattern_for(o_ready_prob, seed, "m_axis_y"))],
+        sim=sim, name=name, max_cycles=int(2000 * len(jobs) + 8 * (words + nnz) / slow))
+    ys = [to_signed(r["packets"]["m_axis_y"], cfg.out_fmt.width) for r in records]
+    return (ys if many else ys[0]), (records if many else records[0])

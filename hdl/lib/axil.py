@@ -41,6 +41,7 @@ def _port(reg, field) -> str:
 
 
 def _hw_members(regmap) -> dict:
+    """``{name: member}`` of the ``hw`` interface of :class:`AxiLiteRegisters`."""
     members = {}
     for reg in regmap.registers:
         for f in reg.fields:

@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from gen.core.regmap import compile_rdl
-from hdl.lib.axil import AxiLiteRegisters, AxiLiteSignature
+from hdl.lib.axil import AxiLiteRegisters, AxiLiteSignature, _hw_members
 
 __all__ = ["flat_members", "connect_flat", "clock_from_ports", "JobControl", "CONTROL_MAP"]
 
@@ -53,10 +53,16 @@ def clock_from_ports(m, shell):
 class JobControl(wiring.Component):
     """The control registers and the job they start and measure.
 
+    Parameters
+    ----------
+    regmap : gen.core.regmap.RegMap
+        The shell's register map: ``hdl/lib/control_regs.rdl``'s registers (the default map
+        holds only those) and the block's job registers after them.
+
     Attributes
     ----------
-    axi : In(AxiLiteSignature(6))
-        The AXI4-Lite control port (registers of ``hdl/lib/control.rdl``).
+    axi : In(AxiLiteSignature(regmap.addr_width))
+        The AXI4-Lite control port.
     start : Out(1)
         One clock high when software writes ``CTRL.start``; the job begins (``busy``) the
         clock after.
@@ -70,26 +76,40 @@ class JobControl(wiring.Component):
         (``STALL_OUT``).
     irq : Out(1)
         ``IRQ_STATUS.done & IRQ_ENABLE.done`` (level).
+    job : Out(...)
+        Present when the map has registers beyond the control ones: their fields, named and
+        directed as :class:`hdl.lib.axil.AxiLiteRegisters`' ``hw`` members.
 
     ``CYCLES`` counts the clocks of ``busy``; every counter is 64 bits (``*_LO``/``*_HI``),
     cleared by ``start`` and held after ``end`` until the next ``start``.  ``STATUS.done``
     is set by ``end`` and cleared by ``start``; ``IRQ_STATUS.done`` is set by ``end``.
     """
 
-    def __init__(self):
-        self.regs = AxiLiteRegisters(CONTROL_MAP)
-        super().__init__({
-            "axi": In(AxiLiteSignature(CONTROL_MAP.addr_width)),
+    def __init__(self, regmap=CONTROL_MAP):
+        self.regmap = regmap
+        self.regs = AxiLiteRegisters(regmap)
+        own = set(_hw_members(CONTROL_MAP))
+        hw = self.regs.signature.members["hw"].signature.members
+        self.job_fields = [name for name in hw if name not in own]
+        members = {
+            "axi": In(AxiLiteSignature(regmap.addr_width)),
             "start": Out(1), "busy": Out(1), "end": In(1),
             "took_input": In(1), "stall_in": In(1), "stall_out": In(1),
             "irq": Out(1),
-        })
+        }
+        if self.job_fields:
+            members["job"] = Out(wiring.Signature({name: hw[name] for name in self.job_fields}))
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.regs = regs = self.regs
         wiring.connect(m, wiring.flipped(self.axi), regs.axi)
         hw = regs.hw
+        for name in self.job_fields:
+            inner, outer = getattr(hw, name), getattr(self.job, name)
+            flow = self.signature.members["job"].signature.members[name].flow
+            m.d.comb += (outer.eq(inner) if flow == Out else inner.eq(outer))
         done = Signal()
         counters = {name: Signal(64, name=f"count_{name}")
                     for name in ("cycles", "busy", "stall_in", "stall_out")}

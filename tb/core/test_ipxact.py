@@ -10,7 +10,6 @@ import pytest
 from gen.cli import main
 from gen.core.emit import verilog_ports
 from gen.core.ipxact import NS
-from gen.core.regmap import compile_rdl
 from gen.registry import BLOCKS
 
 Q = {"ipxact": NS}
@@ -56,11 +55,17 @@ def test_component_matches_verilog(tmp_path, name, words):
         buses[_text(bus, "ipxact:name")] = bus.find("ipxact:busType", Q).get("name")
     assert sorted(mapped) == sorted(names)
     assert buses["s_axi"] == "aximm" and buses["aclk"] == "clock"
-    assert {b for b, kind in buses.items() if kind == "axis"} == {"s_axis_x", "m_axis_y"}
+    streams = {m.group(1) for p, _, _ in ports
+               for m in [re.fullmatch(r"([sm]_axis_\w+?)_tdata", p)] if m}
+    assert {b for b, kind in buses.items() if kind == "axis"} == streams
+    assert {"s_axis_x", "m_axis_y"} <= streams
     data = next(p for p in ports if p[0] == "s_axis_x_tdata")
     assert data[2] == 16 * words
-    # the register map is the SystemRDL one
-    regmap = compile_rdl()
+    # the register map is the shell's SystemRDL one
+    from gen.core.config import config_from_strings
+    block = BLOCKS[name]
+    regmap = block.shell.build(config_from_strings(block.config_cls,
+                                                   {"bus_words": str(words)})).regmap
     regs = {_text(r, "ipxact:name"): int(_text(r, "ipxact:addressOffset")[2:], 16)
             for r in root.findall(".//ipxact:register", Q)}
     assert regs == {r.name: r.offset for r in regmap.registers}
@@ -81,7 +86,8 @@ def test_ip_folder_is_complete_and_deterministic(tmp_path, name):
     tcl = (folder / f"{module}_package.tcl").read_text()
     assert "ipx::package_project" in tcl and f"set_property top {module}" in tcl
     assert re.search(rf"read_verilog \[file join \$here {module}\.v\]", tcl)
-    assert "#define SPNN_CONTROL__CTRL__START_bm 0x1" in (folder / f"{module}_regs.h").read_text()
+    prefix = BLOCKS[name].shell.build(BLOCKS[name].config_cls()).regmap.name.upper()
+    assert f"#define {prefix}__CTRL__START_bm 0x1" in (folder / f"{module}_regs.h").read_text()
 
 
 def test_bad_bus_words_is_refused(capsys):

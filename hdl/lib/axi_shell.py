@@ -1,0 +1,217 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The accelerator shell of a stream block: its valid/ready streams behind AXI4-Stream ports
+at bus width, its jobs started and measured over AXI4-Lite.
+
+A block's shell (``hdl/<block>/shell.py``) is an :class:`AxiShell` built from the block's
+config: the block component, its register map (``hdl/<block>/regs.rdl``: the control
+registers of ``hdl/lib/control_regs.rdl`` and the job registers below) and one
+:class:`AxisPort` per stream.
+
+Job registers (the block's map names them; the shell finds them by name):
+
+* ``JOB_INPUTS`` (``0x40``): one ``control`` field ``<port>_en`` per input port, reset 1.
+  A job takes exactly one packet (up to its ``tlast`` beat) on each enabled input port and
+  nothing on the others.
+* ``<PORT>_WORDS`` (field ``count``, 32 bits): the words a job delivers on an output port;
+  the shell sets ``tlast`` on the beat holding the ``count``-th word.  0: the port sends
+  nothing in this job.
+
+A job starts when software writes ``CTRL.start`` and ends (``STATUS.done``,
+``IRQ_STATUS.done``) in the clock in which its last event happens: every enabled input's
+``tlast`` word has entered the block and every counted output's ``tlast`` beat has left
+the shell.  The counters (``hdl.lib.shell.JobControl``): ``BUSY`` counts the clocks with a
+transfer on any of the block's own streams, ``STALL_IN`` the clocks some open input port was
+ready and not offered a beat, ``STALL_OUT`` the clocks some output port offered a beat that
+was not taken.
+"""
+
+from dataclasses import dataclass
+
+from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hdl.lib.axil import AxiLiteSignature
+from hdl.lib.axis import AxisSignature, AxisToWords, WordsToAxis
+from hdl.lib.shell import JobControl, clock_from_ports, connect_flat, flat_members
+
+__all__ = ["AxisPort", "AxiShell"]
+
+
+@dataclass(frozen=True)
+class AxisPort:
+    """One AXI4-Stream port of a shell.
+
+    Parameters
+    ----------
+    inner : str
+        The block's stream member (e.g. ``"x"``).
+    name : str
+        The bus name: ports ``s_axis_<name>_*`` (input) or ``m_axis_<name>_*`` (output).
+    word_width : int
+        Bits of one word; on the bus each word sits in ``ceil(word_width / 8)`` bytes
+        (unsigned, zero-padded).
+    words : int
+        Words per beat.
+    packed : bool
+        True: a beat carries up to ``words`` of the block's transfers, one word each
+        (``tkeep`` marks the present words; a packet's last beat may be partial; the block
+        still takes one word per clock).  False: a beat is one transfer whose payload is
+        ``words`` words (word ``k`` = payload bits ``k * word_width ..``), every word kept.
+    """
+
+    inner: str
+    name: str
+    word_width: int
+    words: int
+    packed: bool = True
+
+    @property
+    def signature(self) -> AxisSignature:
+        return AxisSignature(self.word_width, self.words)
+
+    @property
+    def word_bytes(self) -> int:
+        return (self.word_width + 7) // 8
+
+
+class AxiShell(wiring.Component):
+    """A block behind AXI4-Stream data ports and an AXI4-Lite control port.
+
+    Parameters
+    ----------
+    inner : wiring.Component
+        The block (its streams are ``stream.Signature`` members in the ``sync`` domain).
+    regmap : gen.core.regmap.RegMap
+        The shell's register map (see the module docstring for the job registers).
+    inputs, outputs : sequence of AxisPort
+
+    Attributes
+    ----------
+    aclk, aresetn : In(1)
+        Clock; synchronous reset of the shell and the block while ``aresetn`` is low.
+    s_axis_<name>_tdata, _tkeep, _tlast, _tvalid, _tready :
+        One AXI4-Stream receiver per input port; ``tready`` is low outside a job, on ports
+        the job does not enable and after the port's ``tlast`` beat.
+    m_axis_<name>_tdata, _tkeep, _tlast, _tvalid, _tready :
+        One AXI4-Stream transmitter per output port; ``tlast`` on the beat with the job's
+        last word (``<NAME>_WORDS``).
+    s_axi_* :
+        AXI4-Lite control (``regmap``).
+    irq : Out(1)
+        Level interrupt: ``IRQ_STATUS.done & IRQ_ENABLE.done``.
+    """
+
+    def __init__(self, inner, regmap, inputs, outputs):
+        self.inner, self.regmap = inner, regmap
+        self.inputs, self.outputs = tuple(inputs), tuple(outputs)
+        members = {"aclk": In(1), "aresetn": In(1)}
+        for port in self.inputs:
+            members.update(flat_members(f"s_axis_{port.name}", port.signature, In))
+        for port in self.outputs:
+            members.update(flat_members(f"m_axis_{port.name}", port.signature, Out))
+        members.update(flat_members("s_axi", AxiLiteSignature(regmap.addr_width), In))
+        members["irq"] = Out(1)
+        super().__init__(members)
+
+    def _bus(self, prefix, name):
+        return getattr(self, f"{prefix}_{name}")
+
+    def _job_field(self, ctl, name):
+        return getattr(ctl.job, name) if name in ctl.job_fields else None
+
+    def _input(self, m, ctl, port):
+        """Gate, adapt and connect one input port; return (ok, moved, starving): the port
+        has nothing (more) to take in this job, a word entered the block, the bus is ready
+        and idle."""
+        bus = lambda s: self._bus(f"s_axis_{port.name}", s)         # noqa: E731
+        inner = getattr(self.inner, port.inner)
+        enable = self._job_field(ctl, f"job_inputs_{port.name}_en")
+        enable = Const(1) if enable is None else enable
+        bus_done, word_done = Signal(name=f"{port.name}_bus_done"), \
+            Signal(name=f"{port.name}_word_done")
+        gate = ctl.busy & enable & ~bus_done
+        moved = Signal(name=f"{port.name}_moved")
+        last_word = Signal(name=f"{port.name}_last_word")
+        if port.packed:
+            m.submodules[f"{port.name}_in"] = adapt = AxisToWords(port.word_width, port.words)
+            m.d.comb += [adapt.s.tdata.eq(bus("tdata")), adapt.s.tkeep.eq(bus("tkeep")),
+                         adapt.s.tlast.eq(bus("tlast")),
+                         adapt.s.tvalid.eq(bus("tvalid") & gate),
+                         bus("tready").eq(adapt.s.tready & gate),
+                         inner.valid.eq(adapt.o.valid),
+                         inner.payload.eq(adapt.o.p.data),
+                         adapt.o.ready.eq(inner.ready),
+                         moved.eq(adapt.o.valid & adapt.o.ready),
+                         last_word.eq(moved & adapt.o.p.last)]
+        else:
+            lane = 8 * port.word_bytes
+            m.d.comb += [inner.valid.eq(bus("tvalid") & gate),
+                         bus("tready").eq(inner.ready & gate),
+                         inner.payload.eq(Cat(bus("tdata").word_select(k, lane)[:port.word_width]
+                                              for k in range(port.words))),
+                         moved.eq(inner.valid & inner.ready),
+                         last_word.eq(moved & bus("tlast"))]
+        with m.If(bus("tvalid") & bus("tready") & bus("tlast")):
+            m.d.sync += bus_done.eq(1)
+        with m.If(last_word):
+            m.d.sync += word_done.eq(1)
+        with m.If(ctl.start):
+            m.d.sync += [bus_done.eq(0), word_done.eq(0)]
+        starving = gate & bus("tready") & ~bus("tvalid")
+        return ~enable | word_done | last_word, moved, starving
+
+    def _output(self, m, ctl, port):
+        """Count, frame and connect one output port; return (ok, moved, blocked)."""
+        bus = lambda s: self._bus(f"m_axis_{port.name}", s)         # noqa: E731
+        inner = getattr(self.inner, port.inner)
+        target = self._job_field(ctl, f"{port.name}_words_count")
+        count = Signal(32, name=f"{port.name}_count")
+        last = Signal(name=f"{port.name}_last")
+        sent = Signal(name=f"{port.name}_sent")                     # tlast beat has left
+        moved = inner.valid & inner.ready
+        if target is not None:
+            m.d.comb += last.eq(count + 1 == target)
+        if port.packed:
+            assert target is not None, f"packed output {port.name} needs {port.name}_words"
+            m.submodules[f"{port.name}_out"] = adapt = WordsToAxis(port.word_width, port.words)
+            m.d.comb += [adapt.i.valid.eq(inner.valid),
+                         adapt.i.p.data.eq(inner.payload.as_unsigned()),
+                         adapt.i.p.last.eq(last), inner.ready.eq(adapt.i.ready)]
+            for name in ("tdata", "tkeep", "tlast", "tvalid"):
+                m.d.comb += bus(name).eq(getattr(adapt.m, name))
+            m.d.comb += adapt.m.tready.eq(bus("tready"))
+        else:
+            lane, kb = 8 * port.word_bytes, port.word_bytes
+            payload = inner.payload.as_unsigned()
+            m.d.comb += [bus("tvalid").eq(inner.valid), inner.ready.eq(bus("tready")),
+                         bus("tkeep").eq((1 << (kb * port.words)) - 1), bus("tlast").eq(last)]
+            for k in range(port.words):
+                m.d.comb += bus("tdata").word_select(k, lane).eq(
+                    payload[k * port.word_width:(k + 1) * port.word_width])
+        with m.If(moved):
+            m.d.sync += count.eq(count + 1)
+        event = bus("tvalid") & bus("tready") & bus("tlast")
+        with m.If(event):
+            m.d.sync += sent.eq(1)
+        with m.If(ctl.start):
+            m.d.sync += [count.eq(0), sent.eq(0)]
+        ok = Const(1) if target is None else (target == 0) | sent | event
+        return ok, moved, bus("tvalid") & ~bus("tready")
+
+    def elaborate(self, platform):
+        m = Module()
+        clock_from_ports(m, self)
+        m.submodules.block = self.inner
+        m.submodules.ctl = ctl = JobControl(self.regmap)
+        connect_flat(m, self, "s_axi", ctl.axi)
+        ins = [self._input(m, ctl, port) for port in self.inputs]
+        outs = [self._output(m, ctl, port) for port in self.outputs]
+        m.d.comb += [
+            ctl.end.eq(ctl.busy & Cat(ok for ok, _, _ in ins + outs).all()),
+            ctl.took_input.eq(Cat(moved for _, moved, _ in ins + outs).any()),
+            ctl.stall_in.eq(Cat(s for _, _, s in ins).any()),
+            ctl.stall_out.eq(Cat(s for _, _, s in outs).any()),
+            self.irq.eq(ctl.irq),
+        ]
+        return m

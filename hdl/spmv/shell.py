@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The SpMV engine's accelerator shell: AXI4-Stream weights, activations and results,
+AXI4-Lite job control (``hdl/spmv/regs.rdl``)."""
+
+from pathlib import Path
+
+from gen.core.regmap import compile_rdl
+from hdl.lib.axi_shell import AxiShell, AxisPort
+from hdl.spmv.engine import SpmvEngine
+
+__all__ = ["SpmvShell", "shell_ports", "REGS_RDL", "REGMAP"]
+
+REGS_RDL = Path(__file__).with_name("regs.rdl")
+REGMAP = compile_rdl(REGS_RDL, "spnn_spmv")
+
+
+def shell_ports(cfg):
+    """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s for ``cfg``."""
+    return ((AxisPort("w", "w", cfg.word_width, cfg.w_lanes, packed=False),
+             AxisPort("x", "x", cfg.x_fmt.width, cfg.bus_words)),
+            (AxisPort("o", "y", cfg.out_fmt.width, cfg.bus_words),))
+
+
+class SpmvShell(AxiShell):
+    """The SpMV engine behind AXI4-Stream and AXI4-Lite.
+
+    Parameters
+    ----------
+    cfg : gen.spmv.SpmvConfig
+        The engine and ``bus_words`` (activation and result words per beat, 1..32).
+
+    Attributes
+    ----------
+    aclk, aresetn : In(1)
+        Clock; synchronous reset while low.
+    s_axis_w_tdata, _tkeep, _tlast, _tvalid, _tready :
+        Weight beats (:func:`gen.spmv.weight_beats`): one beat of ``w_lanes`` words per
+        transfer, word ``k`` (``word_width`` bits) in its own ``ceil(word_width / 8)``
+        bytes; every beat full; ``tlast`` on the job's last beat (its last END beat).
+    s_axis_x_tdata, _tkeep, _tlast, _tvalid, _tready :
+        Activations (``x_fmt``), ``bus_words`` per beat, the job's blocks' columns in the
+        order of :func:`gen.spmv.tile_jobs`; ``tlast`` on the last.
+    m_axis_y_tdata, _tkeep, _tlast, _tvalid, _tready :
+        Results (``out_fmt``, zero-padded to whole bytes), ``bus_words`` per beat, block row
+        by block row in row order; ``tlast`` on the ``Y_WORDS``-th word.
+    s_axi_*, irq :
+        Control (``hdl/spmv/regs.rdl``, :mod:`hdl.lib.axi_shell`) and its interrupt.
+    """
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        inputs, outputs = shell_ports(cfg)
+        super().__init__(SpmvEngine(cfg), REGMAP, inputs, outputs)
