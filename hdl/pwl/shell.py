@@ -51,6 +51,7 @@ class PwlShell(wiring.Component):
     def __init__(self, cfg):
         bus_words = cfg.bus_words
         self.cfg, self.bus_words = cfg, bus_words
+        self.regmap = CONTROL_MAP
         self.table = fit_table(cfg)
         self.x_sig = AxisSignature(cfg.in_fmt.width, bus_words)
         self.y_sig = AxisSignature(cfg.out_fmt.width, bus_words)
@@ -70,7 +71,7 @@ class PwlShell(wiring.Component):
         m = Module()
         clock_from_ports(m, self)
         n, cfg = self.bus_words, self.cfg
-        m.submodules.ctl = ctl = JobControl()
+        m.submodules.ctl = ctl = JobControl(self.regmap)
         connect_flat(m, self, "s_axi", ctl.axi)
         units = [PwlUnit(self.table) for _ in range(n)]
         for k, unit in enumerate(units):
