@@ -9,7 +9,7 @@ from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model, prune_ls
                       quantise_lstm, ref_lstm)
 from gen.lstm import cli
 from gen.lstm.twin import rtl_lstm
-from hdl.lstm import GATEWARE
+from hdl.lstm import GATEWARE, SHELL
 
 __all__ = ["BLOCK"]
 
@@ -41,4 +41,5 @@ BLOCK = Block(
     twin=rtl_lstm,
     cli=cli,
     waves=(WaveCase("lstm_small", _wave_small, ("state",)),),
+    shell=SHELL,
 )

@@ -6,10 +6,11 @@ import numpy as np
 from gen.core.config import SpnnError
 from gen.core.fixed import decode
 from gen.lstm import (LstmConfig, compile_lstm, cycle_model, float_lstm, load_model, prune_lstm,
-                      quantise_lstm, ref_lstm, step_cycles)
-from gen.lstm.twin import rtl_lstm
+                      quantise_lstm, ref_lstm, step_cycles, weight_words)
+from gen.lstm.twin import JOB_INPUTS, axi_jobs, rtl_lstm, rtl_lstm_axi
 from gen.core.runutil import (add_common_arguments, check_common, codes_of, config_or_error,
                               flag_message, float_arg, format_arg, int_arg, load_npy, make_report,
+                              roofline_fields,
                               quantise_checked, run_outputs)
 from gen.spmv import ALLOCATORS
 
@@ -31,8 +32,15 @@ ceil(nnz / P) / step cycles, formats, and the max deviation of h from the float 
 (the float weights after pruning, unquantised).  The RTL must equal the bit-exact golden
 model; any difference is an internal error.
 
+--bus-words N runs the accelerator shell instead of the bare engine (docs/lstm.md,
+"Accelerator shell"): the weights and the sequence in one job over AXI4-Stream beats of N
+words, started over AXI4-Lite; the report then gives end-to-end cycles (first weight beat
+to the last h beat, the one-time weight load included), the shell's counters and the
+roofline bound.
+
 Examples:
   spnn run lstm --model m.pt --input seq.npy --out h.npy --report r.json
+  spnn run lstm --model m.pt --input seq.npy --bus-words 8 --report r.json
   spnn run lstm --model m.npz --input seq.npy --density 0.2 --pes 8 --sim icarus
   spnn run lstm --model m.pt --input seq.npy --h0 h0.npy --c0 c0.npy --w-fmt Q2.10
 """
@@ -56,6 +64,8 @@ def add_arguments(parser):
                         help="weight entries per PE (default: the largest PE load, rounded up "
                              "to a power of two)")
     parser.add_argument("--segments", default="32", help="PWL segments (default 32)")
+    parser.add_argument("--bus-words", default=None, metavar="N",
+                        help="run the AXI accelerator shell with N words per beat (1..32)")
     for name, default in (("w-fmt", "Q3.9"), ("x-fmt", "Q4.12"), ("c-fmt", "Q5.11"),
                           ("b-fmt", "Q4.12"), ("pre-fmt", "Q4.12"), ("act-fmt", "Q2.14")):
         parser.add_argument(f"--{name}", default=default, help=f"format (default {default})")
@@ -84,7 +94,7 @@ _FMT_FLAGS = {k: "--" + k.replace("_", "-")
               for k in ("w_fmt", "x_fmt", "c_fmt", "b_fmt", "pre_fmt", "act_fmt")}
 _FLAGS = {"pes": "--pes", "fifo_depth": "--fifo-depth", "mem_depth": "--mem-depth",
           "segments": "--segments", "max_inputs": "--model's input size",
-          "max_hidden": "--model's hidden size", **_FMT_FLAGS}
+          "max_hidden": "--model's hidden size", "bus_words": "--bus-words", **_FMT_FLAGS}
 
 
 def _options(args) -> dict:
@@ -97,6 +107,8 @@ def _options(args) -> dict:
         int_arg(args.mem_depth, "--mem-depth", 2, 1 << 20),
         "density": None if args.density is None else
         float_arg(args.density, "--density", 0.0, 1.0, lo_open=True),
+        "bus_words": 1 if args.bus_words is None else
+        int_arg(args.bus_words, "--bus-words", 1, 32),
     }
     opts["fmts"] = {k: format_arg(getattr(args, k), flag) for k, flag in _FMT_FLAGS.items()}
     # The config's own checks (widths, fraction bits, segments a power of two) on a probe.
@@ -132,7 +144,7 @@ def _setup(args):
     if opts["density"] is not None:
         model = prune_lstm(model, opts["density"])
     common = dict(pes=opts["pes"], max_inputs=X, max_hidden=H, fifo_depth=opts["fifo_depth"],
-                  segments=opts["segments"], **fmts)
+                  segments=opts["segments"], bus_words=opts["bus_words"], **fmts)
     probe = config_or_error(LstmConfig, _FLAGS, mem_depth=1 << 20, **common)
     _check_weights(model, probe)
     q = quantise_lstm(model, probe)
@@ -152,6 +164,8 @@ def run(args) -> int:
     model, q, cfg, plan, (xs, h0, c0), (xq, h0q, c0q), outputs = _setup(args)
     H, X = model.hidden, model.inputs
     seqs = [(xq, h0q, c0q)]
+    if args.bus_words is not None:
+        return _run_axi(args, model, q, cfg, plan, (xs, h0, c0), seqs, outputs)
     outs, result = rtl_lstm(plan, seqs, args.sim, seed=args.seed, waves=args.waves)
     golden, _ = ref_lstm(q, xq, cfg, h0q, c0q)
     if not np.array_equal(outs[0], golden):
@@ -198,3 +212,41 @@ def _dequant(q, cfg):
     from gen.lstm import LstmFloat
     return LstmFloat(decode(q.w_ih, cfg.w_fmt), decode(q.w_hh, cfg.w_fmt),
                      decode(q.b, cfg.b_fmt))
+
+
+def _run_axi(args, model, q, cfg, plan, real, seqs, outputs) -> int:
+    """``--bus-words``: the weights and the sequence in one job through the shell."""
+    (xs, h0, c0), (xq, h0q, c0q) = real, seqs[0]
+    jobs = axi_jobs(plan, seqs, with_weights=False)
+    jobs[0]["regs"][0] = [JOB_INPUTS, 3]                   # weights and sequence together
+    jobs[0]["packets"]["s_axis_w"] = weight_words(plan)
+    outs, records = rtl_lstm_axi(plan, seqs, args.sim, seed=args.seed, jobs=jobs)
+    golden, _ = ref_lstm(q, xq, cfg, h0q, c0q)
+    if not np.array_equal(outs[0], golden):
+        bad = np.argwhere(outs[0] != golden)[0]
+        raise SystemExit(f"spnn: internal error: RTL differs from the golden model at step "
+                         f"{bad[0]}, unit {bad[1]}")
+    job = records[0]
+    h = decode(outs[0], cfg.x_fmt)
+    err = float(np.max(np.abs(h - float_lstm(model, xs, h0, c0)[0])))
+    outputs.npy(args.out, h)
+    T, H = len(xs), model.hidden
+    cycles = job["end"] - job["first_in"] + 1
+    n = cfg.bus_words
+    beats = {"s_axis_w": -(-len(jobs[0]["packets"]["s_axis_w"]) // n),
+             "s_axis_x": -(-len(jobs[0]["packets"]["s_axis_x"]) // n),
+             "m_axis_h": -(-T * H // n)}
+    roof = roofline_fields(cycles, plan.ideal_cycles * T, beats)
+    report = make_report(
+        "lstm", cfg, cfg.formats(), args.sim, cycles, roof["roofline_cycles"], T * H, err,
+        utilisation=plan.nnz * T / (cfg.pes * cycles), interface="axi", bus_words=n,
+        counters=job["counters"], **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
+        hidden=H, inputs=model.inputs, steps=T, density=model.density, nnz=plan.nnz,
+        pes=cfg.pes, ideal_cycles_per_step=plan.ideal_cycles, rtl_matches_golden=True,
+        utilisation_counts="nnz x steps / (P x end-to-end cycles): weight load included")
+    outputs.json(args.report, report)
+    outputs.commit()
+    print(f"lstm H={H} X={model.inputs} T={T}, AXI shell at {n} words per beat: {cycles} "
+          f"cycles end to end incl. the weight load (roofline {roof['roofline_cycles']}, "
+          f"efficiency {roof['efficiency_vs_roofline']:.3f}), max |h - float| {err:.3g}")
+    return 0

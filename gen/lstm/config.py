@@ -53,6 +53,9 @@ class LstmConfig:
     segments : int
         PWL segments, power of two between 2 and 256, and at most
         ``2**(w - 1)`` for the narrower PWL input (``pre_fmt``, ``c_fmt``) of ``w`` bits.
+    bus_words : int
+        Words per AXI4-Stream beat of the accelerator shell, 1..32 (the bare engine takes
+        and gives one word per clock either way).
     """
 
     pes: int = 2
@@ -67,11 +70,12 @@ class LstmConfig:
     act_fmt: QFormat = QFormat(2, 14)
     c_fmt: QFormat = QFormat(5, 11)
     segments: int = 32
+    bus_words: int = 1
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("max_inputs", 1, 4096), ("max_hidden", 1, 8192),
                              ("fifo_depth", 2, 256), ("mem_depth", 2, 1 << 20),
-                             ("segments", 2, 256)):
+                             ("segments", 2, 256), ("bus_words", 1, 32)):
             check_int(self, name, lo, hi)
         if self.segments & (self.segments - 1):
             raise ValueError(f"segments must be a power of two between 2 and 256, "
@@ -95,6 +99,11 @@ class LstmConfig:
     @property
     def module_name(self) -> str:
         return "lstm"
+
+    @property
+    def shell_name(self) -> str:
+        """The accelerator shell's module: ``lstm_axi``, ``_w<bus_words>`` beyond 1."""
+        return "lstm_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
 
     @property
     def rows_per_pe(self) -> int:

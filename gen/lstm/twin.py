@@ -4,13 +4,17 @@
 import numpy as np
 
 from gen.core.fixed import to_signed
-from gen.core.sim import run_job
-from gen.core.stimulus import make_job
-from hdl.lstm import GATEWARE
+from gen.core.sim import run_axi_jobs, run_job
+from gen.core.stimulus import make_job, pattern_for, rate_of
+from hdl.lstm import GATEWARE, SHELL
+from hdl.lstm.shell import REGMAP, shell_ports
 
 from gen.lstm import LstmPlan, seq_words, weight_words
 
-__all__ = ["rtl_lstm"]
+__all__ = ["rtl_lstm", "axi_jobs", "rtl_lstm_axi"]
+
+JOB_INPUTS, H_WORDS = REGMAP.offset("JOB_INPUTS"), REGMAP.offset("H_WORDS")
+IRQ_ENABLE = REGMAP.offset("IRQ_ENABLE")
 
 
 def rtl_lstm(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
@@ -53,3 +57,51 @@ def rtl_lstm(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid
         out.append(h[pos:pos + n * plan.hidden].reshape(n, plan.hidden))
         pos += n * plan.hidden
     return out, result
+
+
+def axi_jobs(plan: LstmPlan, seqs, *, with_weights=True) -> list:
+    """The AXI bench jobs (:mod:`gen.core.cocotb_axi`) for sequences ``[(xs, h0, c0), ...]``:
+    the weight stream in a job of its own (``with_weights``), then one job per sequence
+    (``JOB_INPUTS`` = x, ``H_WORDS`` = steps x H)."""
+    jobs = []
+    if with_weights:
+        jobs.append({"regs": [[JOB_INPUTS, 1], [H_WORDS, 0], [IRQ_ENABLE, 1]],
+                     "packets": {"s_axis_w": weight_words(plan)}, "receive": []})
+    for xs, h0, c0 in seqs:
+        steps = len(np.asarray(xs).reshape(-1, plan.inputs))
+        jobs.append({"regs": [[JOB_INPUTS, 2], [H_WORDS, steps * plan.hidden],
+                              [IRQ_ENABLE, 1]],
+                     "packets": {"s_axis_x": seq_words(plan, xs, h0, c0)}})
+    return jobs
+
+
+def axi_ports(cfg, w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0):
+    """The bench's ``(sources, sinks)`` for the shell with these per-port patterns."""
+    inputs, outputs = shell_ports(cfg)
+    probs = {"w": w_valid_prob, "x": x_valid_prob, "h": o_ready_prob}
+    return ([(f"s_axis_{p.name}", p.word_bytes,
+              pattern_for(probs[p.name], seed, f"s_axis_{p.name}")) for p in inputs],
+            [(f"m_axis_{p.name}", p.word_bytes,
+              pattern_for(probs[p.name], seed, f"m_axis_{p.name}")) for p in outputs])
+
+
+def rtl_lstm_axi(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
+                 o_ready_prob=1.0, seed=0, name="run-axi", jobs=None):
+    """:func:`rtl_lstm` through the accelerator shell: the weights in one job, then one
+    job per sequence (or the given ``jobs``, :func:`axi_jobs` style).  Returns
+    ``(h_seqs, records)``: per sequence job the ``(steps, H)`` codes, and the bench's
+    per-job records (:mod:`gen.core.cocotb_axi`)."""
+    cfg = plan.cfg
+    jobs = axi_jobs(plan, seqs) if jobs is None else jobs
+    words = sum(len(v) for j in jobs for v in j["packets"].values())
+    steps = sum(len(np.asarray(xs).reshape(-1, plan.inputs)) for xs, _, _ in seqs)
+    slow = max(min(rate_of(w_valid_prob), rate_of(x_valid_prob), rate_of(o_ready_prob)), 0.05)
+    per_step = plan.loads.max(initial=0) + plan.cols + 3 * plan.hidden + 4 * cfg.fifo_depth \
+        + cfg.ew_latency + plan.r_run + 50
+    sources, sinks = axi_ports(cfg, w_valid_prob, x_valid_prob, o_ready_prob, seed)
+    records = run_axi_jobs(SHELL, cfg, jobs, sources, sinks, sim=sim, name=name,
+                           max_cycles=int(2000 * len(jobs) + cfg.rows_per_pe
+                                          + 2 * (words + steps * per_step) / slow))
+    hs = [to_signed(r["packets"]["m_axis_h"], cfg.x_fmt.width).reshape(-1, plan.hidden)
+          for r in records if "m_axis_h" in r["packets"]]
+    return hs, records

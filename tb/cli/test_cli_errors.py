@@ -168,7 +168,7 @@ COMMANDS = {
     "run lstm": dict(
         argv=["run", "lstm", "--model", "{model}", "--input", "{seq}"],
         arrays=["--input", "--h0", "--c0"],
-        ints=["--pes", "--fifo-depth", "--mem-depth", "--segments", "--seed"],
+        ints=["--pes", "--fifo-depth", "--mem-depth", "--segments", "--seed", "--bus-words"],
         floats=["--density"],
         formats=["--w-fmt", "--x-fmt", "--c-fmt", "--b-fmt", "--pre-fmt", "--act-fmt"],
         files=["--out", "--report"], folders=[],

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The LSTM engine's accelerator shell: AXI4-Stream weights, sequences and hidden states,
+AXI4-Lite job control (``hdl/lstm/regs.rdl``)."""
+
+from pathlib import Path
+
+from amaranth.lib import data
+
+from gen.core.regmap import compile_rdl
+from hdl.lib.axi_shell import AxiShell, AxisPort
+from hdl.lstm.engine import LstmEngine, word_layout, x_layout
+
+__all__ = ["LstmShell", "shell_ports", "REGS_RDL", "REGMAP"]
+
+REGS_RDL = Path(__file__).with_name("regs.rdl")
+REGMAP = compile_rdl(REGS_RDL, "spnn_lstm")
+
+
+def shell_ports(cfg):
+    """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s for ``cfg``."""
+    w_bits = data.Layout.cast(word_layout(cfg)).size
+    x_bits = data.Layout.cast(x_layout(cfg)).size
+    return ((AxisPort("w", "w", w_bits, cfg.bus_words), AxisPort("x", "x", x_bits, cfg.bus_words)),
+            (AxisPort("o", "h", cfg.x_fmt.width, cfg.bus_words),))
+
+
+class LstmShell(AxiShell):
+    """The LSTM engine behind AXI4-Stream and AXI4-Lite.
+
+    Parameters
+    ----------
+    cfg : gen.lstm.LstmConfig
+        The engine and ``bus_words`` (words per beat on every stream, 1..32).
+
+    Attributes
+    ----------
+    aclk, aresetn : In(1)
+        Clock; synchronous reset while low.
+    s_axis_w_tdata, _tkeep, _tlast, _tvalid, _tready :
+        Weight-stream words (:func:`gen.lstm.weight_words`: ROW*, BIAS*, (ENTRY* COL)*, END),
+        ``bus_words`` per beat, each in ``ceil(w_bits / 8)`` bytes; once after reset, in a
+        job of its own or with the first sequences; ``tlast`` on the END word.
+    s_axis_x_tdata, _tkeep, _tlast, _tvalid, _tready :
+        Sequence words (:func:`gen.lstm.seq_words`: per sequence H x H0, H x C0, T*X x X),
+        ``bus_words`` per beat; ``tlast`` on the job's last word.
+    m_axis_h_tdata, _tkeep, _tlast, _tvalid, _tready :
+        ``h_t`` (``x_fmt`` codes, zero-padded to whole bytes), H per step in unit order,
+        ``bus_words`` per beat; ``tlast`` on the ``H_WORDS``-th word.
+    s_axi_*, irq :
+        Control (``hdl/lstm/regs.rdl``, :mod:`hdl.lib.axi_shell`) and its interrupt.
+    """
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        inputs, outputs = shell_ports(cfg)
+        super().__init__(LstmEngine(cfg), REGMAP, inputs, outputs)

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The LSTM accelerator shell (hdl/lstm/shell.py on hdl/lib/axi_shell.py) under both
+simulators: the weight load as a job of its own, sequences as jobs, AXI4-Stream at a bus
+width that divides none of the packets, idle inputs and back-pressure on every stream, the
+counters against what the bench saw on the ports."""
+
+import numpy as np
+from numpy.testing import assert_array_equal
+
+from gen.core.fixed import quantise
+from gen.core.sim import run_axi_jobs
+from gen.lstm import LstmConfig, compile_lstm, quantise_lstm, ref_lstm, weight_words
+from gen.lstm.twin import H_WORDS, JOB_INPUTS, axi_jobs, axi_ports, rtl_lstm_axi
+from hdl.lstm import SHELL
+from hdl.lstm.shell import REGMAP
+from tb.lstm.test_lstm import cli_files, random_layer, run_cli  # noqa: F401 (fixture)
+
+CFG = LstmConfig(pes=3, max_inputs=8, max_hidden=16, fifo_depth=4, mem_depth=256, segments=8,
+                 bus_words=3)
+
+
+def _seqs(rng, H, X, steps):
+    return [(quantise(rng.uniform(-2, 2, (T, X)), CFG.x_fmt),
+             quantise(rng.uniform(-1, 1, H), CFG.x_fmt) if k else None,
+             quantise(rng.uniform(-3, 3, H), CFG.c_fmt) if k else None)
+            for k, T in enumerate(steps)]
+
+
+def _check_counters(job):
+    c = job["counters"]
+    assert job["status"] == 0b10
+    assert (job["irq"], job["irq_after_ack"], job["irq_status_after_ack"]) == (1, 0, 0)
+    assert c["stall_in"] == job["stall_in_any"] and c["stall_out"] == job["stall_out_any"]
+    assert c["busy"] <= c["cycles"]
+
+
+def test_shell_weights_then_sequences(sim):
+    """H = 10 on 3 PEs, X = 3: the weights in a job of their own (it ends when the END word
+    has entered the engine, no results), then three sequences (T = 4 with zero state, T = 1
+    and T = 2 with h0/c0), idle inputs and back-pressure: every h_t bit-exact."""
+    rng = np.random.default_rng(21)
+    q = quantise_lstm(random_layer(rng, 10, 3), CFG)
+    plan = compile_lstm(q, CFG)
+    seqs = _seqs(rng, 10, 3, [4, 1, 2])
+    hs, records = rtl_lstm_axi(plan, seqs, sim, w_valid_prob=0.7, x_valid_prob=0.6,
+                               o_ready_prob=0.5, seed=4, name="shell-seqs")
+    assert len(hs) == 3 and len(records) == 4
+    for (xs, h0, c0), h in zip(seqs, hs):
+        assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
+    load = records[0]
+    _check_counters(load)
+    assert load["beats_out"] == 0 and load["end"] is None
+    assert load["beats_in"] == -(-len(weight_words(plan)) // CFG.bus_words)
+    assert load["counters"]["busy"] == len(weight_words(plan))
+    for (xs, _, _), job in zip(seqs, records[1:]):
+        _check_counters(job)
+        assert job["counters"]["cycles"] == job["end"] - job["start_ack"]
+        assert job["beats_out"] == -(-len(xs) * 10 // CFG.bus_words)
+    assert sum(j["stall_out_any"] for j in records) > 0
+    assert sum(j["stall_in_any"] for j in records) > 0
+
+
+def test_shell_weights_with_the_first_sequence(sim):
+    """JOB_INPUTS = w and x: the weights and the first sequence in one job at full rate,
+    then a second sequence on the same weights."""
+    rng = np.random.default_rng(22)
+    q = quantise_lstm(random_layer(rng, 5, 8, density=0.3), CFG)
+    plan = compile_lstm(q, CFG)
+    seqs = _seqs(rng, 5, 8, [2, 3])
+    jobs = axi_jobs(plan, seqs, with_weights=False)
+    jobs[0]["regs"][0] = [JOB_INPUTS, 3]
+    jobs[0]["packets"]["s_axis_w"] = weight_words(plan)
+    sources, sinks = axi_ports(CFG)
+    records = run_axi_jobs(SHELL, CFG, jobs, sources, sinks, sim=sim, name="shell-together",
+                           max_cycles=20_000)
+    for (xs, h0, c0), job in zip(seqs, records):
+        h = np.asarray(job["packets"]["m_axis_h"], dtype=np.int64)
+        h = np.where(h >= 1 << 15, h - (1 << 16), h).reshape(-1, 5)
+        assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
+        _check_counters(job)
+        assert job["counters"]["stall_out"] == 0
+
+
+def test_regmap_and_ports():
+    from gen.core.emit import to_verilog, verilog_ports
+    assert REGMAP.register("ID").fields[0].reset == 0x53500003
+    assert (JOB_INPUTS, H_WORDS) == (0x40, 0x44)
+    module = SHELL.module_name(CFG)
+    assert module == "lstm_axi_w3"
+    ports = {n: (d, w) for n, d, w in verilog_ports(to_verilog(SHELL.build(CFG), module), module)}
+    assert ports["m_axis_h_tdata"] == ("output", 48)
+    assert ports["s_axis_x_tkeep"] == ("input", 9)
+    assert not [p for p in ports if "__" in p]
+
+
+def test_cli_run_through_the_shell(sim, tmp_path, cli_files):
+    """``spnn run lstm --bus-words 3`` (the hardware config above: no extra build): h equals
+    the bare engine's golden model; the report gives end-to-end cycles including the weight
+    load beside the roofline bound."""
+    import json
+    out, report = tmp_path / "h.npy", tmp_path / "r.json"
+    code, stdout, stderr = run_cli(
+        ["run", "lstm", "--model", str(cli_files["model"]), "--input", str(cli_files["seq"]),
+         "--density", "0.3", "--pes", "3", "--fifo-depth", "4", "--mem-depth", "256",
+         "--segments", "8", "--bus-words", "3", "--out", str(out), "--report", str(report),
+         "--sim", sim])
+    assert code == 0, stderr
+    assert np.load(out).shape == (3, 16)
+    r = json.loads(report.read_text())
+    assert r["config"] == {**r["config"], "bus_words": 3, "pes": 3, "max_hidden": 16}
+    assert r["interface"] == "axi" and r["bus_beats"]["m_axis_h"] == 16
+    assert r["end_to_end_cycles"] == r["cycles"] >= r["roofline_cycles"] > 0
+    assert r["roofline_cycles"] == max(r["compute_bound_cycles"], r["bandwidth_bound_cycles"])
+    assert r["counters"]["cycles"] >= r["cycles"] and "end to end" in stdout
