@@ -7,7 +7,7 @@ from gen.conv import ConvConfig, ConvLayer, layer_cycles, plan, ref_conv
 from gen.conv import cli
 from gen.conv.twin import rtl_conv
 from gen.core.block import Block, WaveCase
-from hdl.conv import GATEWARE
+from hdl.conv import GATEWARE, SHELL
 
 __all__ = ["BLOCK"]
 
@@ -37,6 +37,7 @@ BLOCK = Block(
     cli=cli,
     commands=(),
     waves=(WaveCase("conv_8x4_n2", _wave_8x4_n2, ("ctl_state",)),),
+    shell=SHELL,
     placer="static",
     heap_timing=(30, 4),
 )

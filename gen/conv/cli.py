@@ -8,9 +8,10 @@ import numpy as np
 
 from gen.core.config import SpnnError
 from gen.conv import ConvConfig, ConvLayer, MAPPINGS, check_fits, layer_cycles, plan, ref_conv
-from gen.conv.twin import rtl_conv
+from gen.conv.twin import layer_data, rtl_conv, rtl_conv_axi
 from gen.core.runutil import (add_common_arguments, check_common, check_not_empty, config_or_error,
-                              int_arg, int_codes, load_npy, make_report, run_outputs)
+                              int_arg, int_codes, load_npy, make_report, roofline_fields,
+                              run_outputs)
 
 HELP = "remainder-aware im2col MAC array (convolution, seed 002)"
 DESCRIPTION = """\
@@ -25,8 +26,14 @@ passes, the copies n per pass and the input-channel chunks; the report gives cyc
 utilisation counted in the RTL (busy MAC-cycles / (rows x cols x compute cycles)) next to
 the model's, and n per pass.
 
+--bus-words N runs the accelerator shell instead of the bare array (docs/conv.md,
+"Accelerator shell"): the layer descriptor in AXI4-Lite registers, weights, features and
+sums over AXI4-Stream beats of N words; the report then gives end-to-end cycles (first
+input beat to last output beat), the shell's counters and the roofline bound.
+
 Examples:
   spnn run conv --weights w.npy --input x.npy --out y.npy --report r.json
+  spnn run conv --weights w.npy --input x.npy --bus-words 16 --report r.json
   spnn run conv --weights w.npy --input x.npy --stride 2 --pad 0 --array 8x4 \\
       --mapping naive --sim icarus
   spnn run conv --weights w.npy --input batch.npy --array 16x4 --out y.npy   # (B,Ic,H,W)
@@ -52,6 +59,8 @@ def add_arguments(parser):
                         help="skip beats whose features are all zero padding (needs pad < kernel)")
     parser.add_argument("--data-width", default="8", help="feature bits, signed (default 8)")
     parser.add_argument("--weight-width", default="8", help="weight bits, signed (default 8)")
+    parser.add_argument("--bus-words", default=None, metavar="N",
+                        help="run the AXI accelerator shell with N words per beat (1..32)")
     add_common_arguments(parser)
 
 
@@ -84,6 +93,7 @@ def _setup(args):
     pad = int_arg(args.pad, "--pad", 0)
     dw = int_arg(args.data_width, "--data-width", 2, 18)
     ww = int_arg(args.weight_width, "--weight-width", 2, 18)
+    bus = 1 if args.bus_words is None else int_arg(args.bus_words, "--bus-words", 1, 32)
     check_common(args)
     outputs = run_outputs(args)
     w = load_npy(args.weights, "--weights")
@@ -119,7 +129,8 @@ def _setup(args):
                           feat_depth=min(8192, _pow2(batch * ic * hp * wp, 256)),
                           weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
                           out_depth=_pow2(oc * -(-slots // cols), 64),
-                          max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16))
+                          max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16),
+                          bus_words=bus)
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     # output banks: (tiles x copies) slot rows of every channel (the staggered layout)
     srows = max(p.tiles * p.n for p in sched.passes)
@@ -131,6 +142,8 @@ def _setup(args):
 
 def run(args) -> int:
     cfg, layer, sched, x, w, outputs = _setup(args)
+    if args.bus_words is not None:
+        return _run_axi(args, cfg, layer, sched, x, w, outputs)
     outs, stats, result = rtl_conv([(x, w, sched)], cfg, args.sim, seed=args.seed,
                                    waves=args.waves)
     y = outs[0]
@@ -168,4 +181,45 @@ def run(args) -> int:
           f"({cfg.rows}x{cfg.cols}, {sched.mapping}): {cycles} cycles, compute {st['cycles']}, "
           f"utilisation {util:.3f} (model {sched.utilisation:.3f}), "
           f"n per pass {sched.to_dict()['n_per_pass']}")
+    return 0
+
+
+def _run_axi(args, cfg, layer, sched, x, w, outputs) -> int:
+    """``--bus-words``: the layer as one job through the accelerator shell."""
+    outs, stats, records = rtl_conv_axi([(x, w, sched)], cfg, args.sim, seed=args.seed)
+    y, st, job = outs[0], stats[0], records[0]
+    golden = ref_conv(x, w, layer.stride, layer.pad)
+    if not np.array_equal(y, golden):
+        bad = np.argwhere(y != golden)[0]
+        raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
+                         f"{tuple(int(i) for i in bad)}")
+    outputs.npy(args.out, y)
+    cycles = job["end"] - job["first_in"] + 1
+    _, wdata, xdata = layer_data(x, w, sched)
+    n = cfg.bus_words
+    beats = {"s_axis_w": -(-len(wdata) // n), "s_axis_x": -(-len(xdata) // n),
+             "m_axis_o": -(-int(y.size) // n)}
+    roof = roofline_fields(cycles, -(-layer.macs // (cfg.rows * cfg.cols)), beats)
+    report = make_report(
+        "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
+                      "output": f"int{cfg.acc_width}"},
+        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0,
+        utilisation=layer.macs / (cfg.rows * cfg.cols * cycles), interface="axi",
+        bus_words=n, counters=job["counters"], **roof,
+        roofline_efficiency=roof["efficiency_vs_roofline"],
+        array=f"{cfg.rows}x{cfg.cols}", batch=layer.batch, macs=layer.macs,
+        busy_mac_cycles=st["busy"], compute_cycles=st["cycles"],
+        compute_utilisation=st["busy"] / (cfg.rows * cfg.cols * st["cycles"]),
+        model_compute_cycles=sched.compute_cycles, schedule=sched.to_dict(),
+        rtl_matches_golden=True,
+        rtl_matches_model=(st["busy"] == sched.busy_mac_cycles
+                           and st["cycles"] == sched.compute_cycles),
+        utilisation_counts="MACs / (rows x cols x end-to-end cycles): loads and output "
+                           "stream included; compute_utilisation counts compute cycles only")
+    outputs.json(args.report, report)
+    outputs.commit()
+    print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} ({cfg.rows}x{cfg.cols}), AXI "
+          f"shell at {n} words per beat: {cycles} cycles end to end (roofline "
+          f"{roof['roofline_cycles']}, efficiency {roof['efficiency_vs_roofline']:.3f}), "
+          f"compute {st['cycles']}")
     return 0

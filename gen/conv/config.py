@@ -50,6 +50,9 @@ class ConvConfig:
         tile positions (the RTL keeps two single-read-port copies of the bank per column).
         ``False`` is for what-if mapper tables only; :func:`check_fits` rejects such
         schedules for the RTL.
+    bus_words : int
+        Words per AXI4-Stream beat of the accelerator shell, 1..32 (the bare array takes
+        one weight and one feature word per clock either way).
     """
 
     rows: int = 16
@@ -66,6 +69,7 @@ class ConvConfig:
     max_slots: int = 256
     max_dim: int = 64
     shared_stream: bool = True
+    bus_words: int = 1
 
     def __post_init__(self):
         for name in ("rows", "cols", "max_groups", "max_passes", "drain_rows", "data_width",
@@ -97,10 +101,17 @@ class ConvConfig:
             raise TypeError(f"shared_stream must be a bool, not {self.shared_stream!r}")
         if not 1 <= self.max_dim <= 4096:
             raise ValueError(f"max_dim must be between 1 and 4096, not {self.max_dim}")
+        check_int(self, "bus_words", 1, 32)
 
     @property
     def module_name(self) -> str:
         return f"conv_{self.rows}x{self.cols}"
+
+    @property
+    def shell_name(self) -> str:
+        """The accelerator shell's module: ``conv_<rows>x<cols>_axi``, ``_w<bus_words>``
+        beyond 1."""
+        return f"{self.module_name}_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
 
 
 @dataclass(frozen=True)

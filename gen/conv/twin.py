@@ -4,13 +4,14 @@
 import numpy as np
 
 from gen.core.fixed import to_signed, to_unsigned
-from gen.core.sim import run_job
-from gen.core.stimulus import make_job
-from hdl.conv import GATEWARE
+from gen.core.sim import run_axi_jobs, run_job
+from gen.core.stimulus import make_job, pattern_for, rate_of
+from hdl.conv import GATEWARE, SHELL
+from hdl.conv.shell import desc_words, regmap_for, shell_ports
 
 from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor
 
-__all__ = ["rtl_conv"]
+__all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi"]
 
 
 def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
@@ -60,3 +61,68 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
     for word in result["sinks"]["s"]["data"]:
         stats.append({"busy": word & ((1 << 48) - 1), "cycles": word >> 48})
     return outputs, stats, result
+
+
+def layer_data(x, w, sched):
+    """``(x, weight words, feature words)`` of one layer in stream order: chunk by chunk,
+    the chunk's weights (``Oc x icq x kh x kw``) and features (``B x icq x H x W``);
+    ``x`` with its batch axis."""
+    cfg, layer = sched.cfg, sched.layer
+    check_fits(sched)
+    x = np.asarray(x, dtype=np.int64)
+    w = np.asarray(w, dtype=np.int64)
+    if x.ndim == 3:
+        x = x[None]
+    if x.shape != (layer.batch, layer.ic, layer.h, layer.w):
+        raise ValueError(f"x has shape {x.shape}, the layer needs "
+                         f"{(layer.batch, layer.ic, layer.h, layer.w)}")
+    wdata, xdata, start = [], [], 0
+    for q in sched.chunk_sizes:
+        wdata += to_unsigned(w[:, start:start + q], cfg.weight_width)
+        xdata += to_unsigned(x[:, start:start + q], cfg.data_width)
+        start += q
+    return x, wdata, xdata
+
+
+def axi_job(x, w, sched) -> dict:
+    """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one layer: the descriptor words in
+    ``DESC_k``, ``O_WORDS``, the weights and features as one packet each; the statistics
+    registers read back after it."""
+    cfg, layer = sched.cfg, sched.layer
+    regmap = regmap_for(cfg)
+    _, wdata, xdata = layer_data(x, w, sched)
+    word = pack_descriptor(sched)
+    regs = [[regmap.offset(f"DESC_{k}"), (word >> (32 * k)) & 0xFFFFFFFF]
+            for k in range(desc_words(cfg))]
+    regs += [[regmap.offset("O_WORDS"), layer.oc * layer.positions],
+             [regmap.offset("IRQ_ENABLE"), 1]]
+    return {"regs": regs, "packets": {"s_axis_w": wdata, "s_axis_x": xdata},
+            "read": [regmap.offset(n) for n in ("MAC_BUSY_LO", "MAC_BUSY_HI",
+                                                 "COMPUTE_CYCLES")]}
+
+
+def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
+                 seed=0, name="run-axi"):
+    """:func:`rtl_conv` through the accelerator shell: one AXI job per layer ``(x, w,
+    sched)``, back to back.  Returns ``(outputs, stats, records)``: the layers' outputs
+    (shaped as :func:`rtl_conv`'s), per layer the statistics read from the registers
+    (``busy`` MAC-cycles, compute ``cycles``) and the bench's per-job records."""
+    axi = [axi_job(x, w, sched) for x, w, sched in jobs]
+    inputs, outputs = shell_ports(cfg)
+    sources = [(f"s_axis_{p.name}", p.word_bytes, pattern_for(valid_prob, seed, f"s_axis_{p.name}"))
+               for p in inputs]
+    sinks = [(f"m_axis_{p.name}", p.word_bytes, pattern_for(ready_prob, seed, f"m_axis_{p.name}"))
+             for p in outputs]
+    slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
+    total = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
+    records = run_axi_jobs(SHELL, cfg, axi, sources, sinks, sim=sim, name=name,
+                           max_cycles=int(2000 * len(jobs) + total / slow))
+    outs, stats = [], []
+    for (x, w, sched), record in zip(jobs, records):
+        layer = sched.layer
+        y = to_signed(record["packets"]["m_axis_o"], cfg.acc_width)
+        y = y.reshape(layer.batch, layer.oc, layer.ho, layer.wo)
+        outs.append(y if np.ndim(x) == 4 else y[0])
+        lo, hi, cycles = record["reads"]
+        stats.append({"busy": lo | hi << 32, "cycles": cycles})
+    return outs, stats, records

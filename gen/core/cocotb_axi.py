@@ -8,15 +8,17 @@ Part of the product (``spnn run <block> --bus-words N``), started by
 * ``jobs``: a list, each ``{"regs": [[offset, value], ...], "packets": {port: [words]},
   "receive": [port, ...]}``: write the registers, write ``CTRL.start``, send one packet on
   each source port named in ``packets``, receive one packet on each sink port in
-  ``receive`` (default: every sink), wait for ``STATUS.done``, read the counters, note
-  ``irq``, acknowledge the interrupt (write 1 to ``IRQ_STATUS``);
+  ``receive`` (default: every sink), wait for ``STATUS.done``, read the counters and the
+  registers at the offsets of ``read`` (optional), note ``irq``, acknowledge the interrupt
+  (write 1 to ``IRQ_STATUS``);
 * ``sources`` / ``sinks``: ``[{"port": "s_axis_x", "word_bytes": 2, "pattern": {...}}]``,
   the pattern (:class:`gen.core.stimulus.Pattern` JSON) giving, per clock after reset, whether
   the source offers data / the sink is ready;
 * ``max_cycles``.
 
 The result (``$SPNN_RESULT``) has, per job: the received packets (words, unsigned); the
-counters read back (``cycles``, ``busy``, ``stall_in``, ``stall_out``); ``status``; ``irq``
+counters read back (``cycles``, ``busy``, ``stall_in``, ``stall_out``); ``reads`` (the
+values at ``read``); ``status``; ``irq``
 before and after the acknowledgement; and what the bench saw on the ports: ``start_ack``
 (clock of the start write's response), ``first_in`` (first input beat), ``end`` (the last
 output ``tlast`` beat), ``beats_in``, ``beats_out``, ``stall_in`` (clocks a source port was
@@ -122,10 +124,12 @@ async def _run_job(job, axil, sources, sinks, ports, spec):
     counters = {}
     for name, offset in COUNTERS.items():
         counters[name] = await _read(axil, offset) | (await _read(axil, offset + 4)) << 32
+    reads = [await _read(axil, offset) for offset in job.get("read", [])]
     irq = int(ports.dut.irq.value)
     await axil.write(IRQ_STATUS, (1).to_bytes(4, "little"))          # acknowledge (W1C)
     await RisingEdge(ports.dut.aclk)
-    return {"packets": packets, "counters": counters, "status": status, "irq": irq,
+    return {"packets": packets, "counters": counters, "reads": reads, "status": status,
+            "irq": irq,
             "irq_after_ack": int(ports.dut.irq.value),
             "irq_status_after_ack": await _read(axil, IRQ_STATUS),
             "start_ack": ports.start_ack, "first_in": ports.first_in, "end": ports.end,

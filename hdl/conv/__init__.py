@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """The remainder-aware im2col MAC array.
 
-``GATEWARE`` builds the top-level component from a config (:class:`gen.core.block.Gateware`).
+``GATEWARE`` builds the array from a config, ``SHELL`` its accelerator shell (AXI4-Stream,
+AXI4-Lite control, ``shell``); both :class:`gen.core.block.Gateware`.
 """
 
 from gen.core.block import Gateware
 from hdl.conv.array import ConvArray
+from hdl.conv.shell import ConvShell
 
-__all__ = ["ConvArray", "GATEWARE"]
+__all__ = ["ConvArray", "ConvShell", "GATEWARE", "SHELL"]
 
 GATEWARE = Gateware("conv", ConvArray)
+SHELL = Gateware("conv_axi", ConvShell, lambda cfg: cfg.shell_name)

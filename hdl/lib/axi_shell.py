@@ -12,9 +12,16 @@ Job registers (the block's map names them; the shell finds them by name):
 * ``JOB_INPUTS`` (``0x40``): one ``control`` field ``<port>_en`` per input port, reset 1.
   A job takes exactly one packet (up to its ``tlast`` beat) on each enabled input port and
   nothing on the others.
-* ``<PORT>_WORDS`` (field ``count``, 32 bits): the words a job delivers on an output port;
-  the shell sets ``tlast`` on the beat holding the ``count``-th word.  0: the port sends
-  nothing in this job.
+* ``<PORT>_WORDS`` (field ``count``, 32 bits): the words a job delivers on a packed output
+  port (``<PORT>_BEATS`` on a direct one: its transfers); the shell sets ``tlast`` on the
+  beat holding the ``count``-th.  0: the port sends nothing in this job.
+* Descriptor registers (:class:`RegPort`): written before the start, offered to the block
+  as one transfer at every start.
+* Result registers (:class:`RegSink`): a block output with one transfer per job (e.g. its
+  statistics), readable after the job.
+
+Unframed ports (``AxisPort(framed=False)``, e.g. a weight memory's request and response
+streams) are open whenever the block is and take no part in a job's framing.
 
 A job starts when software writes ``CTRL.start`` and ends (``STATUS.done``,
 ``IRQ_STATUS.done``) in the clock in which its last event happens: every enabled input's
@@ -27,7 +34,7 @@ was not taken.
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -35,7 +42,7 @@ from hdl.lib.axil import AxiLiteSignature
 from hdl.lib.axis import AxisSignature, AxisToWords, WordsToAxis
 from hdl.lib.shell import JobControl, clock_from_ports, connect_flat, flat_members
 
-__all__ = ["AxisPort", "AxiShell"]
+__all__ = ["AxisPort", "RegPort", "RegSink", "AxiShell"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,10 @@ class AxisPort:
         (``tkeep`` marks the present words; a packet's last beat may be partial; the block
         still takes one word per clock).  False: a beat is one transfer whose payload is
         ``words`` words (word ``k`` = payload bits ``k * word_width ..``), every word kept.
+    framed : bool
+        True: part of the job (an input takes one packet per job, an output is counted and
+        ends with ``tlast``).  False: a side channel open whenever the block is (e.g. a
+        memory's requests and responses): never gated, never counted, ``tlast`` low.
     """
 
     inner: str
@@ -65,6 +76,7 @@ class AxisPort:
     word_width: int
     words: int
     packed: bool = True
+    framed: bool = True
 
     @property
     def signature(self) -> AxisSignature:
@@ -73,6 +85,27 @@ class AxisPort:
     @property
     def word_bytes(self) -> int:
         return (self.word_width + 7) // 8
+
+
+@dataclass(frozen=True)
+class RegPort:
+    """A block stream fed from job registers: at every start the shell offers one
+    transfer whose payload is the ``fields`` (``hw`` member names of the register map,
+    e.g. ``"rows_count"``) concatenated, the first in the LSBs, cut to the payload width;
+    the job cannot end before the block has taken it."""
+
+    inner: str
+    fields: tuple
+
+
+@dataclass(frozen=True)
+class RegSink:
+    """A block output stream read into status registers: the shell always takes it and
+    latches each transfer's payload into the ``fields`` (``hw`` status members, the first
+    from the payload's LSBs); a job ends only after one transfer."""
+
+    inner: str
+    fields: tuple
 
 
 class AxiShell(wiring.Component):
@@ -85,6 +118,10 @@ class AxiShell(wiring.Component):
     regmap : gen.core.regmap.RegMap
         The shell's register map (see the module docstring for the job registers).
     inputs, outputs : sequence of AxisPort
+    registers : sequence of RegPort
+        Block streams fed from the job registers (a descriptor).
+    sinks : sequence of RegSink
+        Block output streams read into status registers (e.g. per-job statistics).
 
     Attributes
     ----------
@@ -102,9 +139,10 @@ class AxiShell(wiring.Component):
         Level interrupt: ``IRQ_STATUS.done & IRQ_ENABLE.done``.
     """
 
-    def __init__(self, inner, regmap, inputs, outputs):
+    def __init__(self, inner, regmap, inputs, outputs, registers=(), sinks=()):
         self.inner, self.regmap = inner, regmap
         self.inputs, self.outputs = tuple(inputs), tuple(outputs)
+        self.registers, self.sinks = tuple(registers), tuple(sinks)
         members = {"aclk": In(1), "aresetn": In(1)}
         for port in self.inputs:
             members.update(flat_members(f"s_axis_{port.name}", port.signature, In))
@@ -130,7 +168,7 @@ class AxiShell(wiring.Component):
         enable = Const(1) if enable is None else enable
         bus_done, word_done = Signal(name=f"{port.name}_bus_done"), \
             Signal(name=f"{port.name}_word_done")
-        gate = ctl.busy & enable & ~bus_done
+        gate = (ctl.busy & enable & ~bus_done) if port.framed else Const(1)
         moved = Signal(name=f"{port.name}_moved")
         last_word = Signal(name=f"{port.name}_last_word")
         if port.packed:
@@ -158,6 +196,8 @@ class AxiShell(wiring.Component):
             m.d.sync += word_done.eq(1)
         with m.If(ctl.start):
             m.d.sync += [bus_done.eq(0), word_done.eq(0)]
+        if not port.framed:
+            return Const(1), moved, Const(0)
         starving = gate & bus("tready") & ~bus("tvalid")
         return ~enable | word_done | last_word, moved, starving
 
@@ -165,7 +205,8 @@ class AxiShell(wiring.Component):
         """Count, frame and connect one output port; return (ok, moved, blocked)."""
         bus = lambda s: self._bus(f"m_axis_{port.name}", s)         # noqa: E731
         inner = getattr(self.inner, port.inner)
-        target = self._job_field(ctl, f"{port.name}_words_count")
+        target = self._job_field(ctl, f"{port.name}_{'words' if port.packed else 'beats'}_count")
+        assert (target is None) == (not port.framed), f"{port.name}: framed outputs are counted"
         count = Signal(32, name=f"{port.name}_count")
         last = Signal(name=f"{port.name}_last")
         sent = Signal(name=f"{port.name}_sent")                     # tlast beat has left
@@ -196,8 +237,40 @@ class AxiShell(wiring.Component):
             m.d.sync += sent.eq(1)
         with m.If(ctl.start):
             m.d.sync += [count.eq(0), sent.eq(0)]
-        ok = Const(1) if target is None else (target == 0) | sent | event
-        return ok, moved, bus("tvalid") & ~bus("tready")
+        if target is None:
+            return Const(1), moved, Const(0)
+        return (target == 0) | sent | event, moved, bus("tvalid") & ~bus("tready")
+
+    def _register(self, m, ctl, port):
+        """Offer the descriptor once per job; return (ok, moved, 0)."""
+        inner = getattr(self.inner, port.inner)
+        pending = Signal(name=f"{port.inner}_pending")
+        payload = Cat(getattr(ctl.job, name) for name in port.fields)
+        width = len(Value.cast(inner.payload))
+        assert len(payload) >= width, f"{port.inner}: the fields hold {len(payload)} bits"
+        moved = inner.valid & inner.ready
+        m.d.comb += [inner.valid.eq(pending), inner.payload.eq(payload[:width])]
+        with m.If(moved):
+            m.d.sync += pending.eq(0)
+        with m.If(ctl.start):
+            m.d.sync += pending.eq(1)
+        return ~pending | moved, moved, Const(0)
+
+    def _sink(self, m, ctl, port):
+        """Latch the block's one transfer per job into status registers; return (ok,
+        moved, 0)."""
+        inner = getattr(self.inner, port.inner)
+        got = Signal(name=f"{port.inner}_got")
+        held = [Signal(len(getattr(ctl.job, name)), name=f"{port.inner}_{name}")
+                for name in port.fields]
+        moved = inner.valid & inner.ready
+        m.d.comb += inner.ready.eq(1)
+        m.d.comb += [getattr(ctl.job, name).eq(reg) for name, reg in zip(port.fields, held)]
+        with m.If(moved):
+            m.d.sync += [Cat(*held).eq(Value.cast(inner.payload)), got.eq(1)]
+        with m.If(ctl.start):
+            m.d.sync += got.eq(0)
+        return got | moved, moved, Const(0)
 
     def elaborate(self, platform):
         m = Module()
@@ -207,6 +280,8 @@ class AxiShell(wiring.Component):
         connect_flat(m, self, "s_axi", ctl.axi)
         ins = [self._input(m, ctl, port) for port in self.inputs]
         outs = [self._output(m, ctl, port) for port in self.outputs]
+        ins += [self._register(m, ctl, port) for port in self.registers]
+        outs += [self._sink(m, ctl, port) for port in self.sinks]
         m.d.comb += [
             ctl.end.eq(ctl.busy & Cat(ok for ok, _, _ in ins + outs).all()),
             ctl.took_input.eq(Cat(moved for _, moved, _ in ins + outs).any()),

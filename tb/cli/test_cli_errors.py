@@ -162,7 +162,8 @@ COMMANDS = {
     "run conv": dict(
         argv=["run", "conv", "--weights", "{Wc}", "--input", "{Xc}"],
         arrays=["--weights", "--input"],
-        ints=["--stride", "--pad", "--data-width", "--weight-width", "--seed"], floats=[],
+        ints=["--stride", "--pad", "--data-width", "--weight-width", "--seed", "--bus-words"],
+        floats=[],
         formats=[], files=["--out", "--report"], folders=[],
         other={"--array", "--mapping", "--skip-pad", "--sim", "--waves"}),
     "run lstm": dict(
