@@ -53,8 +53,9 @@ def _core(module: str, block, cfg, version: str) -> str:
         "CAPI=2:",
         f"# spnn: FuseSoC core for {module} (block {block.name}'s accelerator shell).",
         f"name: spnn:spnn:{module}:{version}",
-        f"description: \"spnn {block.name} shell: AXI4-Stream at {cfg.bus_words} words per "
-        f"beat, AXI4-Lite control\"",
+        f"description: \"spnn {block.name} shell: AXI4-Stream"
+        + (f" at {cfg.bus_words} words per beat" if hasattr(cfg, "bus_words") else "")
+        + ", AXI4-Lite control\"",
         "",
         "filesets:",
         "  rtl:",

@@ -7,7 +7,7 @@ from gen.core.block import Block, WaveCase
 from gen.fc import FcConfig, fc_cycle_model, prune_random, ref_fc
 from gen.fc import cli, codec_cli
 from gen.fc.twin import rtl_fc
-from hdl.fc import GATEWARE
+from hdl.fc import GATEWARE, SHELL
 
 __all__ = ["BLOCK"]
 
@@ -34,4 +34,5 @@ BLOCK = Block(
     cli=cli,
     commands=(codec_cli,),
     waves=(WaveCase("fc_one", _wave_one, ()),),
+    shell=SHELL,
 )

@@ -95,6 +95,11 @@ class FcConfig:
         return (f"fc_fdcsr_n{self.batch}_k{self.nz_per_clock}"
                 f"_w{self.row_width}x{self.segs_per_beat}")
 
+    @property
+    def shell_name(self) -> str:
+        """The accelerator shell's module: ``<module>_axi``."""
+        return f"{self.module_name}_axi"
+
     # Clocks from a ``meta`` transfer to the decoder taking that beat when nothing waits:
     # the input register stage (per-segment popcounts), then the skid buffer's main entry
     # (the beat's non-zero count).

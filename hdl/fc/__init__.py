@@ -6,7 +6,9 @@
 
 from gen.core.block import Gateware
 from hdl.fc.engine import FcEngine
+from hdl.fc.shell import FcShell
 
-__all__ = ["FcEngine", "GATEWARE"]
+__all__ = ["FcEngine", "FcShell", "GATEWARE", "SHELL"]
 
 GATEWARE = Gateware("fc", FcEngine)
+SHELL = Gateware("fc_axi", FcShell, lambda cfg: cfg.shell_name)

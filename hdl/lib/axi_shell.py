@@ -217,14 +217,14 @@ class AxiShell(wiring.Component):
             assert target is not None, f"packed output {port.name} needs {port.name}_words"
             m.submodules[f"{port.name}_out"] = adapt = WordsToAxis(port.word_width, port.words)
             m.d.comb += [adapt.i.valid.eq(inner.valid),
-                         adapt.i.p.data.eq(inner.payload.as_unsigned()),
+                         adapt.i.p.data.eq(Value.cast(inner.payload).as_unsigned()),
                          adapt.i.p.last.eq(last), inner.ready.eq(adapt.i.ready)]
             for name in ("tdata", "tkeep", "tlast", "tvalid"):
                 m.d.comb += bus(name).eq(getattr(adapt.m, name))
             m.d.comb += adapt.m.tready.eq(bus("tready"))
         else:
             lane, kb = 8 * port.word_bytes, port.word_bytes
-            payload = inner.payload.as_unsigned()
+            payload = Value.cast(inner.payload).as_unsigned()
             m.d.comb += [bus("tvalid").eq(inner.valid), inner.ready.eq(bus("tready")),
                          bus("tkeep").eq((1 << (kb * port.words)) - 1), bus("tlast").eq(last)]
             for k in range(port.words):
