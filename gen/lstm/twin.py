@@ -22,7 +22,6 @@ def rtl_lstm(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid
              max_cycles=None):
     """RTL twin of :func:`ref_lstm` for sequences ``[(xs, h0, c0), ...]`` (codes; h0/c0 may
     be None): load the plan once, run every sequence; returns ``(h_seqs, result)``."""
-    import os
     cfg = plan.cfg
     words = weight_words(plan)
     xdata, lens = [], []
@@ -39,16 +38,7 @@ def rtl_lstm(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid
     job = make_job([("w", words, w_valid_prob), ("x", xdata, x_valid_prob)],
                    [("o", n_out, o_ready_prob)], seed=seed, reset_at=reset_at,
                    max_cycles=max_cycles)
-    old_flags = os.environ.get("MAKEFLAGS")
-    if sim == "verilator" and "CFG_CXXFLAGS_PCH_I" not in (old_flags or ""):
-        os.environ["MAKEFLAGS"] = ((old_flags or "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
-    try:
-        result = run_job(GATEWARE, cfg, job, sim=sim, name=name, waves=waves)
-    finally:
-        if old_flags is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = old_flags
+    result = run_job(GATEWARE, cfg, job, sim=sim, name=name, waves=waves)
     if result.get("error"):
         raise RuntimeError(f"lstm RTL run failed: {result['error']}")
     h = to_signed(result["sinks"]["o"]["data"], cfg.x_fmt.width)

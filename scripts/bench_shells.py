@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: Apache-2.0
+"""End-to-end runs of the accelerator shells (AXI4-Stream + AXI4-Lite) beside the roofline.
+
+Every figure counts from the first input beat to the last output beat (loads and result
+streams included), through the product's AXI bench under Verilator, at full rate (every
+source always valid, every sink always ready).  The roofline is ``gen.core.runutil.
+roofline_fields``: the larger of the compute bound (MACs or non-zeros / MAC units) and the
+busiest port's beats (words that must cross it / words per beat).
+
+* spmv: the seed matrix (1024 x 153, 11.7 %, the seed of scripts/bench_spmv.py), P = 32,
+  16 words per beat (``w_lanes`` 16).
+* lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat; the weights and the
+  sequence in one job.
+* conv: the default 16 x 4 array, a 32 x 16 x 3 x 3 layer on 16 x 16 (pad 1), batch 1,
+  16 words per beat.
+
+Writes build/bench/shells.json and build/bench/shells.md.  Run: python -m scripts.bench_shells
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from gen.core.runutil import roofline_fields
+from scripts.bench_spmv import seed_matrix
+
+
+def spmv_row():
+    from gen.spmv import SpmvConfig, beat_count, compile_tiled, ref_spmv
+    from gen.spmv.twin import rtl_spmv_axi
+    rng = np.random.default_rng(0)
+    w = seed_matrix(0.117, rng)
+    x = rng.integers(-2048, 2048, w.shape[1])
+    cfg = SpmvConfig(pes=32, rows_per_pe=32, max_cols=256, mem_depth=1024, w_lanes=16,
+                     bus_words=16, acc_width=32)
+    y, job = rtl_spmv_axi(w, x, cfg, "verilator", name="bench-shell")
+    blocks = compile_tiled(w, cfg, "balanced")
+    nnz = int(np.count_nonzero(w))
+    beats = {"s_axis_w": sum(beat_count(b) for b in blocks),
+             "s_axis_x": -(-w.shape[1] // 16), "m_axis_y": -(-w.shape[0] // 16)}
+    return _row("spmv", "seed matrix 1024 x 153, 11.7 %, P = 32", cfg.bus_words, job,
+                math.ceil(nnz / cfg.pes), beats, np.array_equal(y, ref_spmv(w, x, cfg)))
+
+
+def lstm_row():
+    from gen.core.fixed import quantise
+    from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, prune_lstm, quantise_lstm,
+                          ref_lstm, weight_words)
+    from gen.lstm.twin import JOB_INPUTS, axi_jobs, rtl_lstm_axi
+    rng = np.random.default_rng(1)
+    H, X, T = 64, 32, 8
+    model = prune_lstm(LstmFloat(rng.uniform(-0.5, 0.5, (4 * H, X)),
+                                 rng.uniform(-0.5, 0.5, (4 * H, H)),
+                                 rng.uniform(-0.5, 0.5, 4 * H)), 0.2)
+    cfg = LstmConfig(pes=16, max_inputs=X, max_hidden=H, fifo_depth=16, mem_depth=1024,
+                     bus_words=8)
+    q = quantise_lstm(model, cfg)
+    plan = compile_lstm(q, cfg)
+    xs = quantise(rng.uniform(-1, 1, (T, X)), cfg.x_fmt)
+    jobs = axi_jobs(plan, [(xs, None, None)], with_weights=False)
+    jobs[0]["regs"][0] = [JOB_INPUTS, 3]
+    jobs[0]["packets"]["s_axis_w"] = weight_words(plan)
+    hs, records = rtl_lstm_axi(plan, [(xs, None, None)], "verilator", jobs=jobs,
+                               name="bench-shell")
+    n = cfg.bus_words
+    beats = {"s_axis_w": -(-len(jobs[0]["packets"]["s_axis_w"]) // n),
+             "s_axis_x": -(-len(jobs[0]["packets"]["s_axis_x"]) // n),
+             "m_axis_h": -(-T * H // n)}
+    return _row("lstm", f"H = {H}, X = {X}, 20 %, T = {T}, P = 16, weight load included", n,
+                records[0], plan.ideal_cycles * T, beats,
+                np.array_equal(hs[0], ref_lstm(q, xs, cfg)[0]))
+
+
+def conv_row():
+    from gen.conv import ConvConfig, ConvLayer, plan, ref_conv
+    from gen.conv.twin import layer_data, rtl_conv_axi
+    rng = np.random.default_rng(2)
+    layer = ConvLayer(32, 16, 16, 16, 3, 3, 1, 1)
+    cfg = ConvConfig(bus_words=16)
+    sched = plan(layer, cfg, "remainder")
+    x = rng.integers(-128, 128, (16, 16, 16))
+    w = rng.integers(-128, 128, (32, 16, 3, 3))
+    outs, stats, records = rtl_conv_axi([(x, w, sched)], cfg, "verilator", name="bench-shell")
+    _, wdata, xdata = layer_data(x, w, sched)
+    n = cfg.bus_words
+    beats = {"s_axis_w": -(-len(wdata) // n), "s_axis_x": -(-len(xdata) // n),
+             "m_axis_o": -(-outs[0].size // n)}
+    row = _row("conv", "16 x 4 array (default buffers), 32 x 16 x 3 x 3 on 16 x 16, pad 1",
+               n, records[0], -(-layer.macs // (cfg.rows * cfg.cols)), beats,
+               np.array_equal(outs[0], ref_conv(x, w, 1, 1)))
+    row["compute_only_utilisation"] = stats[0]["busy"] / (cfg.rows * cfg.cols
+                                                          * stats[0]["cycles"])
+    row["end_to_end_utilisation"] = layer.macs / (cfg.rows * cfg.cols
+                                                  * row["end_to_end_cycles"])
+    return row
+
+
+def _row(block, workload, bus_words, job, compute_bound, beats, exact):
+    cycles = job["end"] - job["first_in"] + 1
+    return {"block": block, "workload": workload, "bus_words": bus_words,
+            **roofline_fields(cycles, compute_bound, beats), "counters": job["counters"],
+            "rtl_equals_golden": bool(exact)}
+
+
+def markdown(rows) -> str:
+    lines = ["| block | workload | words per beat | end-to-end cycles | compute bound "
+             "| bandwidth bound | roofline | efficiency vs roofline | RTL == golden |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['block']} | {r['workload']} | {r['bus_words']} "
+                     f"| {r['end_to_end_cycles']} | {r['compute_bound_cycles']} "
+                     f"| {r['bandwidth_bound_cycles']} | {r['roofline_cycles']} "
+                     f"| {r['efficiency_vs_roofline']:.3f} | {r['rtl_equals_golden']} |")
+    conv = next((r for r in rows if r["block"] == "conv"), None)
+    lines += ["", "End to end: first input beat to last output beat, loads and result "
+              "streams included, Verilator, full rate. Compute bound: non-zeros (spmv, lstm: "
+              "per step x steps) or MACs (conv) / MAC units; bandwidth bound: the busiest "
+              "AXI4-Stream port's beats."]
+    if conv:
+        lines.append(f"conv utilisation: {conv['end_to_end_utilisation']:.3f} end to end, "
+                     f"{conv['compute_only_utilisation']:.3f} compute-only (the array's own "
+                     "busy MAC-cycles over its compute cycles).")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    from gen.core.sim import sim_available
+    if not sim_available("verilator"):
+        raise SystemExit("bench_shells needs Verilator (the dev extra)")
+    rows = []
+    for name, fn in (("spmv", spmv_row), ("lstm", lstm_row), ("conv", conv_row)):
+        print(f"shell: {name}", flush=True)
+        rows.append(fn())
+        print(f"  {rows[-1]['end_to_end_cycles']} cycles end to end, roofline "
+              f"{rows[-1]['roofline_cycles']}", flush=True)
+    out = Path("build/bench")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "shells.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (out / "shells.md").write_text(markdown(rows))
+    print((out / "shells.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
