@@ -10,7 +10,9 @@ Part of the product (``spnn run <block> --bus-words N``), started by
   each source port named in ``packets``, receive one packet on each sink port in
   ``receive`` (default: every sink), wait for ``STATUS.done``, read the counters and the
   registers at the offsets of ``read`` (optional), note ``irq``, acknowledge the interrupt
-  (write 1 to ``IRQ_STATUS``);
+  (write 1 to ``IRQ_STATUS``).  With ``reset_after``: that many clocks after the start,
+  hold ``aresetn`` low for 4 clocks, drop what the sources still held and the sinks had
+  received, and record ``reset``, the counters, ``status`` and ``irq_status`` read after it;
 * ``sources`` / ``sinks``: ``[{"port": "s_axis_x", "word_bytes": 2, "pattern": {...}}]``,
   the pattern (:class:`gen.core.stimulus.Pattern` JSON) giving, per clock after reset, whether
   the source offers data / the sink is ready;
@@ -109,6 +111,8 @@ async def _run_job(job, axil, sources, sinks, ports, spec):
         words = job["packets"][entry["port"]]
         await sources[entry["port"]].send(AxiStreamFrame(
             b"".join(int(w).to_bytes(wb, "little") for w in words)))
+    if job.get("reset_after") is not None:
+        return await _reset_job(job, axil, sources, sinks, ports)
     packets = {}
     receive = job.get("receive", [e["port"] for e in spec["sinks"]])
     for entry in spec["sinks"]:
@@ -136,6 +140,27 @@ async def _run_job(job, axil, sources, sinks, ports, spec):
             "beats_in": ports.beats_in, "beats_out": ports.beats_out,
             "stall_in": ports.stall_in, "stall_out": ports.stall_out,
             "stall_in_any": ports.stall_in_any, "stall_out_any": ports.stall_out_any}
+
+
+async def _reset_job(job, axil, sources, sinks, ports):
+    """``reset_after`` clocks into the job, hold ``aresetn`` low for 4 clocks, drop what the
+    sources had queued and the sinks had received, and read back the registers."""
+    dut = ports.dut
+    await ClockCycles(dut.aclk, int(job["reset_after"]))
+    beats_out = ports.beats_out
+    dut.aresetn.value = 0
+    await ClockCycles(dut.aclk, 4)
+    for bfm in list(sources.values()) + list(sinks.values()):
+        bfm.clear()
+    dut.aresetn.value = 1
+    await ClockCycles(dut.aclk, 2)
+    counters = {}
+    for name, offset in COUNTERS.items():
+        counters[name] = await _read(axil, offset) | (await _read(axil, offset + 4)) << 32
+    return {"reset": True, "packets": {}, "counters": counters,
+            "status": await _read(axil, STATUS), "irq": int(dut.irq.value),
+            "irq_status": await _read(axil, IRQ_STATUS), "beats_out_before_reset": beats_out,
+            "beats_in": ports.beats_in}
 
 
 @cocotb.test()

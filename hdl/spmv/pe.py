@@ -265,10 +265,14 @@ class SpmvPE(Elaboratable):
         # that clock is harmless: the engine is in INIT, whose clears win (above) and
         # come after; flags and data registers without reset are recomputed every
         # clock and used only under a valid bit.
+        # The INIT clears reach the PE through the same broadcast tree as its reset, so the
+        # first (row 0) arrives in the clock `rst_mac` is still high: the write enable keeps
+        # it (a reset in the middle of a job once left row 0's old sum in place).
         rst_mac = Signal(name="rst_mac", reset_less=True)
         m.d.sync += rst_mac.eq(self.rst_in)
         with m.If(rst_mac):
-            m.d.sync += [v.eq(0) for v in (v_b, v_q, v_c, v_d, v_x, v_e, aw_en)]
+            m.d.sync += [v.eq(0) for v in (v_b, v_q, v_c, v_d, v_x, v_e)]
+            m.d.sync += aw_en.eq(self.clr_init)
         return m
 
     def _memories(self, m):

@@ -327,7 +327,10 @@ def test_rtl_reset_mid_job(sim):
     x = rng.integers(-3000, 3000, 25)
     plans = [(compile_weights(w, CFG_A, "balanced"), x)]
     model = cycle_model(plans, CFG_A)["jobs"][0]
+    # late in compute every PE's accumulator row 0 holds a partial sum: the INIT clear
+    # after the reset must reach it (it once arrived in the PE's reset clock and was lost)
     for name, at in (("reset_compute", model["compute_start"] + 5),
+                     ("reset_late_compute", model["drain_start"] - 2),
                      ("reset_drain", model["drain_start"] + CFG_A.drain_latency + 3)):
         ys, result = run_jobs(plans, CFG_A, sim, name=name, reset_at=at)
         np.testing.assert_array_equal(ys[0], ref_spmv(w, x, CFG_A))
