@@ -11,7 +11,7 @@ busiest port's beats (words that must cross it / words per beat).
   16 words per beat (``w_lanes`` 16).
 * lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat; the weights and the
   sequence in one job.
-* conv: the default 16 x 4 array, a 32 x 16 x 3 x 3 layer on 16 x 16 (pad 1), batch 1,
+* conv: the default 16 x 4 array, a 16 x 16 x 3 x 3 layer on 8 x 8 (pad 1), batch 1,
   16 words per beat.
 
 Writes build/bench/shells.json and build/bench/shells.md.  Run: python -m scripts.bench_shells
@@ -77,17 +77,17 @@ def conv_row():
     from gen.conv import ConvConfig, ConvLayer, plan, ref_conv
     from gen.conv.twin import layer_data, rtl_conv_axi
     rng = np.random.default_rng(2)
-    layer = ConvLayer(32, 16, 16, 16, 3, 3, 1, 1)
+    layer = ConvLayer(16, 16, 8, 8, 3, 3, 1, 1)
     cfg = ConvConfig(bus_words=16)
     sched = plan(layer, cfg, "remainder")
-    x = rng.integers(-128, 128, (16, 16, 16))
-    w = rng.integers(-128, 128, (32, 16, 3, 3))
+    x = rng.integers(-128, 128, (16, 8, 8))
+    w = rng.integers(-128, 128, (16, 16, 3, 3))
     outs, stats, records = rtl_conv_axi([(x, w, sched)], cfg, "verilator", name="bench-shell")
     _, wdata, xdata = layer_data(x, w, sched)
     n = cfg.bus_words
     beats = {"s_axis_w": -(-len(wdata) // n), "s_axis_x": -(-len(xdata) // n),
              "m_axis_o": -(-outs[0].size // n)}
-    row = _row("conv", "16 x 4 array (default buffers), 32 x 16 x 3 x 3 on 16 x 16, pad 1",
+    row = _row("conv", "16 x 4 array (default buffers), 16 x 16 x 3 x 3 on 8 x 8, pad 1",
                n, records[0], -(-layer.macs // (cfg.rows * cfg.cols)), beats,
                np.array_equal(outs[0], ref_conv(x, w, 1, 1)))
     row["compute_only_utilisation"] = stats[0]["busy"] / (cfg.rows * cfg.cols
