@@ -4,8 +4,8 @@
 import numpy as np
 
 from gen.core.fixed import to_signed, to_unsigned
-from gen.core.sim import run_axi_jobs, run_job
-from gen.core.stimulus import make_job, pattern_for, rate_of
+from gen.core.sim import axi_ports, run_axi_jobs, run_job
+from gen.core.stimulus import make_job, rate_of
 from hdl.conv import GATEWARE, SHELL
 from hdl.conv.shell import desc_words, regmap_for, shell_ports
 
@@ -27,22 +27,11 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
     """
     cdata, wdata, xdata, counts = [], [], [], []
     for x, w, sched in jobs:
-        check_fits(sched)
-        layer = sched.layer
-        x = np.asarray(x, dtype=np.int64)
-        w = np.asarray(w, dtype=np.int64)
-        if x.ndim == 3:
-            x = x[None]
-        if x.shape != (layer.batch, layer.ic, layer.h, layer.w):
-            raise ValueError(f"x has shape {x.shape}, the layer needs "
-                             f"{(layer.batch, layer.ic, layer.h, layer.w)}")
+        _, ws, xs = layer_data(x, w, sched)
         cdata.append(pack_descriptor(sched))
-        start = 0
-        for q in sched.chunk_sizes:
-            wdata += to_unsigned(w[:, start:start + q], cfg.weight_width)
-            xdata += to_unsigned(x[:, start:start + q], cfg.data_width)
-            start += q
-        counts.append(layer.oc * layer.positions)
+        wdata += ws
+        xdata += xs
+        counts.append(sched.layer.oc * sched.layer.positions)
     total_cycles = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
     job = make_job([("c", cdata, valid_prob), ("w", wdata, valid_prob),
                     ("x", xdata, valid_prob)],
@@ -108,11 +97,7 @@ def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, vali
     (shaped as :func:`rtl_conv`'s), per layer the statistics read from the registers
     (``busy`` MAC-cycles, compute ``cycles``) and the bench's per-job records."""
     axi = [axi_job(x, w, sched) for x, w, sched in jobs]
-    inputs, outputs = shell_ports(cfg)
-    sources = [(f"s_axis_{p.name}", p.word_bytes, pattern_for(valid_prob, seed, f"s_axis_{p.name}"))
-               for p in inputs]
-    sinks = [(f"m_axis_{p.name}", p.word_bytes, pattern_for(ready_prob, seed, f"m_axis_{p.name}"))
-             for p in outputs]
+    sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=seed)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
     total = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
     records = run_axi_jobs(SHELL, cfg, axi, sources, sinks, sim=sim, name=name,

@@ -23,10 +23,10 @@ from pathlib import Path
 import shutil
 
 from gen.core.config import SpnnError
-from gen.core.stimulus import normalise_job
+from gen.core.stimulus import normalise_job, pattern_for
 
 __all__ = ["SIMS", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason", "run_cocotb",
-           "run_axi_jobs",
+           "run_axi_jobs", "axi_ports",
            "build_root", "run_job", "SimError", "watching"]
 
 SIMS = ("icarus", "verilator")
@@ -272,3 +272,17 @@ def run_axi_jobs(shell, cfg, jobs, sources, sinks, sim="verilator", name="run-ax
     if not result.exists():
         raise SimError(f"the {shell.module_name(cfg)} run under {sim} wrote no result")
     return json.loads(result.read_text())["jobs"]
+
+
+def axi_ports(inputs, outputs, *, valid=1.0, ready=1.0, seed=0, patterns=None):
+    """The ``(sources, sinks)`` of :func:`run_axi_jobs` for a shell's ports (objects with
+    ``name`` and ``word_bytes``, e.g. :class:`hdl.lib.axi_shell.AxisPort`): every source
+    with the pattern ``valid``, every sink ``ready``, unless ``patterns`` names the port
+    (``{name: Pattern or probability}``); a probability is seeded per port."""
+    patterns = dict(patterns or {})
+    return ([(f"s_axis_{p.name}", p.word_bytes,
+              pattern_for(patterns.get(p.name, valid), seed, f"s_axis_{p.name}"))
+             for p in inputs],
+            [(f"m_axis_{p.name}", p.word_bytes,
+              pattern_for(patterns.get(p.name, ready), seed, f"m_axis_{p.name}"))
+             for p in outputs])

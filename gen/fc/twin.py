@@ -4,8 +4,8 @@
 import numpy as np
 
 from gen.core.fixed import to_signed
-from gen.core.sim import run_axi_jobs, run_job
-from gen.core.stimulus import pattern_for, rate_of
+from gen.core.sim import axi_ports, run_axi_jobs, run_job
+from gen.core.stimulus import rate_of
 from hdl.fc import GATEWARE, SHELL
 from hdl.fc.shell import REGMAP, shell_ports
 
@@ -62,11 +62,7 @@ def rtl_fc_axi(w, x, cfg: FcConfig, sim="verilator", *, valid_prob=1.0, ready_pr
     many = isinstance(w, (list, tuple))
     pairs = list(zip(w, x)) if many else [(w, x)]
     jobs = [axi_job(wi, xi, cfg) for wi, xi in pairs]
-    inputs, outputs = shell_ports(cfg)
-    sources = [(f"s_axis_{p.name}", p.word_bytes, pattern_for(valid_prob, seed, f"s_axis_{p.name}"))
-               for p in inputs]
-    sinks = [(f"m_axis_{p.name}", p.word_bytes, pattern_for(ready_prob, seed, f"m_axis_{p.name}"))
-             for p in outputs]
+    sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=seed)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
     total = sum(j.pop("cycles") + len(j["packets"]["s_axis_vdata"]) for j in jobs)
     records = run_axi_jobs(SHELL, cfg, jobs, sources, sinks, sim=sim, name=name,

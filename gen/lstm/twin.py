@@ -4,8 +4,8 @@
 import numpy as np
 
 from gen.core.fixed import to_signed
-from gen.core.sim import run_axi_jobs, run_job
-from gen.core.stimulus import make_job, pattern_for, rate_of
+from gen.core.sim import axi_ports as sim_axi_ports, run_axi_jobs, run_job
+from gen.core.stimulus import make_job, rate_of
 from hdl.lstm import GATEWARE, SHELL
 from hdl.lstm.shell import REGMAP, shell_ports
 
@@ -67,12 +67,8 @@ def axi_jobs(plan: LstmPlan, seqs, *, with_weights=True) -> list:
 
 def axi_ports(cfg, w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0):
     """The bench's ``(sources, sinks)`` for the shell with these per-port patterns."""
-    inputs, outputs = shell_ports(cfg)
-    probs = {"w": w_valid_prob, "x": x_valid_prob, "h": o_ready_prob}
-    return ([(f"s_axis_{p.name}", p.word_bytes,
-              pattern_for(probs[p.name], seed, f"s_axis_{p.name}")) for p in inputs],
-            [(f"m_axis_{p.name}", p.word_bytes,
-              pattern_for(probs[p.name], seed, f"m_axis_{p.name}")) for p in outputs])
+    return sim_axi_ports(*shell_ports(cfg), seed=seed,
+                         patterns={"w": w_valid_prob, "x": x_valid_prob, "h": o_ready_prob})
 
 
 def rtl_lstm_axi(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,

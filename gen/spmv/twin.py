@@ -4,16 +4,16 @@
 import numpy as np
 
 from gen.core.fixed import to_signed
-from gen.core.sim import run_axi_jobs, run_job
-from gen.core.stimulus import make_job, pattern_for, rate_of
+from gen.core.sim import axi_ports as sim_axi_ports, run_axi_jobs, run_job
+from gen.core.stimulus import make_job, rate_of
 from hdl.spmv import GATEWARE, SHELL
-from hdl.spmv.shell import REGMAP
+from hdl.spmv.shell import REGMAP, shell_ports
 
 from gen.spmv import SpmvConfig, compile_tiled, gather_tiled, tile_jobs, weight_beats
 
 Y_WORDS, IRQ_ENABLE = REGMAP.offset("Y_WORDS"), REGMAP.offset("IRQ_ENABLE")
 
-__all__ = ["run_jobs", "rtl_spmv", "axi_job", "rtl_spmv_axi"]
+__all__ = ["run_jobs", "rtl_spmv", "axi_job", "axi_ports", "rtl_spmv_axi"]
 
 
 def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
@@ -72,6 +72,12 @@ def axi_job(blocks, x_codes, cfg: SpmvConfig) -> dict:
             "packets": {"s_axis_w": words, "s_axis_x": xdata}}
 
 
+def axi_ports(cfg, w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0):
+    """The bench's ``(sources, sinks)`` for the shell with these per-port patterns."""
+    return sim_axi_ports(*shell_ports(cfg), seed=seed,
+                         patterns={"w": w_valid_prob, "x": x_valid_prob, "y": o_ready_prob})
+
+
 def rtl_spmv_axi(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balanced",
                  w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0,
                  name="run-axi"):
@@ -88,10 +94,7 @@ def rtl_spmv_axi(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="b
     slow = max(min(rate_of(w_valid_prob), rate_of(x_valid_prob), rate_of(o_ready_prob)), 0.05)
     nnz = sum(b.nnz for b in blocks) * len(jobs)
     records = run_axi_jobs(
-        SHELL, cfg, jobs,
-        [("s_axis_w", (cfg.word_width + 7) // 8, pattern_for(w_valid_prob, seed, "s_axis_w")),
-         ("s_axis_x", (cfg.x_fmt.width + 7) // 8, pattern_for(x_valid_prob, seed, "s_axis_x"))],
-        [("m_axis_y", (cfg.out_fmt.width + 7) // 8, pattern_for(o_ready_prob, seed, "m_axis_y"))],
+        SHELL, cfg, jobs, *axi_ports(cfg, w_valid_prob, x_valid_prob, o_ready_prob, seed),
         sim=sim, name=name, max_cycles=int(2000 * len(jobs) + 8 * (words + nnz) / slow))
     ys = [to_signed(r["packets"]["m_axis_y"], cfg.out_fmt.width) for r in records]
     return (ys if many else ys[0]), (records if many else records[0])

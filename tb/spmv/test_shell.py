@@ -11,9 +11,8 @@ import pytest
 
 from gen.core.fixed import QFormat
 from gen.core.sim import run_axi_jobs
-from gen.core.stimulus import pattern_for
 from gen.spmv import SpmvConfig, compile_tiled, ref_spmv
-from gen.spmv.twin import IRQ_ENABLE, Y_WORDS, axi_job
+from gen.spmv.twin import IRQ_ENABLE, Y_WORDS, axi_job, axi_ports
 from hdl.spmv import SHELL
 from hdl.spmv.shell import REGMAP
 
@@ -35,9 +34,7 @@ def _matrix(seed, rows=37, cols=13, density=0.4):
 
 
 def _ports(cfg, w_prob, x_prob, y_prob, seed):
-    return ([("s_axis_w", (cfg.word_width + 7) // 8, pattern_for(w_prob, seed, "s_axis_w")),
-             ("s_axis_x", (cfg.x_fmt.width + 7) // 8, pattern_for(x_prob, seed, "s_axis_x"))],
-            [("m_axis_y", (cfg.out_fmt.width + 7) // 8, pattern_for(y_prob, seed, "m_axis_y"))])
+    return axi_ports(cfg, w_prob, x_prob, y_prob, seed)
 
 
 def test_shell_jobs(sim):
