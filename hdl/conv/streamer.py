@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from gen.conv import ConvConfig
 from hdl.conv._util import _S, _bits, _replicate, _sel
+from hdl.lib.fifo import Queue
 
 __all__ = ["Streamer", "OutputFifo", "OUT_FIFO_DEPTH"]
 
@@ -369,7 +370,8 @@ class Streamer(wiring.Component):
             m.d.sync += [x.eq(x + 1) for x in stX + stXo + stXw]
 
 class OutputFifo(wiring.Component):
-    """The 5-word output FIFO between the output banks and the ``o`` stream.
+    """The 5-word output FIFO between the output banks and the ``o`` stream: a
+    :class:`hdl.lib.fifo.Queue` with a registered head, fed from the banks' read data.
 
     A streamer step's word is on the banks' read port one clock after the step and in the
     port's data register (``words``) the clock after that, when it is pushed: three clocks
@@ -424,25 +426,14 @@ class OutputFifo(wiring.Component):
         of_sel1, of_sel = _S(name="of_sel1"), _S(name="of_sel")
         m.d.sync += [of_p1.eq(st_step), of_push.eq(of_p1), of_c1.eq(st_c), of_c.eq(of_c1),
                      of_sel1.eq(st_sel), of_sel.eq(of_sel1)]
-        of_mem = [_S(signed(AW), name=f"of_q{i}") for i in range(OFD)]
-        of_wp = _S(range(OFD), name="of_wp", reset_less=False)
-        of_rp = _S(range(OFD), name="of_rp", reset_less=False)
-        of_cnt = _S(range(OFD + 1), name="of_cnt", reset_less=False)
-        of_ne = _S(name="of_ne", reset_less=False)
-        of_pop = self.o.valid & self.o.ready
-        of_cnt_n = _S(range(OFD + 2), name="of_cnt_n")
-        m.d.comb += of_cnt_n.eq(of_cnt + of_push - of_pop)
-        with m.If(of_push):
-            for i in range(OFD):
-                with m.If(of_wp == i):
-                    m.d.sync += of_mem[i].eq(_sel([_sel(self.words[b], of_c) for b in range(2)],
-                                                  of_sel))
-            m.d.sync += of_wp.eq(Mux(of_wp == OFD - 1, 0, of_wp + 1))
-        with m.If(of_pop):
-            m.d.sync += of_rp.eq(Mux(of_rp == OFD - 1, 0, of_rp + 1))
-        # the next clock steps if the streamer is busy and the words in the FIFO and on
-        # their way (this clock's pop not counted) leave room
-        m.d.sync += [of_cnt.eq(of_cnt_n), of_ne.eq(of_cnt_n != 0)]
-        m.d.comb += self.room.eq(of_cnt + of_push + st_step + of_p1 < OFD)
-        m.d.comb += [self.o.valid.eq(of_ne), self.o.payload.eq(_sel(of_mem, of_rp))]
+        # the queue's head, o.valid and level are registers (o.ready reaches only the queue)
+        m.submodules.queue = queue = Queue(signed(AW), OFD, registered=True)
+        m.d.comb += [queue.i.valid.eq(of_push),
+                     queue.i.payload.eq(_sel([_sel(self.words[b], of_c) for b in range(2)],
+                                             of_sel))]
+        wiring.connect(m, queue.o, wiring.flipped(self.o))
+        # the next clock steps if the streamer is busy and the words in the queue and on
+        # their way (this clock's pop not counted) leave room: a push never meets a full
+        # queue (i.ready is not needed)
+        m.d.comb += self.room.eq(queue.level + of_push + st_step + of_p1 < OFD)
         return m

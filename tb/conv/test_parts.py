@@ -10,14 +10,19 @@ import pytest
 from amaranth.lib import data
 from amaranth.sim import Simulator
 
-from gen.conv import ConvConfig, ConvLayer, descriptor_fields, pass_layout, plan
+from gen.conv import ConvConfig, ConvLayer, descriptor_fields, pass_lanes, pass_layout, plan
 from gen.conv.descriptor import descriptor
 from gen.conv.layout import MIN_BOX
 from hdl.conv.box import TileBox, box_fields
+from hdl.conv.columns import Columns
 from hdl.conv.control import FSM_STATES, STAT_BUSY_BITS, Control
+from hdl.conv.copy import Copy
 from hdl.conv.drain import Drain
+from hdl.conv.issue import IssueControl
+from hdl.conv.layouts import PASS_FIELDS, pass_regs_layout
 from hdl.conv.loaders import Loaders
 from hdl.conv.pipeline import MacPipeline
+from hdl.conv.stall import IssueStall
 from hdl.conv.streamer import OUT_FIFO_DEPTH, OutputFifo, Streamer
 
 CFG = ConvConfig(rows=8, cols=4, max_groups=4, feat_depth=512, weight_depth=512,
@@ -618,3 +623,364 @@ def test_mac_pipeline(seed):
     assert [c[1] for c in caps if c[0] == "next"] == [1, 2]
     assert all(c[2] == n and c[3] == R for c in caps if c[0] != "next")
     assert sum(pcs) == sum(K * R * sum(lanes[g]) for g in range(n))
+
+
+# ------------------------------------------------------------------ IssueStall
+
+def _stall_jobs(rng, ng, kq1, passes):
+    """Per pass, per copy the last-beat flags of its beats (tiles of 1 beat with kq1, else of
+    2..5 beats), the stagger ``D`` and the idle clocks before the pass's set-up ends."""
+    jobs = []
+    for _ in range(passes):
+        n = rng.randint(1, ng)
+        tiles = rng.randint(1, 4)
+        lens = [1] * tiles if kq1 else [rng.randint(2, 5) for _ in range(tiles)]
+        beats = [flag for L in lens for flag in [0] * (L - 1) + [1]]
+        jobs.append({"n": n, "beats": beats, "D": rng.randint(1, 3), "gap": rng.randint(1, 4)})
+    return jobs
+
+
+@pytest.mark.parametrize("drain_rows, r, kq1, seed", [(1, 1, 0, 0), (1, 3, 0, 1), (2, 5, 0, 2),
+                                                      (3, 4, 1, 3), (1, 2, 1, 4)])
+def test_issue_stall(drain_rows, r, kq1, seed):
+    """The stall against a direct model of the drain at issue time: a copy's capture (the
+    issue of its tile's last beat) waits while its previous capture is not drained, the
+    first capture of a pass while anything is; captures issued together drain one after
+    the other, ``ceil(R / drain_rows)`` clocks each.  The copies are emulated in the
+    testbench (closed loop: they advance only when ``adv`` is high); ``w`` is checked too."""
+    cfg = ConvConfig(rows=8, cols=4, max_groups=4, feat_depth=64, weight_depth=64,
+                     out_depth=32, max_slots=8, max_dim=8, drain_rows=drain_rows)
+    NG, dg = cfg.max_groups, -(-r // drain_rows)
+    dut = IssueStall(cfg, 16)
+    rng = random.Random(seed)
+    jobs = _stall_jobs(rng, NG, kq1, 4)
+    stalls = []
+
+    async def bench(ctx):
+        ctx.set(dut.r, r)
+        ctx.set(dut.kq1, kq1)
+        ctx.set(dut.clear, 1)
+        await ctx.tick().repeat(3)
+        ctx.set(dut.clear, 0)
+        pdL, pdF = 0, [0] * NG
+        for job in jobs:
+            for _ in range(job["gap"]):
+                assert ctx.get(dut.adv)
+                await ctx.tick()
+                pdL, pdF = max(0, pdL - 1), [max(0, x - 1) for x in pdF]
+            ctx.set(dut.setup_last, 1)
+            await ctx.tick()
+            ctx.set(dut.setup_last, 0)
+            pdL, pdF = max(0, pdL - 1), [max(0, x - 1) for x in pdF]
+            pos = [0] + [None] * (NG - 1)       # beat index of each started copy
+            first0, advs = True, 0
+            beats, n = job["beats"], job["n"]
+            while any(p is not None and p < len(beats) for p in pos) or None in pos[:n]:
+                act = [p is not None and p < len(beats) for p in pos]
+                W = [int(act[g] and beats[pos[g]]) for g in range(NG)]
+                blocked = (any(W[g] and pdF[g] > 0 for g in range(NG))
+                           or (W[0] and first0 and pdL > 0))
+                adv = ctx.get(dut.adv)
+                assert adv == (not blocked), (job, pos, pdL, pdF)
+                assert ctx.get(dut.w) == sum(b << g for g, b in enumerate(W))
+                stalls.append(blocked)
+                nxt = pos.index(None) if None in pos[:n] else None
+                stp = [0] * NG
+                if nxt is not None and advs >= nxt * job["D"]:
+                    stp[nxt] = 1
+                lkx = [int(act[g] and pos[g] + 1 < len(beats) and beats[pos[g] + 1])
+                       for g in range(NG)]
+                ctx.set(dut.act, sum(a << g for g, a in enumerate(act)))
+                ctx.set(dut.lkx, sum(b << g for g, b in enumerate(lkx)))
+                ctx.set(dut.stp, sum(b << g for g, b in enumerate(stp)))
+                await ctx.tick()
+                if adv:
+                    k = 0
+                    for g in range(NG):
+                        if W[g]:
+                            k += 1
+                            pdF[g] = pdL + k * dg
+                    pdL += k * dg
+                    first0 = first0 and not W[0]
+                    advs += 1
+                    pos = [p + 1 if a else p for p, a in zip(pos, act)]
+                    if nxt is not None and stp[nxt]:
+                        pos[nxt] = 0
+                pdL, pdF = max(0, pdL - 1), [max(0, x - 1) for x in pdF]
+            ctx.set(dut.act, 0)
+            ctx.set(dut.lkx, 0)
+            ctx.set(dut.stp, 0)
+    _run(dut, bench)
+    # (with one drain clock per capture and tiles of two or more beats nothing waits)
+    assert any(stalls) == (dg > 1 or bool(kq1)) and not all(stalls)
+
+
+# ------------------------------------------------------------------ Copy
+
+def _copy_beats(p, g):
+    """Every beat of a copy over ``count`` blocks of ``tiles`` tiles of the whole kernel:
+    the outputs the copy presents with it."""
+    fw, ww = 1 << (CFG.feat_depth.bit_length() + 1), 1 << (CFG.weight_depth.bit_length() + 1)
+    kh, kw, icc, kq = p["kh"], p["kw"], p["icc"], p["kw"] * p["icc"] * p["kh"]
+    gs, wbase = (0, 0) if g == 0 else (p["sgs"], p["wpass"])
+    gobase = 0 if g == 0 else p["sgoc"] + p["cbpass"]
+    out = []
+    for b in range(p["count"]):
+        for t in range(p["tiles"]):
+            for kx in range(kw):
+                for ic in range(icc):
+                    for ky in range(kh):
+                        out.append({
+                            "foff": (gs + kx + ic * p["hwp"] + ky * p["wp"]) % fw,
+                            "waddr": (wbase + b * kq + kx * icc * kh + ic * kh + ky) % ww,
+                            "gob": (gobase + b * p["r"] + t * p["noc"]) % (1 << 24),
+                            "last_k": int(kx == kw - 1 and ic == icc - 1 and ky == kh - 1),
+                            "fk": int(kx == ic == ky == 0), "par": (b * p["tiles"] + t) % 2,
+                            "first": int(t == 0 and b == 0),
+                            "glt": int(t == p["tiles"] - 1), "glb": int(b == p["count"] - 1),
+                            "ttq": int(t == p["tiles"] - 2), "blkq": int(b == p["count"] - 2)})
+    for i, beat in enumerate(out):
+        beat["lkx"] = int(i + 1 < len(out) and out[i + 1]["last_k"])
+        beat["done"] = int(i == len(out) - 1)
+    return out
+
+
+@pytest.mark.parametrize("g, seed", [(0, 0), (0, 1), (1, 2), (3, 3), (2, 4)])
+def test_copy(g, seed):
+    """A copy's beats in <kernel column, input channel, kernel row> order over its tiles and
+    blocks (whole-kernel boxes), stepping only when ``adv``: feature offset, weight address,
+    output address, tile flags and parity, lane bits by parity; ``done`` on the very last
+    beat, then inactive.  Copy 0 starts from its cleared block offsets, the others from the
+    start values they load while idle."""
+    rng = random.Random(seed)
+    p = {"kh": rng.randint(1, 3), "kw": rng.randint(1, 3), "icc": rng.randint(1, 3),
+         "tiles": rng.randint(1, 3), "count": rng.randint(1, 3), "r": rng.randint(1, 4),
+         "noc": rng.randint(1, 9), "hwp": rng.randint(9, 40), "wp": rng.randint(3, 8),
+         "sgs": rng.randint(0, 5), "sgoc": rng.randint(0, 30), "wpass": rng.randint(0, 50),
+         "cbpass": rng.randint(0, 7)}
+    kq = p["kw"] * p["icc"] * p["kh"]
+    dut = Copy(CFG, g, _layout(CFG), pass_regs_layout(CFG))
+    want = _copy_beats(p, g)
+    box = {"ky0": 0, "kx0": 0, "fbox": 0, "wbox": 0}
+    for ax, n in (("y", p["kh"]), ("x", p["kw"])):
+        box.update({f"k{ax}l": n - 1, f"k{ax}m": (n - 2) % 256, f"k{ax}m1": (n - 3) % 256,
+                    f"k{ax}z": int(n == 1), f"k{ax}m0": int(n == 2)})
+    icc, tiles, count = p["icc"], p["tiles"], p["count"]
+    consts = {"kq1": int(kq == 1), "iccz": int(icc == 1), "iccm0": int(icc == 2),
+              "iccm1": (icc - 3) % (1 << 16), "tiles1": int(tiles == 1),
+              "tiles_is2": int(tiles == 2), "tiles3": (tiles - 3) % (1 << 24),
+              "count1": int(count == 1), "count_is2": int(count == 2),
+              "count3": (count - 3) % (1 << 16),
+              **{f: p[f] for f in ("sgs", "sgoc", "wpass", "cbpass")}}
+    lv = [rng.randrange(16), rng.randrange(16)]
+    got = []
+
+    async def bench(ctx):
+        for f, v in consts.items():
+            ctx.set(getattr(dut.k, f), v)
+        for f in ("hwp", "kh", "wp"):
+            ctx.set(getattr(dut.d, f), p[f])
+        for f in ("r", "noc"):
+            ctx.set(getattr(dut.cp, f), p[f])
+        ctx.set(dut.kq, kq)
+        ctx.set(dut.cqkh, p["icc"] * p["kh"])
+        for bx in (dut.sbox[0], dut.sbox[1], dut.ibox, dut.cbox):
+            for f, v in box.items():
+                ctx.set(getattr(bx, f), v)
+        for par in range(2):
+            ctx.set(dut.lv[par], lv[par])
+        ctx.set(dut.clear, 1)
+        await ctx.tick().repeat(2)               # (an idle copy loads its start values)
+        ctx.set(dut.clear, 0)
+        ctx.set(dut.stp, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 1)
+        if g:                                     # copies >= 1 start when the stage advances
+            ctx.set(dut.adv, 0b111)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.stp, 0)
+        for _ in range(20 * len(want) + 20):
+            if not ctx.get(dut.act):
+                break
+            adv = int(rng.random() < 0.6)
+            ctx.set(dut.adv, 0b111 * adv)
+            if adv:
+                beat = {f: ctx.get(getattr(dut, f)) for f in want[0]}
+                assert ctx.get(dut.lanev) == lv[beat["par"]]
+                got.append(beat)
+            await ctx.tick()
+        assert not ctx.get(dut.act) and not ctx.get(dut.done)
+    _run(dut, bench)
+    assert got == want
+
+
+# ------------------------------------------------------------------ Columns
+
+@pytest.mark.parametrize("layer, policy, skip", [
+    (ConvLayer(3, 2, 5, 6, 3, 3, stride=1, pad=1, batch=2), "remainder", False),
+    (ConvLayer(5, 1, 9, 7, 3, 2, stride=2, pad=0, batch=1), "naive", False),
+    (ConvLayer(2, 2, 4, 9, 1, 3, stride=1, pad=1, batch=3), "remainder", False),
+    (ConvLayer(2, 1, 3, 4, 3, 3, stride=1, pad=0, batch=4), "remainder", False),
+    (ConvLayer(1, 1, 6, 7, 5, 5, stride=1, pad=2, batch=2), "naive", True),
+    (ConvLayer(1, 1, 11, 9, 5, 5, stride=2, pad=2, batch=2), "naive", True)])
+def test_columns(layer, policy, skip):
+    """Per pass, the set-up walk loads column c's first window group in set-up clock
+    c + 1; each tile entry then writes every column's window base (image, output row and
+    first output column of its group in the padded map) and lane-valid bits into the
+    slot of the tile's parity, against :func:`gen.conv.pass_lanes`, over two blocks; with
+    ``skip`` the next tile's box (``cbox``, from the advanced column states) against the
+    box model."""
+    sched = plan(layer, CFG, policy, skip_pad=skip)
+    d = descriptor(sched)
+    dut = Columns(CFG, _layout(CFG), pass_regs_layout(CFG))
+    MC, NG = CFG.cols, CFG.max_groups
+    hp, wp, s = layer.h + 2 * layer.pad, layer.w + 2 * layer.pad, layer.stride
+    fmask = (1 << (CFG.feat_depth.bit_length() + 1)) - 1
+    rng = random.Random(layer.h)
+    checked, boxes = [], []
+
+    async def bench(ctx):
+        for n, _ in descriptor_fields(CFG):
+            ctx.set(getattr(dut.d, n), int(d[n]))
+        for f in ("adv_box", "adv_slot", "adv_col"):
+            ctx.set(getattr(dut, f), -1)
+        ctx.set(dut.cqkh, layer.ic * layer.kh)
+        await ctx.tick().repeat(2)               # (the per-layer constants load)
+        for e, p in enumerate(sched.passes):
+            img, oy, ox, valid = pass_lanes(sched, p, images=True)
+            for f in PASS_FIELDS:
+                ctx.set(getattr(dut.cp, f), int(d[f"p{e}_{f}"]))
+            ctx.set(dut.e, e)
+            ctx.set(dut.sk_first, 1)
+            await ctx.tick()
+            ctx.set(dut.sk_first, 0)
+            for c in range(MC):
+                ctx.set(dut.pinit_load, 1 << c)
+                await ctx.tick()
+            ctx.set(dut.pinit_load, 0)
+            await ctx.tick().repeat(4)          # to the last set-up clock, cols + 5
+            par = 0
+            for blk in range(2):
+                for t in range(p.tiles):
+                    fi = int(t == 0)
+                    ctx.set(dut.fi_col, -fi)
+                    ctx.set(dut.fi_box, fi)
+                    for f in ("go_box", "go_slot", "go_col"):
+                        ctx.set(getattr(dut, f), -1)
+                    ctx.set(dut.tgt, par)
+                    await ctx.tick()
+                    for f in ("go_box", "go_slot", "go_col"):
+                        ctx.set(getattr(dut, f), 0)
+                    for c in range(MC):
+                        base = (img[t, 0, c] * hp * wp + oy[t, 0, c] * s * wp + ox[t, 0, c] * s)
+                        assert ctx.get(dut.base[c][par]) == base & fmask, (e, t, c)
+                        for g in range(p.n):
+                            bit = (ctx.get(dut.lv[g][par]) >> c) & 1
+                            assert bit == int(valid[t, g, c]), (e, t, g, c)
+                    checked.append(p.tiles)
+                    par ^= 1
+                    for _ in range(rng.randint(6, 8) if skip else rng.randint(0, 2)):
+                        await ctx.tick()
+                    u = t + 1                   # the next tile's box, from cur
+                    if skip and u < p.tiles and valid[u, 0].any():
+                        lanes = [(int(img[u, 0, c]), int(ox[u, 0, c]), int(oy[u, 0, c]) * s,
+                                  int(ox[u, 0, c]) * s) for c in range(MC)]
+                        want = _box_model(d, lanes, 1, layer.ic * layer.kh)
+                        assert {f: ctx.get(getattr(dut.cbox, f)) for f in want} == want
+                        boxes.append(want["kyl"] + 1 < layer.kh)
+    _run(dut, bench)
+    assert len(checked) >= 2 and any(boxes) == skip
+
+
+# ------------------------------------------------------------------ IssueControl
+
+@pytest.mark.parametrize("layer, seed", [(ConvLayer(10, 2, 4, 8, 3, 3, stride=1, pad=1), 0),
+                                         (ConvLayer(6, 1, 4, 12, 3, 3, stride=1, pad=1), 1),
+                                         (ConvLayer(2, 1, 9, 9, 5, 5, stride=2, pad=2), 2)])
+def test_issue_control(layer, seed):
+    """From ``x_done``: per pass a set-up of cols + 6 clocks (the pass registers load in its
+    first clock, column c's walk load in clock c + 1, copy 0 starts and enters its first
+    tile in the last); copy g starts on the (g dq)-th advancing issue clock after it with
+    the start values g stride / g oc (``stp`` says so one clock ahead); the pass ends on the
+    very last beat of copy n - 1, the chunk after the last pass.  The copies are emulated
+    (a fixed number of beats each, stepping when ``adv``)."""
+    sched = plan(layer, CFG, "remainder")
+    d = descriptor(sched)
+    dut = IssueControl(CFG, _layout(CFG), pass_regs_layout(CFG))
+    MC, NG = CFG.cols, CFG.max_groups
+    rng = random.Random(seed)
+    starts = []
+
+    async def bench(ctx):
+        for n, _ in descriptor_fields(CFG):
+            ctx.set(getattr(dut.d, n), int(d[n]))
+        ctx.set(dut.iccl, d["icq"] - 1)
+        ctx.set(dut.kq, d["kq"])
+        ctx.set(dut.dq, d["dq"])
+        ctx.set(dut.wblk0, 5)
+        ctx.set(dut.cb0, 3)
+        ctx.set(dut.adv_iss, 1)
+        await ctx.tick().repeat(3)
+        ctx.set(dut.x_done, 1)
+        await ctx.tick()
+        ctx.set(dut.x_done, 0)
+        for e, p in enumerate(sched.passes):
+            assert ctx.get(dut.issuing) and ctx.get(dut.setup) and ctx.get(dut.sk_first)
+            assert ctx.get(dut.e) == e
+            await ctx.tick()
+            for f in PASS_FIELDS:
+                assert ctx.get(getattr(dut.cp, f)) == d[f"p{e}_{f}"], f
+            for c in range(MC):
+                assert ctx.get(dut.pinit_load) == 1 << c and not ctx.get(dut.setup_last)
+                await ctx.tick()
+            assert ctx.get(dut.pinit_load) == 0
+            await ctx.tick().repeat(4)
+            assert ctx.get(dut.setup_last) and ctx.get(dut.start) == 1
+            assert ctx.get(dut.fi_box) and ctx.get(dut.go_box)
+            assert ctx.get(dut.go_slot) == ctx.get(dut.go_col) == ctx.get(dut.fi_col) == 15
+            k = {f: ctx.get(getattr(dut.k, f)) for f in ("tiles1", "count1", "tiles3",
+                                                         "count3", "tiles_is2", "count_is2")}
+            assert k == {"tiles1": int(p.tiles == 1), "count1": int(p.count == 1),
+                         "tiles3": (p.tiles - 3) % (1 << 24), "count3": (p.count - 3) % (1 << 16),
+                         "tiles_is2": int(p.tiles == 2), "count_is2": int(p.count == 2)}
+            await ctx.tick()
+            assert not ctx.get(dut.setup)
+            assert ctx.get(dut.k.wpass) == 5 and ctx.get(dut.k.cbpass) == 3
+            beats = rng.randint(d["dq"] * p.n, d["dq"] * p.n + 6)
+            pos = [0] + [None] * (NG - 1)
+            advs = 0
+            while True:
+                act = [q is not None and q < beats for q in pos]
+                adv = int(not any(act) or rng.random() < 0.7)
+                ctx.set(dut.adv_iss, adv)
+                ctx.set(dut.done, sum(int(a and pos[g] == beats - 1) << g
+                                      for g, a in enumerate(act)))
+                nxt = pos.index(None) if None in pos[:p.n] else None
+                for g in range(1, NG):
+                    want = int(g == nxt and advs + 1 == g * d["dq"])
+                    assert (ctx.get(dut.stp) >> g) & 1 == want, (e, g, advs)
+                start = ctx.get(dut.start)
+                want = (1 << nxt) if nxt is not None and adv and advs + 1 == nxt * d["dq"] else 0
+                assert start == want, (e, advs, start)
+                if start:
+                    assert ctx.get(dut.k.sgs) == nxt * layer.stride
+                    assert ctx.get(dut.k.sgoc) == nxt * layer.oc
+                    starts.append((e, nxt, advs))
+                last = act[p.n - 1] and pos[p.n - 1] == beats - 1 and adv
+                await ctx.tick()
+                if adv:
+                    advs += 1
+                    pos = [q + 1 if a else q for q, a in zip(pos, act)]
+                    if start:
+                        pos[nxt] = 0
+                if last:
+                    break
+            ctx.set(dut.done, 0)
+            ctx.set(dut.adv_iss, 1)
+            assert ctx.get(dut.issuing) == (e < len(sched.passes) - 1)
+        await ctx.tick().repeat(3)
+        assert not ctx.get(dut.issuing) and not ctx.get(dut.start)
+    _run(dut, bench)
+    assert [(e, g) for e, g, _ in starts] == [(e, g) for e, p in enumerate(sched.passes)
+                                              for g in range(1, p.n)]
