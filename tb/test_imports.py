@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The import graph of gen/, hdl/, tb/ and scripts/ runs downward only.
+"""The import graph of gen/, hdl/, tb/ and scripts/ runs downward only; no function in gen/
+or hdl/ is over 150 lines.
 
 Every import counts: top-level and function-local ``import`` / ``from ... import`` and
 ``importlib.import_module("...")`` with a constant name.  The test fails on any cycle and
@@ -118,3 +119,31 @@ def test_no_sys_path_edits():
                 continue
             assert "sys.path.insert" not in path.read_text() and \
                 "sys.path.append" not in path.read_text(), path
+
+
+MAX_FUNCTION_LINES = 150
+
+
+def long_functions(root=ROOT, trees=("gen", "hdl"), limit=MAX_FUNCTION_LINES) -> list:
+    """(lines, path, name) of every function in ``trees`` longer than ``limit`` lines."""
+    out = []
+    for tree in trees:
+        for path in sorted((root / tree).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    lines = node.end_lineno - node.lineno + 1
+                    if lines > limit:
+                        out.append((lines, path.relative_to(root).as_posix(), node.name))
+    return sorted(out, reverse=True)
+
+
+def test_long_function_finder_finds_one(tmp_path):
+    (tmp_path / "gen").mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(6))
+    (tmp_path / "gen" / "m.py").write_text(f"def short():\n    pass\n\ndef f():\n{body}\n")
+    assert long_functions(tmp_path, limit=5) == [(7, "gen/m.py", "f")]
+
+
+def test_no_function_over_150_lines():
+    """No function in gen/ or hdl/ is longer than 150 lines (the redesign's rule)."""
+    assert long_functions() == []

@@ -132,13 +132,7 @@ class SpmvPE(Elaboratable):
 
         self._load(m, ent_w, ptr_w, pb)
 
-        # ---- pointer read (every clock) and its register
-        ptr_start = Signal(unsigned(ab), reset_less=True)
-        ptr_count = Signal(unsigned(cb), reset_less=True)
-        ptr_nz = Signal(reset_less=True)
-        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(1)]
-        m.d.sync += [ptr_start.eq(ptr_r.data[:ab]), ptr_count.eq(ptr_r.data[ab:ab + cb]),
-                     ptr_nz.eq(ptr_r.data[ab + cb])]
+        ptr_start, ptr_count, ptr_nz = self._pointer_read(m, ptr_r, pb)
 
         # ---- activation FIFO and issue (hdl.lib.pe_front): items (x, start, count,
         # count > 1); the broadcaster never overfills the FIFO (it stops at fifo_depth
@@ -259,21 +253,38 @@ class SpmvPE(Elaboratable):
 
         self._idle(m, front.idle, v_a)
 
-        # The valid bits from B on and the accumulator write enable are cleared by a
-        # local copy of the PE reset, one clock late (`rst_mac`, beside them), so the PE
-        # reset net does not stretch from the loader to the adders.  What flushes out in
-        # that clock is harmless: the engine is in INIT, whose clears win (above) and
-        # come after; flags and data registers without reset are recomputed every
-        # clock and used only under a valid bit.
-        # The INIT clears reach the PE through the same broadcast tree as its reset, so the
-        # first (row 0) arrives in the clock `rst_mac` is still high: the write enable keeps
-        # it (a reset in the middle of a job once left row 0's old sum in place).
+        self._mac_reset(m, (v_b, v_q, v_c, v_d, v_x, v_e), aw_en)
+        return m
+
+    def _pointer_read(self, m, ptr_r, pb):
+        """The pointer read (every clock) and its registers: (start, count, nonzero)."""
+        ab, cb = self.cfg.addr_bits, self.cfg.count_bits
+        ptr_start = Signal(unsigned(ab), reset_less=True)
+        ptr_count = Signal(unsigned(cb), reset_less=True)
+        ptr_nz = Signal(reset_less=True)
+        m.d.comb += [ptr_r.addr.eq(Cat(self.ptr_addr[:pb], self.cp_bank)), ptr_r.en.eq(1)]
+        m.d.sync += [ptr_start.eq(ptr_r.data[:ab]), ptr_count.eq(ptr_r.data[ab:ab + cb]),
+                     ptr_nz.eq(ptr_r.data[ab + cb])]
+        return ptr_start, ptr_count, ptr_nz
+
+    def _mac_reset(self, m, valids, aw_en):
+        """Clear the valid bits from B on and set the accumulator write enable from a
+        local copy of the PE reset.
+
+        The copy is one clock late (`rst_mac`, beside them), so the PE reset net does not
+        stretch from the loader to the adders.  What flushes out in that clock is
+        harmless: the engine is in INIT, whose clears win and come after; flags and data
+        registers without reset are recomputed every clock and used only under a valid
+        bit.  The INIT clears reach the PE through the same broadcast tree as its reset,
+        so the first (row 0) arrives in the clock `rst_mac` is still high: the write
+        enable keeps it (a reset in the middle of a job once left row 0's old sum in
+        place).
+        """
         rst_mac = Signal(name="rst_mac", reset_less=True)
         m.d.sync += rst_mac.eq(self.rst_in)
         with m.If(rst_mac):
-            m.d.sync += [v.eq(0) for v in (v_b, v_q, v_c, v_d, v_x, v_e)]
+            m.d.sync += [v.eq(0) for v in valids]
             m.d.sync += aw_en.eq(self.clr_init)
-        return m
 
     def _memories(self, m):
         """The entry, pointer and accumulator memories; returns their (write, read) ports
