@@ -434,6 +434,16 @@ class OutputFifo(wiring.Component):
         wiring.connect(m, queue.o, wiring.flipped(self.o))
         # the next clock steps if the streamer is busy and the words in the queue and on
         # their way (this clock's pop not counted) leave room: a push never meets a full
-        # queue (i.ready is not needed)
-        m.d.comb += self.room.eq(queue.level + of_push + st_step + of_p1 < OFD)
+        # queue (i.ready is not needed).  room = level + push + p1 + step < depth; its
+        # part without `step` is known a clock ahead (next level = level + push - pop,
+        # next push = p1, next p1 = step), so both outcomes are registered and `step`
+        # only selects between them: no adder sits between the step register and the
+        # streamer's next step.
+        held_n = _S(range(OFD + 4), name="of_held_n")
+        pop = queue.o.valid & queue.o.ready
+        m.d.comb += held_n.eq(queue.level + of_push - pop + of_p1 + st_step)
+        room_s = _S(name="of_room_s", init=1, reset_less=False)   # if the clock steps
+        room_i = _S(name="of_room_i", init=1, reset_less=False)   # if it does not
+        m.d.sync += [room_s.eq(held_n + 1 < OFD), room_i.eq(held_n < OFD)]
+        m.d.comb += self.room.eq(Mux(st_step, room_s, room_i))
         return m

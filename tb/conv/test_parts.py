@@ -45,14 +45,15 @@ def _run(dut, bench, vcd=None):
 @pytest.mark.parametrize("ready_p, seed", [(1.0, 0), (0.5, 1), (0.2, 2)])
 def test_output_fifo(ready_p, seed):
     """Words leave in step order, each the bank word ``words[bank][col]`` of the clock two
-    after its step; stepping whenever ``room`` never overflows the five words; with
+    after its step; ``room`` is exactly "FIFO words + words on their way + this clock's step
+    < 5"; stepping whenever ``room`` never overflows the five words; with
     ``o.ready`` always high ``room`` never drops (a step every clock)."""
     cfg = ConvConfig(rows=2, cols=4, max_groups=2, feat_depth=16, weight_depth=16,
                      out_depth=16, max_slots=4, max_dim=4)
     dut = OutputFifo(cfg)
     rng = random.Random(seed)
     expect, got, pending = [], [], []
-    room_low = []
+    room_low, exact = [], []
 
     async def bench(ctx):
         for cyc in range(300):
@@ -71,6 +72,10 @@ def test_output_fifo(ready_p, seed):
                     ctx.set(dut.words[b][c], words[b][c])
             ready = int(rng.random() < ready_p)
             ctx.set(dut.o.ready, ready)
+            # room is exact (the streamer's cycles depend on it): the words in the FIFO,
+            # the two on their way and this clock's step leave room for one more
+            level = len(expect) - len(got)
+            exact.append(ctx.get(dut.room) == (level + len(pending) + step < OUT_FIFO_DEPTH))
             # a step of clock t pushes words[bank_t][col_t] as seen in clock t + 2
             pending[:] = [(t - 1, b, c) for t, b, c in pending]
             expect.extend(words[b][c] for t, b, c in pending if t == 0)
@@ -82,7 +87,7 @@ def test_output_fifo(ready_p, seed):
             await ctx.tick()
     _run(dut, bench)
     assert got == expect[:len(got)] and len(got) >= len(expect) - OUT_FIFO_DEPTH
-    assert len(got) > 40
+    assert len(got) > 40 and all(exact)
     if ready_p == 1.0:
         assert room_low == []
     else:
