@@ -11,7 +11,7 @@ from hdl.pwl import GATEWARE, SHELL
 
 from gen.pwl.config import PwlConfig
 
-__all__ = ["rtl_pwl", "rtl_pwl_axi"]
+__all__ = ["rtl_pwl", "rtl_pwl_axi", "axi_job", "axi_ports"]
 
 IRQ_ENABLE = CONTROL_MAP.offset("IRQ_ENABLE")
 
@@ -34,6 +34,21 @@ def rtl_pwl(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.
     return to_signed(result["sinks"]["o"]["data"], cfg.out_fmt.width), result
 
 
+def axi_job(x, cfg: PwlConfig) -> dict:
+    """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one packet of input codes."""
+    x = np.asarray(x, dtype=np.int64).ravel()
+    return {"regs": [[IRQ_ENABLE, 1]],
+            "packets": {"s_axis_x": [int(v) for v in to_unsigned(x, cfg.in_fmt.width)]}}
+
+
+def axi_ports(cfg: PwlConfig, valid_prob=1.0, ready_prob=1.0, seed=0):
+    """The bench's ``(sources, sinks)`` for the shell with these per-port patterns."""
+    return ([("s_axis_x", (cfg.in_fmt.width + 7) // 8,
+              pattern_for(valid_prob, seed, "s_axis_x"))],
+            [("m_axis_y", (cfg.out_fmt.width + 7) // 8,
+              pattern_for(ready_prob, seed, "m_axis_y"))])
+
+
 def rtl_pwl_axi(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_prob=1.0,
                 seed=0, name="run-axi"):
     """Run input codes through the accelerator shell (``cfg.bus_words`` words per
@@ -45,13 +60,8 @@ def rtl_pwl_axi(x, cfg: PwlConfig, sim="verilator", *, valid_prob=1.0, ready_pro
     packets = [np.asarray(p, dtype=np.int64).ravel() for p in (x if many else [x])]
     beats = sum(-(-len(p) // cfg.bus_words) for p in packets)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
-    jobs = [{"regs": [[IRQ_ENABLE, 1]],
-             "packets": {"s_axis_x": [int(v) for v in to_unsigned(p, cfg.in_fmt.width)]}}
-            for p in packets]
-    records = run_axi_jobs(
-        SHELL, cfg, jobs,
-        [("s_axis_x", (cfg.in_fmt.width + 7) // 8, pattern_for(valid_prob, seed, "s_axis_x"))],
-        [("m_axis_y", (cfg.out_fmt.width + 7) // 8, pattern_for(ready_prob, seed, "m_axis_y"))],
-        sim=sim, name=name, max_cycles=2000 * len(packets) + 20 * beats / slow)
+    records = run_axi_jobs(SHELL, cfg, [axi_job(p, cfg) for p in packets],
+                           *axi_ports(cfg, valid_prob, ready_prob, seed),
+                           sim=sim, name=name, max_cycles=2000 * len(packets) + 20 * beats / slow)
     ys = [to_signed(r["packets"]["m_axis_y"], cfg.out_fmt.width) for r in records]
     return (ys if many else ys[0]), (records if many else records[0])

@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 
 from gen.conv import ConvConfig, ConvLayer, plan, ref_conv
-from gen.conv.twin import rtl_conv_axi
+from gen.conv.twin import axi_job, rtl_conv_axi
+from gen.core.fixed import to_signed
+from gen.core.sim import axi_ports, run_axi_jobs
 from hdl.conv import SHELL
-from hdl.conv.shell import desc_words, regmap_for
+from hdl.conv.shell import desc_words, regmap_for, shell_ports
+from tb.shell_checks import assert_cleared_by_reset
 
 # a small array (short Verilator build): 4 rows x 2 columns, 3 words per beat (divides none
 # of the packets)
@@ -61,6 +64,26 @@ def test_shell_layers(sim, valid_prob, ready_prob, extreme):
     if valid_prob < 1:
         assert sum(j["stall_out_any"] for j in records) > 0
         assert sum(j["stall_in_any"] for j in records) > 0
+
+
+@pytest.mark.parametrize("reset_after, out_beats", [(40, 0), (400, 0), (700, 27)])
+def test_shell_reset_mid_job(sim, reset_after, out_beats):
+    """``aresetn`` low while a layer's weights load (40 clocks in), while it computes (400)
+    or while its results stream out (700; 27 of 42 beats out): the registers read their
+    reset values and the next layer is exact."""
+    jobs = _jobs(5)
+    axi = [dict(axi_job(*jobs[0]), reset_after=reset_after), axi_job(*jobs[1])]
+    sources, sinks = axi_ports(*shell_ports(CFG), valid=0.8, ready=0.6, seed=2)
+    cut, after = run_axi_jobs(SHELL, CFG, axi, sources, sinks, sim=sim,
+                              name=f"shell-reset-{reset_after}", max_cycles=20_000)
+    assert_cleared_by_reset(cut)
+    assert cut["beats_out_before_reset"] == out_beats
+    x, w, sched = jobs[1]
+    layer = sched.layer
+    y = to_signed(after["packets"]["m_axis_o"], CFG.acc_width)
+    want = np.stack([ref_conv(xb, w, layer.stride, layer.pad) for xb in x])
+    np.testing.assert_array_equal(y.reshape(want.shape), want)
+    assert after["counters"]["cycles"] == after["end"] - after["start_ack"]
 
 
 def test_regmap_and_ports():

@@ -13,6 +13,7 @@ from gen.lstm import LstmConfig, compile_lstm, quantise_lstm, ref_lstm, weight_w
 from gen.lstm.twin import H_WORDS, JOB_INPUTS, axi_jobs, axi_ports, rtl_lstm_axi
 from hdl.lstm import SHELL
 from hdl.lstm.shell import REGMAP
+from tb.shell_checks import assert_cleared_by_reset
 from tb.lstm.test_lstm import cli_files, random_layer, run_cli  # noqa: F401 (fixture)
 
 CFG = LstmConfig(pes=3, max_inputs=8, max_hidden=16, fifo_depth=4, mem_depth=256, segments=8,
@@ -79,6 +80,29 @@ def test_shell_weights_with_the_first_sequence(sim):
         assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
         _check_counters(job)
         assert job["counters"]["stall_out"] == 0
+
+
+def test_shell_reset_mid_job(sim):
+    """``aresetn`` low while the weights load, and again in the middle of a sequence
+    (results pending, output back-pressured): each time the registers read their reset
+    values; the weights loaded again and the next sequence are exact."""
+    rng = np.random.default_rng(23)
+    q = quantise_lstm(random_layer(rng, 7, 4), CFG)
+    plan = compile_lstm(q, CFG)
+    seqs = _seqs(rng, 7, 4, [6, 2])
+    load, seq0, seq1 = axi_jobs(plan, seqs[:1]) + axi_jobs(plan, seqs[1:], with_weights=False)
+    jobs = [dict(load, reset_after=20), load, dict(seq0, reset_after=80), load, seq1]
+    sources, sinks = axi_ports(CFG, 0.8, 0.7, 0.5, seed=6)
+    records = run_axi_jobs(SHELL, CFG, jobs, sources, sinks, sim=sim, name="shell-reset",
+                           max_cycles=40_000)
+    assert_cleared_by_reset(records[0])
+    assert_cleared_by_reset(records[2])
+    assert records[2]["beats_out_before_reset"] < 6 * 7
+    xs, h0, c0 = seqs[1]
+    h = np.asarray(records[4]["packets"]["m_axis_h"], dtype=np.int64)
+    h = np.where(h >= 1 << 15, h - (1 << 16), h).reshape(-1, 7)
+    assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
+    _check_counters(records[4])
 
 
 def test_regmap_and_ports():

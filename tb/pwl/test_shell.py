@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 from gen.core.emit import to_verilog
+from gen.core.fixed import to_signed
+from gen.core.sim import run_axi_jobs
 from gen.pwl import PwlConfig, fit_table, ref_pwl
-from gen.pwl.twin import rtl_pwl_axi
-from hdl.pwl import PwlShell
+from gen.pwl.twin import axi_job, axi_ports, rtl_pwl_axi
+from hdl.pwl import SHELL, PwlShell
+from tb.shell_checks import assert_cleared_by_reset
 
 
 @pytest.mark.parametrize("func, bus_words, pause_in, pause_out",
@@ -42,6 +45,22 @@ def test_shell_jobs(sim, func, bus_words, pause_in, pause_out):
         assert job["counters"]["stall_in"] == job["stall_in"]
         assert job["counters"]["stall_out"] == job["stall_out"]
     assert sum(j["stall_out"] for j in jobs) > 0 and sum(j["stall_in"] for j in jobs) > 0
+
+
+def test_shell_reset_mid_job(sim):
+    """``aresetn`` low in the middle of a job (inputs in flight, results pending, output
+    back-pressured): the registers read their reset values and the next job is exact."""
+    cfg = PwlConfig(func="tanh", bus_words=4)
+    rng = np.random.default_rng(9)
+    xs = [rng.integers(-32768, 32768, n) for n in (200, 23)]
+    jobs = [dict(axi_job(xs[0], cfg), reset_after=30), axi_job(xs[1], cfg)]
+    cut, after = run_axi_jobs(SHELL, cfg, jobs, *axi_ports(cfg, 0.8, 0.6, seed=3), sim=sim,
+                              name="shell-reset", max_cycles=5000)
+    assert_cleared_by_reset(cut)
+    assert cut["beats_out_before_reset"] < -(-200 // 4)
+    np.testing.assert_array_equal(to_signed(after["packets"]["m_axis_y"], 16),
+                                  ref_pwl(xs[1], fit_table(cfg)))
+    assert after["counters"]["cycles"] == after["end"] - after["start_ack"]
 
 
 def test_shell_ports_are_vivado_names():

@@ -15,6 +15,7 @@ from gen.spmv import SpmvConfig, compile_tiled, ref_spmv
 from gen.spmv.twin import IRQ_ENABLE, Y_WORDS, axi_job, axi_ports
 from hdl.spmv import SHELL
 from hdl.spmv.shell import REGMAP
+from tb.shell_checks import assert_cleared_by_reset
 
 JOB_INPUTS = REGMAP.offset("JOB_INPUTS")
 
@@ -163,9 +164,7 @@ def test_shell_reset_mid_job(sim):
     sources, sinks = _ports(CFG, 0.8, 0.8, 0.7, 4)
     cut, after = run_axi_jobs(SHELL, CFG, jobs, sources, sinks, sim=sim, name="shell-reset",
                               max_cycles=20_000)
-    assert cut["reset"] and cut["status"] == 0 and cut["irq"] == 0 and cut["irq_status"] == 0
-    assert cut["counters"] == {"cycles": 0, "busy": 0, "stall_in": 0, "stall_out": 0}
-    assert 0 < cut["beats_in"]
+    assert_cleared_by_reset(cut)
     y = np.asarray(after["packets"]["m_axis_y"], dtype=np.int64)
     np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
                                   ref_spmv(w, xs[1], CFG))
