@@ -7,11 +7,11 @@ import numpy as np
 
 from gen.core.config import SpnnError
 from gen.fc import FcConfig, dense_cycles, encode, fc_schedule, ref_fc, storage_bits
-from gen.fc.twin import rtl_fc
+from gen.fc.twin import axi_job, rtl_fc, rtl_fc_axi
 from gen.core.fixed import QFormat, decode
 from gen.core.runutil import (add_common_arguments, check_common, check_not_empty, codes_of,
                               config_or_error, format_arg, int_arg, load_npy, make_report,
-                              run_outputs, signed_bits)
+                              roofline_fields, run_outputs, signed_bits)
 
 HELP = "batched FC engine on FD-CSR weights (seed 001)"
 DESCRIPTION = """\
@@ -29,9 +29,17 @@ The output holds the exact integer sums (codes of Q(w.int + x.int + log2 cols,
 w.frac + x.frac)) when both inputs are integer codes, real values (float64) otherwise.
 --raw insists on integer codes in and out (float input is then an error).
 
+--bus-words N runs the accelerator shell instead of the bare engine (docs/fc.md,
+"Accelerator shell"): X, the FD-CSR metadata, the weight values and Y over AXI4-Stream,
+N / batch rows of X and of Y per beat (N = 1 or a multiple of the hardware batch), each
+pass a job started over AXI4-Lite.  The report then gives end-to-end cycles (first input
+beat to last result beat of each pass, loads included), the shell's counters and the
+roofline bound.
+
 Examples:
   spnn run fc --weights W.npy --x X.npy --out Y.npy --report r.json
   spnn run fc --weights W.npy --x X.npy --lanes 8 --raw --sim icarus
+  spnn run fc --weights W.npy --x X.npy --bus-words 8 --report r.json
 """
 
 
@@ -49,6 +57,9 @@ def add_arguments(parser):
     parser.add_argument("--segs-per-beat", default="4", help="FD-CSR segments per meta "
                         "transfer: 1, 2, 4 (default) or 8")
     parser.add_argument("--raw", action="store_true", help="integer codes in and out")
+    parser.add_argument("--bus-words", default=None, metavar="N",
+                        help="run through the AXI accelerator shell, N words per beat (1, or "
+                        "a multiple of the batch: N / batch rows per beat; 1..32)")
     add_common_arguments(parser)
 
 
@@ -73,7 +84,7 @@ def _codes(arr, fmt, name, fmt_name, raw):
 _DEFAULT_FMT = {"--w-fmt": QFormat(2, 14), "--x-fmt": QFormat(4, 12)}
 _FLAGS = {"batch": "--lanes", "segs_per_beat": "--segs-per-beat", "w_fmt": "--w-fmt",
           "x_fmt": "--x-fmt", "max_cols": "the number of --weights columns",
-          "max_rows": "the number of --weights rows"}
+          "max_rows": "the number of --weights rows", "bus_words": "--bus-words"}
 
 
 def _plan(lanes, n):
@@ -97,6 +108,8 @@ def _prepare(args):
     if segs not in (1, 2, 4, 8):
         raise SpnnError(f"--segs-per-beat must be 1, 2, 4 or 8, not {segs}")
     lanes = None if args.lanes is None else int_arg(args.lanes, "--lanes", 1, 256)
+    bus_words = None if args.bus_words is None else int_arg(args.bus_words, "--bus-words",
+                                                            1, 32)
     check_common(args)
     outputs = run_outputs(args)
     w = load_npy(args.weights, "--weights")
@@ -117,6 +130,9 @@ def _prepare(args):
         raise SpnnError(f"--weights must be at most 65535 x 65536, not {rows} x {cols}")
     n = x.shape[1]
     batch, k, passes = _plan(n if lanes is None else lanes, n)
+    if bus_words not in (None, 1) and bus_words % batch:
+        raise SpnnError(f"--bus-words must be 1 or a multiple of the hardware batch "
+                        f"{batch} (whole rows of X per beat), not {bus_words}")
     wc, w_fmt, w_int = _codes(w, w_fmt, "--weights", "--w-fmt", args.raw)
     xc, x_fmt, x_int = _codes(x, x_fmt, "--x", "--x-fmt", args.raw)
     fd = encode(wc)
@@ -124,16 +140,14 @@ def _prepare(args):
     cfg = config_or_error(FcConfig, _FLAGS, batch=batch, nz_per_clock=k, segs_per_beat=segs,
                           w_fmt=w_fmt, x_fmt=x_fmt,
                           max_cols=max(beat_cols, -(-cols // beat_cols) * beat_cols),
-                          max_rows=rows, addr_width=max(4, fd.nnz.bit_length()))
+                          max_rows=rows, addr_width=max(4, fd.nnz.bit_length()),
+                          bus_words=bus_words or 1)
     return w, x, wc, xc, w_int and x_int, cfg, fd, (batch, passes), outputs
 
 
-def run(args) -> int:
-    w, x, wc, xc, codes_out, cfg, fd, (batch, passes), outputs = _prepare(args)
-    rows, cols = w.shape
-    n = x.shape[1]
-    w_fmt, x_fmt = cfg.w_fmt, cfg.x_fmt
-    sched = fc_schedule(fd, cfg)
+def _rtl_passes(args, wc, xc, cfg, sched, batch, passes):
+    """The bare engine, one run per pass: (Y codes, cycles), RTL == golden and RTL cycles
+    == model checked."""
     ys, cycles = [], 0
     for p in range(passes):
         part = xc[:, p * batch:(p + 1) * batch]
@@ -150,7 +164,48 @@ def run(args) -> int:
                              f"{sched['cycles']}")
         cycles += took
         ys.append(y)
-    yc = np.concatenate(ys, axis=1)
+    return np.concatenate(ys, axis=1), cycles
+
+
+def _axi_passes(args, wc, xc, cfg, sched, batch, passes):
+    """Through the accelerator shell, one job per pass: (Y codes, cycles end to end, the
+    report's shell fields), RTL == golden checked."""
+    parts = [xc[:, p * batch:(p + 1) * batch] for p in range(passes)]
+    ys, records = rtl_fc_axi([wc] * passes, parts, cfg, args.sim, seed=args.seed,
+                             name="cli-axi")
+    for part, y in zip(parts, ys):
+        golden = ref_fc(wc, part, cfg)
+        if not np.array_equal(y, golden):
+            bad = np.argwhere(y != golden)[0]
+            raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
+                             f"{tuple(int(i) for i in bad)}")
+    cycles = sum(r["end"] - r["first_in"] + 1 for r in records)
+    job = axi_job(wc, parts[0], cfg)
+    per_row = cfg.rows_per_beat
+    rows, cols = wc.shape
+    beats = {"s_axis_x": passes * -(-cols // per_row),
+             "s_axis_meta": passes * len(job["packets"]["s_axis_meta"]),
+             "s_axis_vdata": passes * len(job["packets"]["s_axis_vdata"]) // cfg.nz_per_clock,
+             "m_axis_y": passes * -(-rows // per_row)}
+    counters = {k: sum(r["counters"][k] for r in records) for k in records[0]["counters"]}
+    roof = roofline_fields(cycles, passes * sched["ideal_cycles"], beats)
+    return np.concatenate(ys, axis=1), cycles, dict(
+        interface="axi", bus_words=cfg.bus_words, rows_per_beat=per_row, counters=counters,
+        **roof, utilisation_counts="nnz x N / (lanes x end-to-end cycles): loads and "
+        "result stream included")
+
+
+def run(args) -> int:
+    w, x, wc, xc, codes_out, cfg, fd, (batch, passes), outputs = _prepare(args)
+    rows, cols = w.shape
+    n = x.shape[1]
+    w_fmt, x_fmt = cfg.w_fmt, cfg.x_fmt
+    sched = fc_schedule(fd, cfg)
+    shell = {}
+    if args.bus_words is None:
+        yc, cycles = _rtl_passes(args, wc, xc, cfg, sched, batch, passes)
+    else:
+        yc, cycles, shell = _axi_passes(args, wc, xc, cfg, sched, batch, passes)
     y_real = decode(yc, cfg.y_fmt)
     bound = 0.0
     if codes_out:
@@ -184,11 +239,19 @@ def run(args) -> int:
         speedup_vs_dense=dense / cycles,
         weight_bytes={key: bits[key] / 8 for key in ("dense", "csr", "fdcsr", "fdcsr32")},
         error_bound_if_unsaturated=bound,
-        rtl_matches_golden=True, rtl_cycles_match_model=True,
+        rtl_matches_golden=True, **({"rtl_cycles_match_model": True} if not shell else {}),
+        **shell,
     )
     outputs.json(args.report, report)
     outputs.commit()
     model = passes * sched["cycles"]
+    if shell:
+        print(f"fc: {rows}x{cols} @ {cols}x{n}, {fd.nnz} non-zeros, AXI shell at "
+              f"{cfg.bus_words} words per beat, {cfg.lanes} lanes x {passes} pass(es): "
+              f"{cycles} cycles end to end (roofline {shell['roofline_cycles']}, "
+              f"{shell['roofline_bound']}-bound; efficiency "
+              f"{shell['efficiency_vs_roofline']:.3f}); max |error| vs float {err:.3g}")
+        return 0
     print(f"fc: {rows}x{cols} @ {cols}x{n}, {fd.nnz} non-zeros "
           f"({100 * fd.nnz / (rows * cols):.1f} %), {cfg.lanes} lanes x {passes} pass(es): "
           f"{cycles} cycles (model {model}, ideal {ideal} + overhead, dense engine {dense}); "

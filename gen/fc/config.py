@@ -39,6 +39,12 @@ class FcConfig:
         Bits of a value address (non-zeros per job < 2**addr_width), 4..32.
     fifo_depth : int
         Decoded non-zero groups waiting for their values (memory read latency), 2..64.
+    bus_words : int
+        The accelerator shell's bus width in words, 1..32: 1 (the default) carries one row
+        of ``batch`` words per beat on ``s_axis_x`` and ``m_axis_y``; a multiple of
+        ``batch`` carries ``bus_words / batch`` rows per beat (packed, ``tkeep`` marking
+        the present rows).  The engine takes one row per clock either way; the weight
+        values stay ``nz_per_clock`` per beat (the engine's issue width).
     """
 
     batch: int = 4
@@ -51,6 +57,7 @@ class FcConfig:
     max_rows: int = 4096
     addr_width: int = 20
     fifo_depth: int = 4
+    bus_words: int = 1
 
     def __post_init__(self):
         check_int(self, "batch", 1, 64)
@@ -68,6 +75,10 @@ class FcConfig:
         check_int(self, "max_rows", 1, 65535)
         check_int(self, "addr_width", 4, 32)
         check_int(self, "fifo_depth", 2, 64)
+        check_int(self, "bus_words", 1, 32)
+        if self.bus_words > 1 and self.bus_words % self.batch:
+            raise ValueError(f"bus_words must be 1 or a multiple of batch = {self.batch} "
+                             f"(whole rows per beat), not {self.bus_words}")
 
     @property
     def beat_cols(self) -> int:
@@ -96,9 +107,14 @@ class FcConfig:
                 f"_w{self.row_width}x{self.segs_per_beat}")
 
     @property
+    def rows_per_beat(self) -> int:
+        """Rows of X (and of Y) per AXI4-Stream beat."""
+        return max(1, self.bus_words // self.batch)
+
+    @property
     def shell_name(self) -> str:
-        """The accelerator shell's module: ``<module>_axi``."""
-        return f"{self.module_name}_axi"
+        """The accelerator shell's module: ``<module>_axi``, ``_w<bus_words>`` beyond 1."""
+        return f"{self.module_name}_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
 
     # Clocks from a ``meta`` transfer to the decoder taking that beat when nothing waits:
     # the input register stage (per-segment popcounts), then the skid buffer's main entry

@@ -21,12 +21,17 @@ def shell_ports(cfg):
     """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s for ``cfg``."""
     meta = cfg.segs_per_beat * (cfg.row_width + cfg.addr_width)
     vaddr = cfg.addr_width + cfg.nz_per_clock.bit_length()
-    return ((AxisPort("x", "x", cfg.x_fmt.width, cfg.batch, packed=False),
+    rows = cfg.rows_per_beat
+    x = (AxisPort("x", "x", cfg.x_fmt.width, cfg.batch, packed=False) if rows == 1 else
+         AxisPort("x", "x", cfg.x_fmt.width, cfg.bus_words, group=cfg.batch))
+    y = (AxisPort("y", "y", cfg.acc_width, cfg.batch, packed=False) if rows == 1 else
+         AxisPort("y", "y", cfg.acc_width, cfg.bus_words, group=cfg.batch))
+    return ((x,
              AxisPort("meta", "meta", meta, 1, packed=False),
              AxisPort("vdata", "vdata", cfg.w_fmt.width, cfg.nz_per_clock, packed=False,
                       framed=False)),
             (AxisPort("vaddr", "vaddr", vaddr, 1, packed=False, framed=False),
-             AxisPort("y", "y", cfg.acc_width, cfg.batch, packed=False)))
+             y))
 
 
 class FcShell(AxiShell):
@@ -41,8 +46,9 @@ class FcShell(AxiShell):
     aclk, aresetn : In(1)
         Clock; synchronous reset while low.
     s_axis_x_tdata, _tkeep, _tlast, _tvalid, _tready :
-        One row of ``X`` per beat (``batch`` words of ``x_fmt``, each in whole bytes);
-        ``cols`` beats, ``tlast`` on the last.
+        The rows of ``X`` (``batch`` words of ``x_fmt`` each, every word in whole bytes),
+        ``rows_per_beat`` rows per beat (``max(1, bus_words / batch)``; ``tkeep`` marks the
+        present rows of a partial last beat); ``cols`` rows, ``tlast`` on the last beat.
     s_axis_meta_tdata, ... :
         One FD-CSR metadata beat per transfer (masks then offsets, as the bare engine's
         ``meta`` payload, in whole bytes); ``tlast`` on the job's last.
@@ -51,8 +57,8 @@ class FcShell(AxiShell):
         order (``nz_per_clock`` values of ``w_fmt``); unframed side channels (``tlast``
         unused), open whenever the engine is.
     m_axis_y_tdata, ... :
-        One row of ``W @ X`` per beat (``batch`` sums of ``acc_width`` bits, zero-padded);
-        ``tlast`` on the ``Y_BEATS``-th.
+        The rows of ``W @ X`` (``batch`` sums of ``acc_width`` bits each, zero-padded),
+        ``rows_per_beat`` per beat; ``tlast`` on the beat with the ``Y_BEATS``-th row.
     s_axi_*, irq :
         Control (``hdl/fc/regs.rdl``: ``ROWS``, ``COLS`` replace the bare engine's ``cmd``
         stream) and its interrupt.

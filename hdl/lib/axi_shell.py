@@ -13,8 +13,8 @@ Job registers (the block's map names them; the shell finds them by name):
   A job takes exactly one packet (up to its ``tlast`` beat) on each enabled input port and
   nothing on the others.
 * ``<PORT>_WORDS`` (field ``count``, 32 bits): the words a job delivers on a packed output
-  port (``<PORT>_BEATS`` on a direct one: its transfers); the shell sets ``tlast`` on the
-  beat holding the ``count``-th.  0: the port sends nothing in this job.
+  port (``<PORT>_BEATS`` on a direct or grouped one: its transfers); the shell sets
+  ``tlast`` on the beat holding the ``count``-th.  0: the port sends nothing in this job.
 * Descriptor registers (:class:`RegPort`): written before the start, offered to the block
   as one transfer at every start.
 * Result registers (:class:`RegSink`): a block output with one transfer per job (e.g. its
@@ -69,6 +69,11 @@ class AxisPort:
         True: part of the job (an input takes one packet per job, an output is counted and
         ends with ``tlast``).  False: a side channel open whenever the block is (e.g. a
         memory's requests and responses): never gated, never counted, ``tlast`` low.
+    group : int
+        Packed ports only: words per block transfer (e.g. a row of ``batch`` words); a beat
+        carries up to ``words / group`` transfers (``words`` a multiple of ``group``),
+        ``tkeep`` marks the present ones, each word still in its own lane.  An output port
+        with ``group > 1`` is counted in transfers (``<PORT>_BEATS``).
     """
 
     inner: str
@@ -77,6 +82,12 @@ class AxisPort:
     words: int
     packed: bool = True
     framed: bool = True
+    group: int = 1
+
+    def __post_init__(self):
+        if self.group < 1 or self.words % self.group or (self.group > 1 and not self.packed):
+            raise ValueError(f"{self.name}: a group of {self.group} words needs a packed port "
+                             f"whose {self.words} words per beat it divides")
 
     @property
     def signature(self) -> AxisSignature:
@@ -172,13 +183,18 @@ class AxiShell(wiring.Component):
         moved = Signal(name=f"{port.name}_moved")
         last_word = Signal(name=f"{port.name}_last_word")
         if port.packed:
-            m.submodules[f"{port.name}_in"] = adapt = AxisToWords(port.word_width, port.words)
+            lane, g = 8 * port.word_bytes, port.group
+            # a group is one wide word of g lanes to the adapter (same bytes, same tkeep)
+            m.submodules[f"{port.name}_in"] = adapt = AxisToWords(
+                port.word_width if g == 1 else g * lane, port.words // g)
+            data = adapt.o.p.data
             m.d.comb += [adapt.s.tdata.eq(bus("tdata")), adapt.s.tkeep.eq(bus("tkeep")),
                          adapt.s.tlast.eq(bus("tlast")),
                          adapt.s.tvalid.eq(bus("tvalid") & gate),
                          bus("tready").eq(adapt.s.tready & gate),
                          inner.valid.eq(adapt.o.valid),
-                         inner.payload.eq(adapt.o.p.data),
+                         inner.payload.eq(data if g == 1 else Cat(
+                             data.word_select(k, lane)[:port.word_width] for k in range(g))),
                          adapt.o.ready.eq(inner.ready),
                          moved.eq(adapt.o.valid & adapt.o.ready),
                          last_word.eq(moved & adapt.o.p.last)]
@@ -205,7 +221,8 @@ class AxiShell(wiring.Component):
         """Count, frame and connect one output port; return (ok, moved, blocked)."""
         bus = lambda s: self._bus(f"m_axis_{port.name}", s)         # noqa: E731
         inner = getattr(self.inner, port.inner)
-        target = self._job_field(ctl, f"{port.name}_{'words' if port.packed else 'beats'}_count")
+        unit = "words" if port.packed and port.group == 1 else "beats"
+        target = self._job_field(ctl, f"{port.name}_{unit}_count")
         assert (target is None) == (not port.framed), f"{port.name}: framed outputs are counted"
         count = Signal(32, name=f"{port.name}_count")
         last = Signal(name=f"{port.name}_last")
@@ -215,9 +232,15 @@ class AxiShell(wiring.Component):
             m.d.comb += last.eq(count + 1 == target)
         if port.packed:
             assert target is not None, f"packed output {port.name} needs {port.name}_words"
-            m.submodules[f"{port.name}_out"] = adapt = WordsToAxis(port.word_width, port.words)
+            lane, g, w = 8 * port.word_bytes, port.group, port.word_width
+            m.submodules[f"{port.name}_out"] = adapt = WordsToAxis(
+                w if g == 1 else g * lane, port.words // g)
+            payload = Value.cast(inner.payload).as_unsigned()
+            if g > 1:                                   # each word into its own lane
+                payload = Cat(Cat(payload[k * w:(k + 1) * w], Const(0, lane - w))
+                              for k in range(g))
             m.d.comb += [adapt.i.valid.eq(inner.valid),
-                         adapt.i.p.data.eq(Value.cast(inner.payload).as_unsigned()),
+                         adapt.i.p.data.eq(payload),
                          adapt.i.p.last.eq(last), inner.ready.eq(adapt.i.ready)]
             for name in ("tdata", "tkeep", "tlast", "tvalid"):
                 m.d.comb += bus(name).eq(getattr(adapt.m, name))

@@ -156,7 +156,8 @@ COMMANDS = {
         files=["--out", "--report"], folders=[], other={"--alloc", "--sim", "--waves"}),
     "run fc": dict(
         argv=["run", "fc", "--weights", "{W2}", "--x", "{X2}"],
-        arrays=["--weights", "--x"], ints=["--lanes", "--segs-per-beat", "--seed"],
+        arrays=["--weights", "--x"], ints=["--lanes", "--segs-per-beat", "--seed",
+                                           "--bus-words"],
         floats=[], formats=["--w-fmt", "--x-fmt"], files=["--out", "--report"], folders=[],
         other={"--raw", "--sim", "--waves"}),
     "run conv": dict(

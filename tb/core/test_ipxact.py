@@ -38,7 +38,9 @@ def _text(node, path):
 
 # one bus width per block, both for the PWL shell (each conversion of a large block's
 # default config costs seconds)
-@pytest.mark.parametrize("name, words", [("pwl", 1)] + [(name, 4) for name in SHELLS])
+# (fc at 8: two rows of its default batch 4 per beat, the grouped ports)
+@pytest.mark.parametrize("name, words",
+                         [("pwl", 1)] + [(name, 4) for name in SHELLS] + [("fc", 8)])
 def test_component_matches_verilog(tmp_path, name, words):
     sets = _sets(name, words)
     module, folder = _package(tmp_path, name, *(f"{k}={v}" for k, v in sets.items()))

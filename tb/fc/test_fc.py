@@ -353,6 +353,30 @@ def test_cli_run_fc(tmp_path, capsys):
     assert report["max_abs_error"] <= report["error_bound_if_unsaturated"]
 
 
+def test_cli_run_fc_through_the_shell(sim, tmp_path, capsys):
+    """``--bus-words 4`` at batch 2 (two passes of 2 columns, 3 input columns): two rows of X
+    and of Y per beat; exact, with the end-to-end and roofline fields."""
+    import json
+    rng = np.random.default_rng(52)
+    w = prune_random((7, 37), 0.3, rng, 12)
+    x = rng.integers(-300, 300, size=(37, 3))
+    np.save(tmp_path / "W.npy", w)
+    np.save(tmp_path / "X.npy", x)
+    assert _spnn("run", "fc", "--weights", tmp_path / "W.npy", "--x", tmp_path / "X.npy",
+                 "--raw", "--lanes", "2", "--bus-words", "4", "--out", tmp_path / "Y.npy",
+                 "--report", tmp_path / "r.json", "--sim", sim) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "Y.npy"), w @ x)
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["interface"] == "axi" and r["bus_words"] == 4 and r["rows_per_beat"] == 2
+    assert r["passes"] == 2 and r["config"]["bus_words"] == 4
+    assert r["bus_beats"]["s_axis_x"] == 2 * 19 and r["bus_beats"]["m_axis_y"] == 2 * 4
+    assert r["roofline_cycles"] == max(r["compute_bound_cycles"], r["bandwidth_bound_cycles"])
+    assert r["end_to_end_cycles"] == r["cycles"] >= r["roofline_cycles"]
+    assert r["efficiency_vs_roofline"] == r["roofline_cycles"] / r["cycles"]
+    assert r["counters"]["cycles"] >= r["cycles"] - 2
+    assert "AXI shell at 4 words per beat" in capsys.readouterr().out
+
+
 def test_cli_integer_arrays_are_codes(sim, tmp_path, capsys):
     """Regression (#21): int16 W and X without --raw gave saturated Q2.14 garbage with exit
     0; integer arrays are codes now, so the result is the exact integer W @ X."""
@@ -389,6 +413,11 @@ def test_cli_integer_arrays_are_codes(sim, tmp_path, capsys):
      "--segs-per-beat must be 1, 2, 4 or 8, not 3"),
     (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--x-fmt", "Q30.2"],
      "--x-fmt must be 2 to 24 bits wide"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--bus-words", "4"],
+     "--bus-words must be 1 or a multiple of the hardware batch 3 (whole rows of X per "
+     "beat), not 4"),
+    (["--weights", "{d}/W.npy", "--x", "{d}/X.npy", "--bus-words", "33"],
+     "--bus-words must be"),
 ])
 def test_cli_run_fc_errors(tmp_path, capsys, args, message):
     np.save(tmp_path / "W.npy", np.ones((4, 10)) * 0.5)

@@ -4,6 +4,8 @@ simulators: job sizes in registers, rows of X, FD-CSR metadata and results over 
 the weight memory's requests and responses as unframed side channels; jobs back to back with
 idle inputs and back-pressure, the counters against what the bench saw."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -25,25 +27,29 @@ def _case(rng, rows, cols, n, density):
     return w, rng.integers(fmt.min_code, fmt.max_code + 1, size=(cols, n))
 
 
-@pytest.mark.parametrize("valid_prob, ready_prob", [(0.6, 0.5), (1.0, 1.0)])
-def test_shell_jobs(sim, valid_prob, ready_prob):
+@pytest.mark.parametrize("valid_prob, ready_prob, bus_words", [(0.6, 0.5, 1), (1.0, 1.0, 1),
+                                                               (0.6, 0.5, 6)])
+def test_shell_jobs(sim, valid_prob, ready_prob, bus_words):
     """Three layers back to back: 9 x 37 at 30 % with a full batch, 1 x 5 (one row, one
-    activation column), 20 x 17 with an empty row and an empty column."""
+    activation column), 20 x 17 with an empty row and an empty column; with ``bus_words``
+    6, three rows of X and of Y per beat (partial last beats: 37, 5, 17 rows in; 9, 1, 20
+    out)."""
+    cfg = dataclasses.replace(CFG, bus_words=bus_words)
     rng = np.random.default_rng(31)
     cases = [_case(rng, 9, 37, 2, 0.3), _case(rng, 1, 5, 1, 0.6), _case(rng, 20, 17, 2, 0.4)]
     cases[2][0][4] = 0
     cases[2][0][:, 6] = 0
     ws, xs = [c[0] for c in cases], [c[1] for c in cases]
-    ys, records = rtl_fc_axi(ws, xs, CFG, sim, valid_prob=valid_prob, ready_prob=ready_prob,
-                             seed=2, name=f"jobs-{int(valid_prob * 10)}")
+    ys, records = rtl_fc_axi(ws, xs, cfg, sim, valid_prob=valid_prob, ready_prob=ready_prob,
+                             seed=2, name=f"jobs-{int(valid_prob * 10)}-{bus_words}")
     for w, x, y, job in zip(ws, xs, ys, records):
-        np.testing.assert_array_equal(y, ref_fc(w, x, CFG))
+        np.testing.assert_array_equal(y, ref_fc(w, x, cfg))
         c = job["counters"]
         assert job["status"] == 0b10
         assert (job["irq"], job["irq_after_ack"], job["irq_status_after_ack"]) == (1, 0, 0)
         assert c["cycles"] == job["end"] - job["start_ack"]
         assert c["busy"] <= c["cycles"]
-        assert len(job["packets"]["m_axis_y"]) == w.shape[0] * CFG.batch
+        assert len(job["packets"]["m_axis_y"]) == w.shape[0] * cfg.batch
     if valid_prob < 1:
         assert sum(j["stall_in"] for j in records) > 0
 
@@ -77,3 +83,14 @@ def test_regmap_and_ports():
     assert ports["s_axis_vdata_tdata"] == ("input", 32)      # 2 values per response
     assert ports["m_axis_y_tdata"][0] == "output"
     assert not [p for p in ports if "__" in p]
+
+
+def test_bus_words_is_whole_rows():
+    """``bus_words`` 1 (a row per beat) or a multiple of ``batch``; the shell's module name
+    carries it."""
+    assert FcConfig(batch=2, bus_words=6).rows_per_beat == 3
+    assert FcConfig(batch=4, bus_words=1).rows_per_beat == 1
+    assert FcConfig(batch=2, bus_words=6).shell_name.endswith("_axi_w6")
+    for bad in (0, 3, 33):
+        with pytest.raises(ValueError, match="bus_words must be"):
+            FcConfig(batch=2, bus_words=bad)
