@@ -41,6 +41,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from gen.registry import HEAP_TIMING_DEFAULT, configs_for
@@ -51,6 +52,7 @@ from gen.core.runutil import float_arg, int_arg
 
 __all__ = ["TARGETS", "VIVADO_PART", "DEFAULT_FREQ", "verilog_ports", "harness_verilog",
            "synth", "result_tag", "default_router", "config_id", "markdown_table",
+           "ShellTarget", "clock_ports",
            "write_summary", "vivado_files", "register"]
 
 DEFAULT_FREQ = 150.0
@@ -158,11 +160,48 @@ def harness_verilog(module: str, ports: list) -> str:
     from gen.core.emit import to_verilog
     from hdl.lib.timing import TimingHarness
 
-    inputs = [(n, w) for n, d, w in ports if d == "input" and n not in ("clk", "rst")]
+    clock, reset = clock_ports(ports)
+    inputs = [(n, w) for n, d, w in ports if d == "input" and n not in (clock, reset)]
     outputs = [(n, w) for n, d, w in ports if d == "output"]
     if any(d == "inout" for _, d, _ in ports):
         raise SpnnError(f"module {module} has inout ports; the timing harness cannot wrap it")
-    return to_verilog(TimingHarness(module, inputs, outputs), f"{module}_harness")
+    return to_verilog(TimingHarness(module, inputs, outputs, clock, reset,
+                                    reset_low=reset == "aresetn"), f"{module}_harness")
+
+
+def clock_ports(ports: list) -> tuple:
+    """``(clock, reset)`` port names of a module: ``aclk``/``aresetn`` (an accelerator
+    shell) or ``clk``/``rst`` (a bare block)."""
+    names = {n for n, _, _ in ports}
+    return ("aclk", "aresetn") if "aclk" in names else ("clk", "rst")
+
+
+@dataclass(frozen=True)
+class ShellTarget:
+    """A block's accelerator shell as a synthesis target: the parts of a
+    :class:`gen.core.block.Block` that :func:`synth` and scripts/bench_synth.py use, with
+    the shell's gateware and module name and the block's placer settings."""
+
+    block: object
+    is_shell = True
+
+    @property
+    def name(self) -> str:
+        return self.block.name
+
+    @property
+    def placer(self) -> str:
+        return self.block.placer
+
+    @property
+    def heap_timing(self):
+        return self.block.heap_timing
+
+    def build(self, cfg):
+        return self.block.shell.build(cfg)
+
+    def module_name(self, cfg) -> str:
+        return self.block.shell.module_name(cfg)
 
 
 def _tool(name: str) -> str:
@@ -374,7 +413,11 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
     work.mkdir(parents=True)
     t0 = time.monotonic()
 
-    emit(block, cfg, work)
+    if getattr(block, "is_shell", False):       # the shell's Verilog alone (no manifest)
+        from gen.core.emit import to_verilog
+        (work / f"{module}.v").write_text(to_verilog(block.build(cfg), module))
+    else:
+        emit(block, cfg, work)
     text = (work / f"{module}.v").read_text()
     ports = verilog_ports(text, module)
     sources = [f"{module}.v"]
@@ -384,7 +427,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
         (work / "harness.v").write_text(harness_verilog(module, ports))
         sources.append("harness.v")
         top = f"{module}_harness"
-        harness_ff = sum(w for n, d, w in ports if n not in ("clk", "rst")) + 4
+        harness_ff = sum(w for n, d, w in ports if n not in clock_ports(ports)) + 4
     if spec.get("clock_pin"):
         pin = spec["clock_pin"]
         (work / "harness.lpf").write_text(f'LOCATE COMP "clk" SITE "{pin}";\n'
@@ -417,6 +460,7 @@ def synth(block, cfg, target: str, freq: float = DEFAULT_FREQ, out_dir="build/re
     result = {
         "block": block.name,
         "module": module,
+        "shell": bool(getattr(block, "is_shell", False)),
         "config": config_to_dict(cfg),
         "config_id": config_id(cfg),
         "target": target,
@@ -677,6 +721,11 @@ def _check_synth_args(args):
         raise SpnnError(f"--part must be a Xilinx part name such as {VIVADO_PART}, "
                         f"not {args.part!r}")
     check_output_folder(args.output, output_flag(args))
+    if getattr(args, "shell", False):
+        bare = sorted({block.name for block, _ in jobs if block.shell is None})
+        if bare:
+            raise SpnnError(f"--shell: {', '.join(bare)} has no accelerator shell")
+        jobs = [(ShellTarget(block), cfg) for block, cfg in jobs]
     return jobs
 
 
@@ -753,6 +802,9 @@ def register(subparsers):
     p.add_argument("--crit-exp", default=None,
                    help="heap placer: criticality exponent (--placer-heap-critexp; "
                    "default: the block's: 4 for conv, nextpnr's 2 for the others)")
+    p.add_argument("--shell", action="store_true",
+                   help="synthesise the block's accelerator shell (AXI4-Stream at bus_words, "
+                   "AXI4-Lite control) instead of the bare block")
     p.add_argument("-o", "--output", default="build/reports",
                    help="report folder (default build/reports)")
     p.set_defaults(handler=_cmd_synth)

@@ -15,9 +15,14 @@ class TimingHarness(wiring.Component):
     Parameters
     ----------
     module : str
-        The wrapped module's name (instantiated as ``dut``; it must have ``clk`` and ``rst``).
+        The wrapped module's name (instantiated as ``dut``).
     inputs, outputs : list of (str, int)
         Its other input and output ports, ``(name, width)``, in order.
+    clock, reset : str
+        Its clock and synchronous reset ports (``clk``, ``rst``; an accelerator shell's
+        ``aclk``, ``aresetn``).
+    reset_low : bool
+        The reset is active low (``aresetn``).
 
     Attributes
     ----------
@@ -29,7 +34,7 @@ class TimingHarness(wiring.Component):
     so : Out(1)
         Serial output: the output chain's last bit, registered.
 
-    The module's ``rst`` is the harness's reset through one register; its ``clk`` is the
+    The module's reset is the harness's reset through one register; its clock is the
     harness's clock.
     """
 
@@ -37,8 +42,9 @@ class TimingHarness(wiring.Component):
     load: In(1)
     so: Out(1)
 
-    def __init__(self, module: str, inputs, outputs):
+    def __init__(self, module: str, inputs, outputs, clock="clk", reset="rst", reset_low=False):
         self._module = module
+        self._clock, self._reset, self._reset_low = clock, reset, reset_low
         self._inputs = list(inputs)
         self._outputs = list(outputs)
         super().__init__()
@@ -46,8 +52,8 @@ class TimingHarness(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         rst_q = Signal(reset_less=True)
-        m.d.sync += rst_q.eq(ResetSignal())
-        kwargs = {"i_clk": ClockSignal(), "i_rst": rst_q}
+        m.d.sync += rst_q.eq(~ResetSignal() if self._reset_low else ResetSignal())
+        kwargs = {f"i_{self._clock}": ClockSignal(), f"i_{self._reset}": rst_q}
         n_in = sum(w for _, w in self._inputs)
         n_out = sum(w for _, w in self._outputs)
         if n_in:

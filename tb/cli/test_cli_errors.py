@@ -197,7 +197,8 @@ COMMANDS = {
     "synth": dict(
         argv=["synth", "pwl", "--target", "xc7", "-o", "{out}/s"], arrays=[],
         ints=["--seed", "--timing-weight", "--crit-exp"], floats=["--freq"], formats=[],
-        files=[], folders=["-o"], other={"--all", "--set", "--target", "--router", "--placer"}),
+        files=[], folders=["-o"],
+        other={"--all", "--set", "--target", "--router", "--placer", "--shell"}),
     "vivado": dict(
         argv=["vivado", "pwl", "-o", "{out}/v"], arrays=[], ints=[], floats=["--freq"],
         formats=[], files=[], folders=["-o"], other={"--all", "--set", "--part"}),

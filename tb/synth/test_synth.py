@@ -16,8 +16,8 @@ import pytest
 from gen.registry import BLOCKS
 from gen.cli import main
 from gen.core.config import SpnnError, config_from_strings
-from gen.synth import (harness_verilog, heap_timing_for, result_tag, synth, verilog_ports,
-                       vivado_files, write_summary)
+from gen.synth import (ShellTarget, harness_verilog, heap_timing_for, result_tag, synth,
+                       verilog_ports, vivado_files, write_summary)
 
 SMALLEST_PWL = {"segments": "2", "in_fmt": "Q2.2", "out_fmt": "Q2.2", "slope_width": "8",
                 "guard_bits": "0"}
@@ -77,6 +77,41 @@ def test_nextpnr_ecp5_smoke(tmp_path):
         heap["config_id"])).exists()
     assert "heap timing weight 25, exponent 3" in write_summary(tmp_path).read_text()
     assert result.get("heap_timing") is None             # static placer: no heap settings
+
+
+@pytest.mark.synth
+def test_shell_ecp5_smoke(tmp_path):
+    """The smallest PWL's accelerator shell through synth_ecp5 and nextpnr: the timing
+    harness drives ``aclk`` and an active-low ``aresetn`` (the register file and the
+    adapters survive synthesis: more cells than the bare unit)."""
+    block = BLOCKS["pwl"]
+    cfg = config_from_strings(block.config_cls, dict(SMALLEST_PWL, bus_words="2"))
+    shell = ShellTarget(block)
+    result = synth(shell, cfg, "ecp5", out_dir=tmp_path)
+    bare = synth(block, cfg, "xc7", out_dir=tmp_path)
+    assert result["shell"] and result["module"] == "pwl_sigmoid_axi_w2"
+    assert 20 < result["fmax_mhz"] < 1000
+    assert result["resources"]["ff"] > 2 * bare["resources"]["ff"]
+    work = tmp_path / "synth" / result["work_dir"].rsplit("/", 1)[-1]
+    harness = (work / "harness.v").read_text()
+    assert ".aclk(" in harness and ".aresetn(" in harness and ".clk(" not in harness
+    assert result["harness"]["ff"] == sum(
+        w for n, d, w in verilog_ports((work / "pwl_sigmoid_axi_w2.v").read_text(),
+                                       "pwl_sigmoid_axi_w2")
+        if n not in ("aclk", "aresetn")) + 4
+
+
+def test_harness_reset_polarity():
+    """A shell's ``aresetn`` is driven low while the harness is in reset (the registered
+    reset inverted); a bare block's ``rst`` high."""
+    from amaranth.sim import Simulator
+    from hdl.lib.timing import TimingHarness
+    texts = {low: harness_verilog("m", [("aclk" if low else "clk", "input", 1),
+                                        ("aresetn" if low else "rst", "input", 1),
+                                        ("x", "input", 2), ("y", "output", 1)])
+             for low in (True, False)}
+    assert ".aresetn(" in texts[True] and ".rst(" in texts[False]
+    assert TimingHarness("m", [], [], "aclk", "aresetn", reset_low=True)._reset_low
 
 
 def test_failing_endpoints_summary():
