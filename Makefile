@@ -55,7 +55,7 @@ bench: $(MLSTAMP)
 	  $(PY) -m scripts.$$name; done
 
 synth: $(STAMP)
-	$(PY) -m scripts.bench_synth --reuse --docs
+	$(PY) -m scripts.bench_synth --reuse --shells --docs
 
 waves-check: $(STAMP)
 	$(PY) -m tb.waves check $(if $(SIM),--sim $(SIM))

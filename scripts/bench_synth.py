@@ -9,6 +9,8 @@ For each block in the registry and each of its default configurations:
   seeds, next to the seeds' 100 MHz (seed 000's design clock).
 * xc7 (Virtex-7 class): Yosys ``synth_xilinx -family xc7`` LUT/FF/DSP48E1/BRAM
   counts of the bare block.
+* With ``--shells``: the same for each block's accelerator shell (its first default
+  configuration), tabulated beside the bare block.
 
 A block that fails (emission, synthesis, place and route) is recorded with its
 error and the run goes on.  Per-run work files and JSON go to
@@ -27,8 +29,8 @@ from pathlib import Path
 
 from gen.registry import BLOCKS
 from gen.core.config import config_to_dict
-from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT, TARGETS, _classify,
-                       _versions, config_id, default_router, result_tag, synth)
+from gen.synth import (DEFAULT_FREQ, DEFAULT_PLACER, HEAP_TIMING_DEFAULT, TARGETS, ShellTarget,
+                       _classify, _versions, config_id, default_router, result_tag, synth)
 
 SEED_MHZ = 100.0     # seed 000 (and the VC709 designs) run at 100 MHz
 GOAL_MHZ = 150.0     # project target on ECP5-85 speed 8
@@ -42,7 +44,7 @@ def _same_verilog(block, cfg, work: Path) -> bool:
     """Whether ``work`` holds exactly the Verilog the block emits now."""
     from gen.core.emit import to_verilog
     module = block.module_name(cfg)
-    key = (block.name, config_id(cfg))
+    key = (module, config_id(cfg))
     if key not in _VERILOG:
         _VERILOG[key] = to_verilog(block.build(cfg), module)
     old = work / f"{module}.v"
@@ -83,7 +85,7 @@ def run(block, cfg, target, freq, seed, timeout, reuse):
 
 def bench_config(block, cfg, seeds, freq, timeout, reuse, slow):
     entry = {"block": block.name, "module": block.module_name(cfg),
-             "config": config_to_dict(cfg)}
+             "config": config_to_dict(cfg), "shell": bool(getattr(block, "is_shell", False))}
     try:
         runs = []
         for seed in seeds:
@@ -172,6 +174,8 @@ def markdown(results, freq, seeds) -> str:
         "ECP5 FF (harness) | MULT18 | DP16KD | critical path (ECP5, seed 1) |",
         "|---|---|---:|:-:|---:|---:|---:|---:|---:|---|",
     ]
+    shells = [e for e in results if e.get("shell")]
+    results = [e for e in results if not e.get("shell")]
     for e in results:
         if "ecp5" not in e:
             lines.append(f"| {e['block']} | {e['module']} | failed: {e.get('error', '?')} "
@@ -201,11 +205,49 @@ def markdown(results, freq, seeds) -> str:
         s = e["xc7"]["resources"]
         lines.append(f"| {e['block']} | {e['module']} | {s['lut']} | {s['ff']} | {s['dsp']} | "
                      f"{s['bram']:g} | {s['lutram']} | {s['carry']} |")
-    notes = [f"- {e['module']} {target}: {note}" for e in results for target in ("ecp5", "xc7")
-             for note in e.get(target, {}).get("notes", [])]
+    lines += shells_markdown(shells, results)
+    notes = [f"- {e['module']} {target}: {note}" for e in results + shells
+             for target in ("ecp5", "xc7") for note in e.get(target, {}).get("notes", [])]
     if notes:
         lines += ["", "Notes:", ""] + notes
     return "\n".join(lines) + "\n"
+
+
+def shells_markdown(shells, bare) -> list:
+    """The accelerator shells' table: each shell beside its bare block (same config)."""
+    if not shells:
+        return []
+    lines = ["", "Accelerator shells (AXI4-Stream at the config's `bus_words`, AXI4-Lite "
+             "control, adapters and counters; `spnn synth BLOCK --shell`), default "
+             "configuration, against the bare block of the same configuration (in "
+             "parentheses); ECP5 as above (harness flip-flops included), xc7 without I/O "
+             "buffers:", "",
+             "| block | shell module | ECP5 Fmax MHz | goal 150 | ECP5 LUT4 | ECP5 FF | DP16KD | "
+             "xc7 LUT | xc7 FF | critical path (ECP5, seed 1) |",
+             "|---|---|---:|:-:|---:|---:|---:|---:|---:|---|"]
+    for e in shells:
+        b = next((x for x in bare if x["block"] == e["block"]
+                  and {k: v for k, v in x["config"].items() if k != "bus_words"}
+                  == {k: v for k, v in e["config"].items() if k != "bus_words"}), {})
+        p, q = e.get("ecp5"), b.get("ecp5")
+        if p is None:
+            lines.append(f"| {e['block']} | {e['module']} | failed: {e.get('error', '?')} "
+                         "| | | | | | | |")
+            continue
+
+        def pair(key, this, other):
+            mine = this["resources"][key] if this else "-"
+            return f"{mine} ({other['resources'][key]})" if other else f"{mine}"
+        n = len(p["seeds"])
+        cp = " -> ".join((p["critical_path"] or {}).get("through", []))
+        ns = (p["critical_path"] or {}).get("total_ns")
+        lines.append(
+            f"| {e['block']} | {e['module']} | {p['fmax_median_mhz']:.1f} "
+            f"({p['fmax_best_mhz']:.1f}, {n} seed{'s' if n > 1 else ''}) | "
+            f"{'yes' if p['meets_goal'] else 'no'} | {pair('lut', p, q)} | {pair('ff', p, q)} | "
+            f"{pair('bram', p, q)} | {pair('lut', e.get('xc7'), b.get('xc7'))} | "
+            f"{pair('ff', e.get('xc7'), b.get('xc7'))} | `{cp}` ({ns} ns) |")
+    return lines
 
 
 def spmv_seed_matrix(results):
@@ -215,7 +257,8 @@ def spmv_seed_matrix(results):
     equal to the cycle model); None when that file or an spmv Fmax is missing.
     """
     path = OUT / "spmv.json"
-    fmax = [e["ecp5"] for e in results if e["block"] == "spmv" and "ecp5" in e]
+    fmax = [e["ecp5"] for e in results
+            if e["block"] == "spmv" and "ecp5" in e and not e.get("shell")]
     if not path.exists() or not fmax:
         return None
     bench = json.loads(path.read_text())
@@ -313,6 +356,9 @@ def main(argv=None) -> int:
                         help="reuse per-run results already under build/bench/synth/ (same "
                         "emitted Verilog, tools and clock constraint)")
     parser.add_argument("--blocks", default="", help="comma-separated block names (default all)")
+    parser.add_argument("--shells", action="store_true",
+                        help="also each block's accelerator shell (its first default "
+                        "configuration)")
     parser.add_argument("--markdown-only", action="store_true",
                         help="only regenerate synth.md from synth.json")
     parser.add_argument("--docs", action="store_true",
@@ -341,11 +387,14 @@ def main(argv=None) -> int:
         except Exception as exc:
             results.append({"block": name, "module": "?", "error": f"defaults(): {exc}"})
             continue
-        for cfg in configs:
-            print(f"[{time.monotonic() - t0:6.0f} s] {name}: {block.module_name(cfg)}",
+        targets = [(block, cfg) for cfg in configs]
+        if args.shells and block.shell is not None:
+            targets.append((ShellTarget(block), configs[0]))
+        for target, cfg in targets:
+            print(f"[{time.monotonic() - t0:6.0f} s] {name}: {target.module_name(cfg)}",
                   flush=True)
-            results.append(bench_config(block, cfg, seeds, args.freq, args.timeout, args.reuse,
-                                        args.slow))
+            results.append(bench_config(target, cfg, seeds, args.freq, args.timeout,
+                                        args.reuse, args.slow))
     summary = {"seeds": seeds, "freq_target_mhz": args.freq, "goal_mhz": GOAL_MHZ,
                "seed_design_mhz": SEED_MHZ, "results": results,
                "spmv_seed_matrix": spmv_seed_matrix(results)}

@@ -299,3 +299,23 @@ def test_bench_placers_text():
     assert bench.placers_text([entry("spmv", "static"), entry("pwl"), conv]) \
         == "static for spmv, heap for the others (conv: heap timing weight 30, " \
         "criticality exponent 4)"
+
+
+def test_bench_shells_table():
+    """Shell entries leave the bare tables and get their own, each beside its bare block."""
+    bench = _bench_synth()
+    res = {"lut": 10, "ff": 20, "bram": 1, "dsp": 0, "lutram": 0, "carry": 0}
+
+    def entry(module, shell, lut):
+        ecp5 = {"fmax_median_mhz": 160.0, "fmax_best_mhz": 161.0, "seeds": [1],
+                "meets_goal": True, "resources": dict(res, lut=lut), "harness_ff": 4,
+                "critical_path": {"through": ["a", "b"], "total_ns": 6.0}, "notes": []}
+        return {"block": "pwl", "module": module, "shell": shell,
+                "config": {"func": "sigmoid", "bus_words": 4 if shell else 1},
+                "ecp5": ecp5, "xc7": {"resources": dict(res, lut=lut + 1), "notes": []}}
+    text = bench.markdown([entry("pwl_sigmoid", False, 10), entry("pwl_sigmoid_axi", True, 30)],
+                          150, [1])
+    main, shells = text.split("Accelerator shells")
+    assert "pwl_sigmoid_axi" not in main and "| pwl | pwl_sigmoid | 160.0" in main
+    assert "| pwl | pwl_sigmoid_axi | 160.0 (161.0, 1 seed) | yes | 30 (10) | 20 (20) | " \
+        "1 (1) | 31 (11) | 20 (20) |" in shells
