@@ -27,6 +27,7 @@ import numpy as np
 from gen.conv import ConvConfig, ConvLayer, network_table, plan, ref_conv, stagger_cycles
 from gen.conv.twin import rtl_conv
 from gen.conv.networks import NETWORKS
+from gen.conv.tiling import plan_tiles
 
 OUT = Path("build/bench")
 ARRAYS = {"128x16": ConvConfig(rows=128, cols=16, max_groups=8, drain_rows=8),
@@ -66,6 +67,39 @@ def networks():
                   f"  remainder {net_u['remainder']:.3f}  (bound {net_u['bound']:.3f})"
                   f"  {time.time() - t0:.1f} s", flush=True)
     return results
+
+
+def tiled_networks():
+    """Every layer at full resolution on the arrays' DEFAULT buffers, host-tiled
+    (:func:`gen.conv.tiling.plan_tiles`): end-to-end cycles from the exact model (loads,
+    compute and output stream of every job, one word per clock), against compute-only."""
+    out = {}
+    for aname, cfg in ARRAYS.items():
+        for net, layers in NETWORKS.items():
+            t0 = time.time()
+            cycles = macs = jobs = compute = 0
+            words = {"weights": 0, "features": 0, "outputs": 0}
+            for _, oc, ic, h, w, k, s, p in layers:
+                tp = plan_tiles(ConvLayer(oc, ic, h, w, k, k, s, p), cfg)
+                cycles += tp.cycles
+                macs += tp.macs
+                jobs += tp.jobs
+                compute += sum(t.sched.compute_cycles for t in tp.tiles)
+                for key, value in tp.words.items():
+                    words[key] += value
+            units = cfg.rows * cfg.cols
+            out[f"{net}@{aname}"] = {
+                "jobs": jobs, "cycles": cycles, "compute_cycles": compute, "macs": macs,
+                "words": words, "end_to_end_utilisation": macs / (units * cycles),
+                "compute_utilisation": macs / (units * compute),
+                "buffers": {"feat_depth": cfg.feat_depth, "weight_depth": cfg.weight_depth,
+                            "out_depth": cfg.out_depth, "max_dim": cfg.max_dim,
+                            "max_slots": cfg.max_slots}}
+            r = out[f"{net}@{aname}"]
+            print(f"[tiled] {net:9s} {aname}: {jobs} jobs, end to end "
+                  f"{r['end_to_end_utilisation']:.4f}, compute-only "
+                  f"{r['compute_utilisation']:.3f}  {time.time() - t0:.1f} s", flush=True)
+    return out
 
 
 BATCHES = (1, 2, 4, 8, 16)
@@ -192,7 +226,31 @@ def rtl(sim):
     return rows
 
 
-def markdown(results, rtl_rows, skip=None, batch=None):
+def tiled_markdown(tiled) -> list:
+    if not tiled:
+        return []
+    lines = ["## Default buffers, host-tiled, end to end (batch 1)", "",
+             "Every layer at full resolution on the array's default buffers (feature "
+             "`feat_depth`, weight `weight_depth`, output `out_depth` words, `max_dim`, "
+             "`max_slots`), cut into jobs by `gen.conv.tiling.plan_tiles`. End to end: the "
+             "jobs' exact cycles from the first input word to the last output word "
+             "(`layer_cycles(...)['last_out']`), loads one word per clock and not overlapped "
+             "with compute; utilisation = MACs / (rows x cols x cycles). Compute-only counts "
+             "the same jobs' compute cycles.", "",
+             "| network | array | buffers (feat / weight / out / max_dim) | jobs | end-to-end "
+             "utilisation | compute-only | weight / feature / output words |",
+             "|---|---|---|---|---|---|---|"]
+    for key, r in tiled.items():
+        net, aname = key.split("@")
+        b, w = r["buffers"], r["words"]
+        lines.append(f"| {net} | {aname} | {b['feat_depth']} / {b['weight_depth']} / "
+                     f"{b['out_depth']} / {b['max_dim']} | {r['jobs']} | "
+                     f"{r['end_to_end_utilisation']:.4f} | {r['compute_utilisation']:.3f} | "
+                     f"{w['weights']} / {w['features']} / {w['outputs']} |")
+    return lines + [""]
+
+
+def markdown(results, rtl_rows, skip=None, batch=None, tiled=None):
     lines = ["# Remainder-aware MAC array (seed 002): utilisation", "",
              "Utilisation = MACs / (rows x cols x compute cycles), from the exact cycle model "
              "(`gen.conv.compute_cycles`, the same one the RTL tests pin).", "",
@@ -226,6 +284,7 @@ def markdown(results, rtl_rows, skip=None, batch=None):
                 f"{' '.join(str(tuple(p)) for p in r['remainder']['passes'])} | "
                 f"{r['bound']:.3f} |")
         lines.append("")
+    lines += tiled_markdown(tiled)
     if skip:
         lines += ["## Padding-beat skipping (remainder mapping, `--skip-pad`)", "",
                   "Compute cycles from the exact cycle model; beats whose features are all "
@@ -286,12 +345,13 @@ def main():
     results = networks()
     skip = skip_pad_savings()
     batch = batch_table()
+    tiled = tiled_networks()
     charts(results)
     rtl_rows = [] if args.no_rtl else rtl(args.sim)
     (OUT / "conv.json").write_text(json.dumps({"networks": results, "rtl": rtl_rows,
-                                               "skip_pad": skip, "batch": batch},
-                                              indent=1) + "\n")
-    (OUT / "conv.md").write_text(markdown(results, rtl_rows, skip, batch))
+                                               "skip_pad": skip, "batch": batch,
+                                               "tiled": tiled}, indent=1) + "\n")
+    (OUT / "conv.md").write_text(markdown(results, rtl_rows, skip, batch, tiled))
     print("\nsummary (network-level utilisation, remainder vs naive):")
     for key, table in results.items():
         u = table["network"]
