@@ -7,7 +7,12 @@ import numpy as np
 from gen.conv.layout import _tile_list, stagger_delay
 
 __all__ = ["pass_setup_cycles", "compute_cycles", "stall_free_cycles", "stagger_cycles",
-           "layer_cycles"]
+           "layer_cycles", "shell_cycles", "SHELL_EXTRA_CYCLES"]
+
+# The accelerator shell (hdl/conv/shell.py) at full rate adds 3 clocks to the array's own
+# timeline (descriptor from the registers, the AXI4-Stream adapters on the way in and out),
+# whatever ``bus_words`` (checked at 1, 3 and 4 words per beat).
+SHELL_EXTRA_CYCLES = 3
 
 
 # Pipeline of the array (hdl/conv.py, "pipeline"): a beat issued in cycle t registers its
@@ -135,3 +140,13 @@ def layer_cycles(sched) -> dict:
     first_out = stat + _STAT_TO_OUT
     last_out = first_out + layer.oc * layer.positions - 1
     return {"stat": stat, "first_out": first_out, "last_out": last_out}
+
+
+def shell_cycles(sched) -> int:
+    """End-to-end clocks of one layer through the accelerator shell at full rate (every
+    AXI4-Stream beat offered and taken at once): from its first input beat to its last
+    output beat, both counted; the shell's ``CYCLES`` counter reads one more (it counts from
+    the clock after the start).  Exact (tb/conv/test_shell.py), for any ``bus_words``: the
+    shell still moves one word per clock into and out of the array.  Idle inputs and
+    back-pressure add clocks this does not model."""
+    return layer_cycles(sched)["last_out"] + SHELL_EXTRA_CYCLES

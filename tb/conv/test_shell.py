@@ -7,7 +7,7 @@ statistics read back from registers, the counters against what the bench saw."""
 import numpy as np
 import pytest
 
-from gen.conv import ConvConfig, ConvLayer, plan, ref_conv
+from gen.conv import ConvConfig, ConvLayer, plan, ref_conv, shell_cycles
 from gen.conv.twin import axi_job, rtl_conv_axi
 from gen.core.fixed import to_signed
 from gen.core.sim import axi_ports, run_axi_jobs
@@ -61,6 +61,9 @@ def test_shell_layers(sim, valid_prob, ready_prob, extreme):
         words = layer.batch * layer.oc * layer.ho * layer.wo
         assert job["beats_out"] == -(-words // CFG.bus_words)
         assert c["busy"] <= c["cycles"]
+        if valid_prob == ready_prob == 1.0:        # the full-rate end-to-end model, exact
+            assert job["end"] - job["first_in"] + 1 == shell_cycles(sched)
+            assert c["cycles"] == shell_cycles(sched) + 1
     if valid_prob < 1:
         assert sum(j["stall_out_any"] for j in records) > 0
         assert sum(j["stall_in_any"] for j in records) > 0

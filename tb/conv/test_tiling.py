@@ -7,7 +7,7 @@ simulators."""
 import numpy as np
 import pytest
 
-from gen.conv import ConvConfig, ConvLayer, layer_cycles, ref_conv
+from gen.conv import ConvConfig, ConvLayer, layer_cycles, ref_conv, shell_cycles
 from gen.conv.tiling import plan_tiles, run_tiles, tile_input
 from gen.conv.twin import rtl_conv_axi
 from gen.core.config import SpnnError
@@ -87,3 +87,4 @@ def test_tiled_layer_through_the_shell(sim):
     y = run_tiles(x, wt, tp, lambda xt, wt_, sched: next(got))
     np.testing.assert_array_equal(y, ref_conv(x[0], wt, 1, 1)[None])
     assert all(r["status"] == 0b10 for r in records)
+    assert tp.shell_cycles == sum(shell_cycles(t.sched) for t in tp.tiles)
