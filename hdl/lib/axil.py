@@ -10,7 +10,7 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["AxiLiteSignature", "AxiLiteRegisters", "OKAY", "SLVERR"]
+__all__ = ["AxiLiteSignature", "AxiLiteRegisters", "hw_members", "OKAY", "SLVERR"]
 
 OKAY, SLVERR = 0b00, 0b10
 
@@ -40,7 +40,7 @@ def _port(reg, field) -> str:
     return f"{reg.name}_{field.name}".lower()
 
 
-def _hw_members(regmap) -> dict:
+def hw_members(regmap) -> dict:
     """``{name: member}`` of the ``hw`` interface of :class:`AxiLiteRegisters`."""
     members = {}
     for reg in regmap.registers:
@@ -87,7 +87,7 @@ class AxiLiteRegisters(wiring.Component):
     def __init__(self, regmap):
         self.regmap = regmap
         super().__init__({"axi": In(AxiLiteSignature(regmap.addr_width)),
-                          "hw": Out(wiring.Signature(_hw_members(regmap)))})
+                          "hw": Out(wiring.Signature(hw_members(regmap)))})
 
     def _read_value(self, reg):
         parts, pos = [], 0

@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from gen.core.regmap import compile_rdl
-from hdl.lib.axil import AxiLiteRegisters, AxiLiteSignature, _hw_members
+from hdl.lib.axil import AxiLiteRegisters, AxiLiteSignature, hw_members
 
 __all__ = ["flat_members", "connect_flat", "clock_from_ports", "JobControl", "CONTROL_MAP"]
 
@@ -88,7 +88,7 @@ class JobControl(wiring.Component):
     def __init__(self, regmap=CONTROL_MAP):
         self.regmap = regmap
         self.regs = AxiLiteRegisters(regmap)
-        own = set(_hw_members(CONTROL_MAP))
+        own = set(hw_members(CONTROL_MAP))
         hw = self.regs.signature.members["hw"].signature.members
         self.job_fields = [name for name in hw if name not in own]
         members = {
