@@ -7,7 +7,9 @@ apply it is ``null``)::
     block, config, formats, sim, cycles, ideal_cycles, efficiency (= ideal / cycles),
     utilisation, samples, max_abs_error
 
-followed by block-specific fields.  ``docs/reports.md`` documents them.
+then ``interface`` (``stream``: the bare block; ``axi``: its accelerator shell, with the
+fields of :func:`roofline_fields`), followed by block-specific fields.  ``docs/reports.md``
+documents them.
 """
 
 import math
@@ -22,7 +24,7 @@ from gen.core.outputs import Outputs
 __all__ = ["load_npy", "check_finite", "check_not_empty", "int_codes", "signed_bits",
            "quantise_checked", "codes_of", "config_or_error", "flag_message",
            "add_common_arguments", "make_report", "int_arg", "float_arg",
-           "format_arg", "check_common", "run_outputs", "REPORT_FIELDS"]
+           "format_arg", "check_common", "run_outputs", "roofline_fields", "REPORT_FIELDS"]
 
 REPORT_FIELDS = ("block", "config", "formats", "sim", "cycles", "ideal_cycles", "efficiency",
                  "utilisation", "samples", "max_abs_error")
@@ -228,6 +230,7 @@ def make_report(block, cfg, formats, sim, cycles, ideal_cycles, samples, max_abs
         "max_abs_error": max_abs_error,
     }
     report.update(extra)
+    report.setdefault("interface", "stream")      # the bare block unless a shell ran
     return report
 
 
