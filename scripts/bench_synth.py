@@ -356,9 +356,10 @@ def main(argv=None) -> int:
                         help="reuse per-run results already under build/bench/synth/ (same "
                         "emitted Verilog, tools and clock constraint)")
     parser.add_argument("--blocks", default="", help="comma-separated block names (default all)")
-    parser.add_argument("--shells", action="store_true",
+    parser.add_argument("--shells", nargs="?", const="all", default=None, metavar="BLOCKS",
                         help="also each block's accelerator shell (its first default "
-                        "configuration)")
+                        "configuration); with a comma-separated list, only those blocks' "
+                        "shells")
     parser.add_argument("--markdown-only", action="store_true",
                         help="only regenerate synth.md from synth.json")
     parser.add_argument("--docs", action="store_true",
@@ -376,6 +377,11 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"unknown blocks: {', '.join(unknown)}; registered: "
                      f"{', '.join(sorted(BLOCKS))}")
+    shells = set()
+    if args.shells:
+        shells = set(BLOCKS) if args.shells == "all" else set(args.shells.split(","))
+        if shells - set(BLOCKS):
+            parser.error(f"unknown blocks in --shells: {', '.join(sorted(shells - set(BLOCKS)))}")
     seeds = list(range(1, args.seeds + 1))
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -388,7 +394,7 @@ def main(argv=None) -> int:
             results.append({"block": name, "module": "?", "error": f"defaults(): {exc}"})
             continue
         targets = [(block, cfg) for cfg in configs]
-        if args.shells and block.shell is not None:
+        if name in shells and block.shell is not None:
             targets.append((ShellTarget(block), configs[0]))
         for target, cfg in targets:
             print(f"[{time.monotonic() - t0:6.0f} s] {name}: {target.module_name(cfg)}",
