@@ -321,6 +321,16 @@ def _spnn(*argv):
     return main([str(a) for a in argv])
 
 
+def _save_wx(tmp_path, seed, shape, density):
+    """Pruned 12-bit W (``shape``) and a 3-column X as W.npy and X.npy in ``tmp_path``."""
+    rng = np.random.default_rng(seed)
+    w = prune_random(shape, density, rng, 12)
+    x = rng.integers(-300, 300, size=(shape[1], 3))
+    np.save(tmp_path / "W.npy", w)
+    np.save(tmp_path / "X.npy", x)
+    return w, x
+
+
 @pytest.mark.rtl
 def test_cli_run_fc(tmp_path, capsys):
     """End to end under Icarus (one small build): raw codes (exact) and float input."""
@@ -328,11 +338,7 @@ def test_cli_run_fc(tmp_path, capsys):
     from gen.core.sim import sim_available
     if not sim_available("icarus"):
         pytest.skip("Icarus not installed")
-    rng = np.random.default_rng(50)
-    w = prune_random((6, 40), 0.2, rng, 12)
-    x = rng.integers(-300, 300, size=(40, 3))
-    np.save(tmp_path / "W.npy", w)
-    np.save(tmp_path / "X.npy", x)
+    w, x = _save_wx(tmp_path, 50, (6, 40), 0.2)
     assert _spnn("run", "fc", "--weights", tmp_path / "W.npy", "--x", tmp_path / "X.npy",
                  "--raw", "--lanes", "2", "--out", tmp_path / "Y.npy", "--report",
                  tmp_path / "r.json", "--sim", "icarus") == 0
@@ -357,11 +363,7 @@ def test_cli_run_fc_through_the_shell(sim, tmp_path, capsys):
     """``--bus-words 4`` at batch 2 (two passes of 2 columns, 3 input columns): two rows of X
     and of Y per beat; exact, with the end-to-end and roofline fields."""
     import json
-    rng = np.random.default_rng(52)
-    w = prune_random((7, 37), 0.3, rng, 12)
-    x = rng.integers(-300, 300, size=(37, 3))
-    np.save(tmp_path / "W.npy", w)
-    np.save(tmp_path / "X.npy", x)
+    w, x = _save_wx(tmp_path, 52, (7, 37), 0.3)
     assert _spnn("run", "fc", "--weights", tmp_path / "W.npy", "--x", tmp_path / "X.npy",
                  "--raw", "--lanes", "2", "--bus-words", "4", "--out", tmp_path / "Y.npy",
                  "--report", tmp_path / "r.json", "--sim", sim) == 0
