@@ -8,7 +8,9 @@ roofline_fields``: the larger of the compute bound (MACs or non-zeros / MAC unit
 busiest port's beats (words that must cross it / words per beat).
 
 * spmv: the seed matrix (1024 x 153, 11.7 %, the seed of scripts/bench_spmv.py), P = 32,
-  16 words per beat (``w_lanes`` 16).
+  16 words per beat (``w_lanes`` 16, ``drain_lanes`` 16: 16 results per clock), cut into
+  the column blocks of :func:`gen.spmv.plan_columns`; roofline beats from
+  :func:`gen.spmv.roofline_beats`.
 * lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat; the weights and the
   sequence in one job.
 * conv: the default 16 x 4 array, a 16 x 16 x 3 x 3 layer on 8 x 8 (pad 1), batch 1,
@@ -28,20 +30,22 @@ from scripts.bench_spmv import seed_matrix
 
 
 def spmv_row():
-    from gen.spmv import SpmvConfig, beat_count, compile_tiled, ref_spmv
+    from gen.spmv import (SpmvConfig, compile_tiled, plan_columns, ref_spmv,
+                          roofline_beats)
     from gen.spmv.twin import rtl_spmv_axi
     rng = np.random.default_rng(0)
     w = seed_matrix(0.117, rng)
     x = rng.integers(-2048, 2048, w.shape[1])
     cfg = SpmvConfig(pes=32, rows_per_pe=32, max_cols=256, mem_depth=1024, w_lanes=16,
-                     bus_words=16, acc_width=32)
-    y, job = rtl_spmv_axi(w, x, cfg, "verilator", name="bench-shell")
-    blocks = compile_tiled(w, cfg, "balanced")
+                     drain_lanes=16, bus_words=16, acc_width=32)
+    starts = plan_columns(w, x, cfg)
+    blocks = compile_tiled(w, cfg, col_starts=starts)
+    y, job = rtl_spmv_axi(w, x, cfg, "verilator", name="bench-shell", blocks=blocks)
     nnz = int(np.count_nonzero(w))
-    beats = {"s_axis_w": sum(beat_count(b) for b in blocks),
-             "s_axis_x": -(-w.shape[1] // 16), "m_axis_y": -(-w.shape[0] // 16)}
-    return _row("spmv", "seed matrix 1024 x 153, 11.7 %, P = 32", cfg.bus_words, job,
-                math.ceil(nnz / cfg.pes), beats, np.array_equal(y, ref_spmv(w, x, cfg)))
+    return _row("spmv", f"seed matrix 1024 x 153, 11.7 %, P = 32, {len(blocks)} column "
+                f"blocks, 16 results per clock", cfg.bus_words, job,
+                math.ceil(nnz / cfg.pes), roofline_beats(w, cfg),
+                np.array_equal(y, ref_spmv(w, x, cfg)))
 
 
 def lstm_row():

@@ -12,8 +12,8 @@ from gen.core.runutil import (add_common_arguments, check_common, check_finite, 
                               codes_of, config_or_error, flag_message, float_arg, format_arg,
                               int_arg, load_npy, make_report, roofline_fields, run_outputs,
                               signed_bits)
-from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled, cycle_model, gather_tiled, prune,
-                      ref_spmv, tile_jobs)
+from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled, cycle_model,
+                      gather_tiled, plan_columns, prune, ref_spmv, roofline_beats, tile_jobs)
 from gen.spmv.twin import rtl_spmv_axi, run_jobs
 
 HELP = "load-balanced sparse matrix-vector engine (seed 000)"
@@ -36,9 +36,13 @@ accumulators across a block row.  The weight stream carries --w-lanes words per 
 
 --bus-words N runs the accelerator shell instead of the bare engine (docs/spmv.md,
 "Accelerator shell"): weights, activations and results over AXI4-Stream (N activation /
-result words per beat; --w-lanes defaults to min(N, P) weight words per beat), the job
-started over AXI4-Lite.  The report then gives end-to-end cycles (first input beat to last
-result beat, loads included), the shell's counters and the roofline bound.
+result words per beat; --w-lanes defaults to min(N, P) weight words per beat and
+--drain-lanes to the same when it divides P: that many results per clock and per beat),
+the job started over AXI4-Lite.  A matrix that fits one block is cut into the column
+blocks with the fewest end-to-end cycles by the cycle model (gen.spmv.plan_columns: the
+next block loads while one computes).  The report then gives end-to-end cycles (first
+input beat to last result beat, loads included), the shell's counters and the roofline
+bound.
 
 The report's `cycles` run from the first activation accepted to the last accumulator
 write of the last block (one block: its compute time incl. the fill and drain of the
@@ -84,6 +88,9 @@ def add_arguments(parser):
     parser.add_argument("--w-lanes", default=None,
                         help="weight words per stream beat (1..min(P, 64); default 1, "
                         "with --bus-words N: min(N, P))")
+    parser.add_argument("--drain-lanes", default=None, metavar="D",
+                        help="results per clock: 1 or --w-lanes when it divides P (default "
+                        "1, with --bus-words: --w-lanes when it divides P)")
     parser.add_argument("--bus-words", default=None, metavar="N",
                         help="run the AXI accelerator shell with N activation/result words "
                         "per beat (1..32)")
@@ -110,7 +117,7 @@ def _codes(arr, fmt, name, fmt_name, default):
 _FLAGS = {"acc_width": "--acc-width", "out_fmt": "--out-fmt", "rows_per_pe": "--rows-per-pe",
           "max_cols": "--max-cols", "mem_depth": "--mem-depth", "w_lanes": "--w-lanes",
           "pes": "--pes", "fifo_depth": "--fifo-depth", "w_fmt": "--w-fmt", "x_fmt": "--x-fmt",
-          "bus_words": "--bus-words"}
+          "bus_words": "--bus-words", "drain_lanes": "--drain-lanes"}
 
 
 def _options(args) -> dict:
@@ -139,6 +146,11 @@ def _options(args) -> dict:
         opts["lanes"] = int_arg(args.w_lanes, "--w-lanes", 1, 64)
     else:
         opts["lanes"] = 1 if opts["bus_words"] is None else min(opts["bus_words"], opts["pes"])
+    if args.drain_lanes is not None:
+        opts["drain"] = int_arg(args.drain_lanes, "--drain-lanes", 1, 64)
+    else:
+        wide = opts["bus_words"] is not None and opts["pes"] % opts["lanes"] == 0
+        opts["drain"] = opts["lanes"] if wide else 1
     check_common(args)
     return opts
 
@@ -191,7 +203,8 @@ def _prepare(args):
     cfg = config_or_error(SpmvConfig, _FLAGS, pes=pes, fifo_depth=opts["fifo_depth"],
                           rows_per_pe=rows_per_pe, max_cols=max_cols, mem_depth=mem_depth,
                           w_fmt=w_fmt, x_fmt=x_fmt, acc_width=acc_width, out_fmt=out_fmt,
-                          w_lanes=opts["lanes"], bus_words=opts["bus_words"] or 1)
+                          w_lanes=opts["lanes"], drain_lanes=opts["drain"],
+                          bus_words=opts["bus_words"] or 1)
     try:
         blocks = compile_tiled(w_codes, cfg, args.alloc)
         if opts["mem_depth"] is None:
@@ -280,8 +293,11 @@ def run(args) -> int:
 
 def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outputs) -> int:
     """``--bus-words``: one job through the accelerator shell."""
+    starts = plan_columns(w_codes, x_codes, cfg, args.alloc)
+    if starts != [0]:
+        blocks = compile_tiled(w_codes, cfg, args.alloc, col_starts=starts)
     y, job = rtl_spmv_axi(w_codes, x_codes, cfg, args.sim, alloc=args.alloc,
-                          w_valid_prob=bandwidth, seed=args.seed)
+                          w_valid_prob=bandwidth, seed=args.seed, blocks=blocks)
     golden = ref_spmv(w_codes, x_codes, cfg)
     if not np.array_equal(y, golden):
         bad = int(np.flatnonzero(y != golden)[0])
@@ -295,21 +311,25 @@ def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outp
     err = float(np.max(np.abs(real_y - exact_real))) if len(y) else 0.0
     outputs.npy(args.out, y if exact_ints else real_y)
     cycles = job["end"] - job["first_in"] + 1
-    beats = {"s_axis_w": sum(beat_count(b) for b in blocks),
-             "s_axis_x": -(-sum(b.cols for b in blocks) // cfg.bus_words),
-             "m_axis_y": -(-rows // cfg.bus_words)}
-    roof = roofline_fields(cycles, math.ceil(nnz / cfg.pes), beats)
+    roof = roofline_fields(cycles, math.ceil(nnz / cfg.pes),
+                           roofline_beats(w_codes, cfg, args.alloc))
     formats = {"weights": cfg.w_fmt.to_dict(), "x": cfg.x_fmt.to_dict(),
                "accumulator": cfg.acc_fmt.to_dict(), "output": cfg.out_fmt.to_dict()}
     report = make_report(
         "spmv", cfg, formats, args.sim, cycles, roof["roofline_cycles"], int(rows), err,
         utilisation=nnz / (cfg.pes * cycles) if cycles else None,
         interface="axi", bus_words=cfg.bus_words, w_lanes=cfg.w_lanes,
+        drain_lanes=cfg.drain_lanes, col_starts=[b.col_offset for b in blocks
+                                                 if b.row_offset == 0],
+        weight_beats=sum(beat_count(b) for b in blocks),
         counters=job["counters"], **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
         allocator=args.alloc, pes=cfg.pes, shape=[int(rows), int(cols)], nnz=nnz,
         blocks=len(blocks), w_valid_prob=bandwidth, rtl_matches_golden=True,
         max_abs_error_vs_quantised_product=err,
-        utilisation_counts="nnz / (P x end-to-end cycles): loads and result stream included")
+        utilisation_counts="nnz / (P x end-to-end cycles): loads and result stream included",
+        roofline_counts="the larger of ceil(nnz / P) and the busiest port's beats: weight "
+                        "words (non-zeros, ROW and SKIP words of the matrix as one block) / "
+                        "w_lanes, activations / bus_words, results / result words per beat")
     outputs.json(args.report, report)
     outputs.commit()
     print(f"spmv {rows}x{cols}, nnz {nnz}, P={cfg.pes}, AXI shell at {cfg.bus_words} words "

@@ -26,7 +26,10 @@ Memory layout (per PE, column-packed; loaded at run time, two banks)
 * ``ptr[bank][j]`` = ``(start, count)``: where column ``j``'s entries begin in
   ``entries`` and how many there are (``count`` may be 0).
 * ``rowmap[lane][bank][r div L]`` = ``(pe, local row)`` for row ``r`` of the block
-  row (lane ``r mod L``): results leave in original row order.
+  row (lane ``r mod L``): results leave in original row order.  With ``drain_lanes``
+  ``D > 1`` (``= L``) the rows ``k D .. k D + D - 1`` drain in one clock, row ``r`` from a
+  PE of lane ``r mod D``: the allocator then deals each lane's rows (``r mod D = l``)
+  to that lane's PEs (``p mod D = l``) only.
 * ``acc[local row]``: the accumulators (``acc_fmt``), kept across the blocks of a
   block row, cleared behind the drain (and for ``rows_per_pe`` clocks after reset).
 
@@ -204,8 +207,20 @@ def compile_weights(w_codes, cfg: SpmvConfig, alloc: str = "balanced") -> SpmvPl
 
 
 def _allocate_rows(mask, cfg, alloc):
-    row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask,
+    D = cfg.drain_lanes
+    if D == 1:
+        row_pe, row_local = allocate(mask.sum(axis=1), cfg.pes, alloc, mask,
+                                     capacity=cfg.rows_per_pe)
+    else:
+        # the wide drain reads row r from lane r mod D: each lane's rows are dealt to the
+        # lane's own PEs (p mod D = lane) by the same allocator
+        row_pe = np.zeros(mask.shape[0], dtype=np.int64)
+        row_local = np.zeros(mask.shape[0], dtype=np.int64)
+        for lane in range(D):
+            rows = np.arange(lane, mask.shape[0], D)
+            pe, local = allocate(mask[rows].sum(axis=1), cfg.pes // D, alloc, mask[rows],
                                  capacity=cfg.rows_per_pe)
+            row_pe[rows], row_local[rows] = pe * D + lane, local
     per_pe_rows = np.bincount(row_pe, minlength=cfg.pes) if len(row_pe) \
         else np.zeros(cfg.pes, int)
     if per_pe_rows.max(initial=0) > cfg.rows_per_pe:
@@ -240,7 +255,7 @@ def _block(w, row_pe, row_local, cfg, alloc, **where):
 
 
 def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=None,
-                  block_cols=None) -> list:
+                  block_cols=None, col_starts=None) -> list:
     """Cut a matrix larger than the on-chip memories into a checkerboard of blocks.
 
     Blocks are ``block_rows x block_cols`` (defaults: ``pes * rows_per_pe`` and
@@ -250,6 +265,9 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
     the accumulators sum the partial products across column blocks in column order:
     the result equals :func:`ref_spmv` of the whole matrix.  Returns a list of
     :class:`SpmvPlan` (``first``/``last`` mark the ends of each block row).
+    ``col_starts`` (instead of ``block_cols``): the first column of each column block,
+    ascending from 0 (blocks of any widths up to ``max_cols``, e.g. from
+    :func:`gen.spmv.plan_columns`).
     """
     w = _weight_codes(w_codes, cfg)
     rows, cols = w.shape
@@ -277,14 +295,29 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
     if need > cfg.mem_depth:
         raise ValueError(f"a PE needs {need} weight entries for one column; mem_depth is "
                          f"{cfg.mem_depth}")
+    if col_starts is not None:
+        col_starts = _check_starts(col_starts, cols, cfg)
+        bc = None
     blocks = []
-    col_starts = list(range(0, max(cols, 1), bc)) if cols else [0]
+    if col_starts is None:
+        col_starts = list(range(0, max(cols, 1), bc)) if cols else [0]
+    ends = col_starts[1:] + [max(cols, col_starts[-1])]
     for r0, row_pe, row_local in allocs:
-        for n, c0 in enumerate(col_starts):
-            blocks.append(_block(w[r0:r0 + br, c0:c0 + bc], row_pe, row_local, cfg, alloc,
+        for n, (c0, c1) in enumerate(zip(col_starts, ends)):
+            blocks.append(_block(w[r0:r0 + br, c0:c1], row_pe, row_local, cfg, alloc,
                                  first=(n == 0), last=(n == len(col_starts) - 1),
                                  row_offset=r0, col_offset=c0))
     return blocks
+
+
+def _check_starts(col_starts, cols, cfg):
+    starts = [int(c) for c in col_starts]
+    widths = [b - a for a, b in zip(starts, starts[1:] + [cols])]
+    if not starts or starts[0] != 0 or min(widths) < (1 if cols else 0) \
+            or max(widths) > cfg.max_cols:
+        raise ValueError(f"col_starts must rise from 0 in blocks of 1 to max_cols = "
+                         f"{cfg.max_cols} columns, not {starts} for {cols} columns")
+    return starts
 
 
 def tile_jobs(blocks, x_codes) -> list:

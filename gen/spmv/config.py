@@ -43,6 +43,12 @@ class SpmvConfig:
         Words per weight-stream beat ``L``, 1..min(pes, 64): lane ``l`` feeds the PEs
         ``p`` with ``p mod L = l`` and the rowmap of the rows ``r`` with ``r mod L = l``.
         The accelerator shell's weight port carries one such beat per AXI4-Stream beat.
+    drain_lanes : int
+        Results per clock ``D``: 1, or ``w_lanes`` when ``w_lanes`` divides ``pes``.  With
+        ``D > 1`` the drain reads the rows ``k D .. k D + D - 1`` of a block row in one
+        clock, row ``r`` from lane ``r mod D``, so the compiler keeps every row on a PE of
+        its lane (``row_pe mod D = r mod D``, :func:`gen.spmv.allocate` per lane) and the
+        ``o`` stream carries ``D`` words per transfer.
     bus_words : int
         Activation and result words per AXI4-Stream beat of the accelerator shell, 1..32
         (the bare engine takes and gives one per clock either way).
@@ -58,13 +64,14 @@ class SpmvConfig:
     acc_width: int = 32
     out_fmt: QFormat = QFormat(8, 12)
     w_lanes: int = 1
+    drain_lanes: int = 1
     bus_words: int = 1
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 2, 4096),
                              ("max_cols", 2, 65536), ("mem_depth", 2, 65536),
                              ("acc_width", 2, 64), ("w_lanes", 1, 64),
-                             ("bus_words", 1, 32)):
+                             ("drain_lanes", 1, 64), ("bus_words", 1, 32)):
             check_int(self, name, lo, hi)
         check_format(self, "w_fmt", 2, 32)
         check_format(self, "x_fmt", 2, 32)
@@ -72,6 +79,9 @@ class SpmvConfig:
         if self.w_lanes > self.pes:
             raise ValueError(f"w_lanes must be between 1 and pes = {self.pes}, "
                              f"not {self.w_lanes}")
+        if self.drain_lanes not in (1, self.w_lanes) or self.pes % self.drain_lanes:
+            raise ValueError(f"drain_lanes must be 1 or w_lanes = {self.w_lanes} (when it "
+                             f"divides pes = {self.pes}), not {self.drain_lanes}")
         need = self.w_fmt.width + self.x_fmt.width
         if self.acc_width < need:
             raise ValueError(f"acc_width must be at least w_fmt + x_fmt width = {need}, "
@@ -84,10 +94,15 @@ class SpmvConfig:
 
     @property
     def shell_name(self) -> str:
-        """The accelerator shell's module: ``spmv_axi``, ``_l<w_lanes>`` and
-        ``_w<bus_words>`` beyond 1."""
+        """The accelerator shell's module: ``spmv_axi``, ``_l<w_lanes>``, ``_d<drain_lanes>``
+        and ``_w<bus_words>`` beyond 1."""
         return ("spmv_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
+                + (f"_d{self.drain_lanes}" if self.drain_lanes > 1 else "")
                 + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
+
+    def out_transfers(self, rows: int) -> int:
+        """Transfers on ``o`` for a block row of ``rows`` rows: ``ceil(rows / D)``."""
+        return -(-rows // self.drain_lanes)
 
     @property
     def acc_frac(self) -> int:

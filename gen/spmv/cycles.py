@@ -34,7 +34,8 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     weight-stream bandwidth model: each clock the next word is offered with that
     probability (random gaps; mean bandwidth ``w_valid_prob`` words per clock).
 
-    Returns a dict with the cycle lists ``w``, ``x``, ``o`` and, per block,
+    Returns a dict with the cycle lists ``w``, ``x``, ``o`` (one entry per transfer:
+    ``drain_lanes`` results) and, per block,
     ``load_start``/``load_end`` (first/last weight word), ``compute_start`` (first
     activation accepted, None without columns), ``last_write`` (last accumulator
     update or None), ``done`` (the clock the PEs are seen idle), ``drain_start`` (last
@@ -48,7 +49,7 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     wsrc = ModelSource(sum(nbeats), pattern_for(w_valid_prob, seed, "w"))
     xsrc = ModelSource(sum(len(v) for v in xs), pattern_for(x_valid_prob, seed, "x"))
     o_pat = pattern_for(o_ready_prob, seed, "o")
-    n_out = sum(plan.rows for plan, _ in jobs if plan.last)
+    n_out = sum(cfg.out_transfers(plan.rows) for plan, _ in jobs if plan.last)
     o_cycles = []
     P, D, R = cfg.pes, cfg.fifo_depth, cfg.rows_per_pe
     info = [{"load_start": None, "load_end": None, "compute_start": None,
@@ -179,8 +180,9 @@ def _drain_step(c, out_q, cred, o_ready, o_cycles, cycle):
     pop = out_q > 0 and o_ready
     if pop:
         o_cycles.append(cycle)
-    finished = c["k"] == c["plan"].rows and not any(c["dv"]) and out_q == 0
-    issue = c["k"] < c["plan"].rows and cred > 0
+    n = c["plan"].cfg.out_transfers(c["plan"].rows)   # drain_lanes rows per transfer
+    finished = c["k"] == n and not any(c["dv"]) and out_q == 0
+    issue = c["k"] < n and cred > 0
     out_q += int(c["dv"][-1]) - int(pop)
     c["dv"] = [issue] + c["dv"][:-1]
     c["k"] += issue
@@ -199,6 +201,7 @@ def _block_totals(jobs, info, o_cycles):
         if plan.first or row_start is None:
             row_start = d["compute_start"] if d["compute_start"] is not None else d["done"]
         if plan.last:
-            outs = o_cycles[opos:opos + plan.rows]
-            opos += plan.rows
+            n = plan.cfg.out_transfers(plan.rows)
+            outs = o_cycles[opos:opos + n]
+            opos += n
             d["total_cycles"] = (outs[-1] if outs else d["drain_start"]) - row_start + 1

@@ -13,7 +13,7 @@ from gen.spmv import SpmvConfig, compile_tiled, gather_tiled, tile_jobs, weight_
 
 Y_WORDS, IRQ_ENABLE = REGMAP.offset("Y_WORDS"), REGMAP.offset("IRQ_ENABLE")
 
-__all__ = ["run_jobs", "rtl_spmv", "axi_job", "axi_ports", "rtl_spmv_axi"]
+__all__ = ["run_jobs", "result_words", "rtl_spmv", "axi_job", "axi_ports", "rtl_spmv_axi"]
 
 
 def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_valid_prob=1.0,
@@ -29,7 +29,7 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
     for plan, x in jobs:
         words += weight_beats(plan)
         xdata += [int(v) & xmask for v in np.asarray(x, dtype=np.int64).ravel()]
-        n_out += plan.rows if plan.last else 0
+        n_out += cfg.out_transfers(plan.rows) if plan.last else 0
     if max_cycles is None:
         slow = max(min(w_valid_prob, x_valid_prob, o_ready_prob), 0.05)
         max_cycles = int(200 + 4 * (len(words) + len(xdata) + n_out
@@ -38,13 +38,24 @@ def run_jobs(jobs, cfg: SpmvConfig, sim="verilator", *, w_valid_prob=1.0, x_vali
                    [("o", n_out, o_ready_prob)], seed=seed, reset_at=reset_at,
                    max_cycles=max_cycles)
     result = run_job(GATEWARE, cfg, job, sim=sim, name=name, waves=waves)
-    y = to_signed(result["sinks"]["o"]["data"], cfg.out_fmt.width)
+    y = result_words(result["sinks"]["o"]["data"], cfg)
     ys, pos = [], 0
     for plan, _ in jobs:
         n = plan.rows if plan.last else 0
         ys.append(y[pos:pos + n])
         pos += n
     return ys, result
+
+
+def result_words(payloads, cfg: SpmvConfig) -> np.ndarray:
+    """The result codes of ``o`` transfers (:func:`hdl.spmv.engine.out_layout`): one word
+    each, or the first ``n`` of ``drain_lanes`` words."""
+    W, D = cfg.out_fmt.width, cfg.drain_lanes
+    if D == 1:
+        return to_signed(payloads, W)
+    mask = (1 << W) - 1
+    words = [(int(v) >> (k * W)) & mask for v in payloads for k in range(int(v) >> (D * W))]
+    return to_signed(words, W)
 
 
 def rtl_spmv(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balanced",
@@ -80,14 +91,16 @@ def axi_ports(cfg, w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0)
 
 def rtl_spmv_axi(w_codes, x_codes, cfg: SpmvConfig, sim="verilator", *, alloc="balanced",
                  w_valid_prob=1.0, x_valid_prob=1.0, o_ready_prob=1.0, seed=0,
-                 name="run-axi"):
+                 name="run-axi", blocks=None):
     """``W @ x`` through the accelerator shell: ``x_codes`` one vector (one job) or a list
-    of vectors (one job each, the weights streamed again for each).  Returns ``(y, jobs)``:
+    of vectors (one job each, the weights streamed again for each); ``blocks`` the compiled
+    blocks (default :func:`gen.spmv.compile_tiled` of ``w_codes``).  Returns ``(y, jobs)``:
     the result codes (an array, or a list for a list) and the bench's per-job records
     (:mod:`gen.core.cocotb_axi`)."""
     many = isinstance(x_codes, (list, tuple))
     vectors = list(x_codes) if many else [x_codes]
-    blocks = compile_tiled(w_codes, cfg, alloc)
+    if blocks is None:
+        blocks = compile_tiled(w_codes, cfg, alloc)
     jobs = [axi_job(blocks, x, cfg) for x in vectors]
     words = sum(len(j["packets"]["s_axis_w"]) // cfg.w_lanes + len(j["packets"]["s_axis_x"])
                 for j in jobs)

@@ -34,7 +34,7 @@ was not taken.
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -74,6 +74,11 @@ class AxisPort:
         carries up to ``words / group`` transfers (``words`` a multiple of ``group``),
         ``tkeep`` marks the present ones, each word still in its own lane.  An output port
         with ``group > 1`` is counted in transfers (``<PORT>_BEATS``).
+    partial : bool
+        Direct output ports only: the block's payload is ``{data: words words, n: words
+        present}`` (a prefix; e.g. a drain of several rows per clock whose last transfer
+        is short): ``tkeep`` marks the first ``n`` words, the port is counted in words
+        (``<PORT>_WORDS``) and ``tlast`` rides on the transfer holding the count-th.
     """
 
     inner: str
@@ -83,11 +88,14 @@ class AxisPort:
     packed: bool = True
     framed: bool = True
     group: int = 1
+    partial: bool = False
 
     def __post_init__(self):
         if self.group < 1 or self.words % self.group or (self.group > 1 and not self.packed):
             raise ValueError(f"{self.name}: a group of {self.group} words needs a packed port "
                              f"whose {self.words} words per beat it divides")
+        if self.partial and self.packed:
+            raise ValueError(f"{self.name}: a partial port is a direct (packed=False) one")
 
     @property
     def signature(self) -> AxisSignature:
@@ -221,15 +229,18 @@ class AxiShell(wiring.Component):
         """Count, frame and connect one output port; return (ok, moved, blocked)."""
         bus = lambda s: self._bus(f"m_axis_{port.name}", s)         # noqa: E731
         inner = getattr(self.inner, port.inner)
-        unit = "words" if port.packed and port.group == 1 else "beats"
+        unit = "words" if (port.packed and port.group == 1) or port.partial else "beats"
         target = self._job_field(ctl, f"{port.name}_{unit}_count")
         assert (target is None) == (not port.framed), f"{port.name}: framed outputs are counted"
         count = Signal(32, name=f"{port.name}_count")
         last = Signal(name=f"{port.name}_last")
         sent = Signal(name=f"{port.name}_sent")                     # tlast beat has left
         moved = inner.valid & inner.ready
+        # words per transfer: the payload's n on a partial port, else one transfer
+        step = inner.payload.n if port.partial else 1
         if target is not None:
-            m.d.comb += last.eq(count + 1 == target)
+            m.d.comb += last.eq((count + step >= target) if port.partial
+                                else (count + 1 == target))
         if port.packed:
             assert target is not None, f"packed output {port.name} needs {port.name}_words"
             lane, g, w = 8 * port.word_bytes, port.group, port.word_width
@@ -247,14 +258,17 @@ class AxiShell(wiring.Component):
             m.d.comb += adapt.m.tready.eq(bus("tready"))
         else:
             lane, kb = 8 * port.word_bytes, port.word_bytes
-            payload = Value.cast(inner.payload).as_unsigned()
+            payload = Value.cast(inner.payload.data if port.partial
+                                 else inner.payload).as_unsigned()
+            keep = (Cat(Mux(k < step, (1 << kb) - 1, 0) for k in range(port.words))
+                    if port.partial else (1 << (kb * port.words)) - 1)
             m.d.comb += [bus("tvalid").eq(inner.valid), inner.ready.eq(bus("tready")),
-                         bus("tkeep").eq((1 << (kb * port.words)) - 1), bus("tlast").eq(last)]
+                         bus("tkeep").eq(keep), bus("tlast").eq(last)]
             for k in range(port.words):
                 m.d.comb += bus("tdata").word_select(k, lane).eq(
                     payload[k * port.word_width:(k + 1) * port.word_width])
         with m.If(moved):
-            m.d.sync += count.eq(count + 1)
+            m.d.sync += count.eq(count + step)
         event = bus("tvalid") & bus("tready") & bus("tlast")
         with m.If(event):
             m.d.sync += sent.eq(1)

@@ -15,7 +15,7 @@ from hdl.lib.arith import round_shift
 from hdl.lib.fifo import Queue
 from hdl.spmv.pe import SpmvPE
 
-__all__ = ["SpmvEngine", "word_layout"]
+__all__ = ["SpmvEngine", "word_layout", "out_layout"]
 
 
 def _broadcast(m, value, n, depth, name):
@@ -81,6 +81,17 @@ def word_layout(cfg: SpmvConfig) -> data.StructLayout:
                               "kind": unsigned(3)})
 
 
+def out_layout(cfg: SpmvConfig):
+    """The result-stream payload: one ``out_fmt`` word (``drain_lanes`` = 1), else
+    ``{data: drain_lanes words (word k in bits k * width ..), n: words present}`` (the first
+    ``n`` of the transfer: ``drain_lanes`` but on a block row's last transfer)."""
+    word = signed(cfg.out_fmt.width)
+    if cfg.drain_lanes == 1:
+        return word
+    return data.StructLayout({"data": data.ArrayLayout(word, cfg.drain_lanes),
+                              "n": unsigned(cfg.drain_lanes.bit_length())})
+
+
 class SpmvEngine(wiring.Component):
     """``y = W @ x`` on ``P`` PEs with run-time loaded, column-packed sparse weights.
 
@@ -102,9 +113,12 @@ class SpmvEngine(wiring.Component):
         Activations, ``x_fmt``, one per clock, exactly the block's columns per block
         (column order).  Valid/ready; zero activations are dropped by the non-zero
         detector.
-    o : Out(stream.Signature(signed(out_fmt.width)))
+    o : Out(stream.Signature(out_layout(cfg)))
         Results ``y``, ``out_fmt``, the block row's rows after its last block, in
-        original row order.  Valid/ready stream with back-pressure.
+        original row order, ``drain_lanes`` rows per transfer (:func:`out_layout`: with
+        ``drain_lanes`` > 1 a ``{data, n}`` struct, rows ``k D + l`` in word ``l``, the
+        block row's last transfer holding the remaining ``n``).  Valid/ready stream with
+        back-pressure.
 
     Tile controller
     ---------------
@@ -130,7 +144,8 @@ class SpmvEngine(wiring.Component):
     transfer; a PE issues one non-zero per clock and its sum is final
     ``cfg.pe_latency`` clocks after the issue; a block is done ``cfg.done_delay``
     clocks after its PEs go idle; the drain starts one clock later and its first result
-    leaves ``cfg.drain_latency`` clocks after that, then one per clock.  Every memory
+    leaves ``cfg.drain_latency`` clocks after that, then one transfer (``drain_lanes``
+    rows) per clock.  Every memory
     output is registered before logic uses it.
     :func:`gen.spmv.cycle_model` predicts every transfer's cycle exactly.
     """
@@ -142,7 +157,7 @@ class SpmvEngine(wiring.Component):
         super().__init__({
             "w": In(stream.Signature(data.ArrayLayout(word_layout(cfg), cfg.w_lanes))),
             "x": In(stream.Signature(signed(cfg.x_fmt.width))),
-            "o": Out(stream.Signature(signed(cfg.out_fmt.width))),
+            "o": Out(stream.Signature(out_layout(cfg))),
         })
 
     @property
@@ -385,13 +400,16 @@ class SpmvEngine(wiring.Component):
         """The drain pipeline and the result FIFO (``o``), the clear after reset; returns
         the row counters, the drain valid bits, the result FIFO and the clear address."""
         cfg = self.cfg
-        P, R, L, B = cfg.pes, cfg.rows_per_pe, cfg.w_lanes, cfg.tree_levels
+        P, R, L, B, D = cfg.pes, cfg.rows_per_pe, cfg.w_lanes, cfg.tree_levels, cfg.drain_lanes
         rb = index_bits(cfg.lane_rows)
         # ---- drain: rowmap read -> register -> broadcast tree -> PE address register
         #      (and clear) -> accumulator read -> register (0 unless this PE's row) ->
         #      4-way OR tree (the last level also rounds) -> saturate -> result FIFO.
-        #      It never stalls: a row is issued only while a result slot is free
-        #      (credits), so back-pressure on o reaches no pipeline enable.
+        #      It never stalls: a transfer is issued only while a result slot is free
+        #      (credits), so back-pressure on o reaches no pipeline enable.  With D > 1
+        #      lanes, each issue drains the rows k_div * D + l of every lane l at once:
+        #      lane l's request reaches only the PEs p = l mod D (the rows' own), and each
+        #      lane has its own OR tree.
         k_lane = Signal(range(max(L, 2)))   # k mod L
         k_div = Signal(unsigned(rb))        # k div L
         rows_left = Signal(unsigned(cfg.row_bits))
@@ -402,7 +420,7 @@ class SpmvEngine(wiring.Component):
         map_q = [Signal(unsigned(cfg.pe_bits + cfg.idx_bits), name=f"map_q{lane}")
                  for lane in range(L)]
         # (out_slots RAM words behind a head register: `o` is driven by flip-flops)
-        m.submodules.out_fifo = ofifo = Queue(signed(cfg.out_fmt.width), cfg.out_slots + 1,
+        m.submodules.out_fifo = ofifo = Queue(out_layout(cfg), cfg.out_slots + 1,
                                               registered=True)
         wiring.connect(m, ofifo.o, wiring.flipped(self.o))
         cred = Signal(range(cfg.out_slots + 1), init=cfg.out_slots)
@@ -415,23 +433,65 @@ class SpmvEngine(wiring.Component):
             m.d.sync += cred.eq(cred + 1)
         for _, map_r in maps:
             m.d.comb += [map_r.addr.eq(Cat(k_div, mbank)), map_r.en.eq(1)]
-        map_data = map_q[0]
-        for lane in range(1, L):
-            map_data = Mux(lane1 == lane, map_q[lane], map_data)
-        map_idx = map_data[:cfg.idx_bits]
-        map_pe = map_data[cfg.idx_bits:]
         clr = Signal(range(R + 1))
         # drain requests (dv1) and the clear/drain modes reach the PEs through trees
-        for pe, leaf in zip(pes, _broadcast(m, Cat(dv[1], map_pe, map_idx), P, B, "dtree")):
-            m.d.comb += [pe.dr_v.eq(leaf[0]), pe.dr_pe.eq(leaf[1:1 + cfg.pe_bits]),
-                         pe.dr_idx.eq(leaf[1 + cfg.pe_bits:])]
+        if D == 1:
+            map_data = map_q[0]
+            for lane in range(1, L):
+                map_data = Mux(lane1 == lane, map_q[lane], map_data)
+            reqs = [(pes, Cat(dv[1], map_data[cfg.idx_bits:], map_data[:cfg.idx_bits]), "")]
+        else:
+            # per transfer: the lanes holding a row (l < rows left) and their count,
+            # carried down the pipeline beside dv
+            dm = [Signal(D, name=f"drain_mask{i}") for i in range(2)]
+            dn = [Signal(range(D + 1), name=f"drain_n{i}") for i in range(nd)]
+            m.d.sync += [dm[0].eq(Cat(rows_left > lane for lane in range(D))), dm[1].eq(dm[0]),
+                         dn[0].eq(Mux(rows_left >= D, D, rows_left)),
+                         *[b.eq(a) for a, b in zip(dn, dn[1:])]]
+            reqs = [(pes[lane::D], Cat(dv[1] & dm[1][lane], map_q[lane][cfg.idx_bits:],
+                                       map_q[lane][:cfg.idx_bits]), str(lane))
+                    for lane in range(D)]
+        for lane_pes, req, tag in reqs:
+            for pe, leaf in zip(lane_pes, _broadcast(m, req, len(lane_pes), B, f"dtree{tag}")):
+                m.d.comb += [pe.dr_v.eq(leaf[0]), pe.dr_pe.eq(leaf[1:1 + cfg.pe_bits]),
+                             pe.dr_idx.eq(leaf[1 + cfg.pe_bits:])]
         for pe, leaf in zip(pes, _broadcast(m, Cat(in_drain, in_init, clr), P, B,
                                             "ctree")):
             m.d.comb += [pe.drain.eq(leaf[0]), pe.clr_init.eq(leaf[1]),
                          pe.clr_addr.eq(leaf[2:])]
-        # each PE outputs its drained accumulator or 0 (dv[4 + B]); a registered 4-way
-        # OR tree collects them (the last level also rounds); saturate; result FIFO
-        vals = [pe.dr_data for pe in pes]
+        # each PE outputs its drained accumulator or 0 (dv[4 + B]); registered 4-way OR
+        # trees (one per lane, each as deep as one over all P PEs) collect them (the last
+        # level also rounds); saturate; result FIFO
+        sat = [self._collect(m, [pe.dr_data for pe in lane_pes], tag)
+               for lane_pes, _, tag in reqs]
+        if D == 1:
+            m.d.comb += ofifo.i.payload.eq(sat[0])
+        else:
+            m.d.comb += [ofifo.i.payload.data.eq(Cat(*sat)), ofifo.i.payload.n.eq(dn[-1])]
+        m.d.comb += ofifo.i.valid.eq(dv[-1])
+        m.d.sync += [v.eq(u) for v, u in zip(dv[1:], dv)]
+        m.d.sync += [dv[0].eq(issue), lane0.eq(k_lane), lane1.eq(lane0)]
+        m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
+        with m.If(issue):
+            if D > 1:
+                m.d.sync += [rows_left.eq(rows_left - D), rows_more.eq(rows_left > D),
+                             k_div.eq(k_div + 1)]
+            else:
+                m.d.sync += [rows_left.eq(rows_left - 1), rows_more.eq(rows_left != 1)]
+            if D == 1 and L > 1:
+                with m.If(k_lane == L - 1):
+                    m.d.sync += [k_lane.eq(0), k_div.eq(k_div + 1)]
+                with m.Else():
+                    m.d.sync += k_lane.eq(k_lane + 1)
+            elif D == 1:
+                m.d.sync += k_div.eq(k_div + 1)
+        return k_lane, k_div, rows_left, rows_more, dv, ofifo, clr
+
+    def _collect(self, m, vals, tag):
+        """The registered 4-way OR tree over ``vals`` (``max(1, reduce_levels)`` levels
+        whatever their number; the last level also rounds), then the saturating register;
+        returns the saturated result."""
+        cfg = self.cfg
         shift = cfg.acc_frac - cfg.out_fmt.frac_bits
         levels = max(1, cfg.reduce_levels)
         for level in range(levels):
@@ -443,27 +503,15 @@ class SpmvEngine(wiring.Component):
                 pick = pick.as_signed()
                 if level == levels - 1:
                     pick = round_shift(pick, shift)
-                reg = Signal(signed(len(pick)), name=f"drain_m{level}_{g}", reset_less=True)
+                reg = Signal(signed(len(pick)), name=f"drain{tag}_m{level}_{g}",
+                             reset_less=True)
                 m.d.sync += reg.eq(pick)
                 nvals.append(reg)
             vals = nvals
         assert len(vals) == 1
-        sat_q = Signal(signed(cfg.out_fmt.width), name="drain_sat")
+        sat_q = Signal(signed(cfg.out_fmt.width), name=f"drain{tag}_sat")
         m.d.sync += sat_q.eq(_saturate(vals[0], cfg.out_fmt))
-        m.d.comb += [ofifo.i.payload.eq(sat_q), ofifo.i.valid.eq(dv[-1])]
-        m.d.sync += [v.eq(u) for v, u in zip(dv[1:], dv)]
-        m.d.sync += [dv[0].eq(issue), lane0.eq(k_lane), lane1.eq(lane0)]
-        m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
-        with m.If(issue):
-            m.d.sync += [rows_left.eq(rows_left - 1), rows_more.eq(rows_left != 1)]
-            if L > 1:
-                with m.If(k_lane == L - 1):
-                    m.d.sync += [k_lane.eq(0), k_div.eq(k_div + 1)]
-                with m.Else():
-                    m.d.sync += k_lane.eq(k_lane + 1)
-            else:
-                m.d.sync += k_div.eq(k_div + 1)
-        return k_lane, k_div, rows_left, rows_more, dv, ofifo, clr
+        return sat_q
 
     def port_info(self) -> dict:
         cfg = self.cfg

@@ -18,7 +18,9 @@ def shell_ports(cfg):
     """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s for ``cfg``."""
     return ((AxisPort("w", "w", cfg.word_width, cfg.w_lanes, packed=False),
              AxisPort("x", "x", cfg.x_fmt.width, cfg.bus_words)),
-            (AxisPort("o", "y", cfg.out_fmt.width, cfg.bus_words),))
+            (AxisPort("o", "y", cfg.out_fmt.width, cfg.bus_words) if cfg.drain_lanes == 1
+             else AxisPort("o", "y", cfg.out_fmt.width, cfg.drain_lanes, packed=False,
+                           partial=True),))
 
 
 class SpmvShell(AxiShell):
@@ -41,8 +43,10 @@ class SpmvShell(AxiShell):
         Activations (``x_fmt``), ``bus_words`` per beat, the job's blocks' columns in the
         order of :func:`gen.spmv.tile_jobs`; ``tlast`` on the last.
     m_axis_y_tdata, _tkeep, _tlast, _tvalid, _tready :
-        Results (``out_fmt``, zero-padded to whole bytes), ``bus_words`` per beat, block row
-        by block row in row order; ``tlast`` on the ``Y_WORDS``-th word.
+        Results (``out_fmt``, zero-padded to whole bytes), block row by block row in row
+        order, ``bus_words`` per beat (``drain_lanes`` 1), or one drain transfer of
+        ``drain_lanes`` rows per beat (``tkeep`` marks the rows present: a block row's last
+        beat may be partial); ``tlast`` on the beat with the ``Y_WORDS``-th word.
     s_axi_*, irq :
         Control (``hdl/spmv/regs.rdl``, :mod:`hdl.lib.axi_shell`) and its interrupt.
     """

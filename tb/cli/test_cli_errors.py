@@ -151,7 +151,7 @@ COMMANDS = {
         argv=["run", "spmv", "--weights", "{W2}", "--x", "{x1}"],
         arrays=["--weights", "--x"],
         ints=["--pes", "--fifo-depth", "--acc-width", "--rows-per-pe", "--max-cols",
-              "--mem-depth", "--w-lanes", "--seed", "--bus-words"],
+              "--mem-depth", "--w-lanes", "--drain-lanes", "--seed", "--bus-words"],
         floats=["--density", "--w-valid-prob"], formats=["--w-fmt", "--x-fmt", "--out-fmt"],
         files=["--out", "--report"], folders=[], other={"--alloc", "--sim", "--waves"}),
     "run fc": dict(

@@ -15,6 +15,9 @@ from gen.spmv.twin import run_jobs
 
 # Two hardware configurations keep the simulator builds few.
 CFG_A = SpmvConfig(pes=3, fifo_depth=2, rows_per_pe=8, max_cols=32, mem_depth=256, w_lanes=2)
+# two results per clock (drain_lanes): rows stay on their lane's PEs
+CFG_D = SpmvConfig(pes=4, fifo_depth=2, rows_per_pe=8, max_cols=32, mem_depth=256, w_lanes=2,
+                   drain_lanes=2)
 CFG_B = SpmvConfig(pes=1, fifo_depth=1, rows_per_pe=16, max_cols=16, mem_depth=256,
                    w_fmt=QFormat(8, 0), x_fmt=QFormat(8, 0), acc_width=16,
                    out_fmt=QFormat(16, 0))
@@ -43,6 +46,11 @@ def _exact(w, x, cfg):
     ({"w_fmt": "Q1.7"}, TypeError, "w_fmt must be a QFormat, not 'Q1.7'"),
     ({"pes": 3, "w_lanes": 4}, ValueError, "w_lanes must be between 1 and pes = 3, not 4"),
     ({"x_fmt": QFormat(20, 20)}, ValueError, "x_fmt must be 2 to 32 bits wide, not 40 (Q20.20)"),
+    ({"pes": 4, "w_lanes": 2, "drain_lanes": 4}, ValueError,
+     "drain_lanes must be 1 or w_lanes = 2 (when it divides pes = 4), not 4"),
+    ({"pes": 3, "w_lanes": 2, "drain_lanes": 2}, ValueError,
+     "drain_lanes must be 1 or w_lanes = 2 (when it divides pes = 3), not 2"),
+    ({"drain_lanes": 0}, ValueError, "drain_lanes must be between 1 and 64, not 0"),
 ])
 def test_config_errors(kwargs, exc, message):
     with pytest.raises(exc) as info:
@@ -525,3 +533,78 @@ def test_radix4_product_exhaustive(ww, xw):
     sim.add_testbench(bench)
     sim.run()
     assert not wrong, wrong[:5]
+
+
+# ---------------------------------------------------------------- wide drain, column plans
+
+@pytest.mark.parametrize("alloc", ALLOCATORS)
+def test_wide_drain_keeps_rows_on_their_lane(alloc):
+    rng = np.random.default_rng(31)
+    w = _sparse(rng, 29, 17, 0.4, CFG_D.w_fmt)
+    plan = compile_weights(w, CFG_D, alloc)
+    assert np.array_equal(plan.row_pe % 2, np.arange(29) % 2)
+    assert np.bincount(plan.row_pe, minlength=4).max() <= CFG_D.rows_per_pe
+    # local indices are distinct per PE
+    assert len({(p, i) for p, i in zip(plan.row_pe, plan.row_local)}) == 29
+
+
+def test_wide_drain_rtl(sim):
+    """Two results per clock: directed and random jobs (odd row counts end on a half
+    transfer), back-pressure and idle inputs, a tiled matrix (block rows of 32 and 11 rows),
+    results exact and every transfer on the model's cycle."""
+    rng = np.random.default_rng(32)
+    jobs = _jobs_a(rng)
+    plans = [(compile_weights(w, CFG_D, alloc), x) for w, x, alloc in jobs]
+    knobs = {"w_valid_prob": 0.7, "x_valid_prob": 0.8, "o_ready_prob": 0.4, "seed": 3}
+    ys, result = run_jobs(plans, CFG_D, sim, name="drain2", **knobs)
+    _check(jobs, ys, CFG_D)
+    _assert_cycles(result, cycle_model(plans, CFG_D, **knobs))
+    assert len(result["sinks"]["o"]["cycles"]) == sum(-(-w.shape[0] // 2) for w, _, _ in jobs)
+    w = _sparse(rng, 43, 70, 0.4, CFG_D.w_fmt)
+    x = rng.integers(-3000, 3000, 70)
+    blocks = compile_tiled(w, CFG_D, "balanced")
+    tiled = tile_jobs(blocks, x)
+    ys, result = run_jobs(tiled, CFG_D, sim, name="drain2_tiled", o_ready_prob=0.6, seed=5)
+    np.testing.assert_array_equal(gather_tiled(blocks, ys), ref_spmv(w, x, CFG_D))
+    _assert_cycles(result, cycle_model(tiled, CFG_D, o_ready_prob=0.6, seed=5))
+
+
+def test_wide_drain_reset_in_drain(sim):
+    rng = np.random.default_rng(33)
+    w = _sparse(rng, 21, 25, 0.5, CFG_D.w_fmt)
+    x = rng.integers(-3000, 3000, 25)
+    plans = [(compile_weights(w, CFG_D, "balanced"), x)]
+    at = cycle_model(plans, CFG_D)["jobs"][0]["drain_start"] + CFG_D.drain_latency + 2
+    ys, result = run_jobs(plans, CFG_D, sim, name="drain2_reset", reset_at=at)
+    np.testing.assert_array_equal(ys[0], ref_spmv(w, x, CFG_D))
+    assert 0 < len(result["before_reset"]["o"]["data"]) < 11
+
+
+def test_plan_columns_is_the_models_best():
+    from gen.spmv import column_candidates, plan_columns, roofline_beats
+    rng = np.random.default_rng(34)
+    cfg = SpmvConfig(pes=8, rows_per_pe=16, max_cols=64, mem_depth=512, w_lanes=4,
+                     drain_lanes=4, bus_words=4)
+    w = _sparse(rng, 100, 60, 0.3, cfg.w_fmt)
+    x = rng.integers(-3000, 3000, 60)
+    cands = column_candidates(60, 64)
+    assert [0] in cands and all(c[0] == 0 and c == sorted(set(c)) for c in cands)
+
+    def end(starts):
+        run = cycle_model(tile_jobs(compile_tiled(w, cfg, col_starts=starts), x), cfg)
+        return run["o"][-1] + 1
+    best = plan_columns(w, x, cfg)
+    assert end(best) == min(end(c) for c in cands) < end([0])
+    blocks = compile_tiled(w, cfg, col_starts=best)
+    assert [b.col_offset for b in blocks] == best and blocks[-1].last and blocks[0].first
+    np.testing.assert_array_equal(
+        np.concatenate([b.counts for b in blocks], axis=1),
+        compile_tiled(w, cfg)[0].counts)
+    roof = roofline_beats(w, cfg)
+    one = compile_tiled(w, cfg)[0]
+    words = one.nnz + int((one.counts == 0).sum()) + 100
+    assert roof == {"s_axis_w": -(-words // 4), "s_axis_x": 15, "m_axis_y": 25}
+    # a matrix beyond one block keeps the max_cols tiling
+    assert plan_columns(_sparse(rng, 10, 70, 0.3, cfg.w_fmt), np.ones(70), cfg) == [0]
+    with pytest.raises(ValueError, match="col_starts must rise from 0"):
+        compile_tiled(w, cfg, col_starts=[0, 30, 30])
