@@ -11,8 +11,8 @@ busiest port's beats (words that must cross it / words per beat).
   16 words per beat (``w_lanes`` 16, ``drain_lanes`` 16: 16 results per clock), cut into
   the column blocks of :func:`gen.spmv.plan_columns`; roofline beats from
   :func:`gen.spmv.roofline_beats`.
-* lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat; the weights and the
-  sequence in one job.
+* lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat (``w_lanes`` 8); the
+  weights and the sequence in one job; roofline beats from :func:`gen.lstm.roofline_beats`.
 * conv: the default 16 x 4 array, a 16 x 16 x 3 x 3 layer on 8 x 8 (pad 1), batch 1,
   16 words per beat.
 
@@ -51,7 +51,7 @@ def spmv_row():
 def lstm_row():
     from gen.core.fixed import quantise
     from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, prune_lstm, quantise_lstm,
-                          ref_lstm, weight_words)
+                          ref_lstm, roofline_beats, weight_words)
     from gen.lstm.twin import JOB_INPUTS, axi_jobs, rtl_lstm_axi
     rng = np.random.default_rng(1)
     H, X, T = 64, 32, 8
@@ -59,7 +59,7 @@ def lstm_row():
                                  rng.uniform(-0.5, 0.5, (4 * H, H)),
                                  rng.uniform(-0.5, 0.5, 4 * H)), 0.2)
     cfg = LstmConfig(pes=16, max_inputs=X, max_hidden=H, fifo_depth=16, mem_depth=1024,
-                     bus_words=8)
+                     w_lanes=8, bus_words=8)
     q = quantise_lstm(model, cfg)
     plan = compile_lstm(q, cfg)
     xs = quantise(rng.uniform(-1, 1, (T, X)), cfg.x_fmt)
@@ -69,11 +69,9 @@ def lstm_row():
     hs, records = rtl_lstm_axi(plan, [(xs, None, None)], "verilator", jobs=jobs,
                                name="bench-shell")
     n = cfg.bus_words
-    beats = {"s_axis_w": -(-len(jobs[0]["packets"]["s_axis_w"]) // n),
-             "s_axis_x": -(-len(jobs[0]["packets"]["s_axis_x"]) // n),
-             "m_axis_h": -(-T * H // n)}
-    return _row("lstm", f"H = {H}, X = {X}, 20 %, T = {T}, P = 16, weight load included", n,
-                records[0], plan.ideal_cycles * T, beats,
+    return _row("lstm", f"H = {H}, X = {X}, 20 %, T = {T}, P = 16, weight load included, "
+                f"{cfg.w_lanes} weight words per clock", n,
+                records[0], plan.ideal_cycles * T, roofline_beats(plan, T),
                 np.array_equal(hs[0], ref_lstm(q, xs, cfg)[0]))
 
 

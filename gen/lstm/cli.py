@@ -6,7 +6,7 @@ import numpy as np
 from gen.core.config import SpnnError
 from gen.core.fixed import decode
 from gen.lstm import (LstmConfig, compile_lstm, cycle_model, float_lstm, load_model, prune_lstm,
-                      quantise_lstm, ref_lstm, step_cycles, weight_words)
+                      quantise_lstm, ref_lstm, roofline_beats, step_cycles, weight_words)
 from gen.lstm.twin import JOB_INPUTS, axi_jobs, rtl_lstm, rtl_lstm_axi
 from gen.core.runutil import (add_common_arguments, check_common, codes_of, config_or_error,
                               flag_message, float_arg, format_arg, int_arg, load_npy, make_report,
@@ -34,7 +34,8 @@ model; any difference is an internal error.
 
 --bus-words N runs the accelerator shell instead of the bare engine (docs/lstm.md,
 "Accelerator shell"): the weights and the sequence in one job over AXI4-Stream beats of N
-words, started over AXI4-Lite; the report then gives end-to-end cycles (first weight beat
+words, started over AXI4-Lite; --w-lanes then defaults to min(N, P) weight words per beat
+(and per clock into the engine).  The report then gives end-to-end cycles (first weight beat
 to the last h beat, the one-time weight load included), the shell's counters and the
 roofline bound.
 
@@ -66,6 +67,9 @@ def add_arguments(parser):
     parser.add_argument("--segments", default="32", help="PWL segments (default 32)")
     parser.add_argument("--bus-words", default=None, metavar="N",
                         help="run the AXI accelerator shell with N words per beat (1..32)")
+    parser.add_argument("--w-lanes", default=None,
+                        help="weight words per beat and clock (1..min(P, 64); default 1, "
+                        "with --bus-words N: min(N, P))")
     for name, default in (("w-fmt", "Q3.9"), ("x-fmt", "Q4.12"), ("c-fmt", "Q5.11"),
                           ("b-fmt", "Q4.12"), ("pre-fmt", "Q4.12"), ("act-fmt", "Q2.14")):
         parser.add_argument(f"--{name}", default=default, help=f"format (default {default})")
@@ -94,7 +98,7 @@ _FMT_FLAGS = {k: "--" + k.replace("_", "-")
               for k in ("w_fmt", "x_fmt", "c_fmt", "b_fmt", "pre_fmt", "act_fmt")}
 _FLAGS = {"pes": "--pes", "fifo_depth": "--fifo-depth", "mem_depth": "--mem-depth",
           "segments": "--segments", "max_inputs": "--model's input size",
-          "max_hidden": "--model's hidden size", "bus_words": "--bus-words", **_FMT_FLAGS}
+          "max_hidden": "--model's hidden size", "bus_words": "--bus-words", "w_lanes": "--w-lanes", **_FMT_FLAGS}
 
 
 def _options(args) -> dict:
@@ -110,10 +114,14 @@ def _options(args) -> dict:
         "bus_words": 1 if args.bus_words is None else
         int_arg(args.bus_words, "--bus-words", 1, 32),
     }
+    if args.w_lanes is not None:
+        opts["w_lanes"] = int_arg(args.w_lanes, "--w-lanes", 1, 64)
+    else:
+        opts["w_lanes"] = 1 if args.bus_words is None else min(opts["bus_words"], opts["pes"])
     opts["fmts"] = {k: format_arg(getattr(args, k), flag) for k, flag in _FMT_FLAGS.items()}
     # The config's own checks (widths, fraction bits, segments a power of two) on a probe.
     config_or_error(LstmConfig, _FLAGS, pes=opts["pes"], fifo_depth=opts["fifo_depth"],
-                    segments=opts["segments"], **opts["fmts"])
+                    segments=opts["segments"], w_lanes=opts["w_lanes"], **opts["fmts"])
     check_common(args)
     return opts
 
@@ -144,7 +152,8 @@ def _setup(args):
     if opts["density"] is not None:
         model = prune_lstm(model, opts["density"])
     common = dict(pes=opts["pes"], max_inputs=X, max_hidden=H, fifo_depth=opts["fifo_depth"],
-                  segments=opts["segments"], bus_words=opts["bus_words"], **fmts)
+                  segments=opts["segments"], bus_words=opts["bus_words"],
+                  w_lanes=opts["w_lanes"], **fmts)
     probe = config_or_error(LstmConfig, _FLAGS, mem_depth=1 << 20, **common)
     _check_weights(model, probe)
     q = quantise_lstm(model, probe)
@@ -233,17 +242,20 @@ def _run_axi(args, model, q, cfg, plan, real, seqs, outputs) -> int:
     T, H = len(xs), model.hidden
     cycles = job["end"] - job["first_in"] + 1
     n = cfg.bus_words
-    beats = {"s_axis_w": -(-len(jobs[0]["packets"]["s_axis_w"]) // n),
-             "s_axis_x": -(-len(jobs[0]["packets"]["s_axis_x"]) // n),
-             "m_axis_h": -(-T * H // n)}
-    roof = roofline_fields(cycles, plan.ideal_cycles * T, beats)
+    roof = roofline_fields(cycles, plan.ideal_cycles * T, roofline_beats(plan, T))
     report = make_report(
         "lstm", cfg, cfg.formats(), args.sim, cycles, roof["roofline_cycles"], T * H, err,
         utilisation=plan.nnz * T / (cfg.pes * cycles), interface="axi", bus_words=n,
+        w_lanes=cfg.w_lanes, weight_beats=len(jobs[0]["packets"]["s_axis_w"]) // cfg.w_lanes
+        if cfg.w_lanes > 1 else -(-len(jobs[0]["packets"]["s_axis_w"]) // n),
         counters=job["counters"], **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
         hidden=H, inputs=model.inputs, steps=T, density=model.density, nnz=plan.nnz,
         pes=cfg.pes, ideal_cycles_per_step=plan.ideal_cycles, rtl_matches_golden=True,
-        utilisation_counts="nnz x steps / (P x end-to-end cycles): weight load included")
+        utilisation_counts="nnz x steps / (P x end-to-end cycles): weight load included",
+        roofline_counts="the larger of ceil(nnz / P) x steps and the busiest port's beats: "
+                        "the one-lane weight words (ROW, BIAS, ENTRY, COL, END) / w_lanes "
+                        "(/ bus_words for one lane), the sequence words and T x H results / "
+                        "bus_words")
     outputs.json(args.report, report)
     outputs.commit()
     print(f"lstm H={H} X={model.inputs} T={T}, AXI shell at {n} words per beat: {cycles} "

@@ -10,7 +10,7 @@ from gen.core.fixed import QFormat, index_bits
 from gen.pwl import PwlConfig, fit_table
 
 __all__ = ["LstmConfig", "GATES", "PWL_EXTRA_STAGES", "KIND_ENTRY", "KIND_COL", "KIND_ROW",
-           "KIND_BIAS", "KIND_END", "XK_X", "XK_H0", "XK_C0"]
+           "KIND_BIAS", "KIND_END", "KIND_NOP", "XK_X", "XK_H0", "XK_C0"]
 
 
 GATES = ("i", "f", "g", "o")
@@ -18,7 +18,7 @@ GATES = ("i", "f", "g", "o")
 # |x| / clamp, operand registers, product register, round / saturate, clamp to 1,
 # mirror / saturate.
 PWL_EXTRA_STAGES = 6
-KIND_ENTRY, KIND_COL, KIND_ROW, KIND_BIAS, KIND_END = 0, 1, 2, 3, 4
+KIND_ENTRY, KIND_COL, KIND_ROW, KIND_BIAS, KIND_END, KIND_NOP = 0, 1, 2, 3, 4, 5
 XK_X, XK_H0, XK_C0 = 0, 1, 2
 
 
@@ -53,9 +53,13 @@ class LstmConfig:
     segments : int
         PWL segments, power of two between 2 and 256, and at most
         ``2**(w - 1)`` for the narrower PWL input (``pre_fmt``, ``c_fmt``) of ``w`` bits.
+    w_lanes : int
+        Weight words per weight-stream beat ``L``, 1..min(pes, 64): lane ``l`` feeds the
+        PEs ``p`` with ``p mod L = l`` (:func:`gen.lstm.weight_beats`); the shell's weight
+        port then carries one such beat per AXI4-Stream beat.
     bus_words : int
         Words per AXI4-Stream beat of the accelerator shell, 1..32 (the bare engine takes
-        and gives one word per clock either way).
+        and gives one sequence and one result word per clock either way).
     """
 
     pes: int = 2
@@ -70,13 +74,17 @@ class LstmConfig:
     act_fmt: QFormat = QFormat(2, 14)
     c_fmt: QFormat = QFormat(5, 11)
     segments: int = 32
+    w_lanes: int = 1
     bus_words: int = 1
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("max_inputs", 1, 4096), ("max_hidden", 1, 8192),
                              ("fifo_depth", 2, 256), ("mem_depth", 2, 1 << 20),
-                             ("segments", 2, 256), ("bus_words", 1, 32)):
+                             ("segments", 2, 256), ("w_lanes", 1, 64), ("bus_words", 1, 32)):
             check_int(self, name, lo, hi)
+        if self.w_lanes > self.pes:
+            raise ValueError(f"w_lanes must be between 1 and pes = {self.pes}, "
+                             f"not {self.w_lanes}")
         if self.segments & (self.segments - 1):
             raise ValueError(f"segments must be a power of two between 2 and 256, "
                              f"not {self.segments}")
@@ -102,8 +110,10 @@ class LstmConfig:
 
     @property
     def shell_name(self) -> str:
-        """The accelerator shell's module: ``lstm_axi``, ``_w<bus_words>`` beyond 1."""
-        return "lstm_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+        """The accelerator shell's module: ``lstm_axi``, ``_l<w_lanes>`` and
+        ``_w<bus_words>`` beyond 1."""
+        return ("lstm_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
+                + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
 
     @property
     def rows_per_pe(self) -> int:
@@ -175,6 +185,11 @@ class LstmConfig:
     def wv_width(self) -> int:
         """Width of the ``value`` field of a weight-stream word."""
         return max(self.w_fmt.width, self.b_fmt.width)
+
+    @property
+    def word_width(self) -> int:
+        """Bits of one weight-stream word ``{value, idx, pe, kind}``."""
+        return self.wv_width + self.idx_bits + self.pe_bits + 3
 
     @property
     def xv_width(self) -> int:

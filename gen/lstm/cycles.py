@@ -17,7 +17,7 @@ from gen.core.stimulus import ModelSource, pattern_for
 from gen.lstm.compile import LstmPlan, plan_quant
 from gen.lstm.config import XK_X
 from gen.lstm.golden import ref_lstm
-from gen.lstm.words import seq_words, weight_words
+from gen.lstm.words import seq_words, weight_beats
 
 __all__ = ["cycle_model", "step_cycles"]
 
@@ -38,7 +38,7 @@ def cycle_model(plan: LstmPlan, seqs, *, w_valid_prob=1.0, x_valid_prob=1.0,
     """
     cfg = plan.cfg
     P, D = cfg.pes, cfg.fifo_depth
-    wsrc = ModelSource(weight_words(plan), pattern_for(w_valid_prob, seed, "w"))
+    wsrc = ModelSource(weight_beats(plan), pattern_for(w_valid_prob, seed, "w"))
     o_pat = pattern_for(o_ready_prob, seed, "o")
     xdata = []
     nsteps = 0

@@ -9,7 +9,7 @@ from gen.core.stimulus import make_job, rate_of
 from hdl.lstm import GATEWARE, SHELL
 from hdl.lstm.shell import REGMAP, shell_ports
 
-from gen.lstm import LstmPlan, seq_words, weight_words
+from gen.lstm import LstmPlan, seq_words, weight_beats, weight_words
 
 __all__ = ["rtl_lstm", "axi_jobs", "rtl_lstm_axi"]
 
@@ -23,7 +23,7 @@ def rtl_lstm(plan: LstmPlan, seqs, sim="verilator", *, w_valid_prob=1.0, x_valid
     """RTL twin of :func:`ref_lstm` for sequences ``[(xs, h0, c0), ...]`` (codes; h0/c0 may
     be None): load the plan once, run every sequence; returns ``(h_seqs, result)``."""
     cfg = plan.cfg
-    words = weight_words(plan)
+    words = weight_beats(plan)
     xdata, lens = [], []
     for xs, h0, c0 in seqs:
         xdata += seq_words(plan, xs, h0, c0)

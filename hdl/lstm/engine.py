@@ -41,7 +41,9 @@ class LstmEngine(wiring.Component):
     -------
     w : In(stream.Signature(word_layout(cfg)))
         Weight words ``{value: wv_width, idx, pe, kind}`` (ROW*, BIAS*, (ENTRY* COL)*,
-        END), accepted once after reset.  Valid/ready stream.
+        END), accepted once after reset.  Valid/ready stream.  With ``w_lanes`` ``L > 1``:
+        ``data.ArrayLayout(word_layout(cfg), L)`` beats (:func:`gen.lstm.weight_beats`),
+        lane ``l`` feeding the PEs ``p mod L = l``, one beat per clock.
     x : In(stream.Signature(x_layout(cfg)))
         Sequence words ``{value, kind}``: ``H`` H0 words (``h_0``, ``x_fmt``, original
         order), ``H`` C0 words (``c_0``, ``c_fmt``), then ``T * X`` X words (``x_fmt``).
@@ -75,7 +77,8 @@ class LstmEngine(wiring.Component):
         self.cfg = cfg
         self.tables = cfg.tables()
         super().__init__({
-            "w": In(stream.Signature(word_layout(cfg))),
+            "w": In(stream.Signature(word_layout(cfg) if cfg.w_lanes == 1 else
+                                     data.ArrayLayout(word_layout(cfg), cfg.w_lanes))),
             "x": In(stream.Signature(x_layout(cfg))),
             "o": Out(stream.Signature(signed(cfg.x_fmt.width))),
         })
@@ -120,34 +123,42 @@ class LstmEngine(wiring.Component):
         m.d.comb += pending.eq(nw - nd)
         ew_ok = pending < 2
 
-        # ---- loader: the accepted word is registered and decoded in the next clock
-        # (only the END word acts at once: it ends the load phase)
+        # ---- loader: the accepted beat is registered and decoded in the next clock
+        # (only the END word of lane 0 acts at once: it ends the load phase).  Lane l feeds
+        # the PEs p = l mod L and keeps its own column counter (each lane closes every
+        # column with a COL word); ROW words come in lane 0.
+        L = cfg.w_lanes
         m.d.comb += self.w.ready.eq(state == LOAD)
         w_accept = self.w.valid & self.w.ready
-        wd = Signal(word_layout(cfg), reset_less=True)
+        words = [self.w.payload] if L == 1 else [self.w.payload[k] for k in range(L)]
+        wd = [Signal(word_layout(cfg), name="wd" if L == 1 else f"wd{k}", reset_less=True)
+              for k in range(L)]
         w_take = Signal()
-        m.d.sync += [wd.eq(self.w.payload), w_take.eq(w_accept)]
+        m.d.sync += [r.eq(v) for r, v in zip(wd, words)] + [w_take.eq(w_accept)]
+        ccnts = [ccnt] + [Signal(unsigned(cfg.col_bits), name=f"ccnt{k}") for k in range(1, L)]
         for p, pe in enumerate(pes):
-            here = wd.pe == p
-            m.d.comb += [pe.ld_value.eq(wd.value), pe.ld_idx.eq(wd.idx),
-                         pe.ld_col_addr.eq(ccnt),
-                         pe.ld_entry.eq(w_take & (wd.kind == KIND_ENTRY) & here),
-                         pe.ld_bias.eq(w_take & (wd.kind == KIND_BIAS) & here),
-                         pe.ld_col.eq(w_take & (wd.kind == KIND_COL))]
+            lw = wd[p % L]
+            here = lw.pe == p
+            m.d.comb += [pe.ld_value.eq(lw.value), pe.ld_idx.eq(lw.idx),
+                         pe.ld_col_addr.eq(ccnts[p % L]),
+                         pe.ld_entry.eq(w_take & (lw.kind == KIND_ENTRY) & here),
+                         pe.ld_bias.eq(w_take & (lw.kind == KIND_BIAS) & here),
+                         pe.ld_col.eq(w_take & (lw.kind == KIND_COL))]
         with m.If(w_take):
-            with m.Switch(wd.kind):
+            with m.Switch(wd[0].kind):
                 with m.Case(KIND_ROW):
-                    m.d.comb += [map_w.addr.eq(n_hid), map_w.data.eq(Cat(wd.idx[:lb], wd.pe)),
-                                 map_w.en.eq(1)]
+                    m.d.comb += [map_w.addr.eq(n_hid),
+                                 map_w.data.eq(Cat(wd[0].idx[:lb], wd[0].pe)), map_w.en.eq(1)]
                     m.d.sync += [n_hid.eq(n_hid + 1), n_hid_m1.eq(n_hid),
                                  rmod.eq(Mux(rmod == P - 1, 0, rmod + 1))]
                     with m.If(rmod == 0):
                         m.d.sync += [r_run.eq(r_run + 1), r_run_m1.eq(r_run),
                                      n_slots.eq(n_slots + P),
                                      n_slots_m1.eq(n_slots + (P - 1))]
-                with m.Case(KIND_COL):
-                    m.d.sync += ccnt.eq(ccnt + 1)
-        with m.If(w_accept & (self.w.payload.kind == KIND_END)):
+            for lw, cc in zip(wd, ccnts):
+                with m.If(lw.kind == KIND_COL):
+                    m.d.sync += cc.eq(cc + 1)
+        with m.If(w_accept & (words[0].kind == KIND_END)):
             m.d.sync += [state.eq(INIT), cnt.eq(0)]
 
         # ---- sequence load: h_0 / c_0 through the rowmap (read, then write)

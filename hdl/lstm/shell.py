@@ -20,7 +20,9 @@ def shell_ports(cfg):
     """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s for ``cfg``."""
     w_bits = data.Layout.cast(word_layout(cfg)).size
     x_bits = data.Layout.cast(x_layout(cfg)).size
-    return ((AxisPort("w", "w", w_bits, cfg.bus_words), AxisPort("x", "x", x_bits, cfg.bus_words)),
+    w_port = (AxisPort("w", "w", w_bits, cfg.bus_words) if cfg.w_lanes == 1 else
+              AxisPort("w", "w", w_bits, cfg.w_lanes, packed=False))
+    return ((w_port, AxisPort("x", "x", x_bits, cfg.bus_words)),
             (AxisPort("o", "h", cfg.x_fmt.width, cfg.bus_words),))
 
 
@@ -39,7 +41,9 @@ class LstmShell(AxiShell):
     s_axis_w_tdata, _tkeep, _tlast, _tvalid, _tready :
         Weight-stream words (:func:`gen.lstm.weight_words`: ROW*, BIAS*, (ENTRY* COL)*, END),
         ``bus_words`` per beat, each in ``ceil(w_bits / 8)`` bytes; once after reset, in a
-        job of its own or with the first sequences; ``tlast`` on the END word.
+        job of its own or with the first sequences; ``tlast`` on the END word.  With
+        ``w_lanes`` > 1: one engine beat of ``w_lanes`` words per bus beat
+        (:func:`gen.lstm.weight_beats`, every word kept), ``tlast`` on the END beat.
     s_axis_x_tdata, _tkeep, _tlast, _tvalid, _tready :
         Sequence words (:func:`gen.lstm.seq_words`: per sequence H x H0, H x C0, T*X x X),
         ``bus_words`` per beat; ``tlast`` on the job's last word.

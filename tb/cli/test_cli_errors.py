@@ -143,7 +143,8 @@ BAD_FORMATS = ["Q4", "Q0.0", "Q40.40", "int0", "abc", "Q2.-1", "Q.5", ""]
 COMMANDS = {
     "run pwl": dict(
         argv=["run", "pwl", "--func", "tanh", "--input", "{x1}"],
-        arrays=["--input"], ints=["--segments", "--seed", "--bus-words"], floats=[],
+        arrays=["--input"], ints=["--segments", "--seed", "--bus-words",
+              "--w-lanes"], floats=[],
         formats=["--in-fmt", "--out-fmt"], files=["--out", "--report"], folders=[],
         other={"--func", "--raw", "--sim", "--waves"},
         valid={"scalar", "nd5"}),   # any shape, a 0-d one included
@@ -170,7 +171,8 @@ COMMANDS = {
     "run lstm": dict(
         argv=["run", "lstm", "--model", "{model}", "--input", "{seq}"],
         arrays=["--input", "--h0", "--c0"],
-        ints=["--pes", "--fifo-depth", "--mem-depth", "--segments", "--seed", "--bus-words"],
+        ints=["--pes", "--fifo-depth", "--mem-depth", "--segments", "--seed", "--bus-words",
+              "--w-lanes"],
         floats=["--density"],
         formats=["--w-fmt", "--x-fmt", "--c-fmt", "--b-fmt", "--pre-fmt", "--act-fmt"],
         files=["--out", "--report"], folders=[],

@@ -20,6 +20,9 @@ BOUND = 2e-3
 # keep the Verilator build short).
 RTL_CFG = LstmConfig(pes=3, max_inputs=8, max_hidden=16, fifo_depth=4, mem_depth=256,
                      segments=8)
+# two weight words per clock (lane 1 feeds PE 1 alone, lane 0 PEs 0 and 2)
+RTL_CFG_L = LstmConfig(pes=3, max_inputs=8, max_hidden=16, fifo_depth=4, mem_depth=256,
+                       segments=8, w_lanes=2)
 
 
 def random_layer(rng, H, X, density=0.5, scale=1.0):
@@ -423,3 +426,51 @@ def test_cli_end_to_end(sim, tmp_path, cli_files):
                              "segments": 8, "mem_depth": 256}
     assert rep["rtl_matches_golden"] and len(rep["cycles_per_step"]) == 3
     assert rep["max_abs_error"] < 0.05
+
+
+# ---------------------------------------------------------------- weight lanes
+
+def test_weight_beats_lanes():
+    """Lane l holds the words of PEs p = l mod L (lane 0 also every ROW word, first), each
+    lane one COL per column, NOP padding, one END beat; the one-lane stream is the words."""
+    from gen.lstm import KIND_COL, KIND_END, KIND_NOP, KIND_ROW, weight_beats, weight_words
+    rng = np.random.default_rng(41)
+    q = quantise_lstm(random_layer(rng, 10, 3), RTL_CFG_L)
+    plan = compile_lstm(q, RTL_CFG_L)
+    cfg = plan.cfg
+    ww, L = cfg.word_width, cfg.w_lanes
+    beats = weight_beats(plan)
+    words = weight_words(plan)
+    assert len(words) == L * len(beats)
+    kind = lambda w: w >> (ww - 3)                                          # noqa: E731
+    pe = lambda w: (w >> (cfg.wv_width + cfg.idx_bits)) & ((1 << cfg.pe_bits) - 1)  # noqa: E731
+    lanes = [[(b >> (k * ww)) & ((1 << ww) - 1) for b in beats] for k in range(L)]
+    for k, lane in enumerate(lanes):
+        assert kind(lane[-1]) == KIND_END
+        body = [w for w in lane[:-1] if kind(w) != KIND_NOP]
+        assert sum(kind(w) == KIND_COL for w in body) == plan.cols
+        assert all(pe(w) % L == k for w in body if kind(w) not in (KIND_COL, KIND_ROW))
+        assert sum(kind(w) == KIND_ROW for w in body) == (plan.hidden if k == 0 else 0)
+    one = compile_lstm(q, RTL_CFG)
+    from gen.lstm import weight_beats as beats1
+    assert beats1(one) == weight_words(one)
+    # two lanes: about half the clocks of one (lane 0 also carries the ROW words)
+    assert len(beats) < 0.75 * len(weight_words(one))
+
+
+def test_rtl_weight_lanes(sim, cycle_log):
+    """Two weight words per clock: sequences after the load, idle inputs and back-pressure,
+    every h_t exact and every transfer on the model's cycle."""
+    rng = np.random.default_rng(42)
+    q = quantise_lstm(random_layer(rng, 10, 3, 0.5), RTL_CFG_L)
+    xs = quantise(rng.uniform(-2, 2, (3, 3)), RTL_CFG_L.x_fmt)
+    h0 = quantise(rng.uniform(-1, 1, 10), RTL_CFG_L.x_fmt)
+    seqs = [(xs, h0, None), (xs[:1], None, None)]
+    plan = compile_lstm(q, RTL_CFG_L)
+    probs = dict(w_valid_prob=0.6, x_valid_prob=0.7, o_ready_prob=0.5, seed=5)
+    outs, res = rtl_lstm(plan, seqs, sim, name="lanes", **probs)
+    _check(plan, q, seqs, outs)
+    cm = cycle_model(plan, seqs, **probs)
+    assert res["sources"]["w"]["cycles"] == cm["w"]
+    assert res["sinks"]["o"]["cycles"] == cm["o"]
+    cycle_log(res["sinks"]["o"]["cycles"][-1], cm["o"][-1])

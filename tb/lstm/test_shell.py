@@ -4,12 +4,16 @@ simulators: the weight load as a job of its own, sequences as jobs, AXI4-Stream 
 width that divides none of the packets, idle inputs and back-pressure on every stream, the
 counters against what the bench saw on the ports."""
 
+import dataclasses
+
 import numpy as np
+import pytest
 from numpy.testing import assert_array_equal
 
 from gen.core.fixed import quantise
 from gen.core.sim import run_axi_jobs
-from gen.lstm import LstmConfig, compile_lstm, quantise_lstm, ref_lstm, weight_words
+from gen.lstm import (LstmConfig, compile_lstm, quantise_lstm, ref_lstm, weight_beats,
+                      weight_words)
 from gen.lstm.twin import H_WORDS, JOB_INPUTS, axi_jobs, axi_ports, rtl_lstm_axi
 from hdl.lstm import SHELL
 from hdl.lstm.shell import REGMAP
@@ -18,6 +22,8 @@ from tb.lstm.test_lstm import cli_files, random_layer, run_cli  # noqa: F401 (fi
 
 CFG = LstmConfig(pes=3, max_inputs=8, max_hidden=16, fifo_depth=4, mem_depth=256, segments=8,
                  bus_words=3)
+# two weight words per beat and clock (a direct weight port)
+CFG_L = dataclasses.replace(CFG, w_lanes=2)
 
 
 def _seqs(rng, H, X, steps):
@@ -35,24 +41,29 @@ def _check_counters(job):
     assert c["busy"] <= c["cycles"]
 
 
-def test_shell_weights_then_sequences(sim):
+@pytest.mark.parametrize("cfg", [CFG, CFG_L], ids=["l1", "l2"])
+def test_shell_weights_then_sequences(sim, cfg):
     """H = 10 on 3 PEs, X = 3: the weights in a job of their own (it ends when the END word
     has entered the engine, no results), then three sequences (T = 4 with zero state, T = 1
     and T = 2 with h0/c0), idle inputs and back-pressure: every h_t bit-exact."""
+    CFG = cfg
     rng = np.random.default_rng(21)
     q = quantise_lstm(random_layer(rng, 10, 3), CFG)
     plan = compile_lstm(q, CFG)
     seqs = _seqs(rng, 10, 3, [4, 1, 2])
     hs, records = rtl_lstm_axi(plan, seqs, sim, w_valid_prob=0.7, x_valid_prob=0.6,
-                               o_ready_prob=0.5, seed=4, name="shell-seqs")
+                               o_ready_prob=0.5, seed=4, name=f"shell-seqs-l{CFG.w_lanes}")
     assert len(hs) == 3 and len(records) == 4
     for (xs, h0, c0), h in zip(seqs, hs):
         assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
     load = records[0]
     _check_counters(load)
     assert load["beats_out"] == 0 and load["end"] is None
-    assert load["beats_in"] == -(-len(weight_words(plan)) // CFG.bus_words)
-    assert load["counters"]["busy"] == len(weight_words(plan))
+    if CFG.w_lanes == 1:
+        assert load["beats_in"] == -(-len(weight_words(plan)) // CFG.bus_words)
+        assert load["counters"]["busy"] == len(weight_words(plan))
+    else:
+        assert load["beats_in"] == load["counters"]["busy"] == len(weight_beats(plan))
     for (xs, _, _), job in zip(seqs, records[1:]):
         _check_counters(job)
         assert job["counters"]["cycles"] == job["end"] - job["start_ack"]
