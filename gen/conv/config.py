@@ -50,9 +50,15 @@ class ConvConfig:
         tile positions (the RTL keeps two single-read-port copies of the bank per column).
         ``False`` is for what-if mapper tables only; :func:`check_fits` rejects such
         schedules for the RTL.
+    w_lanes : int
+        Weights per weight-stream beat ``L``, a power of two 1..32: with ``L > 1`` a beat
+        holds the weights of ``L`` consecutive rows of a pass at one bank address
+        (:func:`gen.conv.weight_beats`), written into up to ``L`` row banks per clock (one
+        per row and copy); the shell's weight port carries one such beat per AXI4-Stream
+        beat.
     bus_words : int
         Words per AXI4-Stream beat of the accelerator shell, 1..32 (the bare array takes
-        one weight and one feature word per clock either way).
+        one feature word per clock, and one weight or ``w_lanes`` weights, either way).
     """
 
     rows: int = 16
@@ -69,6 +75,7 @@ class ConvConfig:
     max_slots: int = 256
     max_dim: int = 64
     shared_stream: bool = True
+    w_lanes: int = 1
     bus_words: int = 1
 
     def __post_init__(self):
@@ -102,6 +109,10 @@ class ConvConfig:
         if not 1 <= self.max_dim <= 4096:
             raise ValueError(f"max_dim must be between 1 and 4096, not {self.max_dim}")
         check_int(self, "bus_words", 1, 32)
+        check_int(self, "w_lanes", 1, 32)
+        if not _pow2(self.w_lanes):
+            raise ValueError(f"w_lanes must be a power of two between 1 and 32, "
+                             f"not {self.w_lanes}")
 
     @property
     def module_name(self) -> str:
@@ -109,9 +120,10 @@ class ConvConfig:
 
     @property
     def shell_name(self) -> str:
-        """The accelerator shell's module: ``conv_<rows>x<cols>_axi``, ``_w<bus_words>``
-        beyond 1."""
-        return f"{self.module_name}_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+        """The accelerator shell's module: ``conv_<rows>x<cols>_axi``, ``_l<w_lanes>`` and
+        ``_w<bus_words>`` beyond 1."""
+        return (f"{self.module_name}_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
+                + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
 
 
 @dataclass(frozen=True)

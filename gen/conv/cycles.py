@@ -5,14 +5,22 @@ captures waiting for the drain) and the whole layer's timeline under unstalled s
 import numpy as np
 
 from gen.conv.layout import _tile_list, stagger_delay
+from gen.conv.wstream import chunk_weight_beats
 
 __all__ = ["pass_setup_cycles", "compute_cycles", "stall_free_cycles", "stagger_cycles",
-           "layer_cycles", "shell_cycles", "SHELL_EXTRA_CYCLES"]
+           "layer_cycles", "shell_cycles", "shell_extra_cycles", "SHELL_EXTRA_CYCLES"]
 
 # The accelerator shell (hdl/conv/shell.py) at full rate adds 3 clocks to the array's own
 # timeline (descriptor from the registers, the AXI4-Stream adapters on the way in and out),
-# whatever ``bus_words`` (checked at 1, 3 and 4 words per beat).
+# whatever ``bus_words`` (checked at 1, 3 and 4 words per beat); 2 with ``w_lanes`` > 1,
+# whose direct weight port has no adapter on the way in.
 SHELL_EXTRA_CYCLES = 3
+
+
+def shell_extra_cycles(cfg) -> int:
+    """Clocks the shell adds to a layer's timeline at full rate (:data:`SHELL_EXTRA_CYCLES`,
+    one fewer with a direct weight port)."""
+    return SHELL_EXTRA_CYCLES - (cfg.w_lanes > 1)
 
 
 # Pipeline of the array (hdl/conv.py, "pipeline"): a beat issued in cycle t registers its
@@ -122,7 +130,8 @@ _STAT_TO_OUT = 5   # stats -> handoff -> first step, then 3 clocks through the o
 
 def layer_cycles(sched) -> dict:
     """Exact RTL timeline with streams that are never idle and never back-pressured
-    (per chunk: weights once, then the ``B x q`` padded maps of the batch).
+    (per chunk: its weight transfers, :func:`gen.conv.chunk_weight_beats`, then the
+    ``B x q`` padded maps of the batch).
 
     Returns cycle offsets relative to the config transfer: ``stat`` (the stats transfer),
     ``first_out`` (first output transfer) and ``last_out``.
@@ -133,7 +142,7 @@ def layer_cycles(sched) -> dict:
     kk = layer.kh * layer.kw
     for q in sched.chunk_sizes:
         t += 1                                 # chunk set-up state
-        t += layer.oc * q * kk                 # weight load
+        t += chunk_weight_beats(sched, q)      # weight load (one transfer per clock)
         t += layer.batch * q * hp * wp         # feature load (padding written as zeros)
         t += _chunk_compute_cycles(sched, q)
     stat = t
@@ -147,6 +156,7 @@ def shell_cycles(sched) -> int:
     AXI4-Stream beat offered and taken at once): from its first input beat to its last
     output beat, both counted; the shell's ``CYCLES`` counter reads one more (it counts from
     the clock after the start).  Exact (tb/conv/test_shell.py), for any ``bus_words``: the
-    shell still moves one word per clock into and out of the array.  Idle inputs and
-    back-pressure add clocks this does not model."""
-    return layer_cycles(sched)["last_out"] + SHELL_EXTRA_CYCLES
+    shell still moves one feature and one output word per clock into and out of the array
+    (and one weight transfer: ``w_lanes`` weights).  Idle inputs and back-pressure add
+    clocks this does not model."""
+    return layer_cycles(sched)["last_out"] + shell_extra_cycles(sched.cfg)

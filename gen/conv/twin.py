@@ -9,7 +9,7 @@ from gen.core.stimulus import make_job, rate_of
 from hdl.conv import GATEWARE, SHELL
 from hdl.conv.shell import desc_words, regmap_for, shell_ports
 
-from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor
+from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor, weight_beats
 
 __all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi"]
 
@@ -52,10 +52,12 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
     return outputs, stats, result
 
 
-def layer_data(x, w, sched):
+def layer_data(x, w, sched, packed=True):
     """``(x, weight words, feature words)`` of one layer in stream order: chunk by chunk,
-    the chunk's weights (``Oc x icq x kh x kw``) and features (``B x icq x H x W``);
-    ``x`` with its batch axis."""
+    the chunk's weights (:func:`gen.conv.weight_beats`: ``Oc x icq x kh x kw``, or beats of
+    ``w_lanes`` weights, each beat one integer, lane 0 in the LSBs, or with ``packed`` False
+    its lane words one after the other) and features (``B x icq x H x W``); ``x`` with its
+    batch axis."""
     cfg, layer = sched.cfg, sched.layer
     check_fits(sched)
     x = np.asarray(x, dtype=np.int64)
@@ -65,11 +67,17 @@ def layer_data(x, w, sched):
     if x.shape != (layer.batch, layer.ic, layer.h, layer.w):
         raise ValueError(f"x has shape {x.shape}, the layer needs "
                          f"{(layer.batch, layer.ic, layer.h, layer.w)}")
-    wdata, xdata, start = [], [], 0
+    xdata, start = [], 0
     for q in sched.chunk_sizes:
-        wdata += to_unsigned(w[:, start:start + q], cfg.weight_width)
         xdata += to_unsigned(x[:, start:start + q], cfg.data_width)
         start += q
+    beats = weight_beats(w, sched)
+    lanes = to_unsigned(beats, cfg.weight_width)
+    if cfg.w_lanes == 1 or not packed:
+        return x, lanes, xdata
+    ww, L = cfg.weight_width, cfg.w_lanes
+    wdata = [sum(v << (k * ww) for k, v in enumerate(lanes[i:i + L]))
+             for i in range(0, len(lanes), L)]
     return x, wdata, xdata
 
 
@@ -79,7 +87,7 @@ def axi_job(x, w, sched) -> dict:
     registers read back after it."""
     cfg, layer = sched.cfg, sched.layer
     regmap = regmap_for(cfg)
-    _, wdata, xdata = layer_data(x, w, sched)
+    _, wdata, xdata = layer_data(x, w, sched, packed=False)
     word = pack_descriptor(sched)
     regs = [[regmap.offset(f"DESC_{k}"), (word >> (32 * k)) & 0xFFFFFFFF]
             for k in range(desc_words(cfg))]

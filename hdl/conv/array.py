@@ -23,7 +23,7 @@ from hdl.conv.copy import Copy
 from hdl.conv.drain import Drain
 from hdl.conv.issue import COPY0, IssueControl
 from hdl.conv.layouts import pass_regs_layout
-from hdl.conv.loaders import Loaders
+from hdl.conv.loaders import Loaders, weight_layout
 from hdl.conv.pipeline import MacPipeline
 from hdl.conv.stall import IssueStall
 from hdl.conv.streamer import OutputFifo, Streamer
@@ -58,8 +58,10 @@ class ConvArray(wiring.Component):
     c : In(stream.Signature(unsigned(D)))
         Layer descriptors (``D`` = sum of :func:`gen.conv.descriptor_fields` widths, first
         field in the LSBs), one transfer per layer.
-    w : In(stream.Signature(signed(weight_width)))
-        Weights, integers: per chunk ``Oc x icq x kh x kw`` in C order.  The stream
+    w : In(stream.Signature(weight_layout(cfg)))
+        Weights, integers: per chunk ``Oc x icq x kh x kw`` in C order, or (``w_lanes``
+        ``L > 1``) beats of ``L`` weights, one row group of a pass at one bank address
+        each (:mod:`gen.conv.wstream`).  The stream
         enters a two-entry skid buffer (:class:`hdl.skid.SkidBuffer`): ``w.ready`` is a
         register, and up to two weights are taken before the loader wants them (also
         while the array waits for a descriptor).
@@ -89,7 +91,7 @@ class ConvArray(wiring.Component):
         self.desc_layout = data.StructLayout({n: unsigned(w) for n, w in descriptor_fields(cfg)})
         super().__init__({
             "c": In(stream.Signature(self.desc_layout)),
-            "w": In(stream.Signature(signed(cfg.weight_width))),
+            "w": In(stream.Signature(weight_layout(cfg))),
             "x": In(stream.Signature(signed(cfg.data_width))),
             "o": Out(stream.Signature(signed(cfg.acc_width))),
             "s": Out(stream.Signature(unsigned(STAT_BUSY_BITS + 32))),
@@ -207,8 +209,11 @@ class ConvArray(wiring.Component):
                      loaders.last_chunk.eq(control.last_chunk),
                      loaders.wl_on.eq(control.wl_on), loaders.xl_on.eq(control.xl_on),
                      loaders.kq.eq(control.kq), loaders.cqkh.eq(control.cqkh)]
-        m.d.comb += [macs.w_addr.eq(loaders.w_addr), macs.w_data.eq(loaders.w_data),
-                     macs.w_hit.eq(loaders.w_hit)]
+        m.d.comb += [macs.w_addr.eq(loaders.w_addr), macs.w_hit.eq(loaders.w_hit)]
+        if self.cfg.w_lanes == 1:
+            m.d.comb += macs.w_data.eq(loaders.w_data)
+        else:
+            m.d.comb += [a.eq(b) for a, b in zip(macs.w_data, loaders.w_data)]
         m.d.comb += [x for c in range(MC) for x in (macs.f_addr[c].eq(loaders.f_addr[c]),
                                                      macs.f_data[c].eq(loaders.f_data[c]),
                                                      macs.f_en[c].eq(loaders.f_en[c]))]

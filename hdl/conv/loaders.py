@@ -21,7 +21,14 @@ from gen.conv import ConvConfig
 from hdl.conv._util import _S, _any, _bits, _sel
 from hdl.lib.skid import SkidBuffer
 
-__all__ = ["Loaders"]
+__all__ = ["Loaders", "weight_layout"]
+
+
+def weight_layout(cfg: ConvConfig):
+    """The weight-stream payload: one weight, or ``w_lanes`` (lane ``k`` in bits
+    ``k * weight_width ..``)."""
+    word = signed(cfg.weight_width)
+    return word if cfg.w_lanes == 1 else data.ArrayLayout(word, cfg.w_lanes)
 
 # The sizes' constants (size == 1, size == 2, size - 3) are registered from the
 # descriptor when it is taken (from the c payload, so they are valid in the CHUNK
@@ -125,10 +132,12 @@ class Loaders(wiring.Component):
             "take": In(1), "take_pass": In(1), "chunk_go": In(1), "chunk": In(4),
             "last_chunk": In(1), "wl_on": In(1), "xl_on": In(1),
             "kq": In(24), "cqkh": In(24),
-            "w": In(stream.Signature(signed(cfg.weight_width))),
+            "w": In(stream.Signature(weight_layout(cfg))),
             "x": In(stream.Signature(signed(cfg.data_width))),
             "x_start": Out(1), "x_done": Out(1),
-            "w_addr": Out(unsigned(WW)), "w_data": Out(signed(cfg.weight_width)),
+            "w_addr": Out(unsigned(WW)),
+            "w_data": (Out(signed(cfg.weight_width)) if cfg.w_lanes == 1 else
+                       Out(signed(cfg.weight_width)).array(cfg.rows)),
             "w_hit": Out(cfg.rows),
             "f_addr": Out(unsigned(FW)).array(cfg.cols),
             "f_data": Out(signed(cfg.data_width)).array(cfg.cols),
@@ -138,9 +147,85 @@ class Loaders(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         k = self._consts(m)
-        w_take, twx = self._weights(m, k)
+        if self.cfg.w_lanes == 1:
+            w_take, twx = self._weights(m, k)
+        else:
+            w_take, twx = self._wide_weights(m)
         self._features(m, k, w_take & twx)
         return m
+
+    def _wide_weights(self, m):
+        """The weight loader at ``w_lanes`` weights per beat (:mod:`gen.conv.wstream`):
+        counters (group, address, block, pass) over the chunk's beats; lane ``k`` of a beat
+        goes to the rows ``g * R + j * L + k`` of the copies ``g < n``.  Per beat the rows'
+        first lanes are one-hot (``U``: a 1 at ``g * R + j * L`` for each copy), and row
+        ``r`` takes lane ``k`` where ``U[r - k]`` and the lane is in the pass
+        (``j * L + k < R``): the copies' row ranges of one beat never overlap.  Two
+        register stages (beat, then per-row enable and word) before the bank write.
+        Returns the transfer enable and the chunk's-last-beat flag."""
+        cfg, d = self.cfg, self.d
+        MR, NG, NP, L = cfg.rows, cfg.max_groups, cfg.max_passes, cfg.w_lanes
+        WW = _bits(cfg.weight_depth) + 1
+        LB = L.bit_length() - 1
+        ww = cfg.weight_width
+        m.submodules.w_skid = w_skid = SkidBuffer(weight_layout(cfg))
+        wiring.connect(m, wiring.flipped(self.w), w_skid.i)
+        w_take = _S(name="ld_w_take")
+        m.d.comb += [w_take.eq(self.wl_on & w_skid.o.valid), w_skid.o.ready.eq(self.wl_on)]
+        lp = _S(range(max(NP, 2)), name="lw_pass")
+        lb, lj = _S(16, name="lw_blk"), _S(16, name="lw_grp")
+        la, lbase = _S(24, name="lw_addr"), _S(WW, name="lw_base")
+        # the running pass's constants, selected from the layer's descriptor
+        r = _sel([getattr(d, f"p{i}_r") for i in range(NP)], lp)
+        cnt = _sel([getattr(d, f"p{i}_count") for i in range(NP)], lp)
+        n = _sel([getattr(d, f"p{i}_n") for i in range(NP)], lp)
+        groups = (r + (L - 1)) >> LB
+        ej = lj == groups - 1
+        ea = la == self.kq - 1
+        eb = lb == cnt - 1
+        ep = lp == d.npasses - 1
+        with m.If(self.chunk[1]):
+            m.d.sync += [lp.eq(0), lb.eq(0), lj.eq(0), la.eq(0), lbase.eq(0)]
+        with m.Elif(w_take):
+            with m.If(~ej):
+                m.d.sync += lj.eq(lj + 1)
+            with m.Else():
+                m.d.sync += lj.eq(0)
+                with m.If(~ea):
+                    m.d.sync += la.eq(la + 1)
+                with m.Else():
+                    m.d.sync += [la.eq(0), lbase.eq(lbase + self.kq)]
+                    with m.If(~eb):
+                        m.d.sync += lb.eq(lb + 1)
+                    with m.Else():
+                        m.d.sync += [lb.eq(0), lp.eq(lp + 1)]
+        # stage 1: the beat, its address, the copies' first rows (one-hot) and the lanes in
+        # the pass
+        s1_en, s1_addr = _S(name="lw1_en", reset_less=False), _S(WW, name="lw1_addr")
+        s1_u, s1_valid = _S(MR, name="lw1_u"), _S(L, name="lw1_valid")
+        s1_data = [_S(signed(ww), name=f"lw1_d{k}") for k in range(L)]
+        jl = (lj << LB)[:16]
+        m.d.sync += [s1_en.eq(w_take), s1_addr.eq(lbase + la),
+                     s1_valid.eq(Cat((jl + k) < r for k in range(L))),
+                     s1_u.eq(Cat(_any(((r * g + jl) == row) & (g < n) for g in range(NG))
+                                 for row in range(MR)))]
+        m.d.sync += [s1_data[k].eq(w_skid.o.payload[k]) for k in range(L)]
+        # stage 2: per row its enable and word (the lane k with U[row - k])
+        wl_addr = _S(WW, name="wl_addr")
+        wl_hit = _S(MR, name="wl_hit")
+        wl_data = [_S(signed(ww), name=f"wl_data{row}") for row in range(MR)]
+        hits = [[s1_u[row - k] & s1_valid[k] for k in range(min(L, row + 1))]
+                for row in range(MR)]
+        m.d.sync += [wl_addr.eq(s1_addr),
+                     wl_hit.eq(Cat(s1_en & _any(h) for h in hits))]
+        for row, h in enumerate(hits):
+            word = 0
+            for k, hk in enumerate(h):
+                word = word | Mux(hk, s1_data[k].as_unsigned(), 0)
+            m.d.sync += wl_data[row].eq(word)
+        m.d.comb += [self.w_addr.eq(wl_addr), self.w_hit.eq(wl_hit)]
+        m.d.comb += [self.w_data[row].eq(wl_data[row]) for row in range(MR)]
+        return w_take, ej & ea & eb & ep
 
     def _consts(self, m):
         """The sizes' constants of the descriptor being taken."""

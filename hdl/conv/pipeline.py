@@ -54,7 +54,8 @@ class MacPipeline(wiring.Component):
     setup, r, n : In(1), In(desc p0_r), In(desc p0_n)
         Pass set-up clock; rows per copy and copies of the running pass.
     w_addr, w_data, w_hit : In(unsigned(WW)), In(signed(weight_width)), In(rows)
-        Weight bank write (from the loaders).
+        Weight bank write (from the loaders); with ``w_lanes`` > 1 ``w_data`` is one word
+        per row, ``In(signed(weight_width)).array(rows)``.
     f_addr, f_data, f_en : In(unsigned(FW)).array(cols), In(signed(data_width)).array(cols),
     In(1).array(cols)
         Per column feature bank write (both banks of the column).
@@ -90,7 +91,10 @@ class MacPipeline(wiring.Component):
             "gob": In(24).array(NG), "lanev": In(MC).array(NG), "first": In(1),
             "base": In(unsigned(FW)).array(MC, 2),
             "setup": In(1), "r": In(fw["p0_r"]), "n": In(fw["p0_n"]),
-            "w_addr": In(unsigned(WW)), "w_data": In(signed(cfg.weight_width)), "w_hit": In(MR),
+            "w_addr": In(unsigned(WW)),
+            "w_data": (In(signed(cfg.weight_width)) if cfg.w_lanes == 1 else
+                       In(signed(cfg.weight_width)).array(MR)),
+            "w_hit": In(MR),
             "f_addr": In(unsigned(FW)).array(MC), "f_data": In(signed(cfg.data_width)).array(MC),
             "f_en": In(1).array(MC),
             "cap_next": Out(NG), "cap_gob_next": Out(24).array(NG), "cap": Out(NG),
@@ -120,7 +124,8 @@ class MacPipeline(wiring.Component):
         for r in range(MR):
             m.submodules[f"wmem{r}"] = wmem[r]
             wp = wmem[r].write_port()
-            m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data),
+            m.d.comb += [wp.addr.eq(self.w_addr),
+                         wp.data.eq(self.w_data if cfg.w_lanes == 1 else self.w_data[r]),
                          wp.en.eq(self.w_hit[r])]
         row_g, row_act = self._rows(m)
         i = self._issue_regs(m)

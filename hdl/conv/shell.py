@@ -33,7 +33,9 @@ def regmap_for(cfg):
 
 def shell_ports(cfg):
     """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s for ``cfg``."""
-    return ((AxisPort("w", "w", cfg.weight_width, cfg.bus_words),
+    w_port = (AxisPort("w", "w", cfg.weight_width, cfg.bus_words) if cfg.w_lanes == 1 else
+              AxisPort("w", "w", cfg.weight_width, cfg.w_lanes, packed=False))
+    return ((w_port,
              AxisPort("x", "x", cfg.data_width, cfg.bus_words)),
             (AxisPort("o", "o", cfg.acc_width, cfg.bus_words),))
 
@@ -53,7 +55,8 @@ class ConvShell(AxiShell):
     s_axis_w_tdata, _tkeep, _tlast, _tvalid, _tready :
         The layer's weights (``weight_width`` codes, each word in ``ceil(weight_width / 8)``
         bytes), chunk by chunk ``Oc x icq x kh x kw`` in C order, ``bus_words`` per beat;
-        ``tlast`` on the layer's last.
+        with ``w_lanes`` > 1 one array beat of ``w_lanes`` weights per bus beat
+        (:mod:`gen.conv.wstream`, every word kept); ``tlast`` on the layer's last.
     s_axis_x_tdata, _tkeep, _tlast, _tvalid, _tready :
         The layer's features (``data_width`` codes), chunk by chunk ``B x icq x H x W``;
         ``tlast`` on the layer's last.

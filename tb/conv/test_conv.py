@@ -9,6 +9,7 @@ outputs == golden exactly, busy MAC-cycles and compute cycles == model, back-pre
 reset in the middle of a layer.
 """
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -573,6 +574,46 @@ def test_rtl_backpressure(sim):
     outs, stats, result = rtl_conv(jobs, CFG_16x4, sim, ready_prob=0.4, valid_prob=0.7,
                                    seed=4, name="backpressure")
     _check(jobs, outs, stats, result, CFG_16x4, timing=False)
+
+
+@pytest.mark.parametrize("base, specs, lanes", [(CFG_16x4, SPECS_16x4, 4),
+                                               (CFG_8x4, SPECS_8x4, 8)], ids=["16x4-l4", "8x4-l8"])
+def test_rtl_weight_lanes(sim, base, specs, lanes):
+    """``w_lanes`` weights per clock (gen.conv.wstream): full blocks and remainder passes
+    (R not a multiple of the lanes), staggered copies, input-channel chunks, a 5x5 kernel:
+    exact, and every layer's timeline equal to the model at full rate; then idle inputs and
+    a back-pressured output."""
+    cfg = dataclasses.replace(base, w_lanes=lanes)
+    jobs = _jobs(cfg, specs, 12)
+    assert any(p.r % lanes for _, _, s in jobs for p in s.passes)
+    outs, stats, result = rtl_conv(jobs, cfg, sim, name=f"lanes{lanes}")
+    _check(jobs, outs, stats, result, cfg)
+    outs, stats, result = rtl_conv(jobs[:3], cfg, sim, ready_prob=0.5, valid_prob=0.6,
+                                   seed=5, name=f"lanes{lanes}_bp")
+    _check(jobs[:3], outs, stats, result, cfg, timing=False)
+
+
+def test_weight_beats_order():
+    """Lane k of a beat: output channel cbase + b R + j L + k at bank address a of block b
+    (a = kx q kh + ic kh + ky); lanes past R are 0; at one lane the C order."""
+    from gen.conv import chunk_weight_beats, weight_beats
+    cfg = dataclasses.replace(CFG_16x4, w_lanes=8)
+    layer = ConvLayer(20, 3, 6, 6, 3, 3, 1, 1)
+    sched = plan(layer, cfg, "remainder", icq=2)
+    assert [(p.r, p.count) for p in sched.passes] == [(16, 1), (4, 1)]
+    w = np.arange(20 * 3 * 9).reshape(20, 3, 3, 3) + 1
+    beats = weight_beats(w, sched)
+    assert len(beats) == sum(chunk_weight_beats(sched, q) for q in sched.chunk_sizes)
+    # chunk 0 (q = 2), pass 0 (16 rows, 2 groups), address a = kx*6 + ic*3 + ky
+    for a in range(18):
+        kx, ic, ky = a // 6, a % 6 // 3, a % 3
+        for j in range(2):
+            assert list(beats[2 * a + j]) == [w[8 * j + k, ic, ky, kx] for k in range(8)]
+    # pass 1: channels 16..19 in lanes 0..3, lanes 4..7 empty
+    b = beats[36:36 + 18]
+    assert (b[:, 4:] == 0).all() and list(b[0, :4]) == [w[16 + k, 0, 0, 0] for k in range(4)]
+    one = weight_beats(w, plan(layer, CFG_16x4, "remainder", icq=2)).ravel()
+    assert list(one) == list(w[:, :2].ravel()) + list(w[:, 2:].ravel())
 
 
 def test_rtl_reset_mid_layer(sim):

@@ -4,6 +4,8 @@ simulators: layers back to back, each described in the AXI4-Lite descriptor regi
 weights, features and sums over AXI4-Stream with idle inputs and back-pressure, its
 statistics read back from registers, the counters against what the bench saw."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -27,7 +29,11 @@ LAYERS = [
 ]
 
 
-def _jobs(seed, extreme=False):
+# two weights per beat and clock (a direct weight port)
+CFG_L = dataclasses.replace(CFG, w_lanes=2)
+
+
+def _jobs(seed, extreme=False, cfg=CFG):
     rng = np.random.default_rng(seed)
     jobs = []
     for oc, ic, h, w, k, s, p, b, icq in LAYERS:
@@ -37,17 +43,19 @@ def _jobs(seed, extreme=False):
         if extreme:
             x = np.where(rng.integers(0, 2, x.shape) == 1, -128, 127)
             wt = np.full_like(wt, -128)
-        jobs.append((x, wt, plan(layer, CFG, "remainder", icq=icq)))
+        jobs.append((x, wt, plan(layer, cfg, "remainder", icq=icq)))
     return jobs
 
 
-@pytest.mark.parametrize("valid_prob, ready_prob, extreme", [(0.6, 0.5, False),
-                                                             (1.0, 1.0, True)])
-def test_shell_layers(sim, valid_prob, ready_prob, extreme):
-    jobs = _jobs(3, extreme)
+@pytest.mark.parametrize("valid_prob, ready_prob, extreme, cfg", [
+    (0.6, 0.5, False, CFG), (1.0, 1.0, True, CFG), (0.6, 0.5, False, CFG_L),
+    (1.0, 1.0, False, CFG_L)], ids=["bp", "full", "lanes-bp", "lanes-full"])
+def test_shell_layers(sim, valid_prob, ready_prob, extreme, cfg):
+    CFG = cfg
+    jobs = _jobs(3, extreme, cfg)
     outs, stats, records = rtl_conv_axi(jobs, CFG, sim, valid_prob=valid_prob,
                                         ready_prob=ready_prob, seed=7,
-                                        name=f"layers-{int(valid_prob * 10)}")
+                                        name=f"layers-{int(valid_prob * 10)}-l{CFG.w_lanes}")
     for (x, w, sched), y, st, job in zip(jobs, outs, stats, records):
         layer = sched.layer
         want = np.stack([ref_conv(xb, w, layer.stride, layer.pad) for xb in x])
