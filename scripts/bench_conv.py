@@ -18,6 +18,8 @@ Run: python scripts/bench_conv.py [--sim icarus|verilator] [--no-rtl]
 """
 
 import argparse
+import dataclasses
+import itertools
 import json
 from pathlib import Path
 import time
@@ -72,33 +74,38 @@ def networks():
 def tiled_networks():
     """Every layer at full resolution on the arrays' DEFAULT buffers, host-tiled
     (:func:`gen.conv.tiling.plan_tiles`): end-to-end cycles from the exact model (loads,
-    compute and output stream of every job, one word per clock), against compute-only."""
+    compute and output stream of every job; features and outputs one word per clock,
+    weights one or ``w_lanes`` = 16 per clock), against compute-only.  Keys
+    ``net@array`` (one weight lane) and ``net@array@l16``."""
     out = {}
-    for aname, cfg in ARRAYS.items():
-        for net, layers in NETWORKS.items():
-            t0 = time.time()
-            cycles = macs = jobs = compute = 0
-            words = {"weights": 0, "features": 0, "outputs": 0}
-            for _, oc, ic, h, w, k, s, p in layers:
-                tp = plan_tiles(ConvLayer(oc, ic, h, w, k, k, s, p), cfg)
-                cycles += tp.cycles
-                macs += tp.macs
-                jobs += tp.jobs
-                compute += sum(t.sched.compute_cycles for t in tp.tiles)
-                for key, value in tp.words.items():
-                    words[key] += value
-            units = cfg.rows * cfg.cols
-            out[f"{net}@{aname}"] = {
-                "jobs": jobs, "cycles": cycles, "compute_cycles": compute, "macs": macs,
-                "words": words, "end_to_end_utilisation": macs / (units * cycles),
-                "compute_utilisation": macs / (units * compute),
-                "buffers": {"feat_depth": cfg.feat_depth, "weight_depth": cfg.weight_depth,
-                            "out_depth": cfg.out_depth, "max_dim": cfg.max_dim,
-                            "max_slots": cfg.max_slots}}
-            r = out[f"{net}@{aname}"]
-            print(f"[tiled] {net:9s} {aname}: {jobs} jobs, end to end "
-                  f"{r['end_to_end_utilisation']:.4f}, compute-only "
-                  f"{r['compute_utilisation']:.3f}  {time.time() - t0:.1f} s", flush=True)
+    for (aname, base), lanes, (net, layers) in itertools.product(
+            ARRAYS.items(), (1, 16), NETWORKS.items()):
+        cfg = dataclasses.replace(base, w_lanes=lanes)
+        t0 = time.time()
+        cycles = macs = jobs = compute = 0
+        words = {"weights": 0, "features": 0, "outputs": 0}
+        for _, oc, ic, h, w, k, s, p in layers:
+            tp = plan_tiles(ConvLayer(oc, ic, h, w, k, k, s, p), cfg)
+            cycles += tp.cycles
+            macs += tp.macs
+            jobs += tp.jobs
+            compute += sum(t.sched.compute_cycles for t in tp.tiles)
+            for key, value in tp.words.items():
+                words[key] += value
+        units = cfg.rows * cfg.cols
+        key = f"{net}@{aname}" + (f"@l{lanes}" if lanes > 1 else "")
+        out[key] = {
+            "w_lanes": lanes, "jobs": jobs, "cycles": cycles, "compute_cycles": compute,
+            "macs": macs,
+            "words": words, "end_to_end_utilisation": macs / (units * cycles),
+            "compute_utilisation": macs / (units * compute),
+            "buffers": {"feat_depth": cfg.feat_depth, "weight_depth": cfg.weight_depth,
+                        "out_depth": cfg.out_depth, "max_dim": cfg.max_dim,
+                        "max_slots": cfg.max_slots}}
+        r = out[key]
+        print(f"[tiled] {net:9s} {aname} w_lanes {lanes}: {jobs} jobs, end to end "
+              f"{r['end_to_end_utilisation']:.4f}, compute-only "
+              f"{r['compute_utilisation']:.3f}  {time.time() - t0:.1f} s", flush=True)
     return out
 
 
@@ -234,16 +241,19 @@ def tiled_markdown(tiled) -> list:
              "`feat_depth`, weight `weight_depth`, output `out_depth` words, `max_dim`, "
              "`max_slots`), cut into jobs by `gen.conv.tiling.plan_tiles`. End to end: the "
              "jobs' exact cycles from the first input word to the last output word "
-             "(`layer_cycles(...)['last_out']`), loads one word per clock and not overlapped "
-             "with compute; utilisation = MACs / (rows x cols x cycles). Compute-only counts "
-             "the same jobs' compute cycles.", "",
-             "| network | array | buffers (feat / weight / out / max_dim) | jobs | end-to-end "
-             "utilisation | compute-only | weight / feature / output words |",
-             "|---|---|---|---|---|---|---|"]
+             "(`layer_cycles(...)['last_out']`): features and outputs one word per clock, "
+             "weights one or `w_lanes` (16) per clock, loads not overlapped with compute; "
+             "utilisation = MACs / (rows x cols x cycles). Compute-only counts the same jobs' "
+             "compute cycles. Weight words count the weights each job loads (a layer's "
+             "weights again for every spatial tile).", "",
+             "| network | array | weight lanes | buffers (feat / weight / out / max_dim) | jobs "
+             "| end-to-end utilisation | compute-only | weight / feature / output words |",
+             "|---|---|---|---|---|---|---|---|"]
     for key, r in tiled.items():
-        net, aname = key.split("@")
+        net, aname = key.split("@")[:2]
         b, w = r["buffers"], r["words"]
-        lines.append(f"| {net} | {aname} | {b['feat_depth']} / {b['weight_depth']} / "
+        lines.append(f"| {net} | {aname} | {r['w_lanes']} | {b['feat_depth']} / "
+                     f"{b['weight_depth']} / "
                      f"{b['out_depth']} / {b['max_dim']} | {r['jobs']} | "
                      f"{r['end_to_end_utilisation']:.4f} | {r['compute_utilisation']:.3f} | "
                      f"{w['weights']} / {w['features']} / {w['outputs']} |")

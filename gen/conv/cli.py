@@ -7,7 +7,8 @@ import re
 import numpy as np
 
 from gen.core.config import SpnnError
-from gen.conv import ConvConfig, ConvLayer, MAPPINGS, check_fits, layer_cycles, plan, ref_conv
+from gen.conv import (ConvConfig, ConvLayer, MAPPINGS, check_fits, chunk_weight_beats,
+                      layer_cycles, plan, ref_conv, shell_cycles)
 from gen.conv.twin import layer_data, rtl_conv, rtl_conv_axi
 from gen.core.runutil import (add_common_arguments, check_common, check_not_empty, config_or_error,
                               int_arg, int_codes, load_npy, make_report, roofline_fields,
@@ -28,8 +29,10 @@ the model's, and n per pass.
 
 --bus-words N runs the accelerator shell instead of the bare array (docs/conv.md,
 "Accelerator shell"): the layer descriptor in AXI4-Lite registers, weights, features and
-sums over AXI4-Stream beats of N words; the report then gives end-to-end cycles (first
-input beat to last output beat), the shell's counters and the roofline bound.
+sums over AXI4-Stream beats of N words; --w-lanes (default: the largest power of two up to
+N) weights enter the array per clock.  The report then gives end-to-end cycles (first input
+beat to last output beat, checked against gen.conv.shell_cycles), the shell's counters and
+the roofline bound.
 
 Examples:
   spnn run conv --weights w.npy --input x.npy --out y.npy --report r.json
@@ -61,6 +64,9 @@ def add_arguments(parser):
     parser.add_argument("--weight-width", default="8", help="weight bits, signed (default 8)")
     parser.add_argument("--bus-words", default=None, metavar="N",
                         help="run the AXI accelerator shell with N words per beat (1..32)")
+    parser.add_argument("--w-lanes", default=None, metavar="L",
+                        help="weights per clock, a power of two 1..32 (default 1, with "
+                        "--bus-words N: the largest power of two up to N)")
     add_common_arguments(parser)
 
 
@@ -76,7 +82,7 @@ def _check_codes(arr, name, width, flag):
 
 
 _FLAGS = {"rows": "--array rows", "cols": "--array cols", "data_width": "--data-width",
-          "weight_width": "--weight-width"}
+          "weight_width": "--weight-width", "w_lanes": "--w-lanes"}
 
 
 def _setup(args):
@@ -94,6 +100,8 @@ def _setup(args):
     dw = int_arg(args.data_width, "--data-width", 2, 18)
     ww = int_arg(args.weight_width, "--weight-width", 2, 18)
     bus = 1 if args.bus_words is None else int_arg(args.bus_words, "--bus-words", 1, 32)
+    lanes = (int_arg(args.w_lanes, "--w-lanes", 1, 32) if args.w_lanes is not None
+             else 1 << (bus.bit_length() - 1))
     check_common(args)
     outputs = run_outputs(args)
     w = load_npy(args.weights, "--weights")
@@ -130,7 +138,7 @@ def _setup(args):
                           weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
                           out_depth=_pow2(oc * -(-slots // cols), 64),
                           max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16),
-                          bus_words=bus)
+                          bus_words=bus, w_lanes=lanes)
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     # output banks: (tiles x copies) slot rows of every channel (the staggered layout)
     srows = max(p.tiles * p.n for p in sched.passes)
@@ -195,17 +203,22 @@ def _run_axi(args, cfg, layer, sched, x, w, outputs) -> int:
                          f"{tuple(int(i) for i in bad)}")
     outputs.npy(args.out, y)
     cycles = job["end"] - job["first_in"] + 1
-    _, wdata, xdata = layer_data(x, w, sched)
-    n = cfg.bus_words
-    beats = {"s_axis_w": -(-len(wdata) // n), "s_axis_x": -(-len(xdata) // n),
-             "m_axis_o": -(-int(y.size) // n)}
+    if cycles != shell_cycles(sched):
+        raise SystemExit(f"spnn: internal error: the shell took {cycles} cycles, the model "
+                         f"{shell_cycles(sched)}")
+    _, _, xdata = layer_data(x, w, sched)
+    n, lanes = cfg.bus_words, cfg.w_lanes
+    beats = {"s_axis_w": -(-int(w.size) // (lanes if lanes > 1 else n)),
+             "s_axis_x": -(-len(xdata) // n), "m_axis_o": -(-int(y.size) // n)}
     roof = roofline_fields(cycles, -(-layer.macs // (cfg.rows * cfg.cols)), beats)
     report = make_report(
         "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
                       "output": f"int{cfg.acc_width}"},
         args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0,
         utilisation=layer.macs / (cfg.rows * cfg.cols * cycles), interface="axi",
-        bus_words=n, counters=job["counters"], **roof,
+        bus_words=n, w_lanes=lanes, end_to_end_model_cycles=shell_cycles(sched),
+        weight_beats=sum(chunk_weight_beats(sched, q) for q in sched.chunk_sizes),
+        counters=job["counters"], **roof,
         roofline_efficiency=roof["efficiency_vs_roofline"],
         array=f"{cfg.rows}x{cfg.cols}", batch=layer.batch, macs=layer.macs,
         busy_mac_cycles=st["busy"], compute_cycles=st["cycles"],
@@ -215,7 +228,10 @@ def _run_axi(args, cfg, layer, sched, x, w, outputs) -> int:
         rtl_matches_model=(st["busy"] == sched.busy_mac_cycles
                            and st["cycles"] == sched.compute_cycles),
         utilisation_counts="MACs / (rows x cols x end-to-end cycles): loads and output "
-                           "stream included; compute_utilisation counts compute cycles only")
+                           "stream included; compute_utilisation counts compute cycles only",
+        roofline_counts="the larger of ceil(MACs / (rows x cols)) and the busiest port's "
+                        "beats: the layer's weights / w_lanes (/ bus_words at one lane), its "
+                        "features and outputs / bus_words")
     outputs.json(args.report, report)
     outputs.commit()
     print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} ({cfg.rows}x{cfg.cols}), AXI "

@@ -15,7 +15,8 @@ unchanged array (:class:`TilePlan`):
   number of spatial tiles and image groups).
 
 The tile shape minimises the layer's end-to-end cycles, estimated per tile as compute cycles
-plus the words loaded and streamed out (the array does not overlap loads with compute, so
+plus the weight transfers (:func:`gen.conv.chunk_weight_beats`), the feature words loaded and
+the words streamed out (the array does not overlap loads with compute, so
 the exact model, :func:`gen.conv.layer_cycles`, differs from this sum by a few clocks per
 job); :meth:`TilePlan.cycles` gives the exact figure, the sum over the jobs of
 :func:`gen.conv.layer_cycles` ``["last_out"]`` (first input word to last output word of
@@ -31,6 +32,7 @@ from gen.conv.config import ConvConfig, ConvLayer
 from gen.conv.cycles import layer_cycles, shell_extra_cycles
 from gen.conv.descriptor import check_fits
 from gen.conv.schedule import Schedule, plan
+from gen.conv.wstream import chunk_weight_beats
 from gen.core.config import SpnnError
 
 __all__ = ["Tile", "TilePlan", "plan_tiles", "tile_input", "run_tiles"]
@@ -131,7 +133,8 @@ def _fit(layer, cfg, mapping, nb, no, ny, nx, whole):
 
 def _estimate(sched: Schedule) -> int:
     sub = sched.layer
-    return (sched.compute_cycles + sub.oc * sub.ic * sub.kh * sub.kw
+    weights = sum(chunk_weight_beats(sched, q) for q in sched.chunk_sizes)
+    return (sched.compute_cycles + weights
             + sub.batch * sub.ic * sub.h * sub.w + sub.positions * sub.oc)
 
 

@@ -164,7 +164,8 @@ COMMANDS = {
     "run conv": dict(
         argv=["run", "conv", "--weights", "{Wc}", "--input", "{Xc}"],
         arrays=["--weights", "--input"],
-        ints=["--stride", "--pad", "--data-width", "--weight-width", "--seed", "--bus-words"],
+        ints=["--stride", "--pad", "--data-width", "--weight-width", "--seed", "--bus-words",
+              "--w-lanes"],
         floats=[],
         formats=[], files=["--out", "--report"], folders=[],
         other={"--array", "--mapping", "--skip-pad", "--sim", "--waves"}),

@@ -109,6 +109,11 @@ def test_regmap_and_ports():
     assert ports["s_axis_w_tdata"] == ("input", 24) and ports["m_axis_o_tdata"] == ("output", 96)
     assert ports["s_axi_awaddr"][1] == regmap.addr_width
     assert not [p for p in ports if "__" in p]
+    module = SHELL.module_name(CFG_L)
+    assert module == "conv_4x2_axi_l2_w3"
+    ports = {p: (d, w) for p, d, w in verilog_ports(to_verilog(SHELL.build(CFG_L), module),
+                                                    module)}
+    assert ports["s_axis_w_tdata"] == ("input", 16) and ports["s_axis_w_tkeep"] == ("input", 2)
 
 
 @pytest.mark.rtl
@@ -129,7 +134,8 @@ def test_cli_run_through_the_shell(tmp_path):
                  "--out", str(tmp_path / "y.npy"), "--report", str(tmp_path / "r.json")]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref_conv(x, w, 1, 1))
     r = json.loads((tmp_path / "r.json").read_text())
-    assert r["interface"] == "axi" and r["bus_words"] == 4
+    assert r["interface"] == "axi" and r["bus_words"] == 4 and r["w_lanes"] == 4
+    assert r["end_to_end_model_cycles"] == r["cycles"]
     assert r["bus_beats"] == {"s_axis_w": 41, "s_axis_x": 37, "m_axis_o": 74}
     assert r["compute_bound_cycles"] == -(-6 * 27 * 49 // 8) == r["roofline_cycles"]
     assert r["end_to_end_cycles"] == r["cycles"] >= r["roofline_cycles"]
