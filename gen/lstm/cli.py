@@ -6,7 +6,8 @@ import numpy as np
 from gen.core.config import SpnnError
 from gen.core.fixed import decode
 from gen.lstm import (LstmConfig, compile_lstm, cycle_model, float_lstm, load_model, prune_lstm,
-                      quantise_lstm, ref_lstm, roofline_beats, step_cycles, weight_words)
+                      quantise_lstm, ref_lstm, roofline_beats, shell_cycles, step_cycles,
+                      weight_words)
 from gen.lstm.twin import JOB_INPUTS, axi_jobs, rtl_lstm, rtl_lstm_axi
 from gen.core.runutil import (add_common_arguments, check_common, codes_of, config_or_error,
                               flag_message, float_arg, format_arg, int_arg, load_npy, make_report,
@@ -241,12 +242,16 @@ def _run_axi(args, model, q, cfg, plan, real, seqs, outputs) -> int:
     outputs.npy(args.out, h)
     T, H = len(xs), model.hidden
     cycles = job["end"] - job["first_in"] + 1
+    if cycles != shell_cycles(plan, seqs):
+        raise SystemExit(f"spnn: internal error: the shell took {cycles} cycles, the model "
+                         f"{shell_cycles(plan, seqs)}")
     n = cfg.bus_words
     roof = roofline_fields(cycles, plan.ideal_cycles * T, roofline_beats(plan, T))
     report = make_report(
         "lstm", cfg, cfg.formats(), args.sim, cycles, roof["roofline_cycles"], T * H, err,
         utilisation=plan.nnz * T / (cfg.pes * cycles), interface="axi", bus_words=n,
-        w_lanes=cfg.w_lanes, weight_beats=len(jobs[0]["packets"]["s_axis_w"]) // cfg.w_lanes
+        w_lanes=cfg.w_lanes, end_to_end_model_cycles=shell_cycles(plan, seqs),
+        weight_beats=len(jobs[0]["packets"]["s_axis_w"]) // cfg.w_lanes
         if cfg.w_lanes > 1 else -(-len(jobs[0]["packets"]["s_axis_w"]) // n),
         counters=job["counters"], **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
         hidden=H, inputs=model.inputs, steps=T, density=model.density, nnz=plan.nnz,

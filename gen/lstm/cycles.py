@@ -19,7 +19,7 @@ from gen.lstm.config import XK_X
 from gen.lstm.golden import ref_lstm
 from gen.lstm.words import seq_words, weight_beats
 
-__all__ = ["cycle_model", "step_cycles"]
+__all__ = ["cycle_model", "step_cycles", "shell_cycles"]
 
 
 LOAD, INIT, IDLE, SEQ, SEQW, XFEED, HFEED, EW, EWW = range(9)
@@ -227,3 +227,13 @@ def step_cycles(model: dict) -> list:
     """Per step: cycles from its first input to the element-wise stage's last ``h`` write,
     plus the 2 clocks to the next step's first input (the step period at full rate)."""
     return [s["end"] + 2 - s["start"] for s in model["steps"]]
+
+
+def shell_cycles(plan: LstmPlan, seqs) -> int:
+    """End-to-end clocks of one job carrying the weights and the sequences ``seqs`` through
+    the accelerator shell at full rate, from its first input beat to its last ``h`` beat,
+    both counted: the engine's last ``h`` transfer (:func:`cycle_model`) + 1, + 1 with
+    ``w_lanes`` = 1 (the weight words are unpacked from beats), + 2 (the ``h`` words are
+    packed into beats).  Exact (tb/lstm/test_shell.py); idle inputs and back-pressure add
+    clocks it does not model."""
+    return cycle_model(plan, seqs)["o"][-1] + 1 + (plan.cfg.w_lanes == 1) + 2

@@ -13,7 +13,8 @@ from gen.core.runutil import (add_common_arguments, check_common, check_finite, 
                               int_arg, load_npy, make_report, roofline_fields, run_outputs,
                               signed_bits)
 from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled, cycle_model,
-                      gather_tiled, plan_columns, prune, ref_spmv, roofline_beats, tile_jobs)
+                      gather_tiled, plan_columns, prune, ref_spmv, roofline_beats,
+                      shell_cycles, tile_jobs)
 from gen.spmv.twin import rtl_spmv_axi, run_jobs
 
 HELP = "load-balanced sparse matrix-vector engine (seed 000)"
@@ -311,6 +312,10 @@ def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outp
     err = float(np.max(np.abs(real_y - exact_real))) if len(y) else 0.0
     outputs.npy(args.out, y if exact_ints else real_y)
     cycles = job["end"] - job["first_in"] + 1
+    model = shell_cycles(tile_jobs(blocks, x_codes), cfg)
+    if bandwidth == 1.0 and cycles != model:
+        raise SystemExit(f"spnn: internal error: the shell took {cycles} cycles, the model "
+                         f"{model}")
     roof = roofline_fields(cycles, math.ceil(nnz / cfg.pes),
                            roofline_beats(w_codes, cfg, args.alloc))
     formats = {"weights": cfg.w_fmt.to_dict(), "x": cfg.x_fmt.to_dict(),
@@ -319,6 +324,7 @@ def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outp
         "spmv", cfg, formats, args.sim, cycles, roof["roofline_cycles"], int(rows), err,
         utilisation=nnz / (cfg.pes * cycles) if cycles else None,
         interface="axi", bus_words=cfg.bus_words, w_lanes=cfg.w_lanes,
+        end_to_end_model_cycles=model if bandwidth == 1.0 else None,
         drain_lanes=cfg.drain_lanes, col_starts=[b.col_offset for b in blocks
                                                  if b.row_offset == 0],
         weight_beats=sum(beat_count(b) for b in blocks),

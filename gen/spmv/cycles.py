@@ -19,7 +19,7 @@ from gen.core.stimulus import ModelSource, pattern_for
 from gen.spmv.beats import beat_count
 from gen.spmv.config import SpmvConfig
 
-__all__ = ["cycle_model"]
+__all__ = ["cycle_model", "shell_cycles"]
 
 
 def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
@@ -205,3 +205,13 @@ def _block_totals(jobs, info, o_cycles):
             outs = o_cycles[opos:opos + n]
             opos += n
             d["total_cycles"] = (outs[-1] if outs else d["drain_start"]) - row_start + 1
+
+
+def shell_cycles(jobs, cfg: SpmvConfig) -> int:
+    """End-to-end clocks of one job ``[(plan, x_codes), ...]`` through the accelerator shell
+    at full rate (every beat offered and taken at once), from its first input beat to its
+    last result beat, both counted: the engine's last result transfer
+    (:func:`cycle_model`) + 1, + 2 with ``drain_lanes`` = 1 (the results are packed into
+    beats: the word enters the beat register, then the beat is offered).  Exact
+    (tb/spmv/test_shell.py); idle inputs and back-pressure add clocks it does not model."""
+    return cycle_model(jobs, cfg)["o"][-1] + 1 + (2 if cfg.drain_lanes == 1 else 0)

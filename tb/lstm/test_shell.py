@@ -93,6 +93,24 @@ def test_shell_weights_with_the_first_sequence(sim):
         assert job["counters"]["stall_out"] == 0
 
 
+@pytest.mark.parametrize("cfg", [CFG, CFG_L], ids=["l1", "l2"])
+def test_shell_full_rate_model(sim, cfg):
+    """The weights and a sequence in one job at full rate: the end-to-end cycles equal
+    gen.lstm.shell_cycles exactly."""
+    from gen.lstm import shell_cycles
+    rng = np.random.default_rng(24)
+    q = quantise_lstm(random_layer(rng, 10, 3), cfg)
+    plan = compile_lstm(q, cfg)
+    seqs = _seqs(rng, 10, 3, [4])
+    jobs = axi_jobs(plan, seqs, with_weights=False)
+    jobs[0]["regs"][0] = [JOB_INPUTS, 3]
+    jobs[0]["packets"]["s_axis_w"] = weight_words(plan)
+    hs, records = rtl_lstm_axi(plan, seqs, sim, jobs=jobs, name=f"shell-model-l{cfg.w_lanes}")
+    assert_array_equal(hs[0], ref_lstm(q, seqs[0][0], cfg)[0])
+    job = records[0]
+    assert job["end"] - job["first_in"] + 1 == shell_cycles(plan, seqs)
+
+
 def test_shell_reset_mid_job(sim):
     """``aresetn`` low while the weights load, and again in the middle of a sequence
     (results pending, output back-pressured): each time the registers read their reset

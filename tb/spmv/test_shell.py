@@ -118,6 +118,25 @@ def test_shell_full_rate_and_disabled_port(sim):
     assert third["beats_in"] == -(-len(x) // CFG.bus_words)
 
 
+@pytest.mark.parametrize("cfg", [CFG, CFG_D], ids=["d1", "d2"])
+def test_shell_full_rate_model(sim, cfg):
+    """At full rate the end-to-end cycles (first input beat to last result beat) equal
+    gen.spmv.shell_cycles exactly: a tiled product and a one-block one."""
+    from gen.spmv import shell_cycles, tile_jobs
+    rng = np.random.default_rng(8)
+    for n, (rows, cols) in enumerate(((37, 13), (9, 6))):
+        w = _matrix(10 + n, rows, cols)
+        x = rng.integers(-2048, 2048, cols)
+        blocks = compile_tiled(w, cfg, "balanced")
+        sources, sinks = _ports(cfg, 1.0, 1.0, 1.0, 0)
+        job, = run_axi_jobs(SHELL, cfg, [axi_job(blocks, x, cfg)], sources, sinks, sim=sim,
+                            name=f"shell-model-d{cfg.drain_lanes}-{n}", max_cycles=20_000)
+        y = np.asarray(job["packets"]["m_axis_y"], dtype=np.int64)
+        np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
+                                      ref_spmv(w, x, cfg))
+        assert job["end"] - job["first_in"] + 1 == shell_cycles(tile_jobs(blocks, x), cfg)
+
+
 def test_shell_ports_are_vivado_names():
     from gen.core.emit import to_verilog, verilog_ports
     text = to_verilog(SHELL.build(CFG), SHELL.module_name(CFG))
