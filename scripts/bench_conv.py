@@ -26,7 +26,8 @@ import time
 
 import numpy as np
 
-from gen.conv import ConvConfig, ConvLayer, network_table, plan, ref_conv, stagger_cycles
+from gen.conv import (ConvConfig, ConvLayer, network_table, plan, ref_conv, seed_buffers,
+                      stagger_cycles)
 from gen.conv.twin import rtl_conv
 from gen.conv.networks import NETWORKS
 from gen.conv.tiling import plan_tiles
@@ -75,12 +76,14 @@ def tiled_networks():
     """Every layer at full resolution on the arrays' DEFAULT buffers, host-tiled
     (:func:`gen.conv.tiling.plan_tiles`): end-to-end cycles from the exact model (loads,
     compute and output stream of every job; features and outputs one word per clock,
-    weights one or ``w_lanes`` = 16 per clock), against compute-only.  Keys
-    ``net@array`` (one weight lane) and ``net@array@l16``."""
+    weights one or ``w_lanes`` = 16 per clock), against compute-only; the arrays' default
+    buffers and the seed-sized ones (:func:`gen.conv.seed_buffers`).  Keys ``net@array``
+    (default buffers, one weight lane), ``@seed`` and ``@l16`` appended for the others."""
     out = {}
-    for (aname, base), lanes, (net, layers) in itertools.product(
-            ARRAYS.items(), (1, 16), NETWORKS.items()):
-        cfg = dataclasses.replace(base, w_lanes=lanes)
+    for (aname, base), sized, lanes, (net, layers) in itertools.product(
+            ARRAYS.items(), ("default", "seed"), (1, 16), NETWORKS.items()):
+        cfg = dataclasses.replace(seed_buffers(base) if sized == "seed" else base,
+                                  w_lanes=lanes)
         t0 = time.time()
         cycles = macs = jobs = compute = 0
         words = {"weights": 0, "features": 0, "outputs": 0}
@@ -93,9 +96,10 @@ def tiled_networks():
             for key, value in tp.words.items():
                 words[key] += value
         units = cfg.rows * cfg.cols
-        key = f"{net}@{aname}" + (f"@l{lanes}" if lanes > 1 else "")
+        key = (f"{net}@{aname}" + ("@seed" if sized == "seed" else "")
+               + (f"@l{lanes}" if lanes > 1 else ""))
         out[key] = {
-            "w_lanes": lanes, "jobs": jobs, "cycles": cycles, "compute_cycles": compute,
+            "w_lanes": lanes, "buffers_from": sized, "jobs": jobs, "cycles": cycles, "compute_cycles": compute,
             "macs": macs,
             "words": words, "end_to_end_utilisation": macs / (units * cycles),
             "compute_utilisation": macs / (units * compute),
@@ -103,7 +107,7 @@ def tiled_networks():
                         "out_depth": cfg.out_depth, "max_dim": cfg.max_dim,
                         "max_slots": cfg.max_slots}}
         r = out[key]
-        print(f"[tiled] {net:9s} {aname} w_lanes {lanes}: {jobs} jobs, end to end "
+        print(f"[tiled] {net:9s} {aname} {sized} buffers, w_lanes {lanes}: {jobs} jobs, end to end "
               f"{r['end_to_end_utilisation']:.4f}, compute-only "
               f"{r['compute_utilisation']:.3f}  {time.time() - t0:.1f} s", flush=True)
     return out
@@ -239,7 +243,9 @@ def tiled_markdown(tiled) -> list:
     lines = ["## Default buffers, host-tiled, end to end (batch 1)", "",
              "Every layer at full resolution on the array's default buffers (feature "
              "`feat_depth`, weight `weight_depth`, output `out_depth` words, `max_dim`, "
-             "`max_slots`), cut into jobs by `gen.conv.tiling.plan_tiles`. End to end: the "
+             "`max_slots`) and on seed-sized ones (`gen.conv.seed_buffers`: the seed's 20 x "
+             "2048 feature, 128 x 2048 weight and 2 x 32 x 512 output words for 128 x 16, "
+             "scaled by rows x cols), cut into jobs by `gen.conv.tiling.plan_tiles`. End to end: the "
              "jobs' exact cycles from the first input word to the last output word "
              "(`layer_cycles(...)['last_out']`): features and outputs one word per clock, "
              "weights one or `w_lanes` (16) per clock, loads not overlapped with compute; "

@@ -8,7 +8,7 @@ import numpy as np
 
 from gen.core.config import check_int
 
-__all__ = ["ConvConfig", "ConvLayer", "MAPPINGS"]
+__all__ = ["ConvConfig", "ConvLayer", "MAPPINGS", "SEED_BUFFERS", "seed_buffers"]
 
 
 MAPPINGS = ("naive", "seed", "remainder")
@@ -182,3 +182,23 @@ class ConvLayer:
     @property
     def macs(self):
         return self.oc * self.positions * self.k
+
+
+# The seed's (VC709) on-chip buffers for a 128 x 16 array, in words: features 20 x 2048,
+# weights 128 x 2048, outputs 2 x 32 x 512 (ping-pong); scaled by the array for others.
+SEED_BUFFERS = {"features": 20 * 2048, "weights": 128 * 2048, "outputs": 2 * 32 * 512}
+
+
+def seed_buffers(cfg: ConvConfig) -> ConvConfig:
+    """``cfg`` with buffers as large as the seed's, scaled by the array (rows x cols / 128 x
+    16), and no larger: the ``2 cols`` feature banks, ``rows`` weight banks and ``2 cols``
+    output banks share the seed's words (``feat_depth`` 1280, ``weight_depth`` 2048,
+    ``out_depth`` 1024 on 128 x 16; twice each on 256 x 32), ``max_dim`` 256 and
+    ``max_slots`` 16384 (counter widths)."""
+    scale = cfg.rows * cfg.cols / (128 * 16)
+    feat = int(SEED_BUFFERS["features"] * scale) // (2 * cfg.cols)
+    weight = int(SEED_BUFFERS["weights"] * scale) // cfg.rows
+    out = int(SEED_BUFFERS["outputs"] * scale) // (2 * cfg.cols)
+    from dataclasses import replace
+    return replace(cfg, feat_depth=feat, weight_depth=weight, out_depth=out, max_dim=256,
+                   max_slots=16384)

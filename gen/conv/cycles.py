@@ -12,15 +12,15 @@ __all__ = ["pass_setup_cycles", "compute_cycles", "stall_free_cycles", "stagger_
 
 # The accelerator shell (hdl/conv/shell.py) at full rate adds 3 clocks to the array's own
 # timeline (descriptor from the registers, the AXI4-Stream adapters on the way in and out),
-# whatever ``bus_words`` (checked at 1, 3 and 4 words per beat); 2 with ``w_lanes`` > 1,
-# whose direct weight port has no adapter on the way in.
+# whatever ``bus_words`` (checked at 1, 3 and 4 words per beat) and ``w_lanes`` (whose
+# direct weight port passes a skid buffer instead of the beat-to-word adapter).
 SHELL_EXTRA_CYCLES = 3
 
 
 def shell_extra_cycles(cfg) -> int:
-    """Clocks the shell adds to a layer's timeline at full rate (:data:`SHELL_EXTRA_CYCLES`,
-    one fewer with a direct weight port)."""
-    return SHELL_EXTRA_CYCLES - (cfg.w_lanes > 1)
+    """Clocks the shell adds to a layer's timeline at full rate (:data:`SHELL_EXTRA_CYCLES`
+    for every config)."""
+    return SHELL_EXTRA_CYCLES
 
 
 # Pipeline of the array (hdl/conv.py, "pipeline"): a beat issued in cycle t registers its

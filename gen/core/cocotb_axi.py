@@ -34,7 +34,7 @@ import os
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, with_timeout
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, Timer, with_timeout
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
@@ -167,14 +167,18 @@ async def _reset_job(job, axil, sources, sinks, ports):
 async def shell_job(dut):
     with open(os.environ["SPNN_JOB"]) as handle:
         spec = json.load(handle)
-    cocotb.start_soon(Clock(dut.aclk, 10, unit="ns").start())
+    # aresetn is low before the first clock edge: the shell registers its reset, and an
+    # undriven (X) aresetn sampled at the first edge would be held in those registers
     dut.aresetn.value = 0
+    dut.aclk.value = 0
     kwargs = {"reset_active_level": False}
     axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axi"), dut.aclk, dut.aresetn, **kwargs)
     sources = {e["port"]: AxiStreamSource(AxiStreamBus.from_prefix(dut, e["port"]), dut.aclk,
                                           dut.aresetn, **kwargs) for e in spec["sources"]}
     sinks = {e["port"]: AxiStreamSink(AxiStreamBus.from_prefix(dut, e["port"]), dut.aclk,
                                       dut.aresetn, **kwargs) for e in spec["sinks"]}
+    await Timer(1, unit="ns")
+    cocotb.start_soon(Clock(dut.aclk, 10, unit="ns").start())
     await ClockCycles(dut.aclk, 4)
     dut.aresetn.value = 1
     for entry in spec["sources"]:

@@ -232,8 +232,8 @@ def step_cycles(model: dict) -> list:
 def shell_cycles(plan: LstmPlan, seqs) -> int:
     """End-to-end clocks of one job carrying the weights and the sequences ``seqs`` through
     the accelerator shell at full rate, from its first input beat to its last ``h`` beat,
-    both counted: the engine's last ``h`` transfer (:func:`cycle_model`) + 1, + 1 with
-    ``w_lanes`` = 1 (the weight words are unpacked from beats), + 2 (the ``h`` words are
-    packed into beats).  Exact (tb/lstm/test_shell.py); idle inputs and back-pressure add
-    clocks it does not model."""
-    return cycle_model(plan, seqs)["o"][-1] + 1 + (plan.cfg.w_lanes == 1) + 2
+    both counted: the engine's last ``h`` transfer (:func:`cycle_model`) + 1, + 1 (the
+    weights enter through the shell's beat-to-word adapter, or its skid buffer with
+    ``w_lanes`` > 1), + 2 (the ``h`` words are packed into beats).  Exact
+    (tb/lstm/test_shell.py); idle inputs and back-pressure add clocks it does not model."""
+    return cycle_model(plan, seqs)["o"][-1] + 4

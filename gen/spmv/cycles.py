@@ -211,7 +211,8 @@ def shell_cycles(jobs, cfg: SpmvConfig) -> int:
     """End-to-end clocks of one job ``[(plan, x_codes), ...]`` through the accelerator shell
     at full rate (every beat offered and taken at once), from its first input beat to its
     last result beat, both counted: the engine's last result transfer
-    (:func:`cycle_model`) + 1, + 2 with ``drain_lanes`` = 1 (the results are packed into
-    beats: the word enters the beat register, then the beat is offered).  Exact
-    (tb/spmv/test_shell.py); idle inputs and back-pressure add clocks it does not model."""
-    return cycle_model(jobs, cfg)["o"][-1] + 1 + (2 if cfg.drain_lanes == 1 else 0)
+    (:func:`cycle_model`) + 1, + 1 (the weight beats pass the shell's skid buffer), + 2 with
+    ``drain_lanes`` = 1 (the results are packed into beats: the word enters the beat
+    register, then the beat is offered).  Exact (tb/spmv/test_shell.py); idle inputs and
+    back-pressure add clocks it does not model."""
+    return cycle_model(jobs, cfg)["o"][-1] + 2 + (2 if cfg.drain_lanes == 1 else 0)

@@ -36,11 +36,13 @@ from dataclasses import dataclass
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
+from amaranth.lib.data import StructLayout
 from amaranth.lib.wiring import In, Out
 
 from hdl.lib.axil import AxiLiteSignature
 from hdl.lib.axis import AxisSignature, AxisToWords, WordsToAxis
 from hdl.lib.shell import JobControl, clock_from_ports, connect_flat, flat_members
+from hdl.lib.skid import SkidBuffer
 
 __all__ = ["AxisPort", "RegPort", "RegSink", "AxiShell"]
 
@@ -64,7 +66,9 @@ class AxisPort:
         True: a beat carries up to ``words`` of the block's transfers, one word each
         (``tkeep`` marks the present words; a packet's last beat may be partial; the block
         still takes one word per clock).  False: a beat is one transfer whose payload is
-        ``words`` words (word ``k`` = payload bits ``k * word_width ..``), every word kept.
+        ``words`` words (word ``k`` = payload bits ``k * word_width ..``), every word kept;
+        an input beat passes a two-entry skid buffer (:class:`hdl.lib.skid.SkidBuffer`,
+        one clock) on its way to the block.
     framed : bool
         True: part of the job (an input takes one packet per job, an output is counted and
         ends with ``tlast``).  False: a side channel open whenever the block is (e.g. a
@@ -207,13 +211,23 @@ class AxiShell(wiring.Component):
                          moved.eq(adapt.o.valid & adapt.o.ready),
                          last_word.eq(moved & adapt.o.p.last)]
         else:
+            # a direct beat enters a skid buffer (payload and tlast): the block's valid and
+            # payload are registers and tready depends on a register only, so no bus input
+            # reaches the block's logic in the clock it arrives
             lane = 8 * port.word_bytes
-            m.d.comb += [inner.valid.eq(bus("tvalid") & gate),
-                         bus("tready").eq(inner.ready & gate),
-                         inner.payload.eq(Cat(bus("tdata").word_select(k, lane)[:port.word_width]
-                                              for k in range(port.words))),
+            width = port.words * port.word_width
+            m.submodules[f"{port.name}_skid"] = skid = SkidBuffer(
+                StructLayout({"data": width, "last": 1}))
+            m.d.comb += [skid.i.valid.eq(bus("tvalid") & gate),
+                         bus("tready").eq(skid.i.ready & gate),
+                         skid.i.payload.data.eq(Cat(
+                             bus("tdata").word_select(k, lane)[:port.word_width]
+                             for k in range(port.words))),
+                         skid.i.payload.last.eq(bus("tlast")),
+                         inner.valid.eq(skid.o.valid), skid.o.ready.eq(inner.ready),
+                         inner.payload.eq(skid.o.payload.data),
                          moved.eq(inner.valid & inner.ready),
-                         last_word.eq(moved & bus("tlast"))]
+                         last_word.eq(moved & skid.o.payload.last)]
         with m.If(bus("tvalid") & bus("tready") & bus("tlast")):
             m.d.sync += bus_done.eq(1)
         with m.If(last_word):
