@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 from gen.core.fixed import quantise
 from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model, quantise_lstm, ref_lstm,
-                      step_cycles)
+                      step_cycles, weight_beats)
 from gen.lstm.twin import rtl_lstm
 
 X, H, DENSITY, P = 153, 1024, 0.117, 32
@@ -109,8 +109,8 @@ def main(argv=None):
     res["rtl"] = None
     if args.rtl != "none":
         if args.rtl == "full":
-            # the weights through 16 lanes (16 words per clock): 37,606 load beats
-            # instead of 580k at one word per clock
+            # the weights through 16 lanes (16 words per clock) instead of one word per
+            # clock (about 580k load clocks)
             fcfg = dataclasses.replace(cfg, w_lanes=16)
             rplan, rq, rseqs, rcm, _ = measure(layer, fcfg, "balanced", 2,
                                                np.random.default_rng(0))
@@ -131,11 +131,13 @@ def main(argv=None):
         same = rres["sinks"]["o"]["cycles"] == rcm["o"] and \
             rres["sources"]["x"]["cycles"] == rcm["x"]
         res["rtl"] = {"kind": args.rtl, "sim": args.sim, "X": rplan.inputs, "H": rplan.hidden,
-                      "P": c.pes, "bit_exact": exact, "cycles_match_model": same,
+                      "P": c.pes, "w_lanes": c.w_lanes,
+                      "weight_beats": len(weight_beats(rplan)),
+                      "bit_exact": exact, "cycles_match_model": same,
                       "cycles_per_step": step_cycles(rcm), "ideal_cycles": rplan.ideal_cycles,
                       "seconds": time.time() - t1}
-        log(f"[rtl] bit-exact {exact}, every transfer cycle == model {same} "
-            f"({time.time() - t1:.0f} s)")
+        log(f"[rtl] {len(weight_beats(rplan))} weight beats at {c.w_lanes} lanes; bit-exact "
+            f"{exact}, every transfer cycle == model {same} ({time.time() - t1:.0f} s)")
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -162,7 +164,9 @@ def main(argv=None):
         md += ["", f"RTL ({r['kind']}: X = {r['X']}, H = {r['H']}, P = {r['P']}, {r['sim']}): "
                f"bit-exact with golden {r['bit_exact']}, every transfer cycle equal to the "
                f"cycle model {r['cycles_match_model']}, cycles/step "
-               f"{', '.join(map(str, r['cycles_per_step']))} (ideal {r['ideal_cycles']})."]
+               f"{', '.join(map(str, r['cycles_per_step']))} (ideal {r['ideal_cycles']}); "
+               f"{r['weight_beats']} weight beats at {r['w_lanes']} lanes, "
+               f"{r['seconds']:.0f} s build and run."]
     (out / "lstm.md").write_text("\n".join(md) + "\n")
     log(f"[done] {out / 'lstm.json'}, {out / 'lstm.md'} ({time.time() - t0:.0f} s)")
     return 0 if m["meets_bound"] and (res["rtl"] is None or (

@@ -2,7 +2,7 @@
 """The conv array's config (:class:`ConvConfig`, the generated hardware) and a layer
 (:class:`ConvLayer`, one convolution it runs), with their validation; the mapping names."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -199,6 +199,5 @@ def seed_buffers(cfg: ConvConfig) -> ConvConfig:
     feat = int(SEED_BUFFERS["features"] * scale) // (2 * cfg.cols)
     weight = int(SEED_BUFFERS["weights"] * scale) // cfg.rows
     out = int(SEED_BUFFERS["outputs"] * scale) // (2 * cfg.cols)
-    from dataclasses import replace
     return replace(cfg, feat_depth=feat, weight_depth=weight, out_depth=out, max_dim=256,
                    max_slots=16384)

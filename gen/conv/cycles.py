@@ -8,19 +8,13 @@ from gen.conv.layout import _tile_list, stagger_delay
 from gen.conv.wstream import chunk_weight_beats
 
 __all__ = ["pass_setup_cycles", "compute_cycles", "stall_free_cycles", "stagger_cycles",
-           "layer_cycles", "shell_cycles", "shell_extra_cycles", "SHELL_EXTRA_CYCLES"]
+           "layer_cycles", "shell_cycles", "SHELL_EXTRA_CYCLES"]
 
 # The accelerator shell (hdl/conv/shell.py) at full rate adds 3 clocks to the array's own
 # timeline (descriptor from the registers, the AXI4-Stream adapters on the way in and out),
 # whatever ``bus_words`` (checked at 1, 3 and 4 words per beat) and ``w_lanes`` (whose
 # direct weight port passes a skid buffer instead of the beat-to-word adapter).
 SHELL_EXTRA_CYCLES = 3
-
-
-def shell_extra_cycles(cfg) -> int:
-    """Clocks the shell adds to a layer's timeline at full rate (:data:`SHELL_EXTRA_CYCLES`
-    for every config)."""
-    return SHELL_EXTRA_CYCLES
 
 
 # Pipeline of the array (hdl/conv.py, "pipeline"): a beat issued in cycle t registers its
@@ -159,4 +153,4 @@ def shell_cycles(sched) -> int:
     shell still moves one feature and one output word per clock into and out of the array
     (and one weight transfer: ``w_lanes`` weights).  Idle inputs and back-pressure add
     clocks this does not model."""
-    return layer_cycles(sched)["last_out"] + shell_extra_cycles(sched.cfg)
+    return layer_cycles(sched)["last_out"] + SHELL_EXTRA_CYCLES

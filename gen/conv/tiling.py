@@ -29,7 +29,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from gen.conv.config import ConvConfig, ConvLayer
-from gen.conv.cycles import layer_cycles, shell_extra_cycles
+from gen.conv.cycles import SHELL_EXTRA_CYCLES, layer_cycles
 from gen.conv.descriptor import check_fits
 from gen.conv.schedule import Schedule, plan
 from gen.conv.wstream import chunk_weight_beats
@@ -78,7 +78,7 @@ class TilePlan:
     def shell_cycles(self) -> int:
         """The same through the accelerator shell at full rate
         (:func:`gen.conv.shell_cycles` per job)."""
-        return self.cycles + shell_extra_cycles(self.cfg) * self.jobs
+        return self.cycles + SHELL_EXTRA_CYCLES * self.jobs
 
     @property
     def words(self) -> dict:

@@ -4,6 +4,7 @@
 import numpy as np
 
 from gen.core.fixed import to_signed, to_unsigned
+from gen.core.lanes import pack_beat
 from gen.core.sim import axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
 from hdl.conv import GATEWARE, SHELL
@@ -75,9 +76,8 @@ def layer_data(x, w, sched, packed=True):
     lanes = to_unsigned(beats, cfg.weight_width)
     if cfg.w_lanes == 1 or not packed:
         return x, lanes, xdata
-    ww, L = cfg.weight_width, cfg.w_lanes
-    wdata = [sum(v << (k * ww) for k, v in enumerate(lanes[i:i + L]))
-             for i in range(0, len(lanes), L)]
+    L = cfg.w_lanes
+    wdata = [pack_beat(lanes[i:i + L], cfg.weight_width) for i in range(0, len(lanes), L)]
     return x, wdata, xdata
 
 

@@ -167,8 +167,8 @@ async def _reset_job(job, axil, sources, sinks, ports):
 async def shell_job(dut):
     with open(os.environ["SPNN_JOB"]) as handle:
         spec = json.load(handle)
-    # aresetn is low before the first clock edge: the shell registers its reset, and an
-    # undriven (X) aresetn sampled at the first edge would be held in those registers
+    # aresetn is low (and the bus models built) before the first clock edge, so no
+    # register samples an undriven aresetn
     dut.aresetn.value = 0
     dut.aclk.value = 0
     kwargs = {"reset_active_level": False}

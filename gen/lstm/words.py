@@ -18,6 +18,8 @@ codes (``x_fmt``), ``H`` per step in original order.
 
 import numpy as np
 
+from gen.core.lanes import beat_words, lane_beats
+
 from gen.lstm.compile import LstmPlan
 from gen.lstm.config import (KIND_BIAS, KIND_COL, KIND_END, KIND_ENTRY, KIND_NOP, KIND_ROW,
                              XK_C0, XK_H0, XK_X, LstmConfig)
@@ -64,11 +66,7 @@ def weight_words(plan: LstmPlan) -> list:
     """The weight stream as words: ROW x H, BIAS x 4H, per column (ENTRY* COL), END; with
     ``w_lanes`` > 1 the words of :func:`weight_beats`, lane by lane within each beat."""
     cfg = plan.cfg
-    if cfg.w_lanes == 1:
-        return _lanes(plan)[0] + [pack_word(KIND_END, 0, 0, 0, cfg)]
-    mask = (1 << cfg.word_width) - 1
-    return [(beat >> (k * cfg.word_width)) & mask for beat in weight_beats(plan)
-            for k in range(cfg.w_lanes)]
+    return beat_words(weight_beats(plan), cfg.w_lanes, cfg.word_width)
 
 
 def weight_beats(plan: LstmPlan) -> list:
@@ -76,17 +74,8 @@ def weight_beats(plan: LstmPlan) -> list:
     :func:`_lanes` padded with NOP words to equal length, then one beat of END words
     (``w_lanes`` = 1: the words themselves)."""
     cfg = plan.cfg
-    lanes = _lanes(plan)
-    n = max(len(lane) for lane in lanes)
-    nop, end = pack_word(KIND_NOP, 0, 0, 0, cfg), pack_word(KIND_END, 0, 0, 0, cfg)
-    beats = []
-    for i in range(n + 1):
-        beat = 0
-        for k, lane in enumerate(lanes):
-            word = end if i == n else (lane[i] if i < len(lane) else nop)
-            beat |= word << (k * cfg.word_width)
-        beats.append(beat)
-    return beats
+    return lane_beats(_lanes(plan), cfg.word_width, pack_word(KIND_NOP, 0, 0, 0, cfg),
+                      pack_word(KIND_END, 0, 0, 0, cfg))
 
 
 def seq_words(plan: LstmPlan, xs, h0=None, c0=None) -> list:

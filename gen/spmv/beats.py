@@ -18,6 +18,8 @@ beats: one word per non-zero.
 
 import numpy as np
 
+from gen.core.lanes import lane_beats
+
 from gen.spmv.compile import SpmvPlan
 from gen.spmv.config import KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW, KIND_SKIP
 
@@ -67,14 +69,5 @@ def weight_beats(plan: SpmvPlan) -> list:
                 kind = KIND_LAST if n == c - 1 else KIND_ENTRY
                 lanes[p % L].append(_pack(kind, p, row, wv, cfg))
                 pos[p] += 1
-    n = max(len(lane) for lane in lanes)
-    nop = _pack(KIND_NOP, 0, 0, 0, cfg)
-    end = _pack(KIND_END, 0, 0, int(plan.last), cfg)
-    beats = []
-    for i in range(n + 1):
-        beat = 0
-        for lane_no, lane in enumerate(lanes):
-            word = end if i == n else (lane[i] if i < len(lane) else nop)
-            beat |= word << (lane_no * cfg.word_width)
-        beats.append(beat)
-    return beats
+    return lane_beats(lanes, cfg.word_width, _pack(KIND_NOP, 0, 0, 0, cfg),
+                      _pack(KIND_END, 0, 0, int(plan.last), cfg))

@@ -281,6 +281,24 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
     for r0 in range(0, max(rows, 1), br):
         sub = w[r0:r0 + br] != 0
         allocs.append((r0, *_allocate_rows(sub, cfg, alloc)))
+    if col_starts is None:
+        bc = _fit_block_cols(w, allocs, br, bc, cfg)
+        col_starts = list(range(0, max(cols, 1), bc)) if cols else [0]
+    else:       # explicit blocks: _block checks each one's entries against mem_depth
+        col_starts = _check_starts(col_starts, cols, cfg)
+    blocks = []
+    ends = col_starts[1:] + [max(cols, col_starts[-1])]
+    for r0, row_pe, row_local in allocs:
+        for n, (c0, c1) in enumerate(zip(col_starts, ends)):
+            blocks.append(_block(w[r0:r0 + br, c0:c1], row_pe, row_local, cfg, alloc,
+                                 first=(n == 0), last=(n == len(col_starts) - 1),
+                                 row_offset=r0, col_offset=c0))
+    return blocks
+
+
+def _fit_block_cols(w, allocs, br, bc, cfg):
+    """``bc`` halved until every PE's entries of every ``br x bc`` block fit ``mem_depth``."""
+    cols = w.shape[1]
     while True:
         need = 0
         for r0, row_pe, _ in allocs:
@@ -295,19 +313,7 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
     if need > cfg.mem_depth:
         raise ValueError(f"a PE needs {need} weight entries for one column; mem_depth is "
                          f"{cfg.mem_depth}")
-    if col_starts is not None:
-        col_starts = _check_starts(col_starts, cols, cfg)
-        bc = None
-    blocks = []
-    if col_starts is None:
-        col_starts = list(range(0, max(cols, 1), bc)) if cols else [0]
-    ends = col_starts[1:] + [max(cols, col_starts[-1])]
-    for r0, row_pe, row_local in allocs:
-        for n, (c0, c1) in enumerate(zip(col_starts, ends)):
-            blocks.append(_block(w[r0:r0 + br, c0:c1], row_pe, row_local, cfg, alloc,
-                                 first=(n == 0), last=(n == len(col_starts) - 1),
-                                 row_offset=r0, col_offset=c0))
-    return blocks
+    return bc
 
 
 def _check_starts(col_starts, cols, cfg):

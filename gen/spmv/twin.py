@@ -4,6 +4,7 @@
 import numpy as np
 
 from gen.core.fixed import to_signed
+from gen.core.lanes import beat_words
 from gen.core.sim import axi_ports as sim_axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
 from hdl.spmv import GATEWARE, SHELL
@@ -71,12 +72,10 @@ def axi_job(blocks, x_codes, cfg: SpmvConfig) -> dict:
     """The AXI bench job (:mod:`gen.core.cocotb_axi`) that computes ``W @ x`` for the
     compiled ``blocks``: its weight beats as lane words on ``s_axis_w``, its activations on
     ``s_axis_x``, ``Y_WORDS`` = the rows of its last blocks."""
-    mask = (1 << cfg.word_width) - 1
     xmask = (1 << cfg.x_fmt.width) - 1
     words, xdata = [], []
     for plan, x in tile_jobs(blocks, x_codes):
-        for beat in weight_beats(plan):
-            words += [(beat >> (k * cfg.word_width)) & mask for k in range(cfg.w_lanes)]
+        words += beat_words(weight_beats(plan), cfg.w_lanes, cfg.word_width)
         xdata += [int(v) & xmask for v in np.asarray(x, dtype=np.int64).ravel()]
     rows = sum(b.rows for b in blocks if b.last)
     return {"regs": [[Y_WORDS, rows], [IRQ_ENABLE, 1]],
