@@ -126,10 +126,20 @@ def build_parser():
         rp = runs.add_parser(name, help=module.HELP, description=module.DESCRIPTION,
                              formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(rp)
-        rp.set_defaults(handler=module.run)
+        rp.set_defaults(handler=_runner(module.run))
     for module in EXTRA_COMMANDS:
         module.register(sub)
     return parser
+
+
+def _runner(run):
+    """``spnn run BLOCK``: the block's ``run(args)`` with the chosen ``--engine`` and the
+    simulation cost collected for the report (:func:`gen.core.sim.measuring`)."""
+    def handler(args):
+        from gen.core.sim import measuring, using_engine
+        with using_engine(args.engine), measuring():
+            return run(args)
+    return handler
 
 
 def main(argv=None) -> int:

@@ -192,5 +192,6 @@ async def shell_job(dut):
     for job in spec["jobs"]:
         results.append(await with_timeout(_run_job(job, axil, sources, sinks, ports, spec),
                                           10 * spec["max_cycles"], "ns"))
+    from cocotb.utils import get_sim_time
     with open(os.environ["SPNN_RESULT"], "w") as handle:
-        json.dump({"jobs": results}, handle)
+        json.dump({"jobs": results, "clocks": int(get_sim_time("ns") // 10)}, handle)

@@ -208,6 +208,10 @@ def add_common_arguments(parser):
     parser.add_argument("--sim", default="verilator", choices=["verilator", "icarus"],
                         help="simulator for the RTL run (default: verilator)")
     parser.add_argument("--report", metavar="R.json", help="write the JSON report here")
+    parser.add_argument("--engine", default="native", choices=["native", "cocotb"],
+                        help="how the RTL is driven: native (a generated testbench, no "
+                        "Python per clock; the default) or cocotb (the verification suite's "
+                        "bench; used anyway for --waves and for the AXI shells)")
     parser.add_argument("--waves", action="store_true",
                         help="dump waveforms of the RTL run (under build/sim/...)")
     parser.add_argument("--seed", default="0",
@@ -231,6 +235,14 @@ def make_report(block, cfg, formats, sim, cycles, ideal_cycles, samples, max_abs
     }
     report.update(extra)
     report.setdefault("interface", "stream")      # the bare block unless a shell ran
+    from gen.core.sim import current_stats
+    stats = current_stats()
+    if stats is not None and stats["runs"]:
+        rate = stats["clocks"] / stats["sim_seconds"] if stats["sim_seconds"] else None
+        report.update(engine=stats["engine"], build_seconds=round(stats["build_seconds"], 3),
+                      sim_seconds=round(stats["sim_seconds"], 3),
+                      simulated_clocks=stats["clocks"],
+                      clocks_per_second=round(rate, 1) if rate else None)
     return report
 
 

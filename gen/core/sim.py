@@ -25,11 +25,14 @@ import shutil
 from gen.core.config import SpnnError
 from gen.core.stimulus import normalise_job, pattern_for
 
-__all__ = ["SIMS", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason", "run_cocotb",
-           "run_axi_jobs", "axi_ports",
-           "build_root", "run_job", "SimError", "watching"]
+__all__ = ["SIMS", "ENGINES", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason",
+           "run_cocotb", "run_axi_jobs", "axi_ports", "build_root", "run_job", "SimError",
+           "watching", "using_engine", "measuring", "current_stats", "generator_version"]
 
 SIMS = ("icarus", "verilator")
+# How run_job drives the ports: the cocotb bench (the verification suite's engine) or the
+# generated native testbench (gen/core/native.py, no Python per clock).
+ENGINES = ("cocotb", "native")
 
 
 class SimError(RuntimeError):
@@ -116,15 +119,54 @@ def _runner(sim):
 
 
 _VERILOG = {}
+_VERSION = []
+
+
+def generator_version() -> str:
+    """A hash of everything that shapes the emitted Verilog: the sources of the ``hdl`` and
+    ``gen`` packages and the Amaranth version (computed once per process, in milliseconds)."""
+    if not _VERSION:
+        import amaranth
+        top = Path(__file__).resolve().parents[2]
+        digest = hashlib.sha256(amaranth.__version__.encode())
+        for pkg in ("hdl", "gen"):
+            for path in sorted((top / pkg).rglob("*.py")):
+                digest.update(path.relative_to(top).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes())
+        _VERSION.append(digest.hexdigest()[:16])
+    return _VERSION[0]
+
+
+def _cacheable(gateware) -> bool:
+    """A block's own gateware (built by a function of ``hdl``), whose Verilog is a function
+    of (name, config, generator version) alone; tests' wrappers are converted every time."""
+    build = getattr(gateware, "build", None)
+    return getattr(build, "__module__", "").startswith("hdl.")
 
 
 def verilog_for(gateware, cfg):
-    """(module name, Verilog text) for a config, converted once per process."""
+    """(module name, Verilog text) for a config: converted once per process, and for a
+    block's own gateware cached on disk under ``<build>/verilog-cache/`` by a hash of
+    (block, config, :func:`generator_version`), so a warm run does no elaboration."""
     from gen.core.emit import to_verilog
     key = (gateware.name, cfg)
-    if key not in _VERILOG:
-        module = gateware.module_name(cfg)
-        _VERILOG[key] = (module, to_verilog(gateware.build(cfg), module))
+    if key in _VERILOG:
+        return _VERILOG[key]
+    module = gateware.module_name(cfg)
+    path = None
+    if _cacheable(gateware):
+        ident = "\0".join((gateware.name, repr(cfg), generator_version()))
+        digest = hashlib.sha256(ident.encode()).hexdigest()[:16]
+        path = build_root() / "verilog-cache" / f"{module}-{digest}.v"
+        if path.exists():
+            _VERILOG[key] = (module, path.read_text())
+            return _VERILOG[key]
+    _VERILOG[key] = (module, to_verilog(gateware.build(cfg), module))
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_VERILOG[key][1])
+        tmp.replace(path)
     return _VERILOG[key]
 
 
@@ -157,6 +199,52 @@ def _build(gateware, cfg, sim, waves):
 
 
 _WATCH = contextvars.ContextVar("spnn_watch", default=())
+_ENGINE = contextvars.ContextVar("spnn_engine", default="cocotb")
+_STATS = contextvars.ContextVar("spnn_stats", default=None)
+
+
+@contextmanager
+def using_engine(engine: str):
+    """Within this block :func:`run_job` uses ``engine`` (one of :data:`ENGINES`) unless a
+    call names its own: ``spnn run --engine`` sets it around a block's twin."""
+    if engine not in ENGINES:
+        raise SpnnError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    token = _ENGINE.set(engine)
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
+@contextmanager
+def measuring():
+    """Collect the cost of every :func:`run_job` in this block: yields a dict with
+    ``engine`` (the last run's), ``build_seconds`` (Verilog conversion and simulator builds
+    that were not cached), ``sim_seconds`` (the simulator processes), ``clocks`` (clocks
+    simulated) and ``runs``; ``clocks_per_second`` = clocks / sim_seconds."""
+    stats = {"engine": None, "build_seconds": 0.0, "sim_seconds": 0.0, "clocks": 0, "runs": 0}
+    token = _STATS.set(stats)
+    try:
+        yield stats
+    finally:
+        _STATS.reset(token)
+        stats["clocks_per_second"] = (stats["clocks"] / stats["sim_seconds"]
+                                      if stats["sim_seconds"] else None)
+
+
+def current_stats():
+    """The dict of the innermost :func:`measuring` block, or None."""
+    return _STATS.get()
+
+
+def _account(result, build_seconds):
+    stats = _STATS.get()
+    if stats is not None:
+        stats["engine"] = result.get("engine")
+        stats["build_seconds"] += build_seconds
+        stats["sim_seconds"] += result.get("sim_seconds", 0.0)
+        stats["clocks"] += int(result.get("cycles_run", 0))
+        stats["runs"] += 1
 
 
 @contextmanager
@@ -177,7 +265,7 @@ def _write_gtkw(gateware, cfg, path):
 
 
 def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = False,
-            name: str = "run") -> dict:
+            name: str = "run", engine: str | None = None) -> dict:
     """Run one stream job on the RTL of ``gateware``/``cfg``; return the result dict.
 
     ``gateware`` is a :class:`gen.core.block.Gateware` (a block's ``hdl.<name>.GATEWARE``),
@@ -190,10 +278,29 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
     ``seed``, ``reset_at`` (cycle or None), ``max_cycles``, ``watch`` (signal names traced
     per cycle).  Entries written with ``valid_prob`` / ``ready_prob`` get their port's own
     seeded pattern (:func:`gen.core.stimulus.normalise_job`).  The result has per-port transfer
-    data and cycle numbers.
+    data and cycle numbers, and ``engine``, ``build_seconds``, ``sim_seconds``.
+
+    ``engine`` (default: the one :func:`using_engine` set, else ``cocotb``): ``native``
+    runs the generated testbench of :mod:`gen.core.native` instead, with the same result;
+    a job that traces signals (``watch``) or dumps waveforms always runs under cocotb.
     """
+    import time
     waves = waves or os.environ.get("WAVES", "0") not in ("", "0")
+    engine = engine or _ENGINE.get()
+    if engine not in ENGINES:
+        raise SpnnError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+    t0 = time.perf_counter()
+    if engine == "native" and not waves and not job.get("watch") and not _WATCH.get():
+        from gen.core.native import run_native
+        if not sim_available(sim):
+            raise SpnnError(missing_reason(sim))
+        module, text = verilog_for(gateware, cfg)
+        result = run_native(module, text, job, sim, build_root().resolve(), name=name)
+        result["build_seconds"] = time.perf_counter() - t0 - result["sim_seconds"]
+        _account(result, result["build_seconds"])
+        return result
     runner, sim_dir, module = _build(gateware, cfg, sim, waves)
+    build_seconds = time.perf_counter() - t0
     test_dir = sim_dir / "runs" / name
     test_dir.mkdir(parents=True, exist_ok=True)
     job_file = test_dir / "job.json"
@@ -209,6 +316,7 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         _write_gtkw(gateware, cfg, test_dir / f"{module}.gtkw")
         if sim == "icarus":
             plusargs.append(f"+dumpfile_path={test_dir / (module + '.fst')}")
+    t_sim = time.perf_counter()
     runner.test(test_module="gen.core.cocotb_bench", hdl_toplevel=module, build_dir=sim_dir,
                 hdl_toplevel_lang="verilog", plusargs=plusargs,
                 test_dir=test_dir, waves=waves, results_xml=str(test_dir / "results.xml"),
@@ -223,7 +331,9 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
     result = json.loads(result_file.read_text())
     if result.get("error"):
         raise SimError(f"{module} under {sim}: {result['error']} (see {test_dir / 'sim.log'})")
-    result["test_dir"] = str(test_dir)
+    result.update(test_dir=str(test_dir), engine="cocotb", build_seconds=build_seconds,
+                  sim_seconds=time.perf_counter() - t_sim)
+    _account(result, build_seconds)
     return result
 
 
@@ -267,11 +377,18 @@ def run_axi_jobs(shell, cfg, jobs, sources, sinks, sim="verilator", name="run-ax
     (folder / "job.json").write_text(json.dumps(spec))
     result = folder / "result.json"
     result.unlink(missing_ok=True)
+    import time
+    t0 = time.perf_counter()
+    _build(shell, cfg, sim, False)
+    t1 = time.perf_counter()
     run_cocotb(shell, cfg, "gen.core.cocotb_axi", sim=sim, name=name,
                env={"SPNN_JOB": folder / "job.json", "SPNN_RESULT": result})
     if not result.exists():
         raise SimError(f"the {shell.module_name(cfg)} run under {sim} wrote no result")
-    return json.loads(result.read_text())["jobs"]
+    out = json.loads(result.read_text())
+    _account({"engine": "cocotb", "sim_seconds": time.perf_counter() - t1,
+              "cycles_run": out.get("clocks", 0)}, t1 - t0)
+    return out["jobs"]
 
 
 def axi_ports(inputs, outputs, *, valid=1.0, ready=1.0, seed=0, patterns=None):

@@ -84,6 +84,18 @@ class Pattern:
             cache.append(rng.random(_BLOCK) < self.prob)
         return bool(cache[cycle // _BLOCK][cycle % _BLOCK])
 
+    def expand(self, n: int) -> np.ndarray:
+        """``[self.at(c) for c in range(n)]`` as a bool array (the same bits, computed in
+        blocks)."""
+        if self.kind == "always":
+            return np.ones(n, dtype=bool)
+        if self.kind == "bits":
+            seq = np.asarray(self.seq, dtype=bool)
+            return np.tile(seq, -(-n // len(seq)))[:n]
+        if n:
+            self.at(n - 1)          # fills the block cache up to clock n - 1
+        return np.concatenate(self._cache[:-(-n // _BLOCK)] or [np.zeros(0, bool)])[:n]
+
     @property
     def rate(self) -> float:
         """The long-run fraction of clocks allowed."""

@@ -1,0 +1,384 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The native simulation path: a generated Verilog testbench, no Python per clock.
+
+:func:`run_native` runs the same stream *job* as the cocotb bench
+(:mod:`gen.core.cocotb_bench`, :func:`gen.core.stimulus.make_job`) and returns the same
+result dict, transfer for transfer and cycle for cycle (``tb/core/test_native.py`` runs
+jobs with idle inputs, back-pressure and a reset mid-job through both and compares).  The
+difference is where the per-clock work happens: here a testbench generated from the
+module's ports (:func:`testbench`) reads each source's words and every port's handshake
+pattern from files and writes every transfer with its cycle number to one event file, all
+inside the simulator.
+
+The testbench is plain Verilog-2005 (file I/O system tasks only) in a ``.sv`` file: Icarus
+compiles it with ``-g2012``, Verilator with ``--binary --timing`` (its clock is
+``always #5``).  Its timing discipline is the cocotb bench's: inputs change at the falling
+edge and handshakes are sampled one time unit before the next rising edge (everything
+settled, nothing racing the edge), so a transfer is recorded in the clock whose rising edge
+completes it.
+
+Files of one run (in its folder, the simulator's working directory):
+
+* ``job.txt``: ``max_cycles reset_at reset_cycles drain_cycles`` (``reset_at`` -1: none),
+  then per source (testbench order) ``words always``, per sink ``count always``;
+* ``s<k>.hex`` / ``k<k>.hex``: source ``k``'s words, one hex number a line;
+* ``s<k>.pat`` / ``k<k>.pat``: the port's pattern for clocks 0 .. max_cycles - 1, 32 clocks
+  a line as a hex word (clock ``32 i + b`` is bit ``b`` of line ``i``); absent when the
+  port transfers on every clock;
+* ``events.txt`` (written by the testbench): ``S<k> <cycle>`` a source transfer, ``K<k>
+  <cycle> <hex>`` a sink transfer, ``R <cycle>`` a reset begins, ``D <cycles_run>
+  <timeout>`` the end.
+
+Builds (the design's Verilog + the testbench) are cached under ``<build>/native/`` by a
+hash of both texts and the build flags.
+"""
+
+import hashlib
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import time
+
+import numpy as np
+
+from gen.core.config import SpnnError
+from gen.core.emit import verilog_ports
+from gen.core.stimulus import normalise_job, sink_pattern, source_pattern
+
+__all__ = ["stream_ports", "testbench", "run_native", "native_build", "NATIVE_TOP",
+           "VERILATOR_ARGS"]
+
+NATIVE_TOP = "spnn_native_tb"
+
+# Verilator flags of the native build.  The C++ is compiled at -O1: on the 32-PE SpMV
+# engine -O1 builds in about half the time of -O2/-O3 and simulates within a few percent
+# of them; no signal is public (nothing reads the design from outside), unlike the cocotb
+# build.  $SPNN_NATIVE_OPT overrides the C++ level.
+VERILATOR_ARGS = ["--binary", "--timing", "-CFLAGS", "-fcoroutines", "--x-assign", "fast",
+                  "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE",
+                  "-Wno-STMTDLY", "-Wno-INITIALDLY", "-Wno-lint", "-Wno-fatal"]
+
+
+def stream_ports(verilog: str, module: str):
+    """``(sources, sinks, others)`` of ``module``: each stream ``(name, payload width)``
+    (0 without a payload) by its ``__valid`` direction, then the other inputs (tied to 0)
+    besides ``clk`` and ``rst``."""
+    ports = {name: (direction, width) for name, direction, width in verilog_ports(verilog, module)}
+    sources, sinks = [], []
+    for name, (direction, _) in ports.items():
+        if name.endswith("__valid"):
+            base = name[:-len("__valid")]
+            width = ports.get(base + "__payload", (None, 0))[1]
+            (sources if direction == "input" else sinks).append((base, width))
+    streams = {b for b, _ in sources + sinks}
+    others = [(n, w) for n, (d, w) in ports.items()
+              if d == "input" and n not in ("clk", "rst")
+              and n.rsplit("__", 1)[0] not in streams]
+    return sources, sinks, others
+
+
+def _vec(width):
+    return f"[{width - 1}:0] " if width > 1 else ""
+
+
+def _source_decl(k, w):
+    return (f"  reg s{k}_valid = 1'b0;\n  wire s{k}_ready;\n"
+            + (f"  reg {_vec(w)}s{k}_payload = {w}'d0;\n  reg {_vec(w)}s{k}_next = {w}'d0;\n"
+               if w else "")
+            + f"  integer s{k}_n, s{k}_idx, s{k}_fd, s{k}_pfd, s{k}_always;\n"
+              f"  reg s{k}_hold = 1'b0;\n  reg [31:0] s{k}_pw = 32'd0;\n")
+
+
+def _sink_decl(k, w):
+    return (f"  reg k{k}_ready = 1'b0;\n  wire k{k}_valid;\n"
+            + (f"  wire {_vec(w)}k{k}_payload;\n" if w else "")
+            + f"  integer k{k}_n, k{k}_cnt, k{k}_pfd, k{k}_always;\n"
+              f"  reg [31:0] k{k}_pw = 32'd0;\n")
+
+
+def _tasks(sources, sinks):
+    """The per-port statements of the main loop: (restart sources, restart sinks, load
+    patterns, drive, sample, all done)."""
+    rs, rk, load, drive, sample, done = [], [], [], [], [], []
+    for k, (_, w) in enumerate(sources):
+        read = f"rc = $fscanf(s{k}_fd, \"%h\\n\", s{k}_next);" if w else ""
+        rs.append(f"      s{k}_idx = 0; s{k}_hold = 1'b0; s{k}_valid = 1'b0;\n"
+                  + (f"      if (s{k}_n > 0) begin rc = $fseek(s{k}_fd, 0, 0); {read} end\n"
+                     if w else ""))
+        load.append(f"      if (!s{k}_always && cycle % 32 == 0) "
+                    f"rc = $fscanf(s{k}_pfd, \"%h\\n\", s{k}_pw);\n")
+        take = f"s{k}_payload = s{k}_next; " if w else ""
+        drive.append(f"      if (!s{k}_hold) begin\n"
+                     f"        if (s{k}_idx < s{k}_n && (s{k}_always || s{k}_pw[cycle % 32]))"
+                     f" begin\n          {take}s{k}_valid = 1'b1; s{k}_hold = 1'b1;\n"
+                     f"        end else s{k}_valid = 1'b0;\n      end\n")
+        sample.append(f"      if (s{k}_hold && s{k}_ready) begin\n"
+                      f"        $fwrite(fev, \"S{k} %0d\\n\", cycle);\n"
+                      f"        s{k}_idx = s{k}_idx + 1; s{k}_hold = 1'b0;\n"
+                      + (f"        if (s{k}_idx < s{k}_n) {read}\n" if w else "")
+                      + "      end\n")
+        done.append(f"s{k}_idx >= s{k}_n")
+    for k, (_, w) in enumerate(sinks):
+        rk.append(f"      k{k}_cnt = 0;\n")
+        load.append(f"      if (!k{k}_always && cycle % 32 == 0) "
+                    f"rc = $fscanf(k{k}_pfd, \"%h\\n\", k{k}_pw);\n")
+        drive.append(f"      k{k}_ready = k{k}_always || k{k}_pw[cycle % 32];\n")
+        data = f" %h\\n\", cycle, k{k}_payload" if w else "\\n\", cycle"
+        sample.append(f"      if (k{k}_ready && k{k}_valid) begin\n"
+                      f"        $fwrite(fev, \"K{k} %0d{data});\n"
+                      f"        k{k}_cnt = k{k}_cnt + 1;\n      end\n")
+        done.append(f"k{k}_cnt >= k{k}_n")
+    return ["".join(x) for x in (rs, rk, load, drive, sample)] + [" && ".join(done) or "1"]
+
+
+def _opens(sources, sinks):
+    lines = []
+    for tag, ports in (("s", sources), ("k", sinks)):
+        for k, (_, w) in enumerate(ports):
+            lines.append(f"    rc = $fscanf(fcfg, \"%d %d\\n\", {tag}{k}_n, {tag}{k}_always);\n")
+            if tag == "s" and w:
+                lines.append(f"    if (s{k}_n > 0) s{k}_fd = $fopen(\"s{k}.hex\", \"r\");\n")
+            lines.append(f"    if (!{tag}{k}_always) {tag}{k}_pfd = $fopen(\"{tag}{k}.pat\", "
+                         f"\"r\");\n")
+    return "".join(lines)
+
+
+def _instance(module, sources, sinks, others):
+    conns = [".clk(clk)", ".rst(rst)"]
+    for k, (name, w) in enumerate(sources):
+        conns += [f".{name}__valid(s{k}_valid)", f".{name}__ready(s{k}_ready)"]
+        if w:
+            conns.append(f".{name}__payload(s{k}_payload)")
+    for k, (name, w) in enumerate(sinks):
+        conns += [f".{name}__valid(k{k}_valid)", f".{name}__ready(k{k}_ready)"]
+        if w:
+            conns.append(f".{name}__payload(k{k}_payload)")
+    conns += [f".{name}({w}'d0)" for name, w in others]
+    return f"  {module} dut (\n    " + ",\n    ".join(conns) + "\n  );\n"
+
+
+def testbench(module: str, sources, sinks, others=()) -> str:
+    """The native testbench of ``module`` (ports from :func:`stream_ports`)."""
+    rs, rk, load, drive, sample, done = _tasks(sources, sinks)
+    names = ", ".join(f"s{k}={n}" for k, (n, _) in enumerate(sources))
+    names += "; " + ", ".join(f"k{k}={n}" for k, (n, _) in enumerate(sinks))
+    return f"""// Generated by spnn (gen/core/native.py): native testbench of {module}.
+// Sources {names}.
+`timescale 1ns/1ps
+module {NATIVE_TOP};
+  reg clk = 1'b0;
+  reg rst = 1'b1;
+  integer cycle, rc, fcfg, fev, max_cycles, reset_at, reset_cycles, drain;
+  integer finished, fin_at, stop, timeout, r;
+{"".join(_source_decl(k, w) for k, (_, w) in enumerate(sources))}\
+{"".join(_sink_decl(k, w) for k, (_, w) in enumerate(sinks))}\
+{_instance(module, sources, sinks, others)}
+  always #5 clk = ~clk;
+
+  initial begin
+    fcfg = $fopen("job.txt", "r");
+    rc = $fscanf(fcfg, "%d %d %d %d\\n", max_cycles, reset_at, reset_cycles, drain);
+{_opens(sources, sinks)}\
+    $fclose(fcfg);
+    fev = $fopen("events.txt", "w");
+    cycle = 0; finished = 0; fin_at = 0; stop = 0; timeout = 0;
+{rs}{rk}\
+    for (r = 0; r < reset_cycles; r = r + 1) @(posedge clk);
+    @(negedge clk);
+    rst = 1'b0;
+    while (!stop) begin
+      if (reset_at >= 0 && cycle == reset_at) begin
+        $fwrite(fev, "R %0d\\n", cycle);
+        rst = 1'b1;
+{rs}\
+        for (r = 0; r < reset_cycles; r = r + 1) @(posedge clk);
+        @(negedge clk);
+        rst = 1'b0;
+{rs}{rk}\
+      end
+{load}{drive}\
+      #4;
+{sample}\
+      cycle = cycle + 1;
+      if (!finished && {done}) begin finished = 1; fin_at = cycle; end
+      if (finished && cycle >= fin_at + drain) stop = 1;
+      else if (cycle >= max_cycles) begin timeout = 1; stop = 1; end
+      if (!stop) @(negedge clk);
+    end
+    $fwrite(fev, "D %0d %0d\\n", cycle, timeout);
+    $fclose(fev);
+    $finish;
+  end
+endmodule
+"""
+
+
+def _locked(path):
+    from gen.core.sim import _locked as lock
+    return lock(path)
+
+
+def native_build(module: str, verilog: str, sim: str, root: Path):
+    """Build (once) the native simulator of ``module`` for ``sim`` under ``root``; returns
+    ``(command to run, testbench ports, build seconds: 0.0 when cached)``."""
+    sources, sinks, others = stream_ports(verilog, module)
+    tb = testbench(module, sources, sinks, others)
+    flags = " ".join(VERILATOR_ARGS) + os.environ.get("SPNN_NATIVE_OPT", "-O1")
+    digest = hashlib.sha256("\0".join((verilog, tb, sim, flags)).encode()).hexdigest()[:16]
+    folder = root / "native" / f"{module}-{digest}" / sim
+    exe = folder / ("native.vvp" if sim == "icarus" else f"obj/V{NATIVE_TOP}")
+    seconds = 0.0
+    with _locked(folder.parent / f".{sim}.lock"):
+        if not (folder / ".built").exists():
+            t0 = time.perf_counter()
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{module}.v").write_text(verilog)
+            (folder / f"{NATIVE_TOP}.sv").write_text(tb)
+            _compile(sim, module, folder)
+            (folder / ".built").write_text("ok\n")
+            seconds = time.perf_counter() - t0
+    if sim == "icarus":
+        cmd = [shutil.which("vvp") or "vvp", "-n", str(exe)]
+    else:
+        cmd = [str(exe)]
+    return cmd, (sources, sinks), seconds
+
+
+def _compile(sim, module, folder):
+    files = [f"{NATIVE_TOP}.sv", f"{module}.v"]
+    if sim == "icarus":
+        cmd = ["iverilog", "-g2012", "-o", "native.vvp", "-s", NATIVE_TOP] + files
+        env = None
+    else:
+        opt = os.environ.get("SPNN_NATIVE_OPT", "-O1")
+        cmd = (["verilator"] + VERILATOR_ARGS + ["--top-module", NATIVE_TOP, "-Mdir", "obj",
+                                                 "-j", str(os.cpu_count() or 2)] + files)
+        env = dict(os.environ)
+        flags = " ".join(f for f in env.get("MAKEFLAGS", "").split()
+                         if not f.startswith(("OPT_FAST=", "OPT_SLOW=", "OPT_GLOBAL=")))
+        env["MAKEFLAGS"] = f"{flags} OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}".strip()
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
+    (folder / "build.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        from gen.core.sim import SimError
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise SimError(f"native {sim} build of {module} failed: {' / '.join(tail)} "
+                       f"(see {folder / 'build.log'})")
+
+
+def _pattern_lines(pattern, n: int) -> str:
+    bits = pattern.expand(n)
+    bits = np.concatenate([bits, np.zeros(-len(bits) % 32, dtype=bool)])
+    words = np.packbits(bits.reshape(-1, 32)[:, ::-1], axis=1).view(">u4").ravel()
+    return "".join(f"{int(w):08x}\n" for w in words)
+
+
+def _write_job(job, sources, sinks, folder: Path) -> None:
+    """The job's files (module docstring) for the testbench's port order."""
+    by_port = {s["port"]: s for s in job["sources"]}
+    by_sink = {s["port"]: s for s in job["sinks"]}
+    unknown = (set(by_port) - {n for n, _ in sources}) | (set(by_sink) - {n for n, _ in sinks})
+    if unknown:
+        raise SpnnError(f"the job names ports the module does not have: {sorted(unknown)}")
+    n = int(job.get("max_cycles", 100_000))
+    reset_at = job.get("reset_at")
+    lines = [f"{n} {-1 if reset_at is None else int(reset_at)} "
+             f"{int(job.get('reset_cycles', 2))} {int(job.get('drain_cycles', 8))}"]
+    for tag, ports, specs in (("s", sources, by_port), ("k", sinks, by_sink)):
+        for k, (name, width) in enumerate(ports):
+            spec = specs.get(name)
+            pattern = (source_pattern if tag == "s" else sink_pattern)(spec or {})
+            always = spec is None and tag == "s" or pattern.kind == "always"
+            count = len(spec["data"]) if tag == "s" and spec else (spec or {}).get("count", 0)
+            if tag == "k" and spec is None:
+                always = False          # a sink the job does not name: ready stays low
+                pattern = None
+            lines.append(f"{int(count)} {int(always)}")
+            if tag == "s" and width and count:
+                mask = (1 << width) - 1
+                (folder / f"s{k}.hex").write_text(
+                    "".join(f"{int(v) & mask:x}\n" for v in spec["data"]))
+            if not always:
+                text = _pattern_lines(pattern, n) if pattern is not None else "0\n" * -(-n // 32)
+                (folder / f"{tag}{k}.pat").write_text(text)
+    (folder / "job.txt").write_text("\n".join(lines) + "\n")
+
+
+def _parse(job, sources, sinks, text: str) -> dict:
+    """The cocotb bench's result dict from the event file."""
+    data = {s["port"]: s["data"] for s in job["sources"]}
+    counts = {s["port"]: s["count"] for s in job["sinks"]}
+    src = [{"cycles": [], "idx": 0, "log": []} for _ in sources]
+    snk = [{"data": [], "cycles": [], "log": []} for _ in sinks]
+    before, resets, cycles_run, timeout = None, [], 0, 0
+    for line in text.splitlines():
+        tag, *rest = line.split()
+        if tag[0] == "S":
+            s = src[int(tag[1:])]
+            c = int(rest[0])
+            s["cycles"].append(c)
+            s["log"].append([c, data[sources[int(tag[1:])][0]][s["idx"]]])
+            s["idx"] += 1
+        elif tag[0] == "K":
+            s = snk[int(tag[1:])]
+            c, v = int(rest[0]), int(rest[1], 16) if len(rest) > 1 else 0
+            s["data"].append(v)
+            s["cycles"].append(c)
+            s["log"].append([c, v])
+        elif tag == "R":
+            before = {name: {"data": s["data"], "cycles": s["cycles"]}
+                      for (name, _), s in zip(sinks, snk) if name in counts}
+            resets.append(int(rest[0]))
+            for s in src:
+                s.update(cycles=[], idx=0)
+            for s in snk:
+                s.update(data=[], cycles=[])
+        elif tag == "D":
+            cycles_run, timeout = int(rest[0]), int(rest[1])
+    error = f"timeout after {job.get('max_cycles', 100_000)} cycles" if timeout else None
+    extra = {name: len(s["data"]) - counts[name] for (name, _), s in zip(sinks, snk)
+             if name in counts and len(s["data"]) > counts[name]}
+    if error is None and extra:
+        error = f"unexpected extra output transfers: {extra}"
+    named = [(n, s) for (n, _), s in zip(sources, src) if n in data]
+    named_k = [(n, s) for (n, _), s in zip(sinks, snk) if n in counts]
+    return {
+        "error": error, "cycles_run": cycles_run,
+        "sources": {n: {"cycles": s["cycles"]} for n, s in named},
+        "sinks": {n: {"data": s["data"], "cycles": s["cycles"]} for n, s in named_k},
+        "before_reset": before, "resets": resets,
+        "log": {n: s["log"] for n, s in named + named_k},
+        "trace": {},
+    }
+
+
+def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
+               name: str = "run") -> dict:
+    """Run one stream job natively (same contract and result as
+    :func:`gen.core.sim.run_job`'s cocotb path); the result also has ``engine``,
+    ``build_seconds`` and ``sim_seconds`` (the simulator process, file I/O included)."""
+    if job.get("watch"):
+        raise SpnnError("the native engine does not trace signals (watch); use the cocotb "
+                        "engine")
+    job = normalise_job(job)
+    cmd, (sources, sinks), build_seconds = native_build(module, verilog, sim, root)
+    folder = Path(cmd[-1]).parent if sim == "icarus" else Path(cmd[0]).parent.parent
+    run_dir = folder / "runs" / name
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    _write_job(job, sources, sinks, run_dir)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
+    sim_seconds = time.perf_counter() - t0
+    (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
+    events = run_dir / "events.txt"
+    if proc.returncode != 0 or not events.exists():
+        from gen.core.sim import SimError
+        raise SimError(f"native {sim} run of {module} failed (exit {proc.returncode}); "
+                       f"see {run_dir / 'sim.log'}")
+    result = _parse(job, sources, sinks, events.read_text())
+    result.update(engine="native", build_seconds=build_seconds, sim_seconds=sim_seconds,
+                  test_dir=str(run_dir))
+    return result
