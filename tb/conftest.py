@@ -53,8 +53,40 @@ def _fast_tier_guard(request, monkeypatch):
                         f"@pytest.mark.{marker}", pytrace=False)
         return stop
 
+    import gen.core.native
     monkeypatch.setattr(gen.core.sim, "_runner", refuse("rtl"))
+    monkeypatch.setattr(gen.core.native, "run_native", refuse("rtl"))
     monkeypatch.setattr(gen.synth, "_run", refuse("synth"))
+
+
+# The tests build native simulators without C++ optimisation (they run short jobs; a cold
+# -O0 build is several times faster); `spnn run` keeps its -O1.
+os.environ.setdefault("SPNN_NATIVE_OPT", "-O0")
+
+_AGREE_KEYS = ("error", "cycles_run", "sources", "sinks", "before_reset", "resets", "log")
+
+
+@pytest.fixture(autouse=True)
+def _native_agreement(request):
+    """Tests marked ``native_agree``: every stream job the test ran (through the cocotb
+    bench) runs again on the native engine (:mod:`gen.core.native`) under the same
+    simulator, and every transfer - data, cycle, port, before and after a reset - must be
+    identical."""
+    if request.node.get_closest_marker("native_agree") is None:
+        yield
+        return
+    from gen.core.sim import recording, run_job
+    with recording() as runs:
+        yield
+    assert runs, "a native_agree test ran no stream job"
+    for i, (gateware, cfg, job, sim, result) in enumerate(runs):
+        if result.get("engine") != "cocotb":
+            continue
+        native = run_job(gateware, cfg, job, sim, name=f"agree-{request.node.name}-{i}",
+                         engine="native")
+        for key in _AGREE_KEYS:
+            assert native[key] == result[key], (
+                f"job {i}: native and cocotb differ in {key!r} under {sim}")
 
 
 def pytest_generate_tests(metafunc):

@@ -83,15 +83,14 @@ def _vec(width):
 
 
 def _source_decl(k, w):
-    return (f"  reg s{k}_valid = 1'b0;\n  wire s{k}_ready;\n"
-            + (f"  reg {_vec(w)}s{k}_payload = {w}'d0;\n  reg {_vec(w)}s{k}_next = {w}'d0;\n"
-               if w else "")
+    return (f"  reg s{k}_valid;\n  wire s{k}_ready;\n"
+            + (f"  reg {_vec(w)}s{k}_payload;\n  reg {_vec(w)}s{k}_next;\n" if w else "")
             + f"  integer s{k}_n, s{k}_idx, s{k}_fd, s{k}_pfd, s{k}_always;\n"
               f"  reg s{k}_hold = 1'b0;\n  reg [31:0] s{k}_pw = 32'd0;\n")
 
 
 def _sink_decl(k, w):
-    return (f"  reg k{k}_ready = 1'b0;\n  wire k{k}_valid;\n"
+    return (f"  reg k{k}_ready;\n  wire k{k}_valid;\n"
             + (f"  wire {_vec(w)}k{k}_payload;\n" if w else "")
             + f"  integer k{k}_n, k{k}_cnt, k{k}_pfd, k{k}_always;\n"
               f"  reg [31:0] k{k}_pw = 32'd0;\n")
@@ -144,6 +143,13 @@ def _opens(sources, sinks):
     return "".join(lines)
 
 
+def _zeros(sources, sinks):
+    lines = [f"    s{k}_valid = 1'b0;" + (f" s{k}_payload = {w}'d0; s{k}_next = {w}'d0;" if w else "")
+             for k, (_, w) in enumerate(sources)]
+    lines += [f"    k{k}_ready = 1'b0;" for k in range(len(sinks))]
+    return "".join(line + "\n" for line in lines)
+
+
 def _instance(module, sources, sinks, others):
     conns = [".clk(clk)", ".rst(rst)"]
     for k, (name, w) in enumerate(sources):
@@ -167,8 +173,7 @@ def testbench(module: str, sources, sinks, others=()) -> str:
 // Sources {names}.
 `timescale 1ns/1ps
 module {NATIVE_TOP};
-  reg clk = 1'b0;
-  reg rst = 1'b1;
+  reg clk, rst;
   integer cycle, rc, fcfg, fev, max_cycles, reset_at, reset_cycles, drain;
   integer finished, fin_at, stop, timeout, r;
 {"".join(_source_decl(k, w) for k, (_, w) in enumerate(sources))}\
@@ -177,6 +182,10 @@ module {NATIVE_TOP};
   always #5 clk = ~clk;
 
   initial begin
+    // every input is assigned at time 0 (not by a declaration's initialiser), so the
+    // design's combinational processes see an event, as they do when cocotb drives them
+    clk = 1'b0; rst = 1'b1;
+{_zeros(sources, sinks)}\
     fcfg = $fopen("job.txt", "r");
     rc = $fscanf(fcfg, "%d %d %d %d\\n", max_cycles, reset_at, reset_cycles, drain);
 {_opens(sources, sinks)}\

@@ -27,7 +27,8 @@ from gen.core.stimulus import normalise_job, pattern_for
 
 __all__ = ["SIMS", "ENGINES", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason",
            "run_cocotb", "run_axi_jobs", "axi_ports", "build_root", "run_job", "SimError",
-           "watching", "using_engine", "measuring", "current_stats", "generator_version"]
+           "watching", "using_engine", "measuring", "recording", "current_stats",
+           "generator_version"]
 
 SIMS = ("icarus", "verilator")
 # How run_job drives the ports: the cocotb bench (the verification suite's engine) or the
@@ -232,12 +233,30 @@ def measuring():
                                       if stats["sim_seconds"] else None)
 
 
+_RECORD = contextvars.ContextVar("spnn_record", default=None)
+
+
+@contextmanager
+def recording():
+    """Within this block every :func:`run_job` appends ``(gateware, cfg, job, sim, result)`` to
+    the yielded list: lets a test rerun a twin's exact jobs on another engine."""
+    runs = []
+    token = _RECORD.set(runs)
+    try:
+        yield runs
+    finally:
+        _RECORD.reset(token)
+
+
 def current_stats():
     """The dict of the innermost :func:`measuring` block, or None."""
     return _STATS.get()
 
 
-def _account(result, build_seconds):
+def _account(result, build_seconds, record=None):
+    runs = _RECORD.get()
+    if runs is not None and record is not None:
+        runs.append(record + (result,))
     stats = _STATS.get()
     if stats is not None:
         stats["engine"] = result.get("engine")
@@ -297,7 +316,7 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         module, text = verilog_for(gateware, cfg)
         result = run_native(module, text, job, sim, build_root().resolve(), name=name)
         result["build_seconds"] = time.perf_counter() - t0 - result["sim_seconds"]
-        _account(result, result["build_seconds"])
+        _account(result, result["build_seconds"], (gateware, cfg, job, sim))
         return result
     runner, sim_dir, module = _build(gateware, cfg, sim, waves)
     build_seconds = time.perf_counter() - t0
@@ -333,7 +352,7 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         raise SimError(f"{module} under {sim}: {result['error']} (see {test_dir / 'sim.log'})")
     result.update(test_dir=str(test_dir), engine="cocotb", build_seconds=build_seconds,
                   sim_seconds=time.perf_counter() - t_sim)
-    _account(result, build_seconds)
+    _account(result, build_seconds, (gateware, cfg, job, sim))
     return result
 
 

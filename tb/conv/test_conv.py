@@ -568,6 +568,7 @@ def test_rtl_skip_pad(sim):
         np.testing.assert_array_equal(outs[i], outs[i + 1])
 
 
+@pytest.mark.native_agree
 def test_rtl_backpressure(sim):
     """Idle inputs and a back-pressured output drain: same results, same compute phase."""
     jobs = _jobs(CFG_16x4, SPECS_16x4[:3], 13)
@@ -619,6 +620,7 @@ def test_weight_beats_order():
     assert list(one) == list(w[:, :2].ravel()) + list(w[:, 2:].ravel())
 
 
+@pytest.mark.native_agree
 def test_rtl_reset_mid_layer(sim):
     jobs = _jobs(CFG_8x4, SPECS_8x4[:2], 14)
     stat = layer_cycles(jobs[0][2])["stat"]

@@ -179,6 +179,7 @@ def test_low_probability(sim, which, cycle_log):
     assert res["model"]["cycles"] > 5 * sched["cycles"]
 
 
+@pytest.mark.native_agree
 @pytest.mark.parametrize("which", sorted(CONFIGS))
 def test_reset_mid_layer(sim, which, cycle_log):
     """Reset half-way through the rows; the restarted job is exact and on the model's time

@@ -310,6 +310,7 @@ def test_rtl_random_sequences(sim, cycle_log):
     cycle_log(res["sinks"]["o"]["cycles"][-1], cm["o"][-1])
 
 
+@pytest.mark.native_agree
 def test_rtl_x1_saturation_backpressure(sim, cycle_log):
     """X = 1, H = 7, saturation-provoking weights/inputs, random idle cycles on w and x
     and back-pressure on o; cycles still match the model draw for draw."""
@@ -329,6 +330,7 @@ def test_rtl_x1_saturation_backpressure(sim, cycle_log):
     cycle_log(res["sinks"]["o"]["cycles"][-1], cm["o"][-1])
 
 
+@pytest.mark.native_agree
 def test_rtl_reset_between_sequences(sim, cycle_log):
     """A reset in the middle of the second sequence: after it the job restarts from the
     weight load and every result (and cycle, shifted by the reset cycle) is right."""

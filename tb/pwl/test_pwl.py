@@ -159,6 +159,7 @@ def test_cycle_model_full_rate_and_stalls():
     assert all(b - a >= 4 for a, b in zip(slow["o"], slow["o"][1:]))
 
 
+@pytest.mark.native_agree
 def test_rtl_reset_mid_stream(sim):
     """A reset in the middle drops what is in flight; the restarted stream is exact."""
     cfg = PwlConfig(func="sigmoid")

@@ -329,6 +329,7 @@ def test_rtl_backpressure_and_gaps(sim):
     _assert_cycles(result, cycle_model(plans, CFG_A, **knobs))
 
 
+@pytest.mark.native_agree
 def test_rtl_reset_mid_job(sim):
     rng = np.random.default_rng(13)
     w = _sparse(rng, 20, 25, 0.5, CFG_A.w_fmt)
@@ -548,6 +549,7 @@ def test_wide_drain_keeps_rows_on_their_lane(alloc):
     assert len({(p, i) for p, i in zip(plan.row_pe, plan.row_local)}) == 29
 
 
+@pytest.mark.native_agree
 def test_wide_drain_rtl(sim):
     """Two results per clock: directed and random jobs (odd row counts end on a half
     transfer), back-pressure and idle inputs, a tiled matrix (block rows of 32 and 11 rows),
