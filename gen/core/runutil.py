@@ -240,7 +240,7 @@ def make_report(block, cfg, formats, sim, cycles, ideal_cycles, samples, max_abs
     if stats is not None and stats["runs"]:
         rate = stats["clocks"] / stats["sim_seconds"] if stats["sim_seconds"] else None
         report.update(engine=stats["engine"], build_seconds=round(stats["build_seconds"], 3),
-                      sim_seconds=round(stats["sim_seconds"], 3),
+                      sim_seconds=round(stats["sim_seconds"], 6),
                       simulated_clocks=stats["clocks"],
                       clocks_per_second=round(rate, 1) if rate else None)
     return report

@@ -316,6 +316,9 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         module, text = verilog_for(gateware, cfg)
         result = run_native(module, text, job, sim, build_root().resolve(), name=name)
         result["build_seconds"] = time.perf_counter() - t0 - result["sim_seconds"]
+        if result.get("error"):
+            raise SimError(f"{module} under {sim} (native): {result['error']} "
+                           f"(see {result['test_dir']})")
         _account(result, result["build_seconds"], (gateware, cfg, job, sim))
         return result
     runner, sim_dir, module = _build(gateware, cfg, sim, waves)

@@ -142,6 +142,20 @@ def test_run_pwl_end_to_end(sim, tmp_path, inputs):
     assert rep["cycles"] == rep["ideal_cycles"] == 301 + 11
     assert rep["formats"]["input"]["name"] == "Q4.12"
     assert rep["max_abs_error"] < 2 ** -11
+    # the native engine by default; its cost in the report
+    assert rep["engine"] == "native" and rep["simulated_clocks"] >= rep["cycles"]
+    assert rep["build_seconds"] >= 0 and rep["sim_seconds"] > 0
+    assert rep["clocks_per_second"] == pytest.approx(rep["simulated_clocks"]
+                                                     / rep["sim_seconds"], rel=0.01)
+    # the cocotb engine: the same output, the same cycles
+    out2, report2 = tmp_path / "y2.npy", tmp_path / "r2.json"
+    code, _, stderr = run_cli(["run", "pwl", "--func", "sigmoid", "--input", str(inputs["x"]),
+                               "--out", str(out2), "--report", str(report2), "--sim", sim,
+                               "--engine", "cocotb"], cwd=tmp_path)
+    assert code == 0, stderr
+    rep2 = json.loads(report2.read_text())
+    assert rep2["engine"] == "cocotb" and rep2["cycles"] == rep["cycles"]
+    np.testing.assert_array_equal(np.load(out2), y)
 
     raw = tmp_path / "raw.npy"
     code, _, stderr = run_cli(["run", "pwl", "--func", "tanh", "--raw", "--input",

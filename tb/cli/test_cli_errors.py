@@ -146,7 +146,7 @@ COMMANDS = {
         arrays=["--input"], ints=["--segments", "--seed", "--bus-words",
               "--w-lanes"], floats=[],
         formats=["--in-fmt", "--out-fmt"], files=["--out", "--report"], folders=[],
-        other={"--func", "--raw", "--sim", "--waves"},
+        other={"--func", "--raw", "--sim", "--engine", "--waves"},
         valid={"scalar", "nd5"}),   # any shape, a 0-d one included
     "run spmv": dict(
         argv=["run", "spmv", "--weights", "{W2}", "--x", "{x1}"],
@@ -154,13 +154,13 @@ COMMANDS = {
         ints=["--pes", "--fifo-depth", "--acc-width", "--rows-per-pe", "--max-cols",
               "--mem-depth", "--w-lanes", "--drain-lanes", "--seed", "--bus-words"],
         floats=["--density", "--w-valid-prob"], formats=["--w-fmt", "--x-fmt", "--out-fmt"],
-        files=["--out", "--report"], folders=[], other={"--alloc", "--sim", "--waves"}),
+        files=["--out", "--report"], folders=[], other={"--alloc", "--sim", "--engine", "--waves"}),
     "run fc": dict(
         argv=["run", "fc", "--weights", "{W2}", "--x", "{X2}"],
         arrays=["--weights", "--x"], ints=["--lanes", "--segs-per-beat", "--seed",
                                            "--bus-words"],
         floats=[], formats=["--w-fmt", "--x-fmt"], files=["--out", "--report"], folders=[],
-        other={"--raw", "--sim", "--waves"}),
+        other={"--raw", "--sim", "--engine", "--waves"}),
     "run conv": dict(
         argv=["run", "conv", "--weights", "{Wc}", "--input", "{Xc}"],
         arrays=["--weights", "--input"],
@@ -168,7 +168,7 @@ COMMANDS = {
               "--w-lanes"],
         floats=[],
         formats=[], files=["--out", "--report"], folders=[],
-        other={"--array", "--mapping", "--skip-pad", "--sim", "--waves"}),
+        other={"--array", "--mapping", "--skip-pad", "--sim", "--engine", "--waves"}),
     "run lstm": dict(
         argv=["run", "lstm", "--model", "{model}", "--input", "{seq}"],
         arrays=["--input", "--h0", "--c0"],
@@ -177,7 +177,7 @@ COMMANDS = {
         floats=["--density"],
         formats=["--w-fmt", "--x-fmt", "--c-fmt", "--b-fmt", "--pre-fmt", "--act-fmt"],
         files=["--out", "--report"], folders=[],
-        other={"--model", "--alloc", "--sim", "--waves"}),
+        other={"--model", "--alloc", "--sim", "--engine", "--waves"}),
     "explore conv": dict(
         argv=["explore", "conv", "--weights", "{Wc}", "--input", "{Xc}", "--unroll", "fmap",
               "--pe", "2x2"],
