@@ -136,8 +136,8 @@ def _runner(run):
     """``spnn run BLOCK``: the block's ``run(args)`` with the chosen ``--engine`` and the
     simulation cost collected for the report (:func:`gen.core.sim.measuring`)."""
     def handler(args):
-        from gen.core.sim import measuring, using_engine
-        with using_engine(args.engine), measuring():
+        from gen.core.sim import measuring, showing_progress, using_engine
+        with using_engine(args.engine), measuring(), showing_progress(sys.stderr.isatty()):
             return run(args)
     return handler
 

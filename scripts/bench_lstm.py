@@ -10,8 +10,9 @@ element-wise units, all in parallel, fixed latency ``ew_latency``) and the feedb
 ``h``.  ``h_0`` is random and non-zero so every step
 runs the full matrix.  Also: FIFO-depth and allocator sweeps, the element-wise tail vs a
 one-element-per-clock tail, and an RTL run confirming the cycle model (``--rtl small``:
-a scaled layer under Verilator; ``--rtl full``: the ESE layer itself, 2 steps, its weights
-through 16 lanes; ``--rtl none``).
+a scaled layer; ``--rtl full``, the default: the ESE layer itself, a 16-step sequence, its
+weights through 16 lanes; ``--rtl none``), by default on the native engine under Verilator
+(build and simulation seconds reported apart).
 
 Writes ``build/bench/lstm.json`` and ``build/bench/lstm.md``.
 Usage: ``python scripts/bench_lstm.py [--rtl small|full|none] [--sim verilator|icarus]``
@@ -29,6 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 
 from gen.core.fixed import quantise
+from gen.core.sim import measuring, using_engine
 from gen.lstm import (LstmConfig, LstmFloat, compile_lstm, cycle_model, quantise_lstm, ref_lstm,
                       step_cycles, weight_beats)
 from gen.lstm.twin import rtl_lstm
@@ -61,9 +63,12 @@ def measure(layer, cfg, alloc, T, rng):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rtl", default="small", choices=["small", "full", "none"])
+    ap.add_argument("--rtl", default="full", choices=["small", "full", "none"])
     ap.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
     ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--full-steps", type=int, default=16,
+                    help="sequence length of the --rtl full run (default 16)")
+    ap.add_argument("--engine", default="native", choices=["native", "cocotb"])
     ap.add_argument("--out", default=str(REPO / "build" / "bench"))
     args = ap.parse_args(argv)
     t0 = time.time()
@@ -112,7 +117,7 @@ def main(argv=None):
             # the weights through 16 lanes (16 words per clock) instead of one word per
             # clock (about 580k load clocks)
             fcfg = dataclasses.replace(cfg, w_lanes=16)
-            rplan, rq, rseqs, rcm, _ = measure(layer, fcfg, "balanced", 2,
+            rplan, rq, rseqs, rcm, _ = measure(layer, fcfg, "balanced", args.full_steps,
                                                np.random.default_rng(0))
         else:
             sx, sh, sp = 40, 128, 8
@@ -125,7 +130,8 @@ def main(argv=None):
         c = rplan.cfg
         log(f"[rtl] {args.rtl}: X = {rplan.inputs}, H = {rplan.hidden}, P = {c.pes}, "
             f"{len(rseqs[0][0])} steps on {args.sim} (build + run) ...")
-        outs, rres = rtl_lstm(rplan, rseqs, args.sim, name=f"bench_{args.rtl}")
+        with using_engine(args.engine), measuring() as cost:
+            outs, rres = rtl_lstm(rplan, rseqs, args.sim, name=f"bench_{args.rtl}")
         golden = ref_lstm(rq, rseqs[0][0], c, rseqs[0][1], rseqs[0][2])[0]
         exact = bool(np.array_equal(outs[0], golden))
         same = rres["sinks"]["o"]["cycles"] == rcm["o"] and \
@@ -135,7 +141,9 @@ def main(argv=None):
                       "weight_beats": len(weight_beats(rplan)),
                       "bit_exact": exact, "cycles_match_model": same,
                       "cycles_per_step": step_cycles(rcm), "ideal_cycles": rplan.ideal_cycles,
-                      "seconds": time.time() - t1}
+                      "seconds": time.time() - t1, "engine": args.engine,
+                      "build_seconds": cost["build_seconds"], "sim_seconds": cost["sim_seconds"],
+                      "clocks": cost["clocks"], "clocks_per_second": cost["clocks_per_second"]}
         log(f"[rtl] {len(weight_beats(rplan))} weight beats at {c.w_lanes} lanes; bit-exact "
             f"{exact}, every transfer cycle == model {same} ({time.time() - t1:.0f} s)")
 
@@ -165,8 +173,11 @@ def main(argv=None):
                f"bit-exact with golden {r['bit_exact']}, every transfer cycle equal to the "
                f"cycle model {r['cycles_match_model']}, cycles/step "
                f"{', '.join(map(str, r['cycles_per_step']))} (ideal {r['ideal_cycles']}); "
-               f"{r['weight_beats']} weight beats at {r['w_lanes']} lanes, "
-               f"{r['seconds']:.0f} s build and run."]
+               f"{r['weight_beats']} weight beats at {r['w_lanes']} lanes; "
+               f"{r['engine']} engine: {r['seconds']:.0f} s in all, of which "
+               f"{r['build_seconds']:.0f} s conversion and simulator build, "
+               f"{r['sim_seconds']:.1f} s simulation of {r['clocks']:,} clocks "
+               f"({r['clocks_per_second']:,.0f} clocks/s)."]
     (out / "lstm.md").write_text("\n".join(md) + "\n")
     log(f"[done] {out / 'lstm.json'}, {out / 'lstm.md'} ({time.time() - t0:.0f} s)")
     return 0 if m["meets_bound"] and (res["rtl"] is None or (

@@ -44,6 +44,7 @@ import numpy as np
 
 from gen.core.config import SpnnError
 from gen.core.emit import verilog_ports
+from gen.core.simbase import SimError, _locked, _say
 from gen.core.stimulus import normalise_job, sink_pattern, source_pattern
 
 __all__ = ["stream_ports", "testbench", "run_native", "native_build", "NATIVE_TOP",
@@ -58,6 +59,13 @@ NATIVE_TOP = "spnn_native_tb"
 VERILATOR_ARGS = ["--binary", "--timing", "-CFLAGS", "-fcoroutines", "--x-assign", "fast",
                   "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE",
                   "-Wno-STMTDLY", "-Wno-INITIALDLY", "-Wno-lint", "-Wno-fatal"]
+
+
+def _verilator_args():
+    """:data:`VERILATOR_ARGS`, with ``--threads N`` when ``$SPNN_NATIVE_THREADS`` is N > 1
+    (measured by scripts/bench_sim.py; one thread is the default)."""
+    threads = int(os.environ.get("SPNN_NATIVE_THREADS", "1") or 1)
+    return VERILATOR_ARGS + (["--threads", str(threads)] if threads > 1 else [])
 
 
 def stream_ports(verilog: str, module: str):
@@ -150,6 +158,15 @@ def _zeros(sources, sinks):
     return "".join(line + "\n" for line in lines)
 
 
+def _progress_fmt(sources, sinks):
+    return " %0d" * (len(sources) + len(sinks))
+
+
+def _progress_args(sources, sinks):
+    return "".join(f", s{k}_idx" for k in range(len(sources))) + "".join(
+        f", k{k}_cnt" for k in range(len(sinks)))
+
+
 def _instance(module, sources, sinks, others):
     conns = [".clk(clk)", ".rst(rst)"]
     for k, (name, w) in enumerate(sources):
@@ -175,7 +192,7 @@ def testbench(module: str, sources, sinks, others=()) -> str:
 module {NATIVE_TOP};
   reg clk, rst;
   integer cycle, rc, fcfg, fev, max_cycles, reset_at, reset_cycles, drain;
-  integer finished, fin_at, stop, timeout, r;
+  integer finished, fin_at, stop, timeout, r, progress;
 {"".join(_source_decl(k, w) for k, (_, w) in enumerate(sources))}\
 {"".join(_sink_decl(k, w) for k, (_, w) in enumerate(sinks))}\
 {_instance(module, sources, sinks, others)}
@@ -186,6 +203,7 @@ module {NATIVE_TOP};
     // design's combinational processes see an event, as they do when cocotb drives them
     clk = 1'b0; rst = 1'b1;
 {_zeros(sources, sinks)}\
+    progress = $test$plusargs("progress");
     fcfg = $fopen("job.txt", "r");
     rc = $fscanf(fcfg, "%d %d %d %d\\n", max_cycles, reset_at, reset_cycles, drain);
 {_opens(sources, sinks)}\
@@ -210,6 +228,10 @@ module {NATIVE_TOP};
       #4;
 {sample}\
       cycle = cycle + 1;
+      if (progress && cycle % 16384 == 0) begin
+        $display("P %0d{_progress_fmt(sources, sinks)}", cycle{_progress_args(sources, sinks)});
+        $fflush;
+      end
       if (!finished && {done}) begin finished = 1; fin_at = cycle; end
       if (finished && cycle >= fin_at + drain) stop = 1;
       else if (cycle >= max_cycles) begin timeout = 1; stop = 1; end
@@ -223,23 +245,19 @@ endmodule
 """
 
 
-def _locked(path):
-    from gen.core.sim import _locked as lock
-    return lock(path)
-
-
 def native_build(module: str, verilog: str, sim: str, root: Path):
     """Build (once) the native simulator of ``module`` for ``sim`` under ``root``; returns
     ``(command to run, testbench ports, build seconds: 0.0 when cached)``."""
     sources, sinks, others = stream_ports(verilog, module)
     tb = testbench(module, sources, sinks, others)
-    flags = " ".join(VERILATOR_ARGS) + os.environ.get("SPNN_NATIVE_OPT", "-O1")
+    flags = " ".join(_verilator_args()) + os.environ.get("SPNN_NATIVE_OPT", "-O1")
     digest = hashlib.sha256("\0".join((verilog, tb, sim, flags)).encode()).hexdigest()[:16]
     folder = root / "native" / f"{module}-{digest}" / sim
     exe = folder / ("native.vvp" if sim == "icarus" else f"obj/V{NATIVE_TOP}")
     seconds = 0.0
     with _locked(folder.parent / f".{sim}.lock"):
         if not (folder / ".built").exists():
+            _say(f"building the native {sim} simulator of {module}")
             t0 = time.perf_counter()
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"{module}.v").write_text(verilog)
@@ -261,7 +279,7 @@ def _compile(sim, module, folder):
         env = None
     else:
         opt = os.environ.get("SPNN_NATIVE_OPT", "-O1")
-        cmd = (["verilator"] + VERILATOR_ARGS + ["--top-module", NATIVE_TOP, "-Mdir", "obj",
+        cmd = (["verilator"] + _verilator_args() + ["--top-module", NATIVE_TOP, "-Mdir", "obj",
                                                  "-j", str(os.cpu_count() or 2)] + files)
         env = dict(os.environ)
         flags = " ".join(f for f in env.get("MAKEFLAGS", "").split()
@@ -270,7 +288,6 @@ def _compile(sim, module, folder):
     proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True)
     (folder / "build.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
-        from gen.core.sim import SimError
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         raise SimError(f"native {sim} build of {module} failed: {' / '.join(tail)} "
                        f"(see {folder / 'build.log'})")
@@ -362,11 +379,37 @@ def _parse(job, sources, sinks, text: str) -> dict:
     }
 
 
+def _run_with_progress(cmd, run_dir, job, sources, sinks, module):
+    """Run the simulator showing a progress bar (tqdm, on stderr): the source words
+    transferred, with each port's count beside it, updated every 16384 clocks."""
+    from tqdm import tqdm
+    words = {s["port"]: len(s["data"]) for s in job["sources"]}
+    counts = {s["port"]: s["count"] for s in job["sinks"]}
+    names = [n for n, _ in sources] + [n for n, _ in sinks]
+    totals = [words.get(n, 0) for n, _ in sources] + [counts.get(n, 0) for n, _ in sinks]
+    out = []
+    with subprocess.Popen(cmd, cwd=run_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as proc, \
+            tqdm(total=sum(words.values()), unit="word", desc=f"simulate {module}",
+                 leave=False) as bar:
+        for line in proc.stdout:
+            if not line.startswith("P "):
+                out.append(line)
+                continue
+            cycle, *done = (int(v) for v in line.split()[1:])
+            bar.update(sum(done[:len(sources)]) - bar.n)
+            bar.set_postfix_str(f"clock {cycle:,}; " + ", ".join(
+                f"{n} {d:,}/{t:,}" for n, d, t in zip(names, done, totals) if t))
+        err = proc.stderr.read()
+    return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), err)
+
+
 def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
-               name: str = "run") -> dict:
+               name: str = "run", progress: bool = False) -> dict:
     """Run one stream job natively (same contract and result as
     :func:`gen.core.sim.run_job`'s cocotb path); the result also has ``engine``,
-    ``build_seconds`` and ``sim_seconds`` (the simulator process, file I/O included)."""
+    ``build_seconds`` and ``sim_seconds`` (the simulator process, file I/O included).
+    ``progress``: show a progress bar on stderr while it runs."""
     if job.get("watch"):
         raise SpnnError("the native engine does not trace signals (watch); use the cocotb "
                         "engine")
@@ -379,12 +422,14 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
     run_dir.mkdir(parents=True)
     _write_job(job, sources, sinks, run_dir)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
+    if progress:
+        proc = _run_with_progress(cmd + ["+progress"], run_dir, job, sources, sinks, module)
+    else:
+        proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
     sim_seconds = time.perf_counter() - t0
     (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
     events = run_dir / "events.txt"
     if proc.returncode != 0 or not events.exists():
-        from gen.core.sim import SimError
         raise SimError(f"native {sim} run of {module} failed (exit {proc.returncode}); "
                        f"see {run_dir / 'sim.log'}")
     result = _parse(job, sources, sinks, events.read_text())

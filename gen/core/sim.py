@@ -14,7 +14,6 @@ runs in its own sub-folder.  ``<build>`` is ``$SPNN_BUILD_DIR`` or ``./build``.
 
 from contextlib import contextmanager
 import contextvars
-import fcntl
 import hashlib
 import importlib.util
 import json
@@ -23,21 +22,18 @@ from pathlib import Path
 import shutil
 
 from gen.core.config import SpnnError
+from gen.core.simbase import _PROGRESS, SimError, _locked, _say, showing_progress
 from gen.core.stimulus import normalise_job, pattern_for
 
 __all__ = ["SIMS", "ENGINES", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason",
            "run_cocotb", "run_axi_jobs", "axi_ports", "build_root", "run_job", "SimError",
-           "watching", "using_engine", "measuring", "recording", "current_stats",
+           "watching", "using_engine", "measuring", "recording", "current_stats", "showing_progress",
            "generator_version"]
 
 SIMS = ("icarus", "verilator")
 # How run_job drives the ports: the cocotb bench (the verification suite's engine) or the
 # generated native testbench (gen/core/native.py, no Python per clock).
 ENGINES = ("cocotb", "native")
-
-
-class SimError(RuntimeError):
-    """The simulation did not complete (timeout, simulator failure)."""
 
 
 def _setup_verilator_path():
@@ -85,17 +81,6 @@ def missing_reason(sim: str) -> str:
 
 def build_root() -> Path:
     return Path(os.environ.get("SPNN_BUILD_DIR", "build"))
-
-
-@contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 # Amaranth's Verilog compares and adds operands of different widths with explicit
@@ -162,6 +147,7 @@ def verilog_for(gateware, cfg):
         if path.exists():
             _VERILOG[key] = (module, path.read_text())
             return _VERILOG[key]
+    _say(f"converting {module} to Verilog (Amaranth)")
     _VERILOG[key] = (module, to_verilog(gateware.build(cfg), module))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,6 +176,7 @@ def _build(gateware, cfg, sim, waves):
             tmp.replace(vfile)
         stamp = sim_dir / ".built"
         if not stamp.exists():
+            _say(f"building the cocotb {sim} simulator of {module}")
             sim_dir.mkdir(parents=True, exist_ok=True)
             runner.build(sources=[vfile], hdl_toplevel=module, build_dir=sim_dir,
                          timescale=("1ns", "1ps"), waves=waves,
@@ -314,7 +301,8 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         if not sim_available(sim):
             raise SpnnError(missing_reason(sim))
         module, text = verilog_for(gateware, cfg)
-        result = run_native(module, text, job, sim, build_root().resolve(), name=name)
+        result = run_native(module, text, job, sim, build_root().resolve(), name=name,
+                            progress=_PROGRESS.get())
         result["build_seconds"] = time.perf_counter() - t0 - result["sim_seconds"]
         if result.get("error"):
             raise SimError(f"{module} under {sim} (native): {result['error']} "

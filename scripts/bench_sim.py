@@ -1,0 +1,226 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Simulation speed: the native engine against the cocotb bench, side by side in one run.
+
+* The seed-matrix SpMV job (1024 x 153, 11.7 %, P = 32; the weights, x and y streams of
+  ``spnn run spmv``) under Verilator: cocotb, native (one thread and ``--threads 2``) and a
+  bare C++ loop on the same Verilog (a ``main`` of our own: random valid bits and payloads
+  on every input, outputs always ready, two evaluations per clock), in simulated clocks per
+  second of the simulator process (start-up and file I/O included for both engines).
+* The same job under Icarus, cocotb and native; and a PWL job of 100,000 samples (a small
+  design, where the testbench's per-clock work dominates).
+* ``spnn run spmv`` on the seed matrix, wall clock: cold (a fresh build folder: Amaranth
+  conversion + Verilator build) and warm (everything cached).
+
+Every RTL result is checked equal between the engines.  Writes ``build/bench/sim.json`` and
+``build/bench/sim.md``.  Usage: ``python -m scripts.bench_sim [--out DIR]``.
+"""
+
+import argparse
+import json
+import os
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from gen.core.native import stream_ports
+from gen.core.sim import build_root, measuring, recording, run_job, using_engine, verilog_for
+from gen.pwl import PwlConfig
+from gen.pwl.twin import rtl_pwl
+from gen.spmv import SpmvConfig, compile_weights
+from gen.spmv.twin import run_jobs
+from hdl.spmv import GATEWARE as SPMV
+from scripts.bench_spmv import COLS, P, seed_matrix
+
+KEYS = ("sinks", "sources", "cycles_run")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def _engine_run(fn, engine, threads=1):
+    os.environ["SPNN_NATIVE_THREADS"] = str(threads)
+    with using_engine(engine):
+        fn(f"bench-sim-{engine}-t{threads}-warm")     # builds (cached for the next run)
+        with measuring() as cost, recording() as runs:
+            fn(f"bench-sim-{engine}-t{threads}")
+    os.environ.pop("SPNN_NATIVE_THREADS", None)
+    result = runs[-1][-1]
+    return {"engine": engine, "threads": threads, "clocks": cost["clocks"],
+            "sim_seconds": cost["sim_seconds"], "build_seconds": cost["build_seconds"],
+            "clocks_per_second": cost["clocks_per_second"]}, result
+
+
+def _compare(rows, results):
+    base = results[0]
+    return all(all(r[k] == base[k] for k in KEYS) for r in results[1:])
+
+
+_MAIN = """// bare Verilator loop (scripts/bench_sim.py): random inputs, two evals per clock
+#include "V{m}.h"
+#include "verilated.h"
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+int main(int argc, char** argv) {{
+  VerilatedContext ctx;
+  V{m} top{{&ctx}};
+  std::mt19937_64 rng(1);
+  long n = atol(argv[1]);
+  top.rst = 1;
+  for (int i = 0; i < 4; ++i) {{ top.clk = 0; top.eval(); top.clk = 1; top.eval(); }}
+  top.rst = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (long c = 0; c < n; ++c) {{
+    top.clk = 0;
+{drive}
+    top.eval();
+    top.clk = 1;
+    top.eval();
+  }}
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  printf("%ld %.6f\\n", n, s);
+  return 0;
+}}
+"""
+
+
+def bare_loop(clocks=300_000):
+    """Clocks per second of a bare C++ loop on the SpMV engine's Verilog."""
+    module, text = verilog_for(SPMV, SpmvConfig(pes=P))
+    sources, sinks, _ = stream_ports(text, module)
+    drive = []
+    for name, w in sources:
+        drive.append(f"    top.{name}__valid = rng() & 1;")
+        if w > 64:
+            drive += [f"    top.{name}__payload[{i}] = (uint32_t)rng();"
+                      for i in range(-(-w // 32))]
+        elif w:
+            drive.append(f"    top.{name}__payload = rng() & ((1ULL << {w}) - 1ULL);"
+                         if w < 64 else f"    top.{name}__payload = rng();")
+    drive += [f"    top.{name}__ready = 1;" for name, _ in sinks]
+    folder = build_root().resolve() / "bench-sim" / f"bare-{module}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{module}.v").write_text(text)
+    (folder / "main.cpp").write_text(_MAIN.format(m=module, drive="\n".join(drive)))
+    exe = folder / "obj" / f"V{module}"
+    t0 = time.perf_counter()
+    if not exe.exists():
+        subprocess.run(["verilator", "--cc", "--exe", "--build", "-O3", "--x-assign", "fast",
+                        "--x-initial", "fast", "-CFLAGS", "-O2", "-Wno-fatal", "-Wno-lint",
+                        "-Mdir", "obj", "-j", "2", "--top-module", module, "main.cpp",
+                        f"{module}.v"], cwd=folder, check=True, capture_output=True)
+    build = time.perf_counter() - t0
+    out = subprocess.run([str(exe), str(clocks)], capture_output=True, text=True, check=True)
+    n, s = out.stdout.split()
+    return {"engine": "bare C++ loop", "threads": 1, "clocks": int(n), "sim_seconds": float(s),
+            "build_seconds": build, "clocks_per_second": int(n) / float(s)}
+
+
+def spnn_wall(w, x, tmp):
+    """Wall seconds of ``spnn run spmv`` on the seed matrix: cold, then warm."""
+    np.save(tmp / "w.npy", w)
+    np.save(tmp / "x.npy", x)
+    env = dict(os.environ, SPNN_BUILD_DIR=str(tmp / "build"))
+    argv = [sys.executable, "-m", "gen.cli", "run", "spmv", "--weights", str(tmp / "w.npy"),
+            "--x", str(tmp / "x.npy"), "--pes", str(P), "--report", str(tmp / "r.json")]
+    walls = []
+    for _ in ("cold", "warm"):
+        t0 = time.perf_counter()
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+        walls.append(time.perf_counter() - t0)
+    report = json.loads((tmp / "r.json").read_text())
+    return {"cold_seconds": walls[0], "warm_seconds": walls[1],
+            "report": {k: report[k] for k in ("engine", "build_seconds", "sim_seconds",
+                                              "clocks_per_second", "cycles")}}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="build/bench")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    w = seed_matrix(0.117, rng)
+    x = rng.integers(-128, 128, COLS)
+    cfg = SpmvConfig(pes=P)
+    plan = compile_weights(w, cfg, "balanced")
+    res = {}
+    for sim in ("verilator", "icarus"):
+        rows, results = [], []
+        runs = [("cocotb", 1), ("native", 1)] + ([("native", 2)] if sim == "verilator" else [])
+        for engine, threads in runs:
+            def job(name, sim=sim):
+                run_jobs([(plan, x)], cfg, sim, name=name)
+            row, result = _engine_run(job, engine, threads)
+            rows.append(row)
+            results.append(result)
+            log(f"[spmv {sim}] {engine} threads {threads}: {row['clocks']} clocks in "
+                f"{row['sim_seconds']:.2f} s = {row['clocks_per_second']:,.0f} clocks/s")
+        if sim == "verilator":
+            rows.append(bare_loop())
+            log(f"[spmv {sim}] bare loop: {rows[-1]['clocks_per_second']:,.0f} clocks/s")
+        res[f"spmv_{sim}"] = {"rows": rows, "identical": _compare(rows, results)}
+    xs = np.random.default_rng(1).integers(-32768, 32768, 100_000)
+    for sim in ("verilator", "icarus"):
+        rows, results = [], []
+        for engine in ("cocotb", "native"):
+            def job(name, sim=sim):
+                rtl_pwl(xs, PwlConfig(), sim, ready_prob=0.9, seed=2, name=name)
+            row, result = _engine_run(job, engine)
+            rows.append(row)
+            results.append(result)
+            log(f"[pwl {sim}] {engine}: {row['clocks_per_second']:,.0f} clocks/s")
+        res[f"pwl_{sim}"] = {"rows": rows, "identical": _compare(rows, results)}
+    with tempfile.TemporaryDirectory() as tmp:
+        res["spnn_run_spmv"] = spnn_wall(w, x, Path(tmp))
+    log(f"[spnn run spmv] cold {res['spnn_run_spmv']['cold_seconds']:.1f} s, warm "
+        f"{res['spnn_run_spmv']['warm_seconds']:.2f} s")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sim.json").write_text(json.dumps(res, indent=2) + "\n")
+    (out / "sim.md").write_text(markdown(res))
+    log(f"[done] {out / 'sim.json'}, {out / 'sim.md'}")
+    return 0 if all(v.get("identical", True) for v in res.values()) else 1
+
+
+def _ratio(rows, a, b):
+    pick = {(r["engine"], r["threads"]): r["clocks_per_second"] for r in rows}
+    return pick[a] / pick[b]
+
+
+def markdown(res) -> str:
+    lines = ["### Simulation speed (`python -m scripts.bench_sim`)", "",
+             "Simulated clocks per second of the simulator process (start-up and file I/O "
+             "included), warm builds; every engine's transfers identical.", "",
+             "| job | simulator | engine | threads | clocks | seconds | clocks/s |",
+             "|---|---|---|---|---|---|---|"]
+    for key, block in res.items():
+        if "rows" not in block:
+            continue
+        job, sim = key.split("_")
+        name = "SpMV seed matrix, P = 32" if job == "spmv" else "PWL, 100,000 samples"
+        for r in block["rows"]:
+            lines.append(f"| {name} | {sim} | {r['engine']} | {r['threads']} | {r['clocks']:,} "
+                         f"| {r['sim_seconds']:.2f} | {r['clocks_per_second']:,.0f} |")
+    v = res["spmv_verilator"]["rows"]
+    lines += ["", f"SpMV under Verilator: native / cocotb = "
+              f"{_ratio(v, ('native', 1), ('cocotb', 1)):.1f}x; bare loop / native = "
+              f"{_ratio(v, ('bare C++ loop', 1), ('native', 1)):.2f}x; native 2 threads / 1 = "
+              f"{_ratio(v, ('native', 2), ('native', 1)):.2f}x.  Under Icarus: native / cocotb "
+              f"= {_ratio(res['spmv_icarus']['rows'], ('native', 1), ('cocotb', 1)):.1f}x "
+              f"(SpMV), {_ratio(res['pwl_icarus']['rows'], ('native', 1), ('cocotb', 1)):.1f}x "
+              f"(PWL).", ""]
+    s = res["spnn_run_spmv"]
+    lines += [f"`spnn run spmv` on the seed matrix: cold {s['cold_seconds']:.1f} s (fresh build "
+              f"folder: conversion and the native Verilator build), warm "
+              f"{s['warm_seconds']:.2f} s wall.", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
