@@ -13,13 +13,15 @@ SIM     ?=
 WAVES   ?= 0
 BLOCK   ?= pwl
 JOBS    ?= 2
+N       ?= 1000000
 
-.PHONY: help verilog sim test test-fast bench synth waves-check waves-update clean distclean
+.PHONY: help verilog sim soak test test-fast bench synth waves-check waves-update clean distclean
 
 help:
 	@echo "spnn make targets"
 	@echo "  make verilog      emit every block's default Verilog + manifests into build/verilog/"
 	@echo "  make test         all tests: pure Python + cocotb under Icarus and Verilator"
+	@echo "  make soak BLOCK=spmv N=1000000   random jobs (back-pressure, resets) vs golden, native"
 	@echo "                    (EXTRAS=dev,ml also installs PyTorch for the float-reference tests)"
 	@echo "  make test-fast    everything that needs no HDL simulator or synthesis tool (< 1 min)"
 	@echo "  make sim BLOCK=pwl [SIM=icarus|verilator] [WAVES=1]"
@@ -47,6 +49,10 @@ test-fast: $(STAMP)
 
 sim: $(STAMP)
 	SIM=$(SIM) WAVES=$(WAVES) $(PY) -m pytest -q tb/$(BLOCK)
+
+soak: $(STAMP)
+	@mkdir -p build/bench
+	$(PY) -m scripts.soak $(BLOCK) -n $(N) -j $(JOBS) $(if $(SIM),--sim $(SIM)) --report build/bench/soak_$(BLOCK).json
 
 bench: $(MLSTAMP)
 	@mkdir -p build/bench

@@ -95,15 +95,17 @@ def bare_loop(clocks=300_000):
     module, text = verilog_for(SPMV, SpmvConfig(pes=P))
     sources, sinks, _ = stream_ports(text, module)
     drive = []
+    sources = [(n + "___05F", w) for n, w in sources]   # Verilator's "__"
+    sinks = [(n + "___05F", w) for n, w in sinks]
     for name, w in sources:
-        drive.append(f"    top.{name}__valid = rng() & 1;")
+        drive.append(f"    top.{name}valid = rng() & 1;")
         if w > 64:
-            drive += [f"    top.{name}__payload[{i}] = (uint32_t)rng();"
+            drive += [f"    top.{name}payload[{i}] = (uint32_t)rng();"
                       for i in range(-(-w // 32))]
         elif w:
-            drive.append(f"    top.{name}__payload = rng() & ((1ULL << {w}) - 1ULL);"
-                         if w < 64 else f"    top.{name}__payload = rng();")
-    drive += [f"    top.{name}__ready = 1;" for name, _ in sinks]
+            drive.append(f"    top.{name}payload = rng() & ((1ULL << {w}) - 1ULL);"
+                         if w < 64 else f"    top.{name}payload = rng();")
+    drive += [f"    top.{name}ready = 1;" for name, _ in sinks]
     folder = build_root().resolve() / "bench-sim" / f"bare-{module}"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{module}.v").write_text(text)
@@ -114,7 +116,9 @@ def bare_loop(clocks=300_000):
         subprocess.run(["verilator", "--cc", "--exe", "--build", "-O3", "--x-assign", "fast",
                         "--x-initial", "fast", "-CFLAGS", "-O2", "-Wno-fatal", "-Wno-lint",
                         "-Mdir", "obj", "-j", "2", "--top-module", module, "main.cpp",
-                        f"{module}.v"], cwd=folder, check=True, capture_output=True)
+                        f"{module}.v"], cwd=folder, check=True, capture_output=True,
+                       env=dict(os.environ, MAKEFLAGS="CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O2 "
+                                "OPT_SLOW=-O2 OPT_GLOBAL=-O2"))
     build = time.perf_counter() - t0
     out = subprocess.run([str(exe), str(clocks)], capture_output=True, text=True, check=True)
     n, s = out.stdout.split()

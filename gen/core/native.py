@@ -35,9 +35,11 @@ hash of both texts and the build flags.
 
 import hashlib
 import os
+import re
 from pathlib import Path
 import shutil
 import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -331,37 +333,53 @@ def _write_job(job, sources, sinks, folder: Path) -> None:
     (folder / "job.txt").write_text("\n".join(lines) + "\n")
 
 
+_SOURCE_EVENT = re.compile(r"^S(\d+) (\d+)$", re.M)
+_SINK_EVENT = re.compile(r"^K(\d+) (\d+) ?([0-9a-fA-F]*)$", re.M)
+
+
+def _events(pattern, segment):
+    """The ``(port index, cycle)`` columns of one event kind in a segment of the file
+    (regular expressions and numpy: the file holds a line per transfer, millions on long
+    jobs, so no Python per line)."""
+    found = pattern.findall(segment)
+    if not found:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    cols = list(zip(*found))
+    return (np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64),
+            cols[2] if len(cols) > 2 else [])
+
+
 def _parse(job, sources, sinks, text: str) -> dict:
-    """The cocotb bench's result dict from the event file."""
+    """The cocotb bench's result dict from the event file: ``S<k> <cycle>`` per source
+    transfer, ``K<k> <cycle> <hex>`` per sink transfer, ``R <cycle>`` at a reset (the
+    transfers start again), ``D <cycles run> <timeout>`` at the end."""
     data = {s["port"]: s["data"] for s in job["sources"]}
     counts = {s["port"]: s["count"] for s in job["sinks"]}
-    src = [{"cycles": [], "idx": 0, "log": []} for _ in sources]
+    src = [{"cycles": [], "log": []} for _ in sources]
     snk = [{"data": [], "cycles": [], "log": []} for _ in sinks]
     before, resets, cycles_run, timeout = None, [], 0, 0
-    for line in text.splitlines():
-        tag, *rest = line.split()
-        if tag[0] == "S":
-            s = src[int(tag[1:])]
-            c = int(rest[0])
-            s["cycles"].append(c)
-            s["log"].append([c, data[sources[int(tag[1:])][0]][s["idx"]]])
-            s["idx"] += 1
-        elif tag[0] == "K":
-            s = snk[int(tag[1:])]
-            c, v = int(rest[0]), int(rest[1], 16) if len(rest) > 1 else 0
-            s["data"].append(v)
-            s["cycles"].append(c)
-            s["log"].append([c, v])
-        elif tag == "R":
+    done = re.search(r"^D (\d+) (\d+)$", text, re.M)
+    if done:
+        cycles_run, timeout = int(done.group(1)), int(done.group(2))
+    pieces = re.split(r"^R (\d+)\n", text, flags=re.M)
+    for k, segment in enumerate(pieces[0::2]):
+        if k:
             before = {name: {"data": s["data"], "cycles": s["cycles"]}
                       for (name, _), s in zip(sinks, snk) if name in counts}
-            resets.append(int(rest[0]))
-            for s in src:
-                s.update(cycles=[], idx=0)
-            for s in snk:
-                s.update(data=[], cycles=[])
-        elif tag == "D":
-            cycles_run, timeout = int(rest[0]), int(rest[1])
+            resets.append(int(pieces[2 * k - 1]))
+        ports, cycles, _ = _events(_SOURCE_EVENT, segment)
+        for i, s in enumerate(src):
+            c = cycles[ports == i].tolist()
+            words = data.get(sources[i][0], [])
+            s["cycles"] = c
+            s["log"] += [[cy, w] for cy, w in zip(c, words)]
+        ports, cycles, values = _events(_SINK_EVENT, segment)
+        values = np.array([int(v, 16) if v else 0 for v in values], dtype=object)
+        for i, s in enumerate(snk):
+            pick = ports == i
+            c, v = cycles[pick].tolist(), values[pick].tolist()
+            s["cycles"], s["data"] = c, v
+            s["log"] += [[cy, w] for cy, w in zip(c, v)]
     error = f"timeout after {job.get('max_cycles', 100_000)} cycles" if timeout else None
     extra = {name: len(s["data"]) - counts[name] for (name, _), s in zip(sinks, snk)
              if name in counts and len(s["data"]) > counts[name]}
@@ -404,6 +422,18 @@ def _run_with_progress(cmd, run_dir, job, sources, sinks, module):
     return subprocess.CompletedProcess(cmd, proc.returncode, "".join(out), err)
 
 
+def _settle(work: Path, final: Path) -> Path:
+    """Move a finished run folder to ``final`` (replacing the previous run of that name);
+    if another process is doing the same at this moment, keep ``work`` where it is."""
+    try:
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(work, final)
+        return final
+    except OSError:
+        return work
+
+
 def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
                name: str = "run", progress: bool = False) -> dict:
     """Run one stream job natively (same contract and result as
@@ -416,11 +446,15 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
     job = normalise_job(job)
     cmd, (sources, sinks), build_seconds = native_build(module, verilog, sim, root)
     folder = Path(cmd[-1]).parent if sim == "icarus" else Path(cmd[0]).parent.parent
-    run_dir = folder / "runs" / name
-    if run_dir.exists():
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    # a private folder (parallel runs of one build share nothing), renamed to runs/<name>
+    # when the run ends so the last run of each name stays there to inspect
+    run_dir = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder / "runs"))
+    try:
+        _write_job(job, sources, sinks, run_dir)
+    except BaseException:
         shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
-    _write_job(job, sources, sinks, run_dir)
+        raise
     t0 = time.perf_counter()
     if progress:
         proc = _run_with_progress(cmd + ["+progress"], run_dir, job, sources, sinks, module)
@@ -428,6 +462,7 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
         proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
     sim_seconds = time.perf_counter() - t0
     (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
+    run_dir = _settle(run_dir, folder / "runs" / name)
     events = run_dir / "events.txt"
     if proc.returncode != 0 or not events.exists():
         raise SimError(f"native {sim} run of {module} failed (exit {proc.returncode}); "

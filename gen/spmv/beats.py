@@ -26,10 +26,15 @@ from gen.spmv.config import KIND_END, KIND_ENTRY, KIND_LAST, KIND_NOP, KIND_ROW,
 __all__ = ["weight_beats", "beat_count"]
 
 
-def _pack(kind, pe, idx, value, cfg):
+def _packer(cfg):
+    """``pack(kind, pe, idx, value)`` for ``cfg`` (the field offsets computed once)."""
     ww = cfg.w_fmt.width
-    return ((int(value) & ((1 << ww) - 1)) | (int(idx) << ww)
-            | (int(pe) << (ww + cfg.idx_bits)) | (kind << (ww + cfg.idx_bits + cfg.pe_bits)))
+    vmask, pe_at = (1 << ww) - 1, ww + cfg.idx_bits
+    kind_at = pe_at + cfg.pe_bits
+
+    def pack(kind, pe, idx, value):
+        return (int(value) & vmask) | (int(idx) << ww) | (int(pe) << pe_at) | (kind << kind_at)
+    return pack
 
 
 def beat_count(plan: SpmvPlan) -> int:
@@ -54,20 +59,21 @@ def weight_beats(plan: SpmvPlan) -> list:
     """
     cfg = plan.cfg
     L = cfg.w_lanes
+    pack = _packer(cfg)
     lanes = [[] for _ in range(L)]
     if plan.first:
         for r, (pe, i) in enumerate(zip(plan.row_pe, plan.row_local)):
-            lanes[r % L].append(_pack(KIND_ROW, pe, i, 0, cfg))
+            lanes[r % L].append(pack(KIND_ROW, pe, i, 0))
     pos = [0] * cfg.pes
     for j in range(plan.cols):
         for p in range(cfg.pes):
             c = int(plan.counts[p, j])
             if c == 0:
-                lanes[p % L].append(_pack(KIND_SKIP, p, 0, 0, cfg))
+                lanes[p % L].append(pack(KIND_SKIP, p, 0, 0))
             for n in range(c):
                 wv, row = plan.entries[p][pos[p]]
                 kind = KIND_LAST if n == c - 1 else KIND_ENTRY
-                lanes[p % L].append(_pack(kind, p, row, wv, cfg))
+                lanes[p % L].append(pack(kind, p, row, wv))
                 pos[p] += 1
-    return lane_beats(lanes, cfg.word_width, _pack(KIND_NOP, 0, 0, 0, cfg),
-                      _pack(KIND_END, 0, 0, int(plan.last), cfg))
+    return lane_beats(lanes, cfg.word_width, pack(KIND_NOP, 0, 0, 0),
+                      pack(KIND_END, 0, 0, int(plan.last)))
