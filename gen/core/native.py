@@ -21,7 +21,10 @@ Files of one run (in its folder, the simulator's working directory):
 
 * ``job.txt``: ``max_cycles reset_at reset_cycles drain_cycles`` (``reset_at`` -1: none),
   then per source (testbench order) ``words always``, per sink ``count always``;
-* ``s<k>.hex`` / ``k<k>.hex``: source ``k``'s words, one hex number a line;
+* ``s<k>_<c>.hex``: chunk ``c`` of source ``k``'s words (words ``SOURCE_CHUNK c`` ..
+  ``SOURCE_CHUNK (c + 1) - 1``, one hex number a line, the last chunk padded with zeros),
+  loaded with ``$readmemh`` when the source reaches it (a ``$fscanf`` per word was ~45 % of
+  an Icarus run on the PWL unit);
 * ``s<k>.pat`` / ``k<k>.pat``: the port's pattern for clocks 0 .. max_cycles - 1, 32 clocks
   a line as a hex word (clock ``32 i + b`` is bit ``b`` of line ``i``); absent when the
   port transfers on every clock;
@@ -53,6 +56,9 @@ __all__ = ["stream_ports", "testbench", "run_native", "native_build", "NATIVE_TO
            "VERILATOR_ARGS"]
 
 NATIVE_TOP = "spnn_native_tb"
+
+# Source words per ``$readmemh`` chunk file (the testbench holds one chunk per source).
+SOURCE_CHUNK = 4096
 
 # Verilator flags of the native build.  The C++ is compiled at -O1: on the 32-PE SpMV
 # engine -O1 builds in about half the time of -O2/-O3 and simulates within a few percent
@@ -94,8 +100,9 @@ def _vec(width):
 
 def _source_decl(k, w):
     return (f"  reg s{k}_valid;\n  wire s{k}_ready;\n"
-            + (f"  reg {_vec(w)}s{k}_payload;\n  reg {_vec(w)}s{k}_next;\n" if w else "")
-            + f"  integer s{k}_n, s{k}_idx, s{k}_fd, s{k}_pfd, s{k}_always;\n"
+            + (f"  reg {_vec(w)}s{k}_payload;\n  reg {_vec(w)}s{k}_next;\n"
+               f"  reg {_vec(w)}s{k}_mem [0:{SOURCE_CHUNK - 1}];\n" if w else "")
+            + f"  integer s{k}_n, s{k}_idx, s{k}_chunk, s{k}_pfd, s{k}_always;\n"
               f"  reg s{k}_hold = 1'b0;\n  reg [31:0] s{k}_pw = 32'd0;\n")
 
 
@@ -111,10 +118,13 @@ def _tasks(sources, sinks):
     patterns, drive, sample, all done)."""
     rs, rk, load, drive, sample, done = [], [], [], [], [], []
     for k, (_, w) in enumerate(sources):
-        read = f"rc = $fscanf(s{k}_fd, \"%h\\n\", s{k}_next);" if w else ""
+        read = (f"begin if (s{k}_idx / {SOURCE_CHUNK} != s{k}_chunk) begin "
+                f"s{k}_chunk = s{k}_idx / {SOURCE_CHUNK}; "
+                f"$sformat(fname, \"s{k}_%0d.hex\", s{k}_chunk); "
+                f"$readmemh(fname, s{k}_mem); end "
+                f"s{k}_next = s{k}_mem[s{k}_idx % {SOURCE_CHUNK}]; end" if w else "")
         rs.append(f"      s{k}_idx = 0; s{k}_hold = 1'b0; s{k}_valid = 1'b0;\n"
-                  + (f"      if (s{k}_n > 0) begin rc = $fseek(s{k}_fd, 0, 0); {read} end\n"
-                     if w else ""))
+                  + (f"      if (s{k}_n > 0) {read}\n" if w else ""))
         load.append(f"      if (!s{k}_always && cycle % 32 == 0) "
                     f"rc = $fscanf(s{k}_pfd, \"%h\\n\", s{k}_pw);\n")
         take = f"s{k}_payload = s{k}_next; " if w else ""
@@ -147,7 +157,7 @@ def _opens(sources, sinks):
         for k, (_, w) in enumerate(ports):
             lines.append(f"    rc = $fscanf(fcfg, \"%d %d\\n\", {tag}{k}_n, {tag}{k}_always);\n")
             if tag == "s" and w:
-                lines.append(f"    if (s{k}_n > 0) s{k}_fd = $fopen(\"s{k}.hex\", \"r\");\n")
+                lines.append(f"    s{k}_chunk = -1;\n")
             lines.append(f"    if (!{tag}{k}_always) {tag}{k}_pfd = $fopen(\"{tag}{k}.pat\", "
                          f"\"r\");\n")
     return "".join(lines)
@@ -195,6 +205,7 @@ module {NATIVE_TOP};
   reg clk, rst;
   integer cycle, rc, fcfg, fev, max_cycles, reset_at, reset_cycles, drain;
   integer finished, fin_at, stop, timeout, r, progress;
+  reg [8*32-1:0] fname;
 {"".join(_source_decl(k, w) for k, (_, w) in enumerate(sources))}\
 {"".join(_sink_decl(k, w) for k, (_, w) in enumerate(sinks))}\
 {_instance(module, sources, sinks, others)}
@@ -295,6 +306,16 @@ def _compile(sim, module, folder):
                        f"(see {folder / 'build.log'})")
 
 
+def _write_chunks(folder: Path, k: int, data, width: int) -> None:
+    """Source ``k``'s words as ``$readmemh`` chunk files (module docstring)."""
+    mask = (1 << width) - 1
+    lines = [f"{int(v) & mask:x}\n" for v in data]
+    lines += ["0\n"] * (-len(lines) % SOURCE_CHUNK)
+    for c in range(len(lines) // SOURCE_CHUNK):
+        (folder / f"s{k}_{c}.hex").write_text(
+            "".join(lines[c * SOURCE_CHUNK:(c + 1) * SOURCE_CHUNK]))
+
+
 def _pattern_lines(pattern, n: int) -> str:
     bits = pattern.expand(n)
     bits = np.concatenate([bits, np.zeros(-len(bits) % 32, dtype=bool)])
@@ -324,9 +345,7 @@ def _write_job(job, sources, sinks, folder: Path) -> None:
                 pattern = None
             lines.append(f"{int(count)} {int(always)}")
             if tag == "s" and width and count:
-                mask = (1 << width) - 1
-                (folder / f"s{k}.hex").write_text(
-                    "".join(f"{int(v) & mask:x}\n" for v in spec["data"]))
+                _write_chunks(folder, k, spec["data"], width)
             if not always:
                 text = _pattern_lines(pattern, n) if pattern is not None else "0\n" * -(-n // 32)
                 (folder / f"{tag}{k}.pat").write_text(text)
