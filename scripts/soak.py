@@ -16,8 +16,8 @@ reset must be complete and exact).  A vector is, per block:
 * ``conv``: one output position of a random layer (random shape, stride, padding, mapping).
 
 Prints (and writes with ``--report``) vectors, jobs, resets, mismatches and vectors per
-second; exit 1 on any mismatch.  ``-j N`` runs N processes (seeds ``seed .. seed+N-1``).  Not part of ``make test``; ``tb/test_soak.py`` runs a short
-version of every block.
+second; exit 1 on any mismatch.  ``-j N`` runs N processes (seeds ``seed .. seed+N-1``).
+Not part of ``make test``; ``tb/test_soak.py`` runs a short version of every block.
 """
 
 import argparse

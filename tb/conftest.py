@@ -71,16 +71,25 @@ def _native_agreement(request):
     """Tests marked ``native_agree``: every stream job the test ran (through the cocotb
     bench) runs again on the native engine (:mod:`gen.core.native`) under the same
     simulator, and every transfer - data, cycle, port, before and after a reset - must be
-    identical."""
+    identical; every shell job (:func:`gen.core.sim.run_axi_jobs`) likewise through
+    :mod:`gen.core.native_axi`, every record (packets, counters, registers, clocks of the
+    start, first and last beats, stall counts) identical."""
     if request.node.get_closest_marker("native_agree") is None:
         yield
         return
-    from gen.core.sim import recording, run_job
+    from gen.core.sim import recording, run_axi_spec, run_job
     with recording() as runs:
         yield
     assert runs, "a native_agree test ran no stream job"
     for i, (gateware, cfg, job, sim, result) in enumerate(runs):
         if result.get("engine") != "cocotb":
+            continue
+        if result.get("axi"):           # a shell's AXI jobs: every record the same
+            native = run_axi_spec(gateware, cfg, job, sim, name=f"agree-{request.node.name}-{i}",
+                                  engine="native")
+            for k, (a, b) in enumerate(zip(native, result["jobs"])):
+                assert a == b, f"AXI job {k} of run {i}: native and cocotb records differ"
+            assert len(native) == len(result["jobs"])
             continue
         native = run_job(gateware, cfg, job, sim, name=f"agree-{request.node.name}-{i}",
                          engine="native")

@@ -52,8 +52,8 @@ from gen.core.emit import verilog_ports
 from gen.core.simbase import SimError, _locked, _say
 from gen.core.stimulus import normalise_job, sink_pattern, source_pattern
 
-__all__ = ["stream_ports", "testbench", "run_native", "native_build", "NATIVE_TOP",
-           "VERILATOR_ARGS"]
+__all__ = ["stream_ports", "testbench", "run_native", "native_build", "build_testbench",
+           "run_dir_for", "NATIVE_TOP", "VERILATOR_ARGS", "SOURCE_CHUNK"]
 
 NATIVE_TOP = "spnn_native_tb"
 
@@ -262,7 +262,15 @@ def native_build(module: str, verilog: str, sim: str, root: Path):
     """Build (once) the native simulator of ``module`` for ``sim`` under ``root``; returns
     ``(command to run, testbench ports, build seconds: 0.0 when cached)``."""
     sources, sinks, others = stream_ports(verilog, module)
-    tb = testbench(module, sources, sinks, others)
+    cmd, seconds = build_testbench(module, verilog, testbench(module, sources, sinks, others),
+                                   sim, root)
+    return cmd, (sources, sinks), seconds
+
+
+def build_testbench(module: str, verilog: str, tb: str, sim: str, root: Path):
+    """Build (once) ``tb`` (a module :data:`NATIVE_TOP` instantiating ``module``) with the
+    design for ``sim``, cached under ``root/native/<module>-<hash>/<sim>/``; returns
+    ``(command to run, build seconds: 0.0 when cached)``."""
     flags = " ".join(_verilator_args()) + os.environ.get("SPNN_NATIVE_OPT", "-O1")
     digest = hashlib.sha256("\0".join((verilog, tb, sim, flags)).encode()).hexdigest()[:16]
     folder = root / "native" / f"{module}-{digest}" / sim
@@ -282,7 +290,7 @@ def native_build(module: str, verilog: str, sim: str, root: Path):
         cmd = [shutil.which("vvp") or "vvp", "-n", str(exe)]
     else:
         cmd = [str(exe)]
-    return cmd, (sources, sinks), seconds
+    return cmd, seconds
 
 
 def _compile(sim, module, folder):
@@ -453,6 +461,15 @@ def _settle(work: Path, final: Path) -> Path:
         return work
 
 
+def run_dir_for(cmd, sim: str, name: str):
+    """``(private run folder, build folder)`` of a run of the simulator ``cmd``: a new
+    folder (parallel runs of one build share nothing), which :func:`_settle` renames to
+    ``runs/<name>`` when the run ends so the last run of each name stays to inspect."""
+    folder = Path(cmd[-1]).parent if sim == "icarus" else Path(cmd[0]).parent.parent
+    (folder / "runs").mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder / "runs")), folder
+
+
 def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
                name: str = "run", progress: bool = False) -> dict:
     """Run one stream job natively (same contract and result as
@@ -464,11 +481,7 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
                         "engine")
     job = normalise_job(job)
     cmd, (sources, sinks), build_seconds = native_build(module, verilog, sim, root)
-    folder = Path(cmd[-1]).parent if sim == "icarus" else Path(cmd[0]).parent.parent
-    (folder / "runs").mkdir(parents=True, exist_ok=True)
-    # a private folder (parallel runs of one build share nothing), renamed to runs/<name>
-    # when the run ends so the last run of each name stays there to inspect
-    run_dir = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder / "runs"))
+    run_dir, folder = run_dir_for(cmd, sim, name)
     try:
         _write_job(job, sources, sinks, run_dir)
     except BaseException:

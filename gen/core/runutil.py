@@ -210,8 +210,8 @@ def add_common_arguments(parser):
     parser.add_argument("--report", metavar="R.json", help="write the JSON report here")
     parser.add_argument("--engine", default="native", choices=["native", "cocotb"],
                         help="how the RTL is driven: native (a generated testbench, no "
-                        "Python per clock; the default) or cocotb (the verification suite's "
-                        "bench; used anyway for --waves and for the AXI shells)")
+                        "Python per clock, for the bare blocks and the AXI shells; the default) "
+                        "or cocotb (the verification suite's bench; used anyway for --waves)")
     parser.add_argument("--waves", action="store_true",
                         help="dump waveforms of the RTL run (under build/sim/...)")
     parser.add_argument("--seed", default="0",

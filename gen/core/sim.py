@@ -26,7 +26,7 @@ from gen.core.simbase import _PROGRESS, SimError, _locked, _say, showing_progres
 from gen.core.stimulus import normalise_job, pattern_for
 
 __all__ = ["SIMS", "ENGINES", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason",
-           "run_cocotb", "run_axi_jobs", "axi_ports", "build_root", "run_job", "SimError",
+           "run_cocotb", "run_axi_jobs", "run_axi_spec", "axi_ports", "build_root", "run_job", "SimError",
            "watching", "using_engine", "measuring", "recording", "current_stats", "showing_progress",
            "generator_version"]
 
@@ -373,22 +373,43 @@ def run_cocotb(gateware, cfg, test_module: str, sim: str = "verilator", name: st
 
 
 def run_axi_jobs(shell, cfg, jobs, sources, sinks, sim="verilator", name="run-axi",
-                 max_cycles=100_000) -> list:
+                 max_cycles=100_000, engine: str | None = None) -> list:
     """Run ``jobs`` on an accelerator shell through the AXI bench (:mod:`gen.core.cocotb_axi`,
     whose docstring gives the job and result formats); return the per-job results.
-    ``sources`` / ``sinks``: ``[(port, word_bytes, Pattern)]``."""
+    ``sources`` / ``sinks``: ``[(port, word_bytes, Pattern)]``.  ``engine`` (default: the
+    one :func:`using_engine` set, else ``cocotb``): ``native`` runs the generated testbench
+    of :mod:`gen.core.native_axi` (the same records, clock for clock)."""
     spec = {"jobs": jobs, "max_cycles": int(max_cycles),
             "sources": [{"port": p, "word_bytes": wb, "pattern": pat.to_json()}
                         for p, wb, pat in sources],
             "sinks": [{"port": p, "word_bytes": wb, "pattern": pat.to_json()}
                       for p, wb, pat in sinks]}
+    return run_axi_spec(shell, cfg, spec, sim, name, engine)
+
+
+def run_axi_spec(shell, cfg, spec: dict, sim="verilator", name="run-axi",
+                 engine: str | None = None) -> list:
+    """Run the bench's job ``spec`` (:mod:`gen.core.cocotb_axi`: ``jobs``, ``sources``,
+    ``sinks``, ``max_cycles``) on the shell with ``engine``; the per-job records."""
+    import time
+    t0 = time.perf_counter()
+    engine = engine or _ENGINE.get()
+    if engine == "native":
+        from gen.core.native_axi import run_native_axi
+        if not sim_available(sim):
+            raise SpnnError(missing_reason(sim))
+        module, text = verilog_for(shell, cfg)
+        out = run_native_axi(module, text, spec, sim, build_root().resolve(), name=name)
+        build_seconds = time.perf_counter() - t0 - out["sim_seconds"]
+        _account({"engine": "native", "axi": True, "sim_seconds": out["sim_seconds"],
+                  "cycles_run": out["clocks"], "jobs": out["jobs"]}, build_seconds,
+                 (shell, cfg, spec, sim))
+        return out["jobs"]
     folder = build_root().resolve() / "sim" / "axi-jobs" / shell.module_name(cfg) / name
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "job.json").write_text(json.dumps(spec))
     result = folder / "result.json"
     result.unlink(missing_ok=True)
-    import time
-    t0 = time.perf_counter()
     _build(shell, cfg, sim, False)
     t1 = time.perf_counter()
     run_cocotb(shell, cfg, "gen.core.cocotb_axi", sim=sim, name=name,
@@ -397,7 +418,8 @@ def run_axi_jobs(shell, cfg, jobs, sources, sinks, sim="verilator", name="run-ax
         raise SimError(f"the {shell.module_name(cfg)} run under {sim} wrote no result")
     out = json.loads(result.read_text())
     _account({"engine": "cocotb", "sim_seconds": time.perf_counter() - t1,
-              "cycles_run": out.get("clocks", 0)}, t1 - t0)
+              "axi": True, "cycles_run": out.get("clocks", 0), "jobs": out["jobs"]},
+             t1 - t0, (shell, cfg, spec, sim))
     return out["jobs"]
 
 

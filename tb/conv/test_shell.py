@@ -50,6 +50,7 @@ def _jobs(seed, extreme=False, cfg=CFG):
 @pytest.mark.parametrize("valid_prob, ready_prob, extreme, cfg", [
     (0.6, 0.5, False, CFG), (1.0, 1.0, True, CFG), (0.6, 0.5, False, CFG_L),
     (1.0, 1.0, False, CFG_L)], ids=["bp", "full", "lanes-bp", "lanes-full"])
+@pytest.mark.native_agree
 def test_shell_layers(sim, valid_prob, ready_prob, extreme, cfg):
     CFG = cfg
     jobs = _jobs(3, extreme, cfg)
@@ -77,6 +78,7 @@ def test_shell_layers(sim, valid_prob, ready_prob, extreme, cfg):
         assert sum(j["stall_in_any"] for j in records) > 0
 
 
+@pytest.mark.native_agree
 @pytest.mark.parametrize("reset_after, out_beats", [(40, 0), (400, 0), (700, 27)])
 def test_shell_reset_mid_job(sim, reset_after, out_beats):
     """``aresetn`` low while a layer's weights load (40 clocks in), while it computes (400)

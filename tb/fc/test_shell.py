@@ -29,6 +29,7 @@ def _case(rng, rows, cols, n, density):
 
 @pytest.mark.parametrize("valid_prob, ready_prob, bus_words", [(0.6, 0.5, 1), (1.0, 1.0, 1),
                                                                (0.6, 0.5, 6)])
+@pytest.mark.native_agree
 def test_shell_jobs(sim, valid_prob, ready_prob, bus_words):
     """Three layers back to back: 9 x 37 at 30 % with a full batch, 1 x 5 (one row, one
     activation column), 20 x 17 with an empty row and an empty column; with ``bus_words``
@@ -54,6 +55,7 @@ def test_shell_jobs(sim, valid_prob, ready_prob, bus_words):
         assert sum(j["stall_in"] for j in records) > 0
 
 
+@pytest.mark.native_agree
 def test_shell_reset_mid_job(sim):
     """``aresetn`` low in the middle of a layer (metadata and weight values in flight,
     results pending): the registers read their reset values and the next layer, on the

@@ -41,6 +41,7 @@ def _check_counters(job):
     assert c["busy"] <= c["cycles"]
 
 
+@pytest.mark.native_agree
 @pytest.mark.parametrize("cfg", [CFG, CFG_L], ids=["l1", "l2"])
 def test_shell_weights_then_sequences(sim, cfg):
     """H = 10 on 3 PEs, X = 3: the weights in a job of their own (it ends when the END word
@@ -111,6 +112,7 @@ def test_shell_full_rate_model(sim, cfg):
     assert job["end"] - job["first_in"] + 1 == shell_cycles(plan, seqs)
 
 
+@pytest.mark.native_agree
 def test_shell_reset_mid_job(sim):
     """``aresetn`` low while the weights load, and again in the middle of a sequence
     (results pending, output back-pressured): each time the registers read their reset

@@ -20,6 +20,7 @@ from tb.shell_checks import assert_cleared_by_reset
 
 @pytest.mark.parametrize("func, bus_words, pause_in, pause_out",
                          [("tanh", 4, 0.3, 0.4), ("sigmoid", 3, 0.5, 0.2)])
+@pytest.mark.native_agree
 def test_shell_jobs(sim, func, bus_words, pause_in, pause_out):
     """Four jobs back to back (1 word, one beat, a partial last beat, 37 words; extreme
     codes), idle input and back-pressure: every result equals the golden model's, every
@@ -47,6 +48,7 @@ def test_shell_jobs(sim, func, bus_words, pause_in, pause_out):
     assert sum(j["stall_out"] for j in jobs) > 0 and sum(j["stall_in"] for j in jobs) > 0
 
 
+@pytest.mark.native_agree
 def test_shell_reset_mid_job(sim):
     """``aresetn`` low in the middle of a job (inputs in flight, results pending, output
     back-pressured): the registers read their reset values and the next job is exact."""

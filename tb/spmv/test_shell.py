@@ -48,6 +48,7 @@ def _ports(cfg, w_prob, x_prob, y_prob, seed):
     return axi_ports(cfg, w_prob, x_prob, y_prob, seed)
 
 
+@pytest.mark.native_agree
 @pytest.mark.parametrize("cfg", [CFG, CFG_D], ids=["d1", "d2"])
 def test_shell_jobs(sim, cfg):
     """Two tiled products back to back, an empty job (no inputs, no results: done in its
@@ -183,6 +184,7 @@ def test_cli_run_through_the_shell(tmp_path):
     assert r["counters"]["cycles"] >= r["cycles"]
 
 
+@pytest.mark.native_agree
 @pytest.mark.parametrize("cfg", [CFG, CFG_D], ids=["d1", "d2"])
 def test_shell_reset_mid_job(sim, cfg):
     """``aresetn`` low in the middle of a product (weights loading, results pending): the
