@@ -2,17 +2,22 @@
 """Simulation speed: the native engine against the cocotb bench, side by side in one run.
 
 * The seed-matrix SpMV job (1024 x 153, 11.7 %, P = 32; the weights, x and y streams of
-  ``spnn run spmv``) under Verilator: cocotb, native (one thread and ``--threads 2``) and a
-  bare C++ loop on the same Verilog (a ``main`` of our own: random valid bits and payloads
-  on every input, outputs always ready, two evaluations per clock), in simulated clocks per
-  second of the simulator process (start-up and file I/O included for both engines).
-* The same job under Icarus, cocotb and native; and a PWL job of 100,000 samples (a small
-  design, where the testbench's per-clock work dominates).
+  ``spnn run spmv``) under Verilator, eight products back to back in one job (~170k clocks,
+  so that neither engine's start-up dominates): cocotb, native (one thread and
+  ``--threads 2``) and a bare C++ loop on the same Verilog (a ``main`` of our own: random
+  valid bits and payloads on every input, outputs always ready, two evaluations per clock),
+  in simulated clocks per second of the simulator process (start-up and file I/O included
+  for both engines).
+* One product under Icarus, cocotb and native; a PWL job of 100,000 samples (a small
+  design, where the testbench's per-clock work dominates) under both simulators; the PWL
+  accelerator shell (``bus_words`` 4, 20,000 samples in 4 jobs, AXI4-Lite control) on
+  cocotbext-axi and on the native shell testbench.
 * ``spnn run spmv`` on the seed matrix, wall clock: cold (a fresh build folder: Amaranth
   conversion + Verilator build) and warm (everything cached).
 
 Every RTL result is checked equal between the engines.  Writes ``build/bench/sim.json`` and
-``build/bench/sim.md``.  Usage: ``python -m scripts.bench_sim [--out DIR]``.
+``build/bench/sim.md`` (``--docs``: the table into README.md and docs/sim.md too).  Usage:
+``python -m scripts.bench_sim [--out DIR] [--docs]``.
 """
 
 import argparse
@@ -29,10 +34,11 @@ import numpy as np
 from gen.core.native import stream_ports
 from gen.core.sim import build_root, measuring, recording, run_job, using_engine, verilog_for
 from gen.pwl import PwlConfig
-from gen.pwl.twin import rtl_pwl
+from gen.pwl.twin import rtl_pwl, rtl_pwl_axi
 from gen.spmv import SpmvConfig, compile_weights
 from gen.spmv.twin import run_jobs
 from hdl.spmv import GATEWARE as SPMV
+from scripts import docs
 from scripts.bench_spmv import COLS, P, seed_matrix
 
 KEYS = ("sinks", "sources", "cycles_run")
@@ -58,6 +64,27 @@ def _engine_run(fn, engine, threads=1):
 def _compare(rows, results):
     base = results[0]
     return all(all(r[k] == base[k] for k in KEYS) for r in results[1:])
+
+
+def _shell_rows(xs, sim="verilator"):
+    """The PWL shell at bus_words 4 on both engines (cocotbext-axi and the native shell
+    testbench): rows as :func:`_engine_run`'s, ``identical`` every record."""
+    cfg = PwlConfig(bus_words=4)
+    packets = list(np.array_split(xs, 4))
+    rows, records = [], []
+    for engine in ("cocotb", "native"):
+        with using_engine(engine):
+            rtl_pwl_axi(packets[:1], cfg, sim, ready_prob=0.9, seed=2, name="bench-warm")
+            with measuring() as cost:
+                _, recs = rtl_pwl_axi(packets, cfg, sim, ready_prob=0.9, seed=2,
+                                      name="bench-sim-shell")
+        rows.append({"engine": engine, "threads": 1, "clocks": cost["clocks"],
+                     "sim_seconds": cost["sim_seconds"],
+                     "build_seconds": cost["build_seconds"],
+                     "clocks_per_second": cost["clocks_per_second"]})
+        records.append(recs)
+        log(f"[pwl shell {sim}] {engine}: {rows[-1]['clocks_per_second']:,.0f} clocks/s")
+    return {"rows": rows, "identical": records[0] == records[1]}
 
 
 _MAIN = """// bare Verilator loop (scripts/bench_sim.py): random inputs, two evals per clock
@@ -147,6 +174,8 @@ def spnn_wall(w, x, tmp):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="build/bench")
+    ap.add_argument("--docs", action="store_true",
+                    help="also write the table into README.md and docs/sim.md")
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     w = seed_matrix(0.117, rng)
@@ -157,9 +186,10 @@ def main(argv=None):
     for sim in ("verilator", "icarus"):
         rows, results = [], []
         runs = [("cocotb", 1), ("native", 1)] + ([("native", 2)] if sim == "verilator" else [])
+        repeat = 8 if sim == "verilator" else 1
         for engine, threads in runs:
-            def job(name, sim=sim):
-                run_jobs([(plan, x)], cfg, sim, name=name)
+            def job(name, sim=sim, repeat=repeat):
+                run_jobs([(plan, x)] * repeat, cfg, sim, name=name)
             row, result = _engine_run(job, engine, threads)
             rows.append(row)
             results.append(result)
@@ -180,6 +210,7 @@ def main(argv=None):
             results.append(result)
             log(f"[pwl {sim}] {engine}: {row['clocks_per_second']:,.0f} clocks/s")
         res[f"pwl_{sim}"] = {"rows": rows, "identical": _compare(rows, results)}
+    res["pwlshell_verilator"] = _shell_rows(xs[:20_000])
     with tempfile.TemporaryDirectory() as tmp:
         res["spnn_run_spmv"] = spnn_wall(w, x, Path(tmp))
     log(f"[spnn run spmv] cold {res['spnn_run_spmv']['cold_seconds']:.1f} s, warm "
@@ -188,6 +219,9 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     (out / "sim.json").write_text(json.dumps(res, indent=2) + "\n")
     (out / "sim.md").write_text(markdown(res))
+    if args.docs:
+        docs.write_docs(markdown(res), "sim table", "scripts/bench_sim.py",
+                        ("README.md", "docs/sim.md"))
     log(f"[done] {out / 'sim.json'}, {out / 'sim.md'}")
     return 0 if all(v.get("identical", True) for v in res.values()) else 1
 
@@ -207,7 +241,10 @@ def markdown(res) -> str:
         if "rows" not in block:
             continue
         job, sim = key.split("_")
-        name = "SpMV seed matrix, P = 32" if job == "spmv" else "PWL, 100,000 samples"
+        name = {"spmv": "SpMV seed matrix, P = 32" + (", 8 products" if sim == "verilator"
+                                                        else ""),
+                "pwl": "PWL, 100,000 samples",
+                "pwlshell": "PWL shell, bus_words 4, 20,000 samples"}[job]
         for r in block["rows"]:
             lines.append(f"| {name} | {sim} | {r['engine']} | {r['threads']} | {r['clocks']:,} "
                          f"| {r['sim_seconds']:.2f} | {r['clocks_per_second']:,.0f} |")
@@ -218,7 +255,9 @@ def markdown(res) -> str:
               f"{_ratio(v, ('native', 2), ('native', 1)):.2f}x.  Under Icarus: native / cocotb "
               f"= {_ratio(res['spmv_icarus']['rows'], ('native', 1), ('cocotb', 1)):.1f}x "
               f"(SpMV), {_ratio(res['pwl_icarus']['rows'], ('native', 1), ('cocotb', 1)):.1f}x "
-              f"(PWL).", ""]
+              f"(PWL).  PWL shell (AXI) under Verilator: native / cocotbext-axi = "
+              f"{_ratio(res['pwlshell_verilator']['rows'], ('native', 1), ('cocotb', 1)):.1f}x.",
+              ""]
     s = res["spnn_run_spmv"]
     lines += [f"`spnn run spmv` on the seed matrix: cold {s['cold_seconds']:.1f} s (fresh build "
               f"folder: conversion and the native Verilator build), warm "
