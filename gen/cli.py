@@ -10,6 +10,7 @@ Commands:
   spnn vivado    Vivado batch TCL, XDC and a FuseSoC core for a block
   spnn encode / spnn decode   FD-CSR weight files
   spnn explore   sparse convolution dataflow explorer (unrolling and load imbalance)
+  spnn compile   plan a whole ONNX network onto the blocks (formats, mapping, cycles)
 
 Examples:
   spnn verilog --all
@@ -29,6 +30,7 @@ from gen import synth
 from gen.core.config import SpnnError
 from gen.core.outputs import output_flag
 from gen.explore import cli as explore_cli
+from gen.model import cli as model_cli
 from gen.registry import BLOCKS, configs_for
 
 __all__ = ["main", "RUN_COMMANDS", "EXTRA_COMMANDS", "build_parser"]
@@ -39,7 +41,7 @@ RUN_COMMANDS = {name: block.cli for name, block in BLOCKS.items()}
 # Further top-level commands: each module provides register(subparsers), which adds its
 # parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
 EXTRA_COMMANDS = (synth, *(cmd for block in BLOCKS.values() for cmd in block.commands),
-                  explore_cli)
+                  explore_cli, model_cli)
 
 
 class _Parser(argparse.ArgumentParser):
