@@ -49,12 +49,20 @@ def log(msg):
 
 
 def _engine_run(fn, engine, threads=1):
+    """One warm-up run (builds), then the measured runs: the best of three for the native
+    engine (a run of a second or two is sensitive to the machine's other load), one for
+    cocotb (tens of seconds, Python-bound)."""
     os.environ["SPNN_NATIVE_THREADS"] = str(threads)
+    best = None
     with using_engine(engine):
         fn(f"bench-sim-{engine}-t{threads}-warm")     # builds (cached for the next run)
-        with measuring() as cost, recording() as runs:
-            fn(f"bench-sim-{engine}-t{threads}")
+        for _ in range(3 if engine == "native" else 1):
+            with measuring() as cost, recording() as runs:
+                fn(f"bench-sim-{engine}-t{threads}")
+            if best is None or cost["sim_seconds"] < best[0]["sim_seconds"]:
+                best = (cost, runs)
     os.environ.pop("SPNN_NATIVE_THREADS", None)
+    cost, runs = best
     result = runs[-1][-1]
     return {"engine": engine, "threads": threads, "clocks": cost["clocks"],
             "sim_seconds": cost["sim_seconds"], "build_seconds": cost["build_seconds"],
@@ -147,8 +155,12 @@ def bare_loop(clocks=300_000):
                        env=dict(os.environ, MAKEFLAGS="CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O2 "
                                 "OPT_SLOW=-O2 OPT_GLOBAL=-O2"))
     build = time.perf_counter() - t0
-    out = subprocess.run([str(exe), str(clocks)], capture_output=True, text=True, check=True)
-    n, s = out.stdout.split()
+    times = []
+    for _ in range(3):                                 # the best of three, as the engines
+        out = subprocess.run([str(exe), str(clocks)], capture_output=True, text=True,
+                             check=True)
+        times.append(out.stdout.split())
+    n, s = min(times, key=lambda t: float(t[1]))
     return {"engine": "bare C++ loop", "threads": 1, "clocks": int(n), "sim_seconds": float(s),
             "build_seconds": build, "clocks_per_second": int(n) / float(s)}
 
@@ -234,7 +246,8 @@ def _ratio(rows, a, b):
 def markdown(res) -> str:
     lines = ["### Simulation speed (`python -m scripts.bench_sim`)", "",
              "Simulated clocks per second of the simulator process (start-up and file I/O "
-             "included), warm builds; every engine's transfers identical.", "",
+             "included), warm builds, the best of three runs for the native engine and the "
+             "bare loop; every engine's transfers identical.", "",
              "| job | simulator | engine | threads | clocks | seconds | clocks/s |",
              "|---|---|---|---|---|---|---|"]
     for key, block in res.items():

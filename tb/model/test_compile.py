@@ -184,3 +184,28 @@ def test_cli_errors_one_line_exit_2_nothing_written(tmp_path, capsys):
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and msg in err, err
         assert not (tmp_path / "p").exists()
+
+
+def test_pytorch_route(tmp_path):
+    """The documented PyTorch route: ``torch.onnx.export(..., dynamo=False)`` of a small
+    CNN (Conv, BatchNorm, ReLU, MaxPool, Flatten, Linear) imports, its float reference
+    equals PyTorch's output, and it compiles."""
+    torch = pytest.importorskip("torch")
+    nn = torch.nn
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                        nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 5)).eval()
+    with torch.no_grad():
+        net[1].running_mean.uniform_(-0.2, 0.2)
+        net[1].running_var.uniform_(0.5, 2.0)
+    path = tmp_path / "net.onnx"
+    torch.onnx.export(net, torch.zeros(1, 1, 8, 8), str(path), dynamo=False,
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
+    graph = load_onnx(path)
+    x = _inputs((1, 8, 8), n=4, seed=7)
+    with torch.no_grad():
+        want = net(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(run_float(graph, x), want, rtol=1e-4, atol=1e-5)
+    plan = compile_model(graph, x)
+    assert [e["block"] for e in plan["layers"] if e["block"] != "host"] == ["conv", "fc"]
