@@ -31,13 +31,14 @@ from gen.core.config import SpnnError
 from gen.core.outputs import output_flag
 from gen.explore import cli as explore_cli
 from gen.model import cli as model_cli
+from gen.model import run_cli as model_run_cli
 from gen.registry import BLOCKS, configs_for
 
 __all__ = ["main", "RUN_COMMANDS", "EXTRA_COMMANDS", "build_parser"]
 
 # `spnn run <name>`: each block's `cli` module provides HELP, DESCRIPTION,
 # add_arguments(parser) and run(args) -> int.
-RUN_COMMANDS = {name: block.cli for name, block in BLOCKS.items()}
+RUN_COMMANDS = {name: block.cli for name, block in BLOCKS.items()} | {"model": model_run_cli}
 # Further top-level commands: each module provides register(subparsers), which adds its
 # parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
 EXTRA_COMMANDS = (synth, *(cmd for block in BLOCKS.values() for cmd in block.commands),
@@ -139,7 +140,8 @@ def _runner(run):
     simulation cost collected for the report (:func:`gen.core.sim.measuring`)."""
     def handler(args):
         from gen.core.sim import measuring, showing_progress, using_engine
-        with using_engine(args.engine), measuring(), showing_progress(sys.stderr.isatty()):
+        engine = getattr(args, "sim_engine", None) or args.engine   # spnn run model: --sim-engine
+        with using_engine(engine), measuring(), showing_progress(sys.stderr.isatty()):
             return run(args)
     return handler
 

@@ -18,6 +18,9 @@ Outputs under build/explore/ (``--out``)::
     s<PCT>/conv<i>_w.npy   weights (M, N, 3, 3) float32, exact zeros where pruned
     s<PCT>/conv<i>_x.npy   the layer's input for the first IMAGES test images, (B, N, H, W)
                            float32: the image for conv1, real ReLU outputs for conv2/conv3
+    s<PCT>/cnn.onnx        the pruned network (torch.onnx.export, dynamo=False; input "x")
+    test_x.npy, test_y.npy the test split (450 images (B, 1, 8, 8) float32, labels int64)
+    calib_x.npy            the first 256 training images, for spnn compile --calib
     manifest.json          accuracy, densities, layer geometry per sparsity
 
 Usage: python scripts/train_cnn_digits.py [--out build/explore] [--images 64]
@@ -156,11 +159,17 @@ def main(argv=None) -> int:
             level["layers"][name] = {"weight_density": float(np.mean(w != 0)),
                                      "activation_density": float(np.mean(x != 0)),
                                      "w_shape": list(w.shape), "x_shape": list(x.shape)}
+        torch.onnx.export(net, xte[:1], str(folder / "cnn.onnx"), dynamo=False,
+                          input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
         manifest["levels"].append(level)
         dens = ", ".join(f"{n} w {v['weight_density']:.2f} x {v['activation_density']:.2f}"
                          for n, v in level["layers"].items())
         print(f"sparsity {s:.2f}: accuracy {acc:.4f}; {dens}  ({time.time() - t0:.1f} s)",
               flush=True)
+    np.save(out / "test_x.npy", xte.numpy())
+    np.save(out / "test_y.npy", yte.numpy())
+    np.save(out / "calib_x.npy", xtr[:256].numpy())
     manifest["seconds"] = round(time.time() - t0, 1)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     print(f"wrote {out}/manifest.json")

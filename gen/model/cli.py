@@ -19,7 +19,8 @@ the MAC array (best mapping and host tiling), every Gemm/MatMul to the sparse PE
 host; BatchNormalization is folded into its Conv. Fixed-point formats are calibrated on the
 sample inputs (--calib, batch first, the model's input shape). Writes PLAN/plan.json (per
 layer: block, config, formats, mapping, weight footprint, predicted cycles from the exact
-cycle models) and PLAN/plan.md (the same as a table).
+cycle models), PLAN/plan.md (the same as a table) and PLAN/model.onnx (a copy of the model,
+read by 'spnn run model --plan PLAN/').
 
 Examples:
   spnn compile cnn.onnx --calib x.npy -o plan/
@@ -78,9 +79,11 @@ def _compile(args):
     plan = compile_model(graph, calib, batch=batch, cfgs=cfgs, name=Path(args.model).name)
     outputs.json(folder / "plan.json", plan)
     outputs.text(folder / "plan.md", plan_table(plan))
+    # the plan folder is self-contained: `spnn run model --plan PLAN/` reads the weights here
+    outputs.data(folder / "model.onnx", Path(args.model).read_bytes())
     outputs.commit()
     print(plan_table(plan), end="")
-    print(f"wrote {folder / 'plan.json'} and {folder / 'plan.md'}")
+    print(f"wrote {folder / 'plan.json'}, {folder / 'plan.md'} and {folder / 'model.onnx'}")
     return 0
 
 

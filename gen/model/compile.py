@@ -37,14 +37,14 @@ SPMV_DENSITY = 0.5
 
 
 def choose_format(max_abs: float, width: int) -> QFormat:
-    """The signed ``width``-bit format with the fewest integer bits (sign included) that
-    holds ``max_abs``: ``max_abs < 2**(m - 1)``."""
-    m = 1
-    while m < width and max_abs >= 2.0 ** (m - 1):
-        m += 1
-    if max_abs >= 2.0 ** (m - 1):
-        raise SpnnError(f"a value of magnitude {max_abs:g} does not fit {width} bits")
-    return QFormat(m, width - m)
+    """The signed ``width``-bit format with the fewest integer bits ``m`` (sign included)
+    in which ``max_abs`` rounds (half up) to a code that fits: ``floor(max_abs * 2**n +
+    1/2) <= 2**(width - 1) - 1`` with ``n = width - m``."""
+    top = 2 ** (width - 1) - 1
+    for m in range(1, width + 1):
+        if np.floor(max_abs * 2.0 ** (width - m) + 0.5) <= top:
+            return QFormat(m, width - m)
+    raise SpnnError(f"a value of magnitude {max_abs:g} does not fit {width} bits")
 
 
 def _shape(t):
@@ -119,6 +119,69 @@ def _default_cfgs(cfgs):
     return out
 
 
+PASS_THROUGH = ("relu", "maxpool", "avgpool", "flatten")   # keep their input's format
+OUT_WIDTH = 16            # a tensor no block reads (the model output, an Add operand)
+
+
+def _readers(graph):
+    """``{tensor: [layers reading it]}``."""
+    out = {}
+    for layer in graph.layers:
+        for n in layer.inputs:
+            out.setdefault(n, []).append(layer)
+    return out
+
+
+def _formats(graph, peak, widths):
+    """Every tensor's format (module docstring): a tensor a block, an ``add`` or the
+    model input produces gets the width of the narrowest block that reads it through
+    pass-through host operators; those operators' outputs share their input's format."""
+    readers = _readers(graph)
+    producer = {layer.output: layer for layer in graph.layers}
+
+    def reach(t):
+        """(narrowest block width among the readers of t through pass-through ops, peak)"""
+        width, top = None, peak[t]
+        for r in readers.get(t, []):
+            if r.op in PASS_THROUGH:
+                w, p = reach(r.output)
+                top = max(top, p)
+            else:
+                w = widths.get(r.name, OUT_WIDTH)
+            width = w if width is None else min(width, w) if w is not None else width
+        return width, top
+
+    fmts = {}
+    for t in [graph.input] + [layer.output for layer in graph.layers]:
+        src = producer.get(t)
+        if src is not None and src.op in PASS_THROUGH:
+            fmts[t] = fmts[src.inputs[0]]
+            continue
+        width, top = reach(t)
+        fmts[t] = choose_format(top, width or OUT_WIDTH)
+    return fmts
+
+
+def _assign(graph, tensors, cfgs, batch):
+    """Per block layer ``(info, x width, w width)`` (block choice and predicted cycles)."""
+    return {layer.name: (_conv_entry if layer.op == "conv" else _gemm_entry)(
+        layer, tensors[layer.inputs[0]], cfgs, batch)
+        for layer in graph.layers if layer.op in ("conv", "gemm")}
+
+
+def layer_config(block, base, fx: QFormat, fw: QFormat):
+    """The block config a layer runs with: ``base`` with the layer's formats (spmv, fc;
+    the spmv output format is its accumulator's, so the result leaves unrounded for the
+    requantisation stage); conv configs carry widths only."""
+    from dataclasses import replace
+    if block == "spmv":
+        cfg = replace(base, w_fmt=fw, x_fmt=fx)
+        return replace(cfg, out_fmt=cfg.acc_fmt)
+    if block == "fc":
+        return replace(base, w_fmt=fw, x_fmt=fx)
+    return base
+
+
 def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model") -> dict:
     """The plan of ``graph`` (module docstring) calibrated on ``calib`` (inputs, batch
     first) for ``batch`` inputs per run; ``cfgs`` overrides the blocks' configs
@@ -127,30 +190,26 @@ def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model
     calib = np.asarray(calib, dtype=np.float64)
     _, tensors = run_float(graph, calib, keep=True)
     peak = {n: float(np.max(np.abs(t))) if t.size else 0.0 for n, t in tensors.items()}
-    consumers = {}
-    for layer in graph.layers:
-        for n in layer.inputs:
-            consumers.setdefault(n, []).append(layer)
-    entries, formats = [], {}
+    blocks = _assign(graph, tensors, cfgs, batch)
+    fmts = _formats(graph, peak, {n: v[1] for n, v in blocks.items()})
+    readers = _readers(graph)
+    entries = []
     for k, layer in enumerate(graph.layers):
-        x = tensors[layer.inputs[0]]
         entry = {"name": layer.name, "op": layer.op, "inputs": layer.inputs,
-                 "output": layer.output, "in_shape": _shape(x),
-                 "out_shape": _shape(tensors[layer.output])}
-        if layer.op in ("conv", "gemm"):
-            info, x_width, w_width = (_conv_entry if layer.op == "conv" else _gemm_entry)(
-                layer, x, cfgs, batch)
+                 "output": layer.output, "in_shape": _shape(tensors[layer.inputs[0]]),
+                 "out_shape": _shape(tensors[layer.output]),
+                 "in_format": str(fmts[layer.inputs[0]]), "out_format": str(fmts[layer.output])}
+        if layer.name in blocks:
+            info, _, w_width = blocks[layer.name]
             entry.update(info)
-            fmt = choose_format(peak[layer.inputs[0]], x_width)
-            if layer.inputs[0] in formats and formats[layer.inputs[0]] != str(fmt):
-                entry["requantise_input"] = True
-            formats.setdefault(layer.inputs[0], str(fmt))
-            entry["in_format"] = str(fmt)
-            entry["w_format"] = str(choose_format(float(np.max(np.abs(layer.w))), w_width))
+            fw = choose_format(float(np.max(np.abs(layer.w))), w_width)
+            entry["w_format"] = str(fw)
+            entry["config"] = _cfg_dict(layer_config(info["block"], cfgs[info["block"]],
+                                                     fmts[layer.inputs[0]], fw))
             entry["weights"] = int(layer.w.size)
             entry["nnz"] = int(np.count_nonzero(layer.w))
             entry["density"] = entry["nnz"] / entry["weights"]
-            after = consumers.get(layer.output, [])
+            after = readers.get(layer.output, [])
             entry["relu_fused"] = len(after) == 1 and after[0].op == "relu"
         else:
             entry.update(block="host", cycles=0, reason="host operator (numpy model)")
@@ -162,9 +221,11 @@ def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model
     return {"version": PLAN_VERSION, "model": name, "input": graph.input,
             "input_shape": list(graph.input_shape), "output": graph.output, "batch": batch,
             "calibration": {"samples": int(calib.shape[0]),
-                            "rule": "fewest integer bits with max|t| < 2**(m-1) over the "
-                                    "samples, at the reading block's width"},
+                            "rule": "fewest integer bits m with round(max|t| * 2**n) <= "
+                                    "2**(w-1) - 1 over the samples, n = w - m, w the width "
+                                    "of the block reading the tensor"},
             "configs": {k: _cfg_dict(v) for k, v in cfgs.items()},
+            "formats": {t: str(f) for t, f in fmts.items()},
             "tensor_max_abs": {n: peak[n] for n in sorted(peak)},
             "layers": entries, "total_cycles": int(total)}
 

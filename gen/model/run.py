@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Running a plan (:mod:`gen.model.compile`): the network in integer arithmetic, each block
+layer on its golden model or its RTL, the host operators in numpy.
+
+Per block layer: the input codes (the tensor's format), the weights quantised to the
+layer's ``w_format`` (round half up; the format was chosen so that nothing saturates), the
+block's integer result - the conv array's exact sums (:func:`gen.conv.ref_conv` per tile
+of the plan's tiling), the sparse PE array's saturated accumulator
+(:func:`gen.spmv.ref_spmv`, its output format set to the accumulator's), the FC engine's
+exact sums (:func:`gen.fc.ref_fc`) - then the **requantisation stage**: plus the bias
+(rounded to the sum's ``x.frac + w.frac`` fraction bits), shifted to the output tensor's
+format (round half up), saturated, and clamped at 0 when a ReLU follows.  (The stage runs
+here, in numpy; it is not yet in the shells' RTL.)  With ``engine="rtl"`` the blocks' sums
+come from their RTL (the native engine) and must equal the golden model's, bit for bit.
+
+Host operators on codes, in the input's format: ``relu`` max(c, 0); ``maxpool`` the largest
+code (padding never wins); ``avgpool`` the sum of the window's codes divided by its size
+(count of non-padding positions unless ``count_include_pad``), rounded half up;
+``flatten``; ``add``: both operands shifted to the output's format (round half up), added,
+saturated.
+"""
+
+import numpy as np
+
+from gen.core.config import SpnnError, config_from_strings
+from gen.core.fixed import QFormat, parse_format, quantise, requantise, saturate
+from gen.model.compile import layer_config
+
+__all__ = ["run_plan", "block_configs"]
+
+
+def block_configs(plan) -> dict:
+    """The plan's base block configs as config objects."""
+    from gen.conv import ConvConfig
+    from gen.fc import FcConfig
+    from gen.spmv import SpmvConfig
+    classes = {"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig}
+    return {k: config_from_strings(classes[k], {f: str(v) for f, v in d.items()})
+            for k, d in plan["configs"].items()}
+
+
+def _round_div(total, count):
+    """``total / count`` rounded half up (integers; ``count`` > 0)."""
+    return np.floor_divide(2 * total + count, 2 * count)
+
+
+def _host(layer, args, fmts):
+    from numpy.lib.stride_tricks import sliding_window_view
+    x = args[0]
+    a = layer.attrs
+    if layer.op == "relu":
+        return np.maximum(x, 0)
+    if layer.op == "flatten":
+        return x.reshape(x.shape[0], -1)
+    if layer.op == "add":
+        out = fmts[layer.output]
+        parts = [requantise(v, fmts[n].frac_bits, QFormat(64 - out.frac_bits, out.frac_bits))
+                 for v, n in zip(args, layer.inputs)]
+        return saturate(parts[0] + parts[1], out)
+    if a.get("global"):
+        return _round_div(x.sum(axis=(2, 3), keepdims=True), x.shape[2] * x.shape[3])
+    kh, kw = a["kernel"]
+    sh, sw = a["stride"]
+    pad = a["pad"]
+    if layer.op == "maxpool":
+        low = np.iinfo(np.int64).min
+        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=low)
+        return sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw].max(
+            axis=(-1, -2))
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    total = sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw].sum(axis=(-1, -2))
+    if a.get("count_include_pad") or not pad:
+        return _round_div(total, kh * kw)
+    ones = np.pad(np.ones(x.shape[2:], np.int64), pad)
+    count = sliding_window_view(ones, (kh, kw))[::sh, ::sw].sum(axis=(-1, -2))
+    return _round_div(total, count)
+
+
+class _Blocks:
+    """The block computations of one run: golden or RTL (then checked against golden)."""
+
+    def __init__(self, engine, sim, cfgs):
+        self.engine, self.sim, self.cfgs = engine, sim, cfgs
+        self.rtl_runs = 0
+
+    def _check(self, layer, got, want):
+        if not np.array_equal(got, want):
+            bad = int(np.sum(np.asarray(got) != np.asarray(want)))
+            raise SpnnError(f"layer {layer.name!r}: the RTL differs from the golden model in "
+                            f"{bad} of {np.size(want)} results")
+        self.rtl_runs += 1
+        return got
+
+    def conv(self, layer, entry, xq, wq, cfg):
+        from gen.conv import ConvLayer, ref_conv
+        from gen.conv.tiling import plan_tiles, run_tiles
+        oc, ic, kh, kw = wq.shape
+        cl = ConvLayer(oc=oc, ic=ic, h=xq.shape[2], w=xq.shape[3], kh=kh, kw=kw,
+                       stride=layer.attrs["stride"], pad=layer.attrs["pad"], batch=xq.shape[0])
+        tplan = plan_tiles(cl, cfg, entry["mapping"])
+        gold = run_tiles(xq, wq, tplan, lambda x, w, s: ref_conv(x, w, s.layer.stride,
+                                                                   s.layer.pad))
+        if self.engine == "golden":
+            return gold
+        from gen.conv.twin import rtl_conv
+        rtl = run_tiles(xq, wq, tplan, lambda x, w, s: rtl_conv(
+            [(x, w, s)], cfg, self.sim, name=f"model-{layer.name}")[0][0])
+        return self._check(layer, rtl, gold)
+
+    def spmv(self, layer, entry, xq, wq, cfg):
+        from gen.spmv import ref_spmv
+        gold = np.stack([ref_spmv(wq, v, cfg) for v in xq])
+        if self.engine == "golden":
+            return gold
+        from gen.spmv.twin import rtl_spmv
+        rtl = np.stack([rtl_spmv(wq, v, cfg, self.sim, name=f"model-{layer.name}")[0]
+                        for v in xq])
+        return self._check(layer, rtl, gold)
+
+    def fc(self, layer, entry, xq, wq, cfg):
+        from gen.fc import ref_fc
+        cols = [xq[k:k + cfg.batch].T for k in range(0, len(xq), cfg.batch)]
+        gold = np.concatenate([ref_fc(wq, c, cfg).T for c in cols])
+        if self.engine == "golden":
+            return gold
+        from gen.fc.twin import rtl_fc
+        rtl = np.concatenate([rtl_fc(wq, c, cfg, self.sim, name=f"model-{layer.name}")[0].T
+                              for c in cols])
+        return self._check(layer, rtl, gold)
+
+
+def _block_layer(layer, entry, xq, fmts, blocks):
+    fx, fw = fmts[layer.inputs[0]], parse_format(entry["w_format"])
+    wq = quantise(layer.w, fw)
+    cfg = layer_config(entry["block"], blocks.cfgs[entry["block"]], fx, fw)
+    if entry["block"] == "conv":
+        acc = blocks.conv(layer, entry, xq, wq, cfg)
+    else:
+        xq = xq.reshape(xq.shape[0], -1)
+        acc = getattr(blocks, entry["block"])(layer, entry, xq, wq, cfg)
+    frac = fx.frac_bits + fw.frac_bits
+    if layer.b is not None:
+        bias = np.floor(np.asarray(layer.b) * 2.0 ** frac + 0.5).astype(np.int64)
+        acc = acc + (bias[None, :, None, None] if acc.ndim == 4 else bias[None, :])
+    y = requantise(acc, frac, fmts[layer.output])
+    return np.maximum(y, 0) if entry.get("relu_fused") else y
+
+
+def _check_input(x, fmt, flag):
+    top = float(fmt.max_code) * fmt.lsb
+    low = float(fmt.min_code) * fmt.lsb
+    if x.size and (x.max() > top + fmt.lsb / 2 or x.min() < low - fmt.lsb / 2):
+        raise SpnnError(f"{flag}: values span {x.min():g}..{x.max():g}, outside the model "
+                        f"input's format {fmt} ({low:g}..{top:g}) chosen by calibration; "
+                        f"compile again with samples that cover them")
+
+
+def run_plan(graph, plan, x, engine: str = "golden", sim: str = "verilator",
+             flag: str = "--input"):
+    """The network's output (real values, one row per input) for inputs ``x`` and the run's
+    integer detail ``{"codes": {tensor: codes}, "rtl_runs": n}``; inputs in chunks of the
+    plan's batch."""
+    if engine not in ("golden", "rtl"):
+        raise SpnnError(f"--engine must be golden or rtl, not {engine!r}")
+    fmts = {t: parse_format(f) for t, f in plan["formats"].items()}
+    entries = {e["name"]: e for e in plan["layers"]}
+    blocks = _Blocks(engine, sim, block_configs(plan))
+    x = np.asarray(x, dtype=np.float64)
+    _check_input(x, fmts[graph.input], flag)
+    outs, codes = [], {}
+    for at in range(0, len(x), plan["batch"]):
+        codes = {graph.input: quantise(x[at:at + plan["batch"]], fmts[graph.input])}
+        for layer in graph.layers:
+            args = [codes[n] for n in layer.inputs]
+            if layer.op in ("conv", "gemm"):
+                codes[layer.output] = _block_layer(layer, entries[layer.name], args[0],
+                                                   fmts, blocks)
+            else:
+                codes[layer.output] = _host(layer, args, fmts)
+        out_fmt = fmts[graph.output]
+        outs.append(codes[graph.output].astype(np.float64) * out_fmt.lsb)
+    return np.concatenate(outs), {"codes": codes, "rtl_runs": blocks.rtl_runs}

@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: Apache-2.0
+"""``spnn run model --plan PLAN/ --input X.npy``: a compiled network through the blocks."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from gen.core.config import SpnnError
+from gen.core.runutil import int_arg, load_npy, run_outputs
+
+__all__ = ["HELP", "DESCRIPTION", "add_arguments", "run"]
+
+HELP = "run a compiled network (spnn compile) through the blocks"
+DESCRIPTION = """\
+Run inputs through a network compiled by 'spnn compile': every block layer on its RTL
+(--engine rtl, the native simulation engine; each layer's result must equal the golden
+model's bit for bit) or on its golden model (--engine golden), the host operators in numpy,
+each layer's output feeding the next. Y.npy holds the model's output as real values, one row
+per input (like onnxruntime's). The report gives per-layer and total predicted cycles, the
+end-to-end utilisation, the latency per input and inputs per second at --fmax, the max
+|error| against onnxruntime on the float model, and the accuracy with --labels.
+
+Examples:
+  spnn run model --plan plan/ --input x.npy --out y.npy --report r.json
+  spnn run model --plan plan/ --input x.npy --labels l.npy --engine golden --limit 100
+"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--plan", required=True, metavar="PLAN/", help="spnn compile's folder")
+    parser.add_argument("--input", required=True, metavar="X.npy",
+                        help="inputs, batch first, the model's input shape")
+    parser.add_argument("--out", metavar="Y.npy", help="write the outputs here")
+    parser.add_argument("--report", metavar="R.json", help="write the JSON report here")
+    parser.add_argument("--labels", metavar="L.npy", help="class labels, one per input")
+    parser.add_argument("--engine", default="rtl", choices=["rtl", "golden"],
+                        help="block layers on the RTL (default) or on the golden models")
+    parser.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
+    parser.add_argument("--sim-engine", default="native", choices=["native", "cocotb"],
+                        help="how the RTL is driven (default native)")
+    parser.add_argument("--limit", default=None, help="run the first N inputs only")
+    parser.add_argument("--fmax", default="150", help="clock in MHz for the latency figures "
+                        "(default 150, the shells' Fmax floor)")
+
+
+def _load_plan(folder):
+    folder = Path(folder)
+    if not (folder / "plan.json").is_file() or not (folder / "model.onnx").is_file():
+        raise SpnnError(f"--plan {folder}: not a plan folder (needs plan.json and model.onnx "
+                        f"from 'spnn compile')")
+    try:
+        plan = json.loads((folder / "plan.json").read_text())
+    except ValueError as exc:
+        raise SpnnError(f"--plan {folder}: plan.json is not JSON ({exc})") from None
+    from gen.model.compile import PLAN_VERSION
+    if not isinstance(plan, dict) or plan.get("version") != PLAN_VERSION:
+        raise SpnnError(f"--plan {folder}: plan.json is not a version-{PLAN_VERSION} plan; "
+                        f"compile the model again")
+    return plan, folder / "model.onnx"
+
+
+def _inputs(args, graph):
+    x = load_npy(args.input, "--input")
+    if x.ndim < 2 or tuple(x.shape[1:]) != tuple(graph.input_shape) or not len(x):
+        raise SpnnError(f"--input {args.input}: shape {x.shape} does not match the model "
+                        f"input (batch, {', '.join(map(str, graph.input_shape))})")
+    if not np.all(np.isfinite(x)):
+        raise SpnnError(f"--input {args.input}: holds NaN or infinite values")
+    if args.limit is not None:
+        x = x[:int_arg(args.limit, "--limit", 1)]
+    labels = None
+    if args.labels:
+        labels = load_npy(args.labels, "--labels")
+        if labels.ndim != 1 or len(labels) < len(x) or labels.dtype.kind not in "iu":
+            raise SpnnError(f"--labels {args.labels}: needs one integer label per input "
+                            f"({len(x)}), not shape {labels.shape} of {labels.dtype}")
+        labels = labels[:len(x)]
+    return x, labels
+
+
+def _onnxruntime(model_path, name, x):
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
+    return sess.run(None, {name: x.astype(np.float32)})[0].reshape(len(x), -1)
+
+
+def _report(plan, args, x, y, ref, labels, engine, rtl_runs, fmax):
+    layers = [{k: e[k] for k in ("name", "op", "block", "cycles") if k in e}
+              | ({"utilisation": e["utilisation"]} if "utilisation" in e else {})
+              for e in plan["layers"]]
+    runs = -(-len(x) // plan["batch"])
+    per_run = plan["total_cycles"]
+    report = {"block": "model", "model": plan["model"], "engine": engine,
+              "rtl_layer_runs": rtl_runs, "inputs": int(len(x)), "batch": plan["batch"],
+              "layers": layers, "cycles_per_batch": per_run, "cycles": per_run * runs,
+              "cycles_kind": "predicted by the exact cycle models, end to end per block "
+                             "layer, layers in sequence; host operators not counted",
+              "fmax_mhz": fmax, "latency_us_per_batch": per_run / fmax,
+              "inputs_per_second": plan["batch"] * fmax * 1e6 / per_run if per_run else None,
+              "max_abs_error_vs_onnxruntime": float(np.max(np.abs(y - ref))),
+              "output_range": float(np.max(np.abs(ref)))}
+    if labels is not None:
+        report["accuracy"] = float(np.mean(np.argmax(y, axis=1) == labels))
+        report["accuracy_onnxruntime"] = float(np.mean(np.argmax(ref, axis=1) == labels))
+    return report
+
+
+def run(args) -> int:
+    from gen.model.graph import load_onnx
+    from gen.model.run import run_plan
+    fmax = float(int_arg(args.fmax, "--fmax", 1, 2000))
+    outputs = run_outputs(args)
+    plan, model_path = _load_plan(args.plan)
+    graph = load_onnx(model_path, flag="--plan")
+    x, labels = _inputs(args, graph)
+    y, info = run_plan(graph, plan, x, engine=args.engine, sim=args.sim)
+    y = y.reshape(len(x), -1)
+    ref = _onnxruntime(model_path, graph.input, x)
+    report = _report(plan, args, x, y, ref, labels, args.engine, info["rtl_runs"], fmax)
+    outputs.npy(args.out, y)
+    outputs.json(args.report, report)
+    outputs.commit()
+    print(f"{plan['model']}: {len(x)} inputs, {report['cycles_per_batch']:,} cycles per batch "
+          f"of {plan['batch']} (predicted), max |error| vs onnxruntime "
+          f"{report['max_abs_error_vs_onnxruntime']:.4g} (output range "
+          f"{report['output_range']:.4g})"
+          + (f", accuracy {report['accuracy']:.4f}" if labels is not None else ""))
+    return 0
