@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     y = np.load(EXPLORE / "test_y.npy", allow_pickle=False)[:args.limit]
     calib = np.load(EXPLORE / "calib_x.npy", allow_pickle=False)
     graph = load_onnx(onnx_path)
-    conv = replace(ConvConfig(), data_width=16, weight_width=16)
+    conv = replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)
     plan = compile_model(graph, calib, batch=16, cfgs={"conv": conv}, name="digits-cnn")
     ref = _ort(onnx_path, x)
     gold, _ = run_plan(graph, plan, x, engine="golden")

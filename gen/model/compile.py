@@ -58,17 +58,23 @@ def _conv_entry(layer, x, cfgs, batch):
     oc, ic, kh, kw = layer.w.shape
     cl = ConvLayer(oc=oc, ic=ic, h=x.shape[2], w=x.shape[3], kh=kh, kw=kw,
                    stride=layer.attrs["stride"], pad=layer.attrs["pad"], batch=batch)
-    best = None
+    best, why = None, None
     for mapping in MAPPINGS:
         try:
             tp = plan_tiles(cl, cfg, mapping)
-        except SpnnError:
+        except SpnnError as exc:
+            why = why or str(exc)
             continue
         if best is None or tp.cycles < best.cycles:
             best = tp
     if best is None:
+        from gen.conv import check_fits, plan
+        try:                           # the array's own reason, when it has one
+            check_fits(plan(cl, cfg, "remainder"))
+        except SpnnError as exc:
+            why = str(exc)
         raise SpnnError(f"layer {layer.name!r}: conv {oc}x{ic}x{kh}x{kw} on "
-                        f"{x.shape[2]}x{x.shape[3]} does not fit the conv array")
+                        f"{x.shape[2]}x{x.shape[3]} does not fit the conv array ({why})")
     macs = best.macs
     return {"block": "conv", "mapping": best.mapping, "jobs": best.jobs,
             "tile_shape": list(best.shape), "cycles": int(best.cycles), "macs": int(macs),

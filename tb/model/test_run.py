@@ -40,7 +40,7 @@ def test_golden_error_bound(tmp_path, build, shape):
     x = _x(shape, 24)
     ref = run_float(graph, x)
     span = np.max(np.abs(ref))
-    wide = {"conv": replace(ConvConfig(), data_width=16, weight_width=16)}
+    wide = {"conv": replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)}
     errors = []
     for cfgs, bound in ((None, 0.08), (wide, 0.005)):
         plan = compile_model(graph, x, batch=4, cfgs=cfgs)
