@@ -34,6 +34,9 @@ def add_arguments(parser):
     parser.add_argument("--out", metavar="Y.npy", help="write the outputs here")
     parser.add_argument("--report", metavar="R.json", help="write the JSON report here")
     parser.add_argument("--labels", metavar="L.npy", help="class labels, one per input")
+    parser.add_argument("--plot", metavar="P.png",
+                        help="write a bar chart of the predicted cycles per layer here (PNG; "
+                        "needs matplotlib, the ml extra)")
     parser.add_argument("--engine", default="rtl", choices=["rtl", "golden"],
                         help="block layers on the RTL (default) or on the golden models")
     parser.add_argument("--sim", default="verilator", choices=["verilator", "icarus"])
@@ -108,11 +111,40 @@ def _report(plan, args, x, y, ref, labels, engine, rtl_runs, fmax):
     return report
 
 
+def _plot(report) -> bytes:
+    """PNG of the block layers' predicted cycles (one bar each, coloured by block)."""
+    import io
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    layers = [e for e in report["layers"] if e["block"] != "host"]
+    colours = {"conv": "#6a9fd4", "spmv": "#d9822b", "fc": "#7fb069"}
+    fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(layers) + 2), 3.4))
+    ax.bar(range(len(layers)), [e["cycles"] for e in layers],
+           color=[colours[e["block"]] for e in layers])
+    ax.set_xticks(range(len(layers)), [f"{e['name']}\n({e['block']})" for e in layers],
+                  fontsize=7, rotation=45, ha="right")
+    ax.set_ylabel("cycles per batch (predicted)")
+    ax.set_title(f"{report['model']}: {report['cycles_per_batch']:,} cycles per batch of "
+                 f"{report['batch']}", fontsize=9)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def run(args) -> int:
     from gen.model.graph import load_onnx
     from gen.model.run import run_plan
     fmax = float(int_arg(args.fmax, "--fmax", 1, 2000))
     outputs = run_outputs(args)
+    outputs.file(args.plot, "--plot", suffix=".png")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise SpnnError("--plot needs matplotlib (pip install 'spnn[ml]')") from None
     plan, model_path = _load_plan(args.plan)
     graph = load_onnx(model_path, flag="--plan")
     x, labels = _inputs(args, graph)
@@ -122,6 +154,8 @@ def run(args) -> int:
     report = _report(plan, args, x, y, ref, labels, args.engine, info["rtl_runs"], fmax)
     outputs.npy(args.out, y)
     outputs.json(args.report, report)
+    if args.plot:
+        outputs.data(args.plot, _plot(report))
     outputs.commit()
     print(f"{plan['model']}: {len(x)} inputs, {report['cycles_per_batch']:,} cycles per batch "
           f"of {plan['batch']} (predicted), max |error| vs onnxruntime "

@@ -3,6 +3,7 @@
 on the RTL (bit-exact against each other), against onnxruntime within a stated bound, and
 the command's errors."""
 
+import importlib.util
 import json
 
 import numpy as np
@@ -94,9 +95,13 @@ def test_report_and_accuracy(tmp_path):
     graph = load_onnx(tmp_path / "m.onnx")
     labels = np.argmax(run_float(graph, x), axis=1)
     np.save(tmp_path / "l.npy", labels)
+    plot = importlib.util.find_spec("matplotlib") is not None      # the ml extra
     assert main(["run", "model", "--plan", str(plan), "--input", str(tmp_path / "x.npy"),
                  "--labels", str(tmp_path / "l.npy"), "--engine", "golden", "--limit", "8",
-                 "--report", str(tmp_path / "r.json")]) == 0
+                 "--report", str(tmp_path / "r.json")]
+                + (["--plot", str(tmp_path / "c.png")] if plot else [])) == 0
+    if plot:
+        assert (tmp_path / "c.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = json.loads((tmp_path / "r.json").read_text())
     assert r["inputs"] == 8 and r["accuracy_onnxruntime"] == 1.0
     assert r["max_abs_error_vs_onnxruntime"] <= 0.08 * r["output_range"]
