@@ -70,6 +70,7 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", action="store_true")
     args = ap.parse_args(argv)
     from gen.conv import ConvConfig
+    from gen.core.sim import using_engine
     from gen.model import compile_model, load_onnx
     from gen.model.run import run_plan
     _ensure_trained(args.level)
@@ -85,7 +86,8 @@ def main(argv=None) -> int:
     ref = _ort(onnx_path, x)
     gold, _ = run_plan(graph, plan, x, engine="golden")
     t0 = time.perf_counter()
-    rtl, info = run_plan(graph, plan, x, engine="rtl")
+    with using_engine("native"):
+        rtl, info = run_plan(graph, plan, x, engine="rtl")
     rtl_seconds = time.perf_counter() - t0
     acc = lambda out: float(np.mean(np.argmax(out, axis=1) == y))   # noqa: E731
     res = {"level": args.level, "sparsity": level["sparsity"], "images": int(len(x)),

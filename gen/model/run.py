@@ -20,6 +20,8 @@ code (padding never wins); ``avgpool`` the sum of the window's codes divided by 
 saturated.
 """
 
+import re
+
 import numpy as np
 
 from gen.core.config import SpnnError, config_from_strings
@@ -76,6 +78,11 @@ def _host(layer, args, fmts):
     return _round_div(total, count)
 
 
+def _run_name(layer) -> str:
+    """The simulator run folder's name for a layer (ONNX names may hold ``/``)."""
+    return "model-" + re.sub(r"[^A-Za-z0-9_.-]", "_", layer.name)
+
+
 class _Blocks:
     """The block computations of one run: golden or RTL (then checked against golden)."""
 
@@ -104,7 +111,7 @@ class _Blocks:
             return gold
         from gen.conv.twin import rtl_conv
         rtl = run_tiles(xq, wq, tplan, lambda x, w, s: rtl_conv(
-            [(x, w, s)], cfg, self.sim, name=f"model-{layer.name}")[0][0])
+            [(x, w, s)], cfg, self.sim, name=_run_name(layer))[0][0])
         return self._check(layer, rtl, gold)
 
     def spmv(self, layer, entry, xq, wq, cfg):
@@ -113,7 +120,7 @@ class _Blocks:
         if self.engine == "golden":
             return gold
         from gen.spmv.twin import rtl_spmv
-        rtl = np.stack([rtl_spmv(wq, v, cfg, self.sim, name=f"model-{layer.name}")[0]
+        rtl = np.stack([rtl_spmv(wq, v, cfg, self.sim, name=_run_name(layer))[0]
                         for v in xq])
         return self._check(layer, rtl, gold)
 
@@ -124,7 +131,7 @@ class _Blocks:
         if self.engine == "golden":
             return gold
         from gen.fc.twin import rtl_fc
-        rtl = np.concatenate([rtl_fc(wq, c, cfg, self.sim, name=f"model-{layer.name}")[0].T
+        rtl = np.concatenate([rtl_fc(wq, c, cfg, self.sim, name=_run_name(layer))[0].T
                               for c in cols])
         return self._check(layer, rtl, gold)
 

@@ -54,7 +54,9 @@ def test_golden_error_bound(tmp_path, build, shape):
 
 
 def _compile(tmp_path, build, shape, batch, sets):
-    save(build(), tmp_path / "m.onnx")
+    model = build()
+    model.graph.node[0].name = "/conv1/Conv"          # as torch.onnx.export names nodes
+    save(model, tmp_path / "m.onnx")
     np.save(tmp_path / "calib.npy", _x(shape, 16))
     plan = tmp_path / f"plan-{batch}"
     argv = ["compile", str(tmp_path / "m.onnx"), "--calib", str(tmp_path / "calib.npy"),
