@@ -11,7 +11,11 @@ models, the plan on the RTL (Verilator, native engine; every layer's result chec
 the golden one).  Writes ``build/bench/model.json`` and ``build/bench/model.md`` (``--docs``:
 the table into README.md and docs/model.md).
 
-Usage: ``python -m scripts.bench_model [--level s70] [--limit N] [--docs]``.
+Then pruned VGG16- and ResNet-18-shaped networks (random weights, 224 x 224) are compiled on
+the 128 x 16 array with the seed's buffer sizes, batch 1 and 16, and their predicted cycles,
+latency and images/s reported (:func:`network_rows`).
+
+Usage: ``python -m scripts.bench_model [--level s70] [--limit N] [--no-networks] [--docs]``.
 """
 
 import argparse
@@ -68,6 +72,8 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="test images (default all)")
     ap.add_argument("--out", default="build/bench")
     ap.add_argument("--docs", action="store_true")
+    ap.add_argument("--no-networks", action="store_true",
+                    help="skip the VGG16 / ResNet-18 plans")
     args = ap.parse_args(argv)
     from gen.conv import ConvConfig
     from gen.core.sim import using_engine
@@ -97,10 +103,13 @@ def main(argv=None) -> int:
            "rtl_layer_runs": info["rtl_runs"], "rtl_seconds": rtl_seconds,
            "max_abs_error": float(np.max(np.abs(gold - ref))),
            "output_range": float(np.max(np.abs(ref)))}
+    if not args.no_networks:
+        res["networks"] = network_rows()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "model.json").write_text(json.dumps(res, indent=2) + "\n")
-    table = markdown(res)
+    table = markdown(res) + ("\n" + networks_markdown(res["networks"])
+                             if "networks" in res else "")
     (out / "model.md").write_text(table)
     print(table)
     if args.docs:
@@ -111,3 +120,125 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# ---- pruned VGG16- and ResNet-18-shaped networks through the cycle models ----------------
+
+# weight densities after pruning (Han et al., Deep Compression: VGG16 conv ~ 1/3, fc6/fc7
+# 4 %, fc8 23 %; ResNet-18 at ~ 1/2)
+DENSITY = {"vgg16": {"conv": 0.33, "fc6": 0.04, "fc7": 0.04, "fc8": 0.23},
+           "resnet18": {"conv": 0.5, "fc": 0.5}}
+
+
+def _onnx_net(name, seed=0):
+    """A ``name``-shaped ONNX model (``gen.conv.networks`` convolutions with their pooling,
+    residual adds and classifier) with random weights pruned to :data:`DENSITY`."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from gen.conv.networks import NETWORKS
+    rng = np.random.default_rng(seed)
+    dens = DENSITY[name]
+    nodes, inits = [], []
+
+    def weight(tag, shape, density):
+        fan = int(np.prod(shape[1:]))
+        w = rng.normal(0, np.sqrt(2 / (fan * density)), shape) * (rng.random(shape) < density)
+        inits.append(numpy_helper.from_array(w.astype(np.float32), tag))
+        return tag
+
+    def node(op, ins, out, **attrs):
+        nodes.append(helper.make_node(op, ins, [out], name=out, **attrs))
+        return out
+
+    def conv(x, spec):
+        tag, oc, ic, _, _, k, s, p = spec
+        w = weight(f"{tag}.w", (oc, ic, k, k), dens["conv"])
+        return node("Conv", [x, w], tag, kernel_shape=[k, k], strides=[s, s], pads=[p] * 4)
+
+    layers = {spec[0]: spec for spec in NETWORKS[name]}
+    t = "x"
+    if name == "vgg16":
+        for spec in NETWORKS[name]:
+            t = node("Relu", [conv(t, spec)], spec[0] + ".relu")
+            if spec[0] in ("conv1_2", "conv2_2", "conv3_3", "conv4_3", "conv5_3"):
+                t = node("MaxPool", [t], spec[0] + ".pool", kernel_shape=[2, 2], strides=[2, 2])
+        t = node("Flatten", [t], "flatten")
+        for tag, (out, inp) in (("fc6", (4096, 25088)), ("fc7", (4096, 4096)),
+                                ("fc8", (1000, 4096))):
+            t = node("Gemm", [t, weight(f"{tag}.w", (out, inp), dens[tag])], tag, transB=1)
+            if tag != "fc8":
+                t = node("Relu", [t], tag + ".relu")
+    else:
+        t = node("Relu", [conv(t, layers["conv1"])], "conv1.relu")
+        t = node("MaxPool", [t], "pool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+        for stage in range(1, 5):
+            for block in range(2):
+                pre = f"layer{stage}.{block}"
+                h = node("Relu", [conv(t, layers[pre + ".conv1"])], pre + ".relu1")
+                h = conv(h, layers[pre + ".conv2"])
+                short = conv(t, layers[pre + ".downsample"]) if pre + ".downsample" in layers \
+                    else t
+                t = node("Relu", [node("Add", [h, short], pre + ".add")], pre + ".relu2")
+        t = node("Flatten", [node("GlobalAveragePool", [t], "gap")], "flatten")
+        t = node("Gemm", [t, weight("fc.w", (1000, 512), dens["fc"])], "fc", transB=1)
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 224, 224])],
+        [helper.make_tensor_value_info(t, TensorProto.FLOAT, ["N", 1000])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def network_rows(names=("resnet18", "vgg16"), batches=(1, 16), fmax=150.0):
+    """Each network compiled on the 128 x 16 array with the seed's buffers (16-bit words,
+    16 weight lanes): per batch the predicted cycles, latency and images/s at ``fmax``."""
+    from gen.conv import ConvConfig, seed_buffers
+    from gen.model import compile_model
+    from gen.model.graph import graph_of
+    from gen.spmv import SpmvConfig
+    conv = seed_buffers(ConvConfig(rows=128, cols=16, data_width=16, weight_width=16,
+                                   acc_width=48, w_lanes=16))
+    spmv = SpmvConfig(pes=32, rows_per_pe=32, max_cols=256, mem_depth=1024, w_lanes=16,
+                      drain_lanes=16, acc_width=32)
+    rows = []
+    for name in names:
+        graph = graph_of(_onnx_net(name), path=name)
+        calib = np.random.default_rng(1).normal(0, 1, (2, 3, 224, 224))
+        for batch in batches:
+            t0 = time.perf_counter()
+            plan = compile_model(graph, calib, batch=batch, cfgs={"conv": conv, "spmv": spmv},
+                                 name=name)
+            cycles = plan["total_cycles"]
+            by = {}
+            for e in plan["layers"]:
+                by[e["block"]] = by.get(e["block"], 0) + e["cycles"]
+            macs = sum(e["macs"] for e in plan["layers"] if e["block"] == "conv")
+            rows.append({"network": name, "batch": batch, "cycles": cycles,
+                         "cycles_by_block": by, "latency_ms": cycles / fmax / 1e3,
+                         "images_per_second": batch * fmax * 1e6 / cycles,
+                         "conv_utilisation": macs / (conv.rows * conv.cols * by["conv"]),
+                         "fmax_mhz": fmax, "compile_seconds": time.perf_counter() - t0})
+            r = rows[-1]
+            print(f"[model] {name} batch {batch}: {cycles:,} cycles, {r['latency_ms']:.1f} ms, "
+                  f"{r['images_per_second']:.1f} images/s ({r['compile_seconds']:.0f} s)",
+                  flush=True)
+    return rows
+
+
+def networks_markdown(rows) -> str:
+    lines = ["Pruned VGG16- and ResNet-18-shaped networks (random weights; conv density 0.33 / "
+             "0.5, VGG16 fc6/fc7 0.04, fc8 0.23), 224 x 224, compiled by `spnn compile` on the "
+             "128 x 16 array with the seed's buffer sizes, 16-bit words, 16 weight lanes; "
+             "cycles predicted by the exact models, end to end per layer, layers in sequence "
+             f"(host pooling not counted), at {rows[0]['fmax_mhz']:.0f} MHz:", "",
+             "| network | batch | cycles | conv / spmv / fc cycles | conv utilisation (end to "
+             "end) | latency per batch | images/s |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        by = r["cycles_by_block"]
+        lines.append(f"| {r['network']} | {r['batch']} | {r['cycles']:,} | "
+                     f"{by.get('conv', 0):,} / {by.get('spmv', 0):,} / {by.get('fc', 0):,} | "
+                     f"{r['conv_utilisation']:.3f} | {r['latency_ms']:.1f} ms | "
+                     f"{r['images_per_second']:.1f} |")
+    lines += ["", "The seed (002) reports its VC709 design's throughput only as 4x a reference "
+              "VC709 design (no images/s), so no absolute comparison is possible.", ""]
+    return "\n".join(lines)

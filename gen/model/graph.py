@@ -21,7 +21,7 @@ import numpy as np
 
 from gen.core.config import SpnnError
 
-__all__ = ["Layer", "Graph", "load_onnx", "SUPPORTED"]
+__all__ = ["Layer", "Graph", "load_onnx", "graph_of", "SUPPORTED"]
 
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "MaxPool", "AveragePool", "GlobalAveragePool",
              "Flatten", "Reshape", "Add", "BatchNormalization", "QuantizeLinear",
@@ -122,9 +122,14 @@ def _input_shape(graph, inits, flag, path):
 
 def load_onnx(path, flag: str = "--model") -> Graph:
     """The layer graph of the ONNX file ``path`` (module docstring); errors name ``flag``."""
-    from onnx import numpy_helper
     path = Path(path)
-    model = _read(path, flag)
+    return graph_of(_read(path, flag), flag, path)
+
+
+def graph_of(model, flag: str = "model", path="<memory>") -> Graph:
+    """The layer graph of a checked ``onnx.ModelProto`` (errors name ``flag`` and
+    ``path``)."""
+    from onnx import numpy_helper
     g = model.graph
     inits = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in g.initializer}
     raw = {t.name: numpy_helper.to_array(t) for t in g.initializer}
