@@ -244,7 +244,7 @@ def _ratio(rows, a, b):
 
 
 def markdown(res) -> str:
-    lines = ["### Simulation speed (`python -m scripts.bench_sim`)", "",
+    lines = ["**Simulation speed** (`python -m scripts.bench_sim`):", "",
              "Simulated clocks per second of the simulator process (start-up and file I/O "
              "included), warm builds, the best of three runs for the native engine and the "
              "bare loop; every engine's transfers identical.", "",

@@ -51,7 +51,10 @@ def test_cli_is_built_from_the_registry():
     parser = cli.build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
     runs = next(a for a in sub.choices["run"]._actions if a.dest == "block")
-    assert sorted(runs.choices) == sorted(BLOCKS)
+    # every block, and `spnn run model` (a compiled network through the blocks)
+    assert sorted(runs.choices) == sorted([*BLOCKS, "model"])
+    from gen.model import run_cli
+    assert cli.RUN_COMMANDS["model"] is run_cli
     for name, block in BLOCKS.items():
         assert cli.RUN_COMMANDS[name] is block.cli
         for command in block.commands:

@@ -58,6 +58,11 @@ def _setup_verilator_path():
         opt = os.environ.get("SPNN_VERILATOR_OPT", "-O0")
         flags += f" OPT_FAST={opt} OPT_SLOW={opt} OPT_GLOBAL={opt}"
     os.environ["MAKEFLAGS"] = flags
+    # Every Verilator build compiles the same runtime files (verilated.cpp, the VPI and
+    # timing support): with ccache on PATH they compile once per machine (measured: a cold
+    # cocotb build of the PWL unit 15.0 s -> 7.5 s for the next config).
+    if "OBJCACHE" not in os.environ and shutil.which("ccache"):
+        os.environ["OBJCACHE"] = "ccache"
 
 
 _setup_verilator_path()
