@@ -9,7 +9,9 @@ Per layer of the graph (:mod:`gen.model.graph`):
   the fewest end-to-end cycles); ``gemm`` -> the sparse PE array (``gen.spmv``) when the
   batch is 1 and the weight density is at most :data:`SPMV_DENSITY` (one vector at a time;
   its cost is the non-zeros), else the FD-CSR FC engine (``gen.fc``; it reuses every
-  weight over ``batch`` inputs); the reason is written in the plan.  ``relu``, pools,
+  weight over ``batch`` inputs) unless the layer exceeds its ``max_rows`` / ``max_cols``
+  (then the PE array, which tiles any size, one input at a time); the reason is written in
+  the plan.  ``relu``, pools,
   ``flatten`` and ``add`` run on the host (a documented numpy model; a ReLU right after a
   conv or gemm is marked ``fused``: the block's output stage applies it).
 * **Formats.** Every tensor a block reads gets a signed format of the width that block
@@ -84,27 +86,36 @@ def _conv_entry(layer, x, cfgs, batch):
                       "cycles)"}, cfg.data_width, cfg.weight_width
 
 
+def _spmv_gemm(layer, cfg, batch, reason):
+    """The sparse PE array, one input vector at a time (weights tiled by
+    :func:`gen.spmv.compile_tiled` when larger than its memories, and streamed again for
+    every vector): exact cycles of one vector x ``batch``."""
+    from gen.spmv import compile_tiled, cycle_model, tile_jobs
+    rows, cols = layer.w.shape
+    nnz = int(np.count_nonzero(layer.w))
+    blocks = compile_tiled(np.where(layer.w != 0, 1, 0), cfg, "balanced")  # timing: pattern
+    run = cycle_model(tile_jobs(blocks, np.zeros(cols, np.int64)), cfg)
+    per = (run["o"][-1] + 1) if run["o"] else run["cycles_run"]
+    return {"block": "spmv", "cycles": int(per * batch), "jobs": batch, "macs": nnz * batch,
+            "mac_units": cfg.pes, "column_blocks": len(blocks),
+            "utilisation": nnz / (cfg.pes * per), "reason": reason}, \
+        cfg.x_fmt.width, cfg.w_fmt.width
+
+
 def _gemm_entry(layer, x, cfgs, batch):
     rows, cols = layer.w.shape
     nnz = int(np.count_nonzero(layer.w))
     density = nnz / layer.w.size
-    spmv = cfgs["spmv"]
-    if batch == 1 and density <= SPMV_DENSITY and rows <= spmv.max_rows:
-        from gen.spmv import compile_tiled, cycle_model, tile_jobs
-        wq = np.where(layer.w != 0, 1, 0)          # the timing depends on the pattern only
-        blocks = compile_tiled(wq, spmv, "balanced")
-        run = cycle_model(tile_jobs(blocks, np.zeros(cols, np.int64)), spmv)
-        cycles = (run["o"][-1] + 1) if run["o"] else run["cycles_run"]
-        return {"block": "spmv", "cycles": int(cycles), "macs": nnz, "mac_units": spmv.pes,
-                "column_blocks": len(blocks), "utilisation": nnz / (spmv.pes * cycles),
-                "reason": f"batch 1 and density {density:.3f} <= {SPMV_DENSITY}: the sparse "
-                          f"PE array (cost ~ non-zeros / {spmv.pes} PEs)"}, \
-            spmv.x_fmt.width, spmv.w_fmt.width
-    from gen.fc import encode, fc_schedule
-    fc = cfgs["fc"]
+    spmv, fc = cfgs["spmv"], cfgs["fc"]
+    if batch == 1 and density <= SPMV_DENSITY:
+        return _spmv_gemm(layer, spmv, batch, f"batch 1 and density {density:.3f} <= "
+                          f"{SPMV_DENSITY}: the sparse PE array (cost ~ non-zeros / "
+                          f"{spmv.pes} PEs)")
     if rows > fc.max_rows or cols > fc.max_cols:
-        raise SpnnError(f"layer {layer.name!r}: a {rows} x {cols} Gemm exceeds the FC "
-                        f"engine's max_rows {fc.max_rows} / max_cols {fc.max_cols}")
+        return _spmv_gemm(layer, spmv, batch, f"{rows} x {cols} exceeds the FC engine's "
+                          f"max_rows {fc.max_rows} / max_cols {fc.max_cols}: the sparse PE "
+                          f"array, which tiles any size, one input at a time")
+    from gen.fc import encode, fc_schedule
     per_job = fc_schedule(encode(np.where(layer.w != 0, 1, 0), fc.row_width), fc)["cycles"]
     jobs = -(-batch // fc.batch)
     cycles = per_job * jobs
