@@ -53,7 +53,7 @@ from gen.core.simbase import SimError, _locked, _say
 from gen.core.stimulus import normalise_job, sink_pattern, source_pattern
 
 __all__ = ["stream_ports", "testbench", "run_native", "native_build", "build_testbench",
-           "run_dir_for", "NATIVE_TOP", "VERILATOR_ARGS", "SOURCE_CHUNK"]
+           "run_dir_for", "finish_run", "NATIVE_TOP", "VERILATOR_ARGS", "SOURCE_CHUNK"]
 
 NATIVE_TOP = "spnn_native_tb"
 
@@ -324,13 +324,6 @@ def _write_chunks(folder: Path, k: int, data, width: int) -> None:
             "".join(lines[c * SOURCE_CHUNK:(c + 1) * SOURCE_CHUNK]))
 
 
-def _pattern_lines(pattern, n: int) -> str:
-    bits = pattern.expand(n)
-    bits = np.concatenate([bits, np.zeros(-len(bits) % 32, dtype=bool)])
-    words = np.packbits(bits.reshape(-1, 32)[:, ::-1], axis=1).view(">u4").ravel()
-    return "".join(f"{int(w):08x}\n" for w in words)
-
-
 def _write_job(job, sources, sinks, folder: Path) -> None:
     """The job's files (module docstring) for the testbench's port order."""
     by_port = {s["port"]: s for s in job["sources"]}
@@ -470,6 +463,30 @@ def run_dir_for(cmd, sim: str, name: str):
     return Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder / "runs")), folder
 
 
+def finish_run(proc, run_dir: Path, final: Path, sim: str, module: str):
+    """After the simulator process ``proc``: its log into ``run_dir/sim.log``, the folder
+    settled at ``final`` (:func:`_settle`); ``(run folder, event file text)``, or a
+    :class:`SimError` when the process failed or wrote no events."""
+    (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
+    run_dir = _settle(run_dir, final)
+    events = run_dir / "events.txt"
+    if proc.returncode != 0 or not events.exists():
+        raise SimError(f"native {sim} run of {module} failed (exit {proc.returncode}); "
+                       f"see {run_dir / 'sim.log'}")
+    return run_dir, events.read_text()
+
+
+def _pattern_lines(pattern, n: int, delay: int = 0) -> str:
+    """The pattern file of ``pattern`` for clocks 0 .. n - 1 (module docstring), ``delay``
+    clocks late (the first ``delay`` clocks 0)."""
+    bits = pattern.expand(n)
+    if delay:
+        bits = np.concatenate([np.zeros(delay, bool), bits])[:n]
+    bits = np.concatenate([bits, np.zeros(-len(bits) % 32, dtype=bool)])
+    words = np.packbits(bits.reshape(-1, 32)[:, ::-1], axis=1).view(">u4").ravel()
+    return "".join(f"{int(w):08x}\n" for w in words)
+
+
 def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
                name: str = "run", progress: bool = False) -> dict:
     """Run one stream job natively (same contract and result as
@@ -493,13 +510,8 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
     else:
         proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
     sim_seconds = time.perf_counter() - t0
-    (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
-    run_dir = _settle(run_dir, folder / "runs" / name)
-    events = run_dir / "events.txt"
-    if proc.returncode != 0 or not events.exists():
-        raise SimError(f"native {sim} run of {module} failed (exit {proc.returncode}); "
-                       f"see {run_dir / 'sim.log'}")
-    result = _parse(job, sources, sinks, events.read_text())
+    run_dir, events = finish_run(proc, run_dir, folder / "runs" / name, sim, module)
+    result = _parse(job, sources, sinks, events)
     result.update(engine="native", build_seconds=build_seconds, sim_seconds=sim_seconds,
                   test_dir=str(run_dir))
     return result

@@ -39,10 +39,8 @@ import subprocess
 import time
 
 from gen.core.emit import verilog_ports
-import numpy as np
-
-from gen.core.native import (NATIVE_TOP, SOURCE_CHUNK, _settle,
-                             build_testbench, run_dir_for)
+from gen.core.native import (NATIVE_TOP, SOURCE_CHUNK, _pattern_lines, build_testbench,
+                             finish_run, run_dir_for)
 from gen.core.simbase import SimError
 from gen.core.stimulus import Pattern
 
@@ -411,14 +409,6 @@ def _script(spec, sources, sinks, reads_of):
     return "\n".join(ops) + "\n", beats
 
 
-def _pattern_text(pattern, total: int, delay: int) -> str:
-    """``pattern`` as a pattern file, ``delay`` clocks late (the first ``delay`` clocks 0)."""
-    bits = np.concatenate([np.zeros(delay, bool), pattern.expand(total)])[:total]
-    bits = np.concatenate([bits, np.zeros(-len(bits) % 32, dtype=bool)])
-    words = np.packbits(bits.reshape(-1, 32)[:, ::-1], axis=1).view(">u4").ravel()
-    return "".join(f"{int(w):08x}\n" for w in words)
-
-
 def _write_run(run_dir: Path, spec, sources, sinks):
     max_cycles = int(spec["max_cycles"])
     script, beats = _script(spec, sources, sinks, lambda job: job.get("read", []))
@@ -433,7 +423,7 @@ def _write_run(run_dir: Path, spec, sources, sinks):
                 # a sink's ready follows its pattern one clock late, as cocotbext-axi's
                 # sink does (it sets tready from the pause drawn at the previous edge)
                 (run_dir / f"{tag}{k}.pat").write_text(
-                    _pattern_text(pattern, total, 1 if tag == "k" else 0))
+                    _pattern_lines(pattern, total, 1 if tag == "k" else 0))
             if tag == "s":
                 rows = [f"{b:x}\n" for b in beats[k]]
                 rows += ["0\n"] * (-len(rows) % SOURCE_CHUNK)
@@ -523,13 +513,8 @@ def run_native_axi(module: str, verilog: str, spec: dict, sim: str, root: Path,
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
     sim_seconds = time.perf_counter() - t0
-    (run_dir / "sim.log").write_text(proc.stdout + proc.stderr)
-    run_dir = _settle(run_dir, folder / "runs" / name)
-    events = run_dir / "events.txt"
-    if proc.returncode != 0 or not events.exists():
-        raise SimError(f"native {sim} run of {module} failed (exit {proc.returncode}); "
-                       f"see {run_dir / 'sim.log'}")
-    logs, (clocks, timeout) = _records(spec, sources, sinks, events.read_text())
+    run_dir, events = finish_run(proc, run_dir, folder / "runs" / name, sim, module)
+    logs, (clocks, timeout) = _records(spec, sources, sinks, events)
     if timeout:
         raise SimError(f"{module} under {sim} (native): job {len(logs) - 1} did not end "
                        f"within {spec['max_cycles']} clocks (see {run_dir})")
