@@ -24,6 +24,7 @@ def test_every_block_has_a_soak():
     assert set(BLOCKS) == set(REGISTRY)
 
 
+@pytest.mark.rtl
 def test_soak_reports_a_wrong_result(monkeypatch):
     """A golden model that disagrees by one code is counted (the soak can fail)."""
     import gen.pwl
