@@ -89,6 +89,14 @@ class _Blocks:
     def __init__(self, engine, sim, cfgs):
         self.engine, self.sim, self.cfgs = engine, sim, cfgs
         self.rtl_runs = 0
+        self.measured = {}          # layer name -> RTL clocks, summed over its runs
+
+    def _count(self, layer, result):
+        """Add one RTL run's clocks from its first input transfer to its last output
+        transfer, both counted."""
+        first = min(v["cycles"][0] for v in result["sources"].values() if v["cycles"])
+        last = max(v["cycles"][-1] for v in result["sinks"].values() if v["cycles"])
+        self.measured[layer.name] = self.measured.get(layer.name, 0) + last - first + 1
 
     def _check(self, layer, got, want):
         if not np.array_equal(got, want):
@@ -110,9 +118,12 @@ class _Blocks:
         if self.engine == "golden":
             return gold
         from gen.conv.twin import rtl_conv
-        rtl = run_tiles(xq, wq, tplan, lambda x, w, s: rtl_conv(
-            [(x, w, s)], cfg, self.sim, name=_run_name(layer))[0][0])
-        return self._check(layer, rtl, gold)
+
+        def tile(x, w, s):
+            outs, _, result = rtl_conv([(x, w, s)], cfg, self.sim, name=_run_name(layer))
+            self._count(layer, result)
+            return outs[0]
+        return self._check(layer, run_tiles(xq, wq, tplan, tile), gold)
 
     def spmv(self, layer, entry, xq, wq, cfg):
         from gen.spmv import ref_spmv
@@ -120,9 +131,12 @@ class _Blocks:
         if self.engine == "golden":
             return gold
         from gen.spmv.twin import rtl_spmv
-        rtl = np.stack([rtl_spmv(wq, v, cfg, self.sim, name=_run_name(layer))[0]
-                        for v in xq])
-        return self._check(layer, rtl, gold)
+        rtl = []
+        for v in xq:
+            y, result = rtl_spmv(wq, v, cfg, self.sim, name=_run_name(layer))
+            self._count(layer, result)
+            rtl.append(y)
+        return self._check(layer, np.stack(rtl), gold)
 
     def fc(self, layer, entry, xq, wq, cfg):
         from gen.fc import ref_fc
@@ -131,9 +145,12 @@ class _Blocks:
         if self.engine == "golden":
             return gold
         from gen.fc.twin import rtl_fc
-        rtl = np.concatenate([rtl_fc(wq, c, cfg, self.sim, name=_run_name(layer))[0].T
-                              for c in cols])
-        return self._check(layer, rtl, gold)
+        rtl = []
+        for c in cols:
+            y, result = rtl_fc(wq, c, cfg, self.sim, name=_run_name(layer))
+            self._count(layer, result)
+            rtl.append(y.T)
+        return self._check(layer, np.concatenate(rtl), gold)
 
 
 def _block_layer(layer, entry, xq, fmts, blocks):
@@ -165,8 +182,10 @@ def _check_input(x, fmt, flag):
 def run_plan(graph, plan, x, engine: str = "golden", sim: str = "verilator",
              flag: str = "--input"):
     """The network's output (real values, one row per input) for inputs ``x`` and the run's
-    integer detail ``{"codes": {tensor: codes}, "rtl_runs": n}``; inputs in chunks of the
-    plan's batch."""
+    detail ``{"codes": {tensor: codes of the last chunk}, "rtl_runs": n, "measured_cycles":
+    {layer: RTL clocks}}`` (RTL clocks: per run from its first input transfer to its last
+    output transfer, both counted, summed over the layer's runs; empty on the golden
+    engine); inputs in chunks of the plan's batch."""
     if engine not in ("golden", "rtl"):
         raise SpnnError(f"--engine must be golden or rtl, not {engine!r}")
     fmts = {t: parse_format(f) for t, f in plan["formats"].items()}
@@ -186,4 +205,5 @@ def run_plan(graph, plan, x, engine: str = "golden", sim: str = "verilator",
                 codes[layer.output] = _host(layer, args, fmts)
         out_fmt = fmts[graph.output]
         outs.append(codes[graph.output].astype(np.float64) * out_fmt.lsb)
-    return np.concatenate(outs), {"codes": codes, "rtl_runs": blocks.rtl_runs}
+    return np.concatenate(outs), {"codes": codes, "rtl_runs": blocks.rtl_runs,
+                                  "measured_cycles": blocks.measured}

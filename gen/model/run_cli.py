@@ -90,10 +90,13 @@ def _onnxruntime(model_path, name, x):
     return sess.run(None, {name: x.astype(np.float32)})[0].reshape(len(x), -1)
 
 
-def _report(plan, args, x, y, ref, labels, engine, rtl_runs, fmax):
+def _report(plan, args, x, y, ref, labels, engine, info, fmax):
+    measured = info["measured_cycles"]
     layers = [{k: e[k] for k in ("name", "op", "block", "cycles") if k in e}
               | ({"utilisation": e["utilisation"]} if "utilisation" in e else {})
+              | ({"measured_cycles": measured[e["name"]]} if e["name"] in measured else {})
               for e in plan["layers"]]
+    rtl_runs = info["rtl_runs"]
     runs = -(-len(x) // plan["batch"])
     per_run = plan["total_cycles"]
     report = {"block": "model", "model": plan["model"], "engine": engine,
@@ -103,6 +106,9 @@ def _report(plan, args, x, y, ref, labels, engine, rtl_runs, fmax):
                              "layer, layers in sequence; host operators not counted",
               "fmax_mhz": fmax, "latency_us_per_batch": per_run / fmax,
               "inputs_per_second": plan["batch"] * fmax * 1e6 / per_run if per_run else None,
+              "measured_cycles": sum(measured.values()) if measured else None,
+              "measured_cycles_kind": "RTL, per block-layer run from its first input to its "
+                                      "last output transfer, summed over all inputs",
               "max_abs_error_vs_onnxruntime": float(np.max(np.abs(y - ref))),
               "output_range": float(np.max(np.abs(ref)))}
     if labels is not None:
@@ -151,7 +157,7 @@ def run(args) -> int:
     y, info = run_plan(graph, plan, x, engine=args.engine, sim=args.sim)
     y = y.reshape(len(x), -1)
     ref = _onnxruntime(model_path, graph.input, x)
-    report = _report(plan, args, x, y, ref, labels, args.engine, info["rtl_runs"], fmax)
+    report = _report(plan, args, x, y, ref, labels, args.engine, info, fmax)
     outputs.npy(args.out, y)
     outputs.json(args.report, report)
     if args.plot:

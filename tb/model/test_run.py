@@ -88,6 +88,20 @@ def test_rtl_equals_golden(tmp_path, sim, batch, gemm_block):
     assert report["rtl_layer_runs"] == 3 * -(-3 // batch)
     assert report["engine"] == "rtl" and report["inputs"] == 3
     assert report["cycles"] == report["cycles_per_batch"] * -(-3 // batch)
+    # measured per block layer on the RTL; the conv layers' runs each take their exact
+    # model's clocks + 1 (the model counts from the first input transfer, exclusive)
+    blocks = [e for e in report["layers"] if e["block"] != "host"]
+    assert all(e["measured_cycles"] > 0 for e in blocks)
+    assert report["measured_cycles"] == sum(e["measured_cycles"] for e in blocks)
+    if batch == 1:                      # every chunk is the compiled batch
+        plan_layers = {e["name"]: e for e in json.loads((plan / "plan.json").read_text())[
+            "layers"]}
+        for e in blocks:
+            if e["block"] == "conv":
+                p = plan_layers[e["name"]]
+                assert e["measured_cycles"] == 3 * (p["cycles"] + p["jobs"])
+    golden = json.loads((tmp_path / "golden.json").read_text())
+    assert golden["measured_cycles"] is None
 
 
 def test_report_and_accuracy(tmp_path):
