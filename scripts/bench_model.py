@@ -42,14 +42,6 @@ def _ensure_trained(level):
                         str(EXPLORE)], check=True)
 
 
-def _ort(path, x):
-    import onnxruntime as ort
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, {"x": x.astype(np.float32)})[0]
-
-
 def markdown(res) -> str:
     from gen.model import plan_table
     body = plan_table(res["plan"]).split("\n", 2)[2]          # without the title line
@@ -79,6 +71,7 @@ def main(argv=None) -> int:
     from gen.conv import ConvConfig
     from gen.core.sim import using_engine
     from gen.model import compile_model, load_onnx
+    from gen.model.reference import run_onnxruntime
     from gen.model.run import run_plan
     _ensure_trained(args.level)
     manifest = json.loads((EXPLORE / "manifest.json").read_text())
@@ -90,7 +83,7 @@ def main(argv=None) -> int:
     graph = load_onnx(onnx_path)
     conv = replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)
     plan = compile_model(graph, calib, batch=16, cfgs={"conv": conv}, name="digits-cnn")
-    ref = _ort(onnx_path, x)
+    ref = run_onnxruntime(onnx_path, "x", x)
     gold, _ = run_plan(graph, plan, x, engine="golden")
     t0 = time.perf_counter()
     with using_engine("native"):

@@ -47,10 +47,8 @@ def _config_sets(pairs):
 
 
 def _configs(pairs):
-    from gen.conv import ConvConfig
-    from gen.fc import FcConfig
-    from gen.spmv import SpmvConfig
-    classes = {"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig}
+    from gen.model.compile import config_classes
+    classes = config_classes()
     out = {}
     for block, fields in _config_sets(pairs).items():
         try:

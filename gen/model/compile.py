@@ -32,7 +32,8 @@ from gen.core.config import SpnnError
 from gen.core.fixed import QFormat
 from gen.model.reference import run_float
 
-__all__ = ["compile_model", "choose_format", "plan_table", "SPMV_DENSITY", "PLAN_VERSION"]
+__all__ = ["compile_model", "choose_format", "plan_table", "config_classes", "layer_config",
+           "SPMV_DENSITY", "PLAN_VERSION"]
 
 PLAN_VERSION = 1
 SPMV_DENSITY = 0.5
@@ -127,11 +128,16 @@ def _gemm_entry(layer, x, cfgs, batch):
                       f"{fc.batch} inputs)"}, fc.x_fmt.width, fc.w_fmt.width
 
 
-def _default_cfgs(cfgs):
+def config_classes() -> dict:
+    """``{block: config class}`` of the blocks a plan can use."""
     from gen.conv import ConvConfig
     from gen.fc import FcConfig
     from gen.spmv import SpmvConfig
-    out = {"conv": ConvConfig(), "spmv": SpmvConfig(), "fc": FcConfig()}
+    return {"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig}
+
+
+def _default_cfgs(cfgs):
+    out = {block: cls() for block, cls in config_classes().items()}
     out.update(cfgs or {})
     return out
 

@@ -9,7 +9,7 @@ every tensor's values, which calibration (:mod:`gen.model.compile`) reads.
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-__all__ = ["run_float", "conv2d", "pool2d"]
+__all__ = ["run_float", "run_onnxruntime", "conv2d", "pool2d", "windows", "window_counts"]
 
 
 def conv2d(x, w, b=None, stride=1, pad=0):
@@ -21,21 +21,28 @@ def conv2d(x, w, b=None, stride=1, pad=0):
     return y if b is None else y + np.asarray(b)[None, :, None, None]
 
 
+def windows(x, kernel, stride, pad, fill=0):
+    """The pooling windows of ``x`` (B, C, H, W) padded with ``fill``:
+    ``(B, C, Ho, Wo, kh, kw)``."""
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
+    return sliding_window_view(xp, tuple(kernel), axis=(2, 3))[:, :, ::stride[0], ::stride[1]]
+
+
+def window_counts(shape, kernel, stride, pad):
+    """Per output position, how many of its window's positions are not padding."""
+    ones = np.pad(np.ones(shape, np.int64), pad)
+    return sliding_window_view(ones, tuple(kernel))[::stride[0], ::stride[1]].sum(axis=(-1, -2))
+
+
 def pool2d(x, kernel, stride, pad, kind, count_include_pad=0):
     """Max or average pooling of ``x`` (B, C, H, W); padding is ``-inf`` for max and
     excluded from the average unless ``count_include_pad``."""
-    kh, kw = kernel
-    sh, sw = stride
-    fill = -np.inf if kind == "max" else 0.0
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
-    win = sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
     if kind == "max":
-        return win.max(axis=(-1, -2))
+        return windows(x, kernel, stride, pad, -np.inf).max(axis=(-1, -2))
+    total = windows(x, kernel, stride, pad).sum(axis=(-1, -2))
     if count_include_pad or not pad:
-        return win.mean(axis=(-1, -2))
-    ones = np.pad(np.ones(x.shape[2:]), pad)
-    count = sliding_window_view(ones, (kh, kw))[::sh, ::sw].sum(axis=(-1, -2))
-    return win.sum(axis=(-1, -2)) / count
+        return total / (kernel[0] * kernel[1])
+    return total / window_counts(x.shape[2:], kernel, stride, pad)
 
 
 def _layer(layer, args):
@@ -70,3 +77,15 @@ def run_float(graph, x, keep: bool = False):
         tensors[layer.output] = _layer(layer, [tensors[n] for n in layer.inputs])
     out = tensors[graph.output]
     return (out, tensors) if keep else out
+
+
+def run_onnxruntime(model, input_name: str, x):
+    """onnxruntime's output for ``x`` (a path or serialised model), its graph optimisations
+    off: the ONNX operators' own semantics (with them on, a weight DequantizeLinear +
+    MatMul becomes an integer MatMul that quantises the activations too)."""
+    import onnxruntime as ort
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model if isinstance(model, bytes) else str(model), opts,
+                                providers=["CPUExecutionProvider"])
+    return sess.run(None, {input_name: np.asarray(x, dtype=np.float32)})[0]

@@ -26,17 +26,15 @@ import numpy as np
 
 from gen.core.config import SpnnError, config_from_strings
 from gen.core.fixed import QFormat, parse_format, quantise, requantise, saturate
-from gen.model.compile import layer_config
+from gen.model.compile import config_classes, layer_config
+from gen.model.reference import window_counts, windows
 
 __all__ = ["run_plan", "block_configs"]
 
 
 def block_configs(plan) -> dict:
     """The plan's base block configs as config objects."""
-    from gen.conv import ConvConfig
-    from gen.fc import FcConfig
-    from gen.spmv import SpmvConfig
-    classes = {"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig}
+    classes = config_classes()
     return {k: config_from_strings(classes[k], {f: str(v) for f, v in d.items()})
             for k, d in plan["configs"].items()}
 
@@ -47,7 +45,6 @@ def _round_div(total, count):
 
 
 def _host(layer, args, fmts):
-    from numpy.lib.stride_tricks import sliding_window_view
     x = args[0]
     a = layer.attrs
     if layer.op == "relu":
@@ -61,21 +58,13 @@ def _host(layer, args, fmts):
         return saturate(parts[0] + parts[1], out)
     if a.get("global"):
         return _round_div(x.sum(axis=(2, 3), keepdims=True), x.shape[2] * x.shape[3])
-    kh, kw = a["kernel"]
-    sh, sw = a["stride"]
-    pad = a["pad"]
+    kernel, stride, pad = a["kernel"], a["stride"], a["pad"]
     if layer.op == "maxpool":
-        low = np.iinfo(np.int64).min
-        xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=low)
-        return sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw].max(
-            axis=(-1, -2))
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    total = sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw].sum(axis=(-1, -2))
+        return windows(x, kernel, stride, pad, np.iinfo(np.int64).min).max(axis=(-1, -2))
+    total = windows(x, kernel, stride, pad).sum(axis=(-1, -2))
     if a.get("count_include_pad") or not pad:
-        return _round_div(total, kh * kw)
-    ones = np.pad(np.ones(x.shape[2:], np.int64), pad)
-    count = sliding_window_view(ones, (kh, kw))[::sh, ::sw].sum(axis=(-1, -2))
-    return _round_div(total, count)
+        return _round_div(total, kernel[0] * kernel[1])
+    return _round_div(total, window_counts(x.shape[2:], kernel, stride, pad))
 
 
 def _run_name(layer) -> str:

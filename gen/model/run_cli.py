@@ -82,14 +82,6 @@ def _inputs(args, graph):
     return x, labels
 
 
-def _onnxruntime(model_path, name, x):
-    import onnxruntime as ort
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
-    return sess.run(None, {name: x.astype(np.float32)})[0].reshape(len(x), -1)
-
-
 def _report(plan, args, x, y, ref, labels, engine, info, fmax):
     measured = info["measured_cycles"]
     layers = [{k: e[k] for k in ("name", "op", "block", "cycles") if k in e}
@@ -142,6 +134,7 @@ def _plot(report) -> bytes:
 
 def run(args) -> int:
     from gen.model.graph import load_onnx
+    from gen.model.reference import run_onnxruntime
     from gen.model.run import run_plan
     fmax = float(int_arg(args.fmax, "--fmax", 1, 2000))
     outputs = run_outputs(args)
@@ -156,7 +149,7 @@ def run(args) -> int:
     x, labels = _inputs(args, graph)
     y, info = run_plan(graph, plan, x, engine=args.engine, sim=args.sim)
     y = y.reshape(len(x), -1)
-    ref = _onnxruntime(model_path, graph.input, x)
+    ref = run_onnxruntime(model_path, graph.input, x).reshape(len(x), -1)
     report = _report(plan, args, x, y, ref, labels, args.engine, info, fmax)
     outputs.npy(args.out, y)
     outputs.json(args.report, report)

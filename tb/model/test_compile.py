@@ -14,20 +14,14 @@ from gen.cli import main
 from gen.core.config import SpnnError
 from gen.core.fixed import QFormat
 from gen.model import choose_format, compile_model, load_onnx, plan_table, run_float
+from gen.model.reference import run_onnxruntime
 from tb.model.models import cnn, residual, save, single
 
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 
 def _ort(model, x):
-    """onnxruntime's output with its graph optimisations off: the ONNX operators' own
-    semantics (with them on, a weight DequantizeLinear + MatMul becomes an integer MatMul
-    that quantises the activations too)."""
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), opts,
-                                providers=["CPUExecutionProvider"])
-    return sess.run(None, {"x": x.astype(np.float32)})[0]
+    return run_onnxruntime(model.SerializeToString(), "x", x)
 
 
 def _inputs(shape, n=5, seed=0):
