@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from gen.core.config import check_int
+from gen.core.config import check_int, check_requant
 
 __all__ = ["ConvConfig", "ConvLayer", "MAPPINGS", "SEED_BUFFERS", "seed_buffers"]
 
@@ -59,6 +59,14 @@ class ConvConfig:
     bus_words : int
         Words per AXI4-Stream beat of the accelerator shell, 1..32 (the bare array takes
         one feature word per clock, and one weight or ``w_lanes`` weights, either way).
+    rq_width : int
+        0 (default): the shell's output port carries the exact sums.  2..32: the shell
+        requantises every sum on its way out (bias, multiply-shift with round half up,
+        saturation to ``rq_width`` signed bits, optional ReLU; ``hdl/lib/requant.py``,
+        registers ``RQ_*``) and the output port carries ``rq_width``-bit words; the biases
+        arrive on ``s_axis_b``.
+    rq_depth : int
+        Biases the requantisation stage holds (channels per job), 1..65536.
     """
 
     rows: int = 16
@@ -77,6 +85,8 @@ class ConvConfig:
     shared_stream: bool = True
     w_lanes: int = 1
     bus_words: int = 1
+    rq_width: int = 0
+    rq_depth: int = 512
 
     def __post_init__(self):
         for name in ("rows", "cols", "max_groups", "max_passes", "drain_rows", "data_width",
@@ -110,6 +120,7 @@ class ConvConfig:
             raise ValueError(f"max_dim must be between 1 and 4096, not {self.max_dim}")
         check_int(self, "bus_words", 1, 32)
         check_int(self, "w_lanes", 1, 32)
+        check_requant(self)
         if not _pow2(self.w_lanes):
             raise ValueError(f"w_lanes must be a power of two between 1 and 32, "
                              f"not {self.w_lanes}")
@@ -121,9 +132,10 @@ class ConvConfig:
     @property
     def shell_name(self) -> str:
         """The accelerator shell's module: ``conv_<rows>x<cols>_axi``, ``_l<w_lanes>`` and
-        ``_w<bus_words>`` beyond 1."""
+        ``_w<bus_words>`` beyond 1, ``_rq<rq_width>`` with a requantisation stage."""
         return (f"{self.module_name}_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
-                + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
+                + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+                + (f"_rq{self.rq_width}" if self.rq_width else ""))
 
 
 @dataclass(frozen=True)

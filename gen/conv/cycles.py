@@ -6,6 +6,7 @@ import numpy as np
 
 from gen.conv.layout import _tile_list, stagger_delay
 from gen.conv.wstream import chunk_weight_beats
+from gen.core.fixed import REQUANT_LATENCY
 
 __all__ = ["pass_setup_cycles", "compute_cycles", "stall_free_cycles", "stagger_cycles",
            "layer_cycles", "shell_cycles", "SHELL_EXTRA_CYCLES"]
@@ -151,6 +152,8 @@ def shell_cycles(sched) -> int:
     output beat, both counted; the shell's ``CYCLES`` counter reads one more (it counts from
     the clock after the start).  Exact (tb/conv/test_shell.py), for any ``bus_words``: the
     shell still moves one feature and one output word per clock into and out of the array
-    (and one weight transfer: ``w_lanes`` weights).  Idle inputs and back-pressure add
-    clocks this does not model."""
-    return layer_cycles(sched)["last_out"] + SHELL_EXTRA_CYCLES
+    (and one weight transfer: ``w_lanes`` weights); a requantisation stage (``rq_width``)
+    adds its ``REQUANT_LATENCY`` when the biases arrive before the first sum.  Idle inputs
+    and back-pressure add clocks this does not model."""
+    rq = REQUANT_LATENCY if sched.cfg.rq_width else 0
+    return layer_cycles(sched)["last_out"] + SHELL_EXTRA_CYCLES + rq

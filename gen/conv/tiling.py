@@ -30,6 +30,7 @@ import numpy as np
 
 from gen.conv.config import ConvConfig, ConvLayer
 from gen.conv.cycles import SHELL_EXTRA_CYCLES, layer_cycles
+from gen.core.fixed import REQUANT_LATENCY
 from gen.conv.descriptor import check_fits
 from gen.conv.schedule import Schedule, plan
 from gen.conv.wstream import chunk_weight_beats
@@ -78,7 +79,8 @@ class TilePlan:
     def shell_cycles(self) -> int:
         """The same through the accelerator shell at full rate
         (:func:`gen.conv.shell_cycles` per job)."""
-        return self.cycles + SHELL_EXTRA_CYCLES * self.jobs
+        rq = REQUANT_LATENCY if self.cfg.rq_width else 0
+        return self.cycles + (SHELL_EXTRA_CYCLES + rq) * self.jobs
 
     @property
     def words(self) -> dict:

@@ -3,8 +3,9 @@
 
 import numpy as np
 
-from gen.core.fixed import to_signed, to_unsigned
+from gen.core.fixed import Requant, requant_sums, to_signed, to_unsigned
 from gen.core.lanes import pack_beat
+from gen.core.regmap import requant_regs
 from gen.core.sim import axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
 from hdl.conv import GATEWARE, SHELL
@@ -12,7 +13,7 @@ from hdl.conv.shell import desc_words, regmap_for, shell_ports
 
 from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor, weight_beats
 
-__all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi"]
+__all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi", "requant_conv"]
 
 
 def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
@@ -81,10 +82,12 @@ def layer_data(x, w, sched, packed=True):
     return x, wdata, xdata
 
 
-def axi_job(x, w, sched) -> dict:
+def axi_job(x, w, sched, rq=None) -> dict:
     """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one layer: the descriptor words in
     ``DESC_k``, ``O_WORDS``, the weights and features as one packet each; the statistics
-    registers read back after it."""
+    registers read back after it.  ``rq`` (a :class:`gen.core.fixed.Requant`, shells with
+    ``rq_width`` > 0): its ``RQ_*`` registers and, when it loads biases, their packet on
+    ``s_axis_b`` (``JOB_INPUTS.b_en`` set)."""
     cfg, layer = sched.cfg, sched.layer
     regmap = regmap_for(cfg)
     _, wdata, xdata = layer_data(x, w, sched, packed=False)
@@ -93,9 +96,24 @@ def axi_job(x, w, sched) -> dict:
             for k in range(desc_words(cfg))]
     regs += [[regmap.offset("O_WORDS"), layer.oc * layer.positions],
              [regmap.offset("IRQ_ENABLE"), 1]]
-    return {"regs": regs, "packets": {"s_axis_w": wdata, "s_axis_x": xdata},
+    packets = {"s_axis_w": wdata, "s_axis_x": xdata}
+    if cfg.rq_width:
+        rq = rq if rq is not None else Requant()
+        regs += requant_regs(regmap, rq, layer.ho * layer.wo, layer.oc)
+        loads = rq.bias is not None
+        regs += [[regmap.offset("JOB_INPUTS"), 0b11 | int(loads) << 2]]
+        if loads:
+            packets["s_axis_b"] = to_unsigned(rq.bias, cfg.acc_width)
+    return {"regs": regs, "packets": packets,
             "read": [regmap.offset(n) for n in ("MAC_BUSY_LO", "MAC_BUSY_HI",
                                                  "COMPUTE_CYCLES")]}
+
+
+def requant_conv(y, rq, bias, width: int):
+    """Golden model of the shell's output stage on a layer's sums ``y`` ``(..., Oc, Ho,
+    Wo)``: ``bias`` the ``Oc`` biases in effect (``rq.bias`` or the last loaded)."""
+    b = np.asarray(bias, dtype=np.int64)[:, None, None]
+    return requant_sums(y, b, mult=rq.mult, shift=rq.shift, width=width, relu=rq.relu)
 
 
 def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
@@ -103,17 +121,19 @@ def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, vali
     """:func:`rtl_conv` through the accelerator shell: one AXI job per layer ``(x, w,
     sched)``, back to back.  Returns ``(outputs, stats, records)``: the layers' outputs
     (shaped as :func:`rtl_conv`'s), per layer the statistics read from the registers
-    (``busy`` MAC-cycles, compute ``cycles``) and the bench's per-job records."""
-    axi = [axi_job(x, w, sched) for x, w, sched in jobs]
+    (``busy`` MAC-cycles, compute ``cycles``) and the bench's per-job records.  A job may
+    carry a fourth item, its :class:`gen.core.fixed.Requant` (``rq_width`` > 0); the outputs
+    are then the ``rq_width``-bit results."""
+    axi = [axi_job(*job) for job in jobs]
     sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=seed)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
-    total = sum(2 * (layer_cycles(s)["last_out"] + 64) for _, _, s in jobs)
+    total = sum(2 * (layer_cycles(job[2])["last_out"] + 64) for job in jobs)
     records = run_axi_jobs(SHELL, cfg, axi, sources, sinks, sim=sim, name=name,
                            max_cycles=int(2000 * len(jobs) + total / slow))
     outs, stats = [], []
-    for (x, w, sched), record in zip(jobs, records):
+    for (x, w, sched, *_), record in zip(jobs, records):
         layer = sched.layer
-        y = to_signed(record["packets"]["m_axis_o"], cfg.acc_width)
+        y = to_signed(record["packets"]["m_axis_o"], cfg.rq_width or cfg.acc_width)
         y = y.reshape(layer.batch, layer.oc, layer.ho, layer.wo)
         outs.append(y if np.ndim(x) == 4 else y[0])
         lo, hi, cycles = record["reads"]

@@ -35,6 +35,15 @@ def check_int(config, name: str, lo=None, hi=None) -> int:
     return value
 
 
+def check_requant(config) -> None:
+    """Validate a shell's requantisation fields ``rq_width`` (0: no stage, else 2..32 bits
+    of a result) and ``rq_depth`` (biases held, 1..65536)."""
+    if check_int(config, "rq_width") and not 2 <= config.rq_width <= 32:
+        raise ValueError(f"rq_width must be 0 (no requantisation stage) or between 2 and 32, "
+                         f"not {config.rq_width}")
+    check_int(config, "rq_depth", 1, 65536)
+
+
 def check_format(config, name: str, lo: int, hi: int) -> QFormat:
     """Validate the QFormat field ``name`` of a block config: ``lo..hi`` bits wide."""
     fmt = getattr(config, name)

@@ -26,7 +26,8 @@ import re
 import numpy as np
 
 __all__ = ["QFormat", "parse_format", "round_shift", "saturate", "quantise", "decode",
-           "requantise", "check_codes", "to_unsigned", "to_signed", "index_bits"]
+           "requantise", "requant_sums", "Requant", "REQUANT_LATENCY", "MULT_WIDTH", "SHIFT_WIDTH", "check_codes",
+           "to_unsigned", "to_signed", "index_bits"]
 
 _FORMAT_RE = re.compile(r"^(?:[Qq](\d+)\.(\d+)|int(\d+))$")
 
@@ -176,3 +177,55 @@ def to_signed(patterns, width: int):
 def index_bits(n: int) -> int:
     """Bits of an index over ``n`` items (at least 1)."""
     return max(1, (int(n) - 1).bit_length())
+
+
+# The requantisation stage's multiplier (unsigned) and right-shift widths, and its clocks
+# from a sum taken to its result offered (hdl/lib/requant.py).
+MULT_WIDTH = 16
+SHIFT_WIDTH = 6
+REQUANT_LATENCY = 4
+
+
+def requant_sums(sums, bias, *, mult: int, shift: int, width: int, relu: bool = False):
+    """The shells' requantisation stage (:class:`hdl.lib.requant.RequantStage`), bit exact:
+    ``clamp(floor(((s + b) * mult + 2**(shift-1)) / 2**shift), lo, 2**(width-1) - 1)`` (no
+    rounding term at ``shift`` 0, i.e. round half up), ``lo = 0`` with ``relu`` else
+    ``-2**(width-1)``.  ``bias`` broadcasts against ``sums`` (e.g. ``b[None, :, None, None]``
+    for the conv array's ``(B, Oc, Ho, Wo)``); both are integer codes in the sums' fraction
+    bits.  Exact for any widths (Python integers where int64 could overflow)."""
+    if not 0 <= mult < 1 << MULT_WIDTH:
+        raise ValueError(f"mult must be between 0 and {(1 << MULT_WIDTH) - 1}, not {mult}")
+    if not 0 <= shift < 1 << SHIFT_WIDTH:
+        raise ValueError(f"shift must be between 0 and {(1 << SHIFT_WIDTH) - 1}, not {shift}")
+    s, b = np.asarray(sums), np.asarray(bias)
+    wide = (max(int(np.abs(s).max(initial=0)), 1) + max(int(np.abs(b).max(initial=0)), 1)) \
+        * max(mult, 1) + (1 << shift) >= 1 << 62
+    dtype = object if wide else np.int64
+    total = (s.astype(dtype) + b.astype(dtype)) * mult
+    if shift:
+        total = (total + (1 << (shift - 1))) >> shift
+    lo = 0 if relu else -(1 << (width - 1))
+    return np.clip(total, lo, (1 << (width - 1)) - 1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Requant:
+    """One job's requantisation (the shells' output stage, :func:`requant_sums`).
+
+    ``bias``: the per-channel biases (integer codes in the sums' fraction bits) this job
+    loads, or None to keep the last loaded ones (0 after power-up); ``relu`` clamps at 0."""
+
+    mult: int = 1
+    shift: int = 0
+    relu: bool = False
+    bias: tuple = None
+
+    def __post_init__(self):
+        if self.bias is not None:
+            object.__setattr__(self, "bias", tuple(int(b) for b in np.ravel(self.bias)))
+        requant_sums([0], 0, mult=self.mult, shift=self.shift, width=2)   # range checks
+
+    def scale_word(self) -> int:
+        """The ``RQ_SCALE`` register."""
+        return (self.mult | self.shift << 16 | int(self.relu) << 22
+                | int(self.bias is not None) << 23)

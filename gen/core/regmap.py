@@ -37,7 +37,7 @@ import tempfile
 from gen.core.config import SpnnError
 
 __all__ = ["Field", "Register", "RegMap", "compile_rdl", "c_header", "ipxact", "markdown",
-           "CONTROL_RDL"]
+           "requant_regs", "CONTROL_RDL"]
 
 HDL_LIB = Path(__file__).resolve().parents[2] / "hdl" / "lib"
 CONTROL_RDL = HDL_LIB / "control.rdl"
@@ -113,10 +113,12 @@ def _kind(field) -> str:
                     f"the supported kinds ({', '.join(KINDS)}; see gen/core/regmap.py)")
 
 
-def compile_rdl(path=CONTROL_RDL, top: str = "spnn_control", parameters=None) -> RegMap:
+def compile_rdl(path=CONTROL_RDL, top: str = "spnn_control", parameters=None,
+                defines=None) -> RegMap:
     """Compile and elaborate the SystemRDL file ``path`` (addrmap ``top`` with
-    ``parameters``) into a :class:`RegMap`; an error in the description is one
-    :class:`SpnnError` naming the file."""
+    ``parameters``; Verilog-style ``defines`` for its preprocessor, e.g. ``{"RQ": ""}``)
+    into a :class:`RegMap`; an error in the description is one :class:`SpnnError` naming
+    the file."""
     from systemrdl import RDLCompileError, RDLCompiler
     from systemrdl.messages import MessagePrinter
 
@@ -131,7 +133,8 @@ def compile_rdl(path=CONTROL_RDL, top: str = "spnn_control", parameters=None) ->
     printer = _Quiet()
     rdl = RDLCompiler(message_printer=printer)
     try:
-        rdl.compile_file(str(path), incl_search_paths=[str(HDL_LIB)])
+        rdl.compile_file(str(path), incl_search_paths=[str(HDL_LIB)],
+                         defines=dict(defines or {}))
         root = rdl.elaborate(top_def_name=top, parameters=dict(parameters or {}))
     except RDLCompileError:
         detail = next((line for line in printer.lines if "error" in line), "")
@@ -178,3 +181,11 @@ def markdown(regmap: RegMap) -> str:
     """The register reference in Markdown (PeakRDL-markdown)."""
     from peakrdl_markdown import MarkdownExporter
     return _export(MarkdownExporter(), regmap._root, ".md")
+
+
+def requant_regs(regmap: RegMap, rq, positions: int, channels: int) -> list:
+    """``[[offset, value], ...]``: the ``RQ_*`` registers of a :class:`gen.core.fixed.Requant`
+    job whose transfers share a channel ``positions`` at a time over ``channels``."""
+    return [[regmap.offset("RQ_SCALE"), rq.scale_word()],
+            [regmap.offset("RQ_POSITIONS"), int(positions)],
+            [regmap.offset("RQ_CHANNELS"), int(channels)]]

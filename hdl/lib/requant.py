@@ -1,0 +1,212 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Requantisation of a block's sums on their way out of its shell.
+
+Every integer accelerator ends its output path the same way (Gemmini's accumulator scaling,
+TFLite's ``MultiplyByQuantizedMultiplier``): add the channel's bias, rescale by a multiplier
+and a right shift with rounding, saturate to the next layer's input width, optionally clamp
+at zero (a fused ReLU).  :class:`RequantStage` does that to a valid/ready stream of sums;
+:class:`RequantWrap` puts it on one output stream of a block, so an
+:class:`hdl.lib.axi_shell.AxiShell` around the wrapped block has the stage in its output
+path, its parameters in job registers (``hdl/lib/requant_regs.rdl``) and its biases on an
+AXI4-Stream input port.  The bit-exact golden model is :func:`gen.core.fixed.requant_sums`.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
+from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gen.core.fixed import MULT_WIDTH, REQUANT_LATENCY as LATENCY, SHIFT_WIDTH
+
+__all__ = ["RequantParams", "RequantStage", "RequantWrap", "PARAM_FIELDS", "LATENCY"]
+
+
+
+# The job registers of hdl/lib/requant_regs.rdl whose fields make the parameters, in order.
+PARAM_FIELDS = ("rq_scale_mult", "rq_scale_shift", "rq_scale_relu", "rq_scale_bias",
+                "rq_positions_value", "rq_channels_value")
+
+
+def RequantParams(channel_bits: int = 16):
+    """The stage's per-job parameters, one transfer at every job start (the fields of the
+    ``RQ_SCALE``, ``RQ_POSITIONS`` and ``RQ_CHANNELS`` registers, first in the LSBs):
+    ``mult`` (unsigned ``MULT_WIDTH``), ``shift`` (``SHIFT_WIDTH``), ``relu``, ``bias`` (this
+    job loads ``channels`` biases), ``positions`` (consecutive transfers sharing one channel,
+    32 bits, >= 1), ``channels`` (16 bits, >= 1)."""
+    return data.StructLayout({"mult": MULT_WIDTH, "shift": SHIFT_WIDTH, "relu": 1, "bias": 1,
+                              "positions": 32, "channels": channel_bits})
+
+
+class RequantStage(wiring.Component):
+    """Bias, multiply-shift with round half up, saturation and optional ReLU on a stream of
+    sums, ``lanes`` sums per transfer sharing one channel.
+
+    Transfer ``k`` of a job belongs to channel ``(k // positions) % channels`` (e.g. the
+    conv array's ``(B, Oc, Ho, Wo)`` order: ``positions = Ho Wo``, ``channels = Oc``; the FC
+    engine's rows: ``positions = 1``).  Each sum ``a`` becomes
+    ``clamp(floor(((a + bias[c]) * mult + 2**(shift-1)) / 2**shift), lo, 2**(W-1) - 1)``
+    (no rounding term when ``shift`` is 0), ``lo = 0`` with ``relu``, else ``-2**(W-1)``.
+
+    Parameters
+    ----------
+    acc_width : int
+        Bits of a signed sum (and of a bias word).
+    out_width : int
+        ``W``: bits of a signed result.
+    lanes : int
+        Sums per transfer.
+    depth : int
+        Biases held (channels of a job at most).
+    array : bool
+        Payloads as ``ArrayLayout`` s even for one lane (default: only for several).
+
+    Members
+    -------
+    i : In(stream.Signature(signed(acc_width) or ArrayLayout(signed(acc_width), lanes)))
+        The sums, in the block's output order.
+    o : Out(stream.Signature(signed(out_width) or ArrayLayout(signed(out_width), lanes)))
+        The results; ``o.valid`` and ``o.payload`` are registers.
+    b : In(stream.Signature(signed(acc_width)))
+        Biases, in channel order from channel 0 after every ``q``, in the sums' fraction
+        bits; ready except in the clock ``q`` is offered.
+    q : In(stream.Signature(RequantParams))
+        The job's parameters (one transfer at every job start; always ready).  With
+        ``bias`` set, no result leaves before ``channels`` biases have arrived; without, the
+        biases of the last load are used.
+
+    Latency/throughput
+    ------------------
+    One transfer per clock; ``LATENCY`` clocks from a sum taken to its result offered.  The
+    whole pipeline stalls while ``o`` is offered and not taken.
+    """
+
+    latency = LATENCY
+    ii = 1
+
+    def __init__(self, acc_width: int, out_width: int, lanes: int = 1, depth: int = 512,
+                 array: bool = None):
+        self.acc_width, self.out_width, self.lanes, self.depth = \
+            acc_width, out_width, lanes, depth
+        array = lanes > 1 if array is None else array
+        one = lambda w: data.ArrayLayout(signed(w), lanes) if array else signed(w)  # noqa
+        super().__init__({
+            "i": In(stream.Signature(one(acc_width))),
+            "o": Out(stream.Signature(one(out_width))),
+            "b": In(stream.Signature(signed(acc_width))),
+            "q": In(stream.Signature(RequantParams())),
+        })
+
+    def _lanes(self, value, width):
+        raw = Value.cast(value).as_unsigned()
+        return [raw[k * width:(k + 1) * width].as_signed() for k in range(self.lanes)]
+
+    def elaborate(self, platform):
+        m = Module()
+        A, W, N = self.acc_width, self.out_width, self.depth
+        prod_w = A + 1 + MULT_WIDTH + 1
+        abits = max(1, (N - 1).bit_length())
+        m.submodules.bias = mem = memory.Memory(shape=signed(A), depth=N, init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="sync")
+
+        # parameters of the job, loaded at its start
+        mult, shift = Signal(MULT_WIDTH), Signal(SHIFT_WIDTH)
+        relu, rnd = Signal(), Signal(1 << SHIFT_WIDTH)      # 2**(shift-1)
+        pos_last, ch_last = Signal(32), Signal(16)
+        waiting, b_addr = Signal(), Signal(16)
+        # a bias word never meets the parameters in one clock (the shell offers them in the
+        # clock after the start, when its input ports open): b waits that clock out
+        m.d.comb += [self.q.ready.eq(1), self.b.ready.eq(~self.q.valid)]
+        q = self.q.payload
+        with m.If(self.q.valid):
+            m.d.sync += [mult.eq(q.mult), shift.eq(q.shift), relu.eq(q.relu),
+                         rnd.eq((Const(1, len(rnd) + 1) << q.shift)[1:]),
+                         pos_last.eq(q.positions - 1), ch_last.eq(q.channels - 1),
+                         waiting.eq(q.bias), b_addr.eq(0)]
+        # biases in channel order; the last one ends the wait
+        m.d.comb += [wr.addr.eq(b_addr[:abits]), wr.data.eq(self.b.payload),
+                     wr.en.eq(self.b.valid)]
+        with m.If(self.b.valid):
+            m.d.sync += b_addr.eq(b_addr + 1)
+            with m.If(b_addr == ch_last):
+                m.d.sync += waiting.eq(0)
+
+        # the pipeline: every stage moves when the output register is free or taken
+        adv = Signal()
+        m.d.comb += adv.eq(~self.o.valid | self.o.ready)
+        take = Signal()
+        m.d.comb += [self.i.ready.eq(adv & ~waiting), take.eq(self.i.valid & self.i.ready)]
+        pos, ch = Signal(32), Signal(16)
+        with m.If(take):
+            m.d.sync += pos.eq(Mux(pos == pos_last, 0, pos + 1))
+            with m.If(pos == pos_last):
+                m.d.sync += ch.eq(Mux(ch == ch_last, 0, ch + 1))
+        with m.If(self.q.valid):
+            m.d.sync += [pos.eq(0), ch.eq(0)]
+        m.d.comb += [rd.addr.eq(ch[:abits]), rd.en.eq(adv)]
+
+        v1, v2, v3 = Signal(), Signal(), Signal()
+        a1 = [Signal(signed(A), name=f"a1_{k}") for k in range(self.lanes)]
+        s2 = [Signal(signed(A + 1), name=f"s2_{k}") for k in range(self.lanes)]
+        p3 = [Signal(signed(prod_w), name=f"p3_{k}") for k in range(self.lanes)]
+        out = self._lanes(self.o.payload, W)
+        hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
+        with m.If(adv):
+            m.d.sync += [v1.eq(take), v2.eq(v1), v3.eq(v2), self.o.valid.eq(v3)]
+            for k, a in enumerate(self._lanes(self.i.payload, A)):
+                r = (p3[k] + rnd) >> shift
+                m.d.sync += [a1[k].eq(a), s2[k].eq(a1[k] + rd.data),
+                             p3[k].eq(s2[k] * mult),
+                             out[k].eq(Mux(r > hi, hi, Mux(r < Mux(relu, 0, lo),
+                                                           Mux(relu, 0, lo), r)))]
+        return m
+
+
+class RequantWrap(wiring.Component):
+    """A block with a :class:`RequantStage` on its output stream ``output``: every member of
+    ``inner`` is forwarded, ``output`` carries the results, and two streams are added: the
+    biases ``bias`` and the parameters ``params`` (see :class:`RequantStage`).
+
+    Parameters
+    ----------
+    inner : wiring.Component
+        The block; ``output`` names a stream member of it whose payload is ``lanes`` signed
+        ``acc_width``-bit sums.
+    output : str
+    acc_width, out_width, lanes, depth, array :
+        As :class:`RequantStage`.
+    bias, params : str
+        Names of the added members.
+    """
+
+    def __init__(self, inner, output: str, acc_width: int, out_width: int, lanes: int = 1,
+                 depth: int = 512, bias: str = "b", params: str = "rq", array: bool = None):
+        self.inner, self.output = inner, output
+        self.stage = RequantStage(acc_width, out_width, lanes, depth, array)
+        self.bias_name, self.params_name = bias, params
+        members = dict(inner.signature.members.items())
+        members[output] = self.stage.signature.members["o"]
+        members[bias] = self.stage.signature.members["b"]
+        members[params] = self.stage.signature.members["q"]
+        super().__init__(members)
+        for name in ("latency", "ii"):
+            if hasattr(inner, name):
+                setattr(self, name, getattr(inner, name))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.block = self.inner
+        m.submodules.requant = stage = self.stage
+        for name, member in self.inner.signature.members.items():
+            if name == self.output:
+                continue
+            outer, inner = getattr(self, name), getattr(self.inner, name)
+            if member.is_signature:
+                wiring.connect(m, wiring.flipped(outer), inner)
+            elif member.flow == In:
+                m.d.comb += inner.eq(outer)
+            else:
+                m.d.comb += outer.eq(inner)
+        wiring.connect(m, getattr(self.inner, self.output), stage.i)
+        wiring.connect(m, stage.o, wiring.flipped(getattr(self, self.output)))
+        wiring.connect(m, wiring.flipped(getattr(self, self.bias_name)), stage.b)
+        wiring.connect(m, wiring.flipped(getattr(self, self.params_name)), stage.q)
+        return m
