@@ -15,8 +15,9 @@ __all__ = ["register"]
 DESCRIPTION = """\
 Compile an ONNX model (float, or QDQ-quantised weights) for spnn's blocks: every Conv goes to
 the MAC array (best mapping and host tiling), every Gemm/MatMul to the sparse PE array
-(batch 1, density <= 0.5) or the FD-CSR FC engine, ReLU/pooling/flatten/residual Add to the
-host; BatchNormalization is folded into its Conv. Fixed-point formats are calibrated on the
+(batch 1, density <= 0.5) or the FD-CSR FC engine, every LSTM (forward, default
+activations, zero initial state) to the LSTM engine, ReLU/pooling/flatten/residual Add and
+the selection of one LSTM step to the host; BatchNormalization is folded into its Conv. Fixed-point formats are calibrated on the
 sample inputs (--calib, batch first, the model's input shape). Writes PLAN/plan.json (per
 layer: block, config, formats, mapping, weight footprint, predicted cycles from the exact
 cycle models), PLAN/plan.md (the same as a table) and PLAN/model.onnx (a copy of the model,
@@ -25,9 +26,10 @@ read by 'spnn run model --plan PLAN/').
 Examples:
   spnn compile cnn.onnx --calib x.npy -o plan/
   spnn compile cnn.onnx --calib x.npy --batch 16 --set conv.rows=128 --set conv.cols=16 -o plan/
+  spnn compile lstm.onnx --calib seqs.npy --batch 16 --set lstm.pes=8 -o plan/
 """
 
-BLOCK_CONFIGS = ("conv", "spmv", "fc")
+BLOCK_CONFIGS = ("conv", "spmv", "fc", "lstm")
 
 
 def _config_sets(pairs):

@@ -10,18 +10,22 @@ Per layer of the graph (:mod:`gen.model.graph`):
   batch is 1 and the weight density is at most :data:`SPMV_DENSITY` (one vector at a time;
   its cost is the non-zeros), else the FD-CSR FC engine (``gen.fc``; it reuses every
   weight over ``batch`` inputs) unless the layer exceeds its ``max_rows`` / ``max_cols``
-  (then the PE array, which tiles any size, one input at a time); the reason is written in
-  the plan.  ``relu``, pools,
-  ``flatten`` and ``add`` run on the host (a documented numpy model; a ReLU right after a
+  (then the PE array, which tiles any size, one input at a time); ``lstm`` -> the LSTM
+  engine (``gen.lstm``: the weights loaded once, then the batch's sequences in one job);
+  the reason is written in the plan.  ``relu``, pools, ``flatten``, ``select`` and ``add``
+  run on the host (a documented numpy model; a ReLU right after a
   conv or gemm is marked ``fused``: the block's output stage applies it).
 * **Formats.** Every tensor a block reads gets a signed format of the width that block
   reads (conv ``data_width``, spmv/fc ``x_fmt`` width): the fewest integer bits ``m`` (sign
   included) with ``max |t| < 2**(m - 1)`` over the calibration inputs, the rest fraction
   bits.  Weights likewise from their own ``max |w|`` at the block's weight width.  A host
-  operator's output keeps its input's format.
+  operator's output keeps its input's format.  An LSTM's input and hidden state ``h`` share
+  the engine's ``x_fmt``, so its input tensor is calibrated on ``max(|x|, |h|)``;
+  :func:`lstm_entry` gives the engine's formats.
 * **Cycles.** The exact cycle models at full rate: conv ``TilePlan.cycles`` (end to end per
   job, loads included), spmv :func:`gen.spmv.cycle_model` (first weight word to last
-  result), fc :func:`gen.fc.fc_schedule` per batch of ``cfg.batch`` columns.
+  result), fc :func:`gen.fc.fc_schedule` per batch of ``cfg.batch`` columns, lstm
+  :func:`gen.lstm.cycle_model` of one job (weights, then ``batch`` calibration sequences).
 
 The plan is a dict (``plan.json``; :func:`plan_table` renders it as Markdown).
 """
@@ -33,7 +37,7 @@ from gen.core.fixed import QFormat
 from gen.model.reference import run_float
 
 __all__ = ["compile_model", "choose_format", "plan_table", "config_classes", "layer_config",
-           "SPMV_DENSITY", "PLAN_VERSION"]
+           "lstm_layer", "lstm_entry", "SPMV_DENSITY", "PLAN_VERSION"]
 
 PLAN_VERSION = 1
 SPMV_DENSITY = 0.5
@@ -132,8 +136,9 @@ def config_classes() -> dict:
     """``{block: config class}`` of the blocks a plan can use."""
     from gen.conv import ConvConfig
     from gen.fc import FcConfig
+    from gen.lstm import LstmConfig
     from gen.spmv import SpmvConfig
-    return {"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig}
+    return {"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig, "lstm": LstmConfig}
 
 
 def _default_cfgs(cfgs):
@@ -142,7 +147,7 @@ def _default_cfgs(cfgs):
     return out
 
 
-PASS_THROUGH = ("relu", "maxpool", "avgpool", "flatten")   # keep their input's format
+PASS_THROUGH = ("relu", "maxpool", "avgpool", "flatten", "select")  # keep their input's format
 OUT_WIDTH = 16            # a tensor no block reads (the model output, an Add operand)
 
 
@@ -214,7 +219,12 @@ def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model
     _, tensors = run_float(graph, calib, keep=True)
     peak = {n: float(np.max(np.abs(t))) if t.size else 0.0 for n, t in tensors.items()}
     blocks = _assign(graph, tensors, cfgs, batch)
-    fmts = _formats(graph, peak, {n: v[1] for n, v in blocks.items()})
+    widths, fpeak = {n: v[1] for n, v in blocks.items()}, dict(peak)
+    for layer in graph.layers:
+        if layer.op == "lstm":          # x and h share the engine's x_fmt
+            widths[layer.name] = cfgs["lstm"].x_fmt.width
+            fpeak[layer.inputs[0]] = max(peak[layer.inputs[0]], peak[layer.output])
+    fmts = _formats(graph, fpeak, widths)
     readers = _readers(graph)
     entries = []
     for k, layer in enumerate(graph.layers):
@@ -222,7 +232,9 @@ def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model
                  "output": layer.output, "in_shape": _shape(tensors[layer.inputs[0]]),
                  "out_shape": _shape(tensors[layer.output]),
                  "in_format": str(fmts[layer.inputs[0]]), "out_format": str(fmts[layer.output])}
-        if layer.name in blocks:
+        if layer.op == "lstm":
+            entry.update(lstm_entry(layer, tensors, fmts, cfgs["lstm"], batch))
+        elif layer.name in blocks:
             info, _, w_width = blocks[layer.name]
             entry.update(info)
             fw = choose_format(float(np.max(np.abs(layer.w))), w_width)
@@ -253,6 +265,71 @@ def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model
             "layers": entries, "total_cycles": int(total)}
 
 
+def lstm_layer(layer, base, fx: QFormat, fw: QFormat, fb: QFormat):
+    """The LSTM engine's config, integer weights and compiled plan for an ``lstm`` layer:
+    ``base`` (pes, fifo_depth, segments, pre/act/c formats, lanes) with ``max_inputs`` X,
+    ``max_hidden`` H, the formats ``fx`` (x and h), ``fw``, ``fb`` and ``mem_depth`` the
+    largest PE load rounded up to a power of two.  Returns ``(cfg, LstmQuant, LstmPlan)``."""
+    from dataclasses import replace
+    from gen.lstm import LstmFloat, compile_lstm, quantise_lstm
+    nx, hid = layer.attrs["inputs"], layer.attrs["hidden"]
+    try:
+        probe = replace(base, max_inputs=nx, max_hidden=hid, mem_depth=1 << 20, x_fmt=fx,
+                        w_fmt=fw, b_fmt=fb)
+        q = quantise_lstm(LstmFloat(layer.w[:, :nx], layer.w[:, nx:], layer.b), probe)
+        loads = compile_lstm(q, probe).loads.max(initial=1)
+        cfg = replace(probe, mem_depth=max(2, 1 << int(loads - 1).bit_length()))
+        return cfg, q, compile_lstm(q, cfg)
+    except (TypeError, ValueError) as exc:
+        raise SpnnError(f"layer {layer.name!r}: LSTM X = {nx}, H = {hid} does not fit the "
+                        f"LSTM engine ({exc})") from None
+
+
+def lstm_entry(layer, tensors, fmts, base, batch: int) -> dict:
+    """The plan entry of an ``lstm`` layer.
+
+    Formats: ``x_fmt`` (inputs and ``h``) = the input tensor's calibrated format (chosen on
+    ``max(|x|, |h|)`` at ``base.x_fmt``'s width), ``w_fmt`` and ``b_fmt`` by the calibration
+    rule on ``max |[W_ih W_hh]|`` and ``max |b|`` at ``base``'s widths (the bias with at most
+    ``w_frac + x_frac`` fraction bits); ``pre_fmt``, ``act_fmt``, ``c_fmt`` stay ``base``'s:
+    the PWL units cover their input format's range, so narrowing it to the calibrated
+    pre-activations or cell state would cut sigmoid/tanh where they are not yet flat.
+
+    Cycles: :func:`gen.lstm.cycle_model` of one job - the weight stream, then ``batch``
+    sequences (the first calibration samples, repeated when there are fewer) - from the
+    first weight word to the last ``h`` transfer (every step's ``h`` leaves the engine).
+    The engine skips zero ``x`` and ``h`` codes, so the count depends on the data.
+    """
+    from gen.core.fixed import quantise, requantise
+    from gen.lstm import cycle_model, step_cycles
+    x = tensors[layer.inputs[0]]
+    fin = fmts[layer.inputs[0]]
+    fx = choose_format(max(float(np.max(np.abs(x))) if x.size else 0.0,
+                           float(np.max(np.abs(tensors[layer.output])))), base.x_fmt.width)
+    fw = choose_format(float(np.max(np.abs(layer.w))), base.w_fmt.width)
+    fb = choose_format(float(np.max(np.abs(layer.b))), base.b_fmt.width)
+    acc_frac = fx.frac_bits + fw.frac_bits
+    if fb.frac_bits > acc_frac:
+        fb = QFormat(fb.width - acc_frac, acc_frac)
+    cfg, q, lplan = lstm_layer(layer, base, fx, fw, fb)
+    pick = [k % len(x) for k in range(batch)]
+    xq = requantise(quantise(x[pick], fin), fin.frac_bits, fx)
+    run = cycle_model(lplan, [(s, None, None) for s in xq])
+    cycles, steps = run["o"][-1] + 1, x.shape[1]
+    macs = lplan.nnz * steps * batch
+    return {"block": "lstm", "cycles": int(cycles), "jobs": 1, "sequences": batch,
+            "steps": int(steps), "weight_load_cycles": int(run["w"][-1] + 1),
+            "cycles_per_step": float(np.mean(step_cycles(run))),
+            "ideal_cycles_per_step": lplan.ideal_cycles, "macs": int(macs),
+            "mac_units": cfg.pes, "utilisation": macs / (cfg.pes * cycles),
+            "x_format": str(fx), "w_format": str(fw), "b_format": str(fb),
+            "config": _cfg_dict(cfg), "weights": int(layer.w.size), "nnz": lplan.nnz,
+            "density": lplan.nnz / layer.w.size, "relu_fused": False,
+            "reason": f"LSTM -> the LSTM engine ({cfg.pes} PEs, PWL gates): the weights "
+                      f"loaded once, then the batch's {batch} sequences of {steps} steps in "
+                      f"one job"}
+
+
 def _cfg_dict(cfg):
     from gen.core.config import config_to_dict
     return config_to_dict(cfg)
@@ -268,6 +345,8 @@ def plan_table(plan: dict) -> str:
         how = e.get("mapping", "")
         if "jobs" in e:
             how = f"{how} / {e['jobs']}".strip(" /")
+        if e["block"] == "lstm":
+            how = f"{e['sequences']} seq x {e['steps']} steps"
         util = f"{e['utilisation']:.3f}" if "utilisation" in e else ""
         dens = f"{e['density']:.3f}" if "density" in e else ""
         lines.append(f"| {e['name']} | {e['op']}{' (fused)' if e.get('fused') else ''} | "

@@ -9,7 +9,8 @@ every tensor's values, which calibration (:mod:`gen.model.compile`) reads.
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-__all__ = ["run_float", "run_onnxruntime", "conv2d", "pool2d", "windows", "window_counts"]
+__all__ = ["run_float", "run_onnxruntime", "conv2d", "pool2d", "windows", "window_counts",
+           "lstm_float"]
 
 
 def conv2d(x, w, b=None, stride=1, pad=0):
@@ -45,6 +46,26 @@ def pool2d(x, kernel, stride, pad, kind, count_include_pad=0):
     return total / window_counts(x.shape[2:], kernel, stride, pad)
 
 
+def lstm_float(x, w, b, hidden: int):
+    """``torch.nn.LSTM``'s equations (gate order i, f, g, o; ``h_0 = c_0 = 0``) on a batch
+    of sequences ``x`` ``(B, T, X)`` with ``w = [W_ih W_hh]`` ``(4H, X + H)`` and ``b =
+    b_ih + b_hh``: every step's ``h``, ``(B, T, H)``."""
+    n, steps, nx = x.shape
+    h, c = np.zeros((n, hidden)), np.zeros((n, hidden))
+    out = np.zeros((n, steps, hidden))
+    w_ih, w_hh = w[:, :nx], w[:, nx:]
+
+    def sigmoid(v):
+        return 0.5 * (1.0 + np.tanh(0.5 * v))          # no overflow for large |v|
+    for t in range(steps):
+        z = x[:, t] @ w_ih.T + h @ w_hh.T + b
+        i, f, g, o = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        h = sigmoid(o) * np.tanh(c)
+        out[:, t] = h
+    return out
+
+
 def _layer(layer, args):
     x = args[0]
     a = layer.attrs
@@ -53,6 +74,10 @@ def _layer(layer, args):
     if layer.op == "gemm":
         y = x.reshape(x.shape[0], -1) @ layer.w.T
         return y if layer.b is None else y + layer.b
+    if layer.op == "lstm":
+        return lstm_float(x, layer.w, layer.b, a["hidden"])
+    if layer.op == "select":
+        return np.take(x, a["index"], axis=a["axis"])
     if layer.op == "relu":
         return np.maximum(x, 0.0)
     if layer.op == "flatten":

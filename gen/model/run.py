@@ -17,7 +17,14 @@ Host operators on codes, in the input's format: ``relu`` max(c, 0); ``maxpool`` 
 code (padding never wins); ``avgpool`` the sum of the window's codes divided by its size
 (count of non-padding positions unless ``count_include_pad``), rounded half up;
 ``flatten``; ``add``: both operands shifted to the output's format (round half up), added,
-saturated.
+saturated; ``select`` one position along an axis.
+
+LSTM layers (:func:`_lstm_layer`): the input codes shifted to the layer's ``x_fmt`` (the
+identity when the input tensor has that format, as it has when only the LSTM reads it),
+every sequence of the chunk through :func:`gen.lstm.ref_lstm` (golden) or, in one job
+after one weight load, :func:`gen.lstm.twin.rtl_lstm` (checked equal bit for bit); the
+engine's ``h`` codes (``x_fmt``, every step) shifted to the output tensor's format (round
+half up, saturate): the requantisation of the other blocks, without bias or ReLU.
 """
 
 import re
@@ -49,6 +56,8 @@ def _host(layer, args, fmts):
     a = layer.attrs
     if layer.op == "relu":
         return np.maximum(x, 0)
+    if layer.op == "select":
+        return np.take(x, a["index"], axis=a["axis"])
     if layer.op == "flatten":
         return x.reshape(x.shape[0], -1)
     if layer.op == "add":
@@ -141,6 +150,30 @@ class _Blocks:
             rtl.append(y.T)
         return self._check(layer, np.concatenate(rtl), gold)
 
+    def lstm(self, layer, xq, q, cfg, lplan):
+        """Every sequence of ``xq`` ``(B, T, X)`` (codes of ``cfg.x_fmt``) from h = c = 0:
+        the ``h`` codes ``(B, T, H)``; on the RTL one job (one weight load) per call."""
+        from gen.lstm import ref_lstm
+        gold = np.stack([ref_lstm(q, s, cfg)[0] for s in xq])
+        if self.engine == "golden":
+            return gold
+        from gen.lstm.twin import rtl_lstm
+        outs, result = rtl_lstm(lplan, [(s, None, None) for s in xq], self.sim,
+                                name=_run_name(layer))
+        self._count(layer, result)
+        return self._check(layer, np.stack(outs), gold)
+
+
+def _lstm_layer(layer, entry, xq, fmts, blocks):
+    """An ``lstm`` layer (module docstring): input codes -> the output tensor's codes."""
+    from gen.lstm import LstmConfig
+    from gen.model.compile import lstm_layer
+    cfg = config_from_strings(LstmConfig, {k: str(v) for k, v in entry["config"].items()})
+    cfg, q, lplan = lstm_layer(layer, cfg, cfg.x_fmt, cfg.w_fmt, cfg.b_fmt)
+    fin = fmts[layer.inputs[0]]
+    h = blocks.lstm(layer, requantise(xq, fin.frac_bits, cfg.x_fmt), q, cfg, lplan)
+    return requantise(h, cfg.x_fmt.frac_bits, fmts[layer.output])
+
 
 def _block_layer(layer, entry, xq, fmts, blocks):
     fx, fw = fmts[layer.inputs[0]], parse_format(entry["w_format"])
@@ -190,6 +223,9 @@ def run_plan(graph, plan, x, engine: str = "golden", sim: str = "verilator",
             if layer.op in ("conv", "gemm"):
                 codes[layer.output] = _block_layer(layer, entries[layer.name], args[0],
                                                    fmts, blocks)
+            elif layer.op == "lstm":
+                codes[layer.output] = _lstm_layer(layer, entries[layer.name], args[0],
+                                                  fmts, blocks)
             else:
                 codes[layer.output] = _host(layer, args, fmts)
         out_fmt = fmts[graph.output]

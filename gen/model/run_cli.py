@@ -116,7 +116,7 @@ def _plot(report) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     layers = [e for e in report["layers"] if e["block"] != "host"]
-    colours = {"conv": "#6a9fd4", "spmv": "#d9822b", "fc": "#7fb069"}
+    colours = {"conv": "#6a9fd4", "spmv": "#d9822b", "fc": "#7fb069", "lstm": "#a26bb3"}
     fig, ax = plt.subplots(figsize=(max(5, 0.6 * len(layers) + 2), 3.4))
     ax.bar(range(len(layers)), [e["cycles"] for e in layers],
            color=[colours[e["block"]] for e in layers])
