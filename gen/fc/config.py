@@ -4,7 +4,7 @@ the pipeline constants the schedule and the gateware share."""
 
 from dataclasses import dataclass
 
-from gen.core.config import check_format, check_int
+from gen.core.config import check_format, check_int, check_requant
 from gen.core.fixed import QFormat
 from gen.fc.fdcsr import _check_width
 
@@ -45,6 +45,14 @@ class FcConfig:
         ``batch`` carries ``bus_words / batch`` rows per beat (packed, ``tkeep`` marking
         the present rows).  The engine takes one row per clock either way; the weight
         values stay ``nz_per_clock`` per beat (the engine's issue width).
+    rq_width : int
+        0 (default): the shell's output port carries the exact sums.  2..32: the shell
+        requantises every sum on its way out (bias, multiply-shift with round half up,
+        saturation to ``rq_width`` signed bits, optional ReLU; ``hdl/lib/requant.py``,
+        registers ``RQ_*``) and the output port carries ``rq_width``-bit words; the biases
+        arrive on ``s_axis_b``.
+    rq_depth : int
+        Biases the requantisation stage holds (channels per job), 1..65536.
     """
 
     batch: int = 4
@@ -58,6 +66,8 @@ class FcConfig:
     addr_width: int = 20
     fifo_depth: int = 4
     bus_words: int = 1
+    rq_width: int = 0
+    rq_depth: int = 512
 
     def __post_init__(self):
         check_int(self, "batch", 1, 64)
@@ -76,6 +86,7 @@ class FcConfig:
         check_int(self, "addr_width", 4, 32)
         check_int(self, "fifo_depth", 2, 64)
         check_int(self, "bus_words", 1, 32)
+        check_requant(self)
         if self.bus_words > 1 and self.bus_words % self.batch:
             raise ValueError(f"bus_words must be 1 or a multiple of batch = {self.batch} "
                              f"(whole rows per beat), not {self.bus_words}")
@@ -114,7 +125,8 @@ class FcConfig:
     @property
     def shell_name(self) -> str:
         """The accelerator shell's module: ``<module>_axi``, ``_w<bus_words>`` beyond 1."""
-        return f"{self.module_name}_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+        return (f"{self.module_name}_axi" + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+                + (f"_rq{self.rq_width}" if self.rq_width else ""))
 
     # Clocks from a ``meta`` transfer to the decoder taking that beat when nothing waits:
     # the input register stage (per-segment popcounts), then the skid buffer's main entry

@@ -10,11 +10,19 @@ from amaranth.lib import data
 from gen.core.regmap import compile_rdl
 from hdl.fc.engine import FcEngine
 from hdl.lib.axi_shell import AxiShell, AxisPort, RegPort
+from hdl.lib.requant import PARAM_FIELDS, RequantWrap
 
-__all__ = ["FcShell", "shell_ports", "REGS_RDL", "REGMAP"]
+__all__ = ["FcShell", "shell_ports", "regmap_for", "REGS_RDL", "REGMAP"]
 
 REGS_RDL = Path(__file__).with_name("regs.rdl")
 REGMAP = compile_rdl(REGS_RDL, "spnn_fc")
+REGMAP_RQ = compile_rdl(REGS_RDL, "spnn_fc", defines={"RQ": ""})
+
+
+def regmap_for(cfg):
+    """The shell's register map (with the ``RQ_*`` registers and ``JOB_INPUTS.b_en`` when
+    ``rq_width`` > 0)."""
+    return REGMAP_RQ if cfg.rq_width else REGMAP
 
 
 def shell_ports(cfg):
@@ -22,14 +30,16 @@ def shell_ports(cfg):
     meta = cfg.segs_per_beat * (cfg.row_width + cfg.addr_width)
     vaddr = cfg.addr_width + cfg.nz_per_clock.bit_length()
     rows = cfg.rows_per_beat
+    yw = cfg.rq_width or cfg.acc_width
     x = (AxisPort("x", "x", cfg.x_fmt.width, cfg.batch, packed=False) if rows == 1 else
          AxisPort("x", "x", cfg.x_fmt.width, cfg.bus_words, group=cfg.batch))
-    y = (AxisPort("y", "y", cfg.acc_width, cfg.batch, packed=False) if rows == 1 else
-         AxisPort("y", "y", cfg.acc_width, cfg.bus_words, group=cfg.batch))
+    y = (AxisPort("y", "y", yw, cfg.batch, packed=False) if rows == 1 else
+         AxisPort("y", "y", yw, cfg.bus_words, group=cfg.batch))
+    bias = (AxisPort("b", "b", cfg.acc_width, max(1, cfg.bus_words)),) if cfg.rq_width else ()
     return ((x,
              AxisPort("meta", "meta", meta, 1, packed=False),
              AxisPort("vdata", "vdata", cfg.w_fmt.width, cfg.nz_per_clock, packed=False,
-                      framed=False)),
+                      framed=False)) + bias,
             (AxisPort("vaddr", "vaddr", vaddr, 1, packed=False, framed=False),
              y))
 
@@ -59,6 +69,12 @@ class FcShell(AxiShell):
     m_axis_y_tdata, ... :
         The rows of ``W @ X`` (``batch`` sums of ``acc_width`` bits each, zero-padded),
         ``rows_per_beat`` per beat; ``tlast`` on the beat with the ``Y_BEATS``-th row.
+        With ``rq_width`` > 0 the sums requantised to ``rq_width`` bits
+        (:class:`hdl.lib.requant.RequantStage`; one channel per row: ``RQ_POSITIONS`` 1,
+        ``RQ_CHANNELS`` = rows).
+    s_axis_b_tdata, ... :
+        Only with ``rq_width`` > 0: the rows' biases (``acc_width`` codes in ``y_fmt``),
+        ``bus_words`` per beat, ``RQ_CHANNELS`` words when ``JOB_INPUTS.b_en`` is set.
     s_axi_*, irq :
         Control (``hdl/fc/regs.rdl``: ``ROWS``, ``COLS`` replace the bare engine's ``cmd``
         stream) and its interrupt.
@@ -67,5 +83,9 @@ class FcShell(AxiShell):
     def __init__(self, cfg):
         self.cfg = cfg
         inputs, outputs = shell_ports(cfg)
-        super().__init__(FcEngine(cfg), REGMAP, inputs, outputs,
-                         registers=(RegPort("cmd", ("rows_value", "cols_value")),))
+        block, registers = FcEngine(cfg), (RegPort("cmd", ("rows_value", "cols_value")),)
+        if cfg.rq_width:
+            block = RequantWrap(block, "y", cfg.acc_width, cfg.rq_width, lanes=cfg.batch,
+                                depth=cfg.rq_depth, array=True)
+            registers += (RegPort("rq", PARAM_FIELDS),)
+        super().__init__(block, regmap_for(cfg), inputs, outputs, registers=registers)

@@ -96,3 +96,29 @@ def test_bus_words_is_whole_rows():
     for bad in (0, 3, 33):
         with pytest.raises(ValueError, match="bus_words must be"):
             FcConfig(batch=2, bus_words=bad)
+
+
+@pytest.mark.parametrize("valid_prob, ready_prob, bus_words", [(1.0, 1.0, 1), (0.6, 0.5, 6)])
+@pytest.mark.native_agree
+def test_shell_requant(sim, valid_prob, ready_prob, bus_words):
+    """The requantisation stage on each row of ``batch`` sums (one bias per row; 8-bit
+    results with saturation, ReLU on the first layer; the third layer reuses the second's
+    biases); with ``bus_words`` 6 three rows per beat, biases 6 per beat."""
+    from gen.core.fixed import Requant
+    from gen.fc.twin import requant_fc
+    cfg = dataclasses.replace(CFG, bus_words=bus_words, rq_width=8, rq_depth=32)
+    rng = np.random.default_rng(35)
+    cases = [_case(rng, 9, 37, 2, 0.3), _case(rng, 20, 17, 2, 0.4), _case(rng, 5, 8, 1, 0.5)]
+    ws, xs = [c[0] for c in cases], [c[1] for c in cases]
+    b1 = tuple(int(v) for v in rng.integers(-1 << 20, 1 << 20, 20))
+    rqs = [Requant(mult=3, shift=20, relu=True, bias=tuple(range(-4 << 18, 5 << 18, 1 << 18))),
+           Requant(mult=1, shift=18, bias=b1), Requant(mult=200, shift=25)]
+    ys, records = rtl_fc_axi(ws, xs, cfg, sim, valid_prob=valid_prob, ready_prob=ready_prob,
+                             seed=2, name=f"requant-{int(valid_prob * 10)}-{bus_words}", rq=rqs)
+    bias, sat = (), 0
+    for w, x, y, rq in zip(ws, xs, ys, rqs):
+        bias = rq.bias if rq.bias is not None else bias
+        want = requant_fc(ref_fc(w, x, cfg), rq, bias[:w.shape[0]], 8)
+        np.testing.assert_array_equal(y, want)
+        sat += int((np.abs(want) >= 127).sum())
+    assert sat > 0 and (ys[0] >= 0).all() and (ys[0] == 0).any()
