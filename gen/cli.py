@@ -11,6 +11,7 @@ Commands:
   spnn encode / spnn decode   FD-CSR weight files
   spnn explore   sparse convolution dataflow explorer (unrolling and load imbalance)
   spnn compile   plan a whole ONNX network onto the blocks (formats, mapping, cycles)
+  spnn sweep     design-space sweeps of a block over workloads, on Dask
 
 Examples:
   spnn verilog --all
@@ -33,6 +34,7 @@ from gen.explore import cli as explore_cli
 from gen.model import cli as model_cli
 from gen.model import run_cli as model_run_cli
 from gen.registry import BLOCKS, configs_for
+from gen.sweep import cli as sweep_cli
 
 __all__ = ["main", "RUN_COMMANDS", "EXTRA_COMMANDS", "build_parser"]
 
@@ -42,7 +44,7 @@ RUN_COMMANDS = {name: block.cli for name, block in BLOCKS.items()} | {"model": m
 # Further top-level commands: each module provides register(subparsers), which adds its
 # parser (parser_class=_Parser is inherited) and sets `handler` to a function(args) -> int.
 EXTRA_COMMANDS = (synth, *(cmd for block in BLOCKS.values() for cmd in block.commands),
-                  explore_cli, model_cli)
+                  explore_cli, model_cli, sweep_cli)
 
 
 class _Parser(argparse.ArgumentParser):
