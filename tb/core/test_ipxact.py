@@ -39,10 +39,12 @@ def _text(node, path):
 # one bus width per block, both for the PWL shell (each conversion of a large block's
 # default config costs seconds)
 # (fc at 8: two rows of its default batch 4 per beat, the grouped ports)
-@pytest.mark.parametrize("name, words",
-                         [("pwl", 1)] + [(name, 4) for name in SHELLS] + [("fc", 8)])
-def test_component_matches_verilog(tmp_path, name, words):
-    sets = _sets(name, words)
+# (and the FC shell with its requantisation stage: the s_axis_b port and the RQ_* registers)
+@pytest.mark.parametrize("name, words, extra",
+                         [("pwl", 1, {})] + [(name, 4, {}) for name in SHELLS]
+                         + [("fc", 8, {}), ("fc", 4, {"rq_width": 8})])
+def test_component_matches_verilog(tmp_path, name, words, extra):
+    sets = _sets(name, words) | extra
     module, folder = _package(tmp_path, name, *(f"{k}={v}" for k, v in sets.items()))
     verilog = (folder / f"{module}.v").read_text()
     root = ET.parse(folder / "component.xml").getroot()
