@@ -11,12 +11,20 @@ models, the plan on the RTL (Verilator, native engine; every layer's result chec
 the golden one).  Writes ``build/bench/model.json`` and ``build/bench/model.md`` (``--docs``:
 the table into README.md and docs/model.md).
 
+The digits LSTM classifier of ``scripts/train_lstm_digits.py`` (``nn.LSTM(8, 32)`` 82 %
+pruned + ``nn.Linear(32, 10)`` on the last step, exported as an ONNX ``LSTM``; trained first
+when ``build/bench`` lacks it) takes the same route (:func:`lstm_result`): compiled with 256
+training sequences (batch 16, the LSTM engine with P = 8 as in that script), the 450 test
+sequences through onnxruntime, the golden plan and the RTL plan.  Writes
+``build/bench/model_lstm.json`` and ``.md`` (``--docs``: into README.md and docs/model.md).
+
 Then pruned VGG16- and ResNet-18-shaped networks (random weights, 224 x 224) are compiled on
 the 128 x 16 array with the seed's buffer sizes at batch 1, and their predicted cycles,
 latency and images/s reported (:func:`network_rows`; batch 16 compiles too, but its conv
 tiling search took 276 s for ResNet-18 alone, so the bench leaves it out).
 
-Usage: ``python -m scripts.bench_model [--level s70] [--limit N] [--no-networks] [--docs]``.
+Usage: ``python -m scripts.bench_model [--level s70] [--limit N] [--no-cnn] [--no-lstm]
+[--no-networks] [--docs]``.
 """
 
 import argparse
@@ -32,6 +40,9 @@ import numpy as np
 from scripts import docs
 
 EXPLORE = Path("build/explore")
+LSTM_DIR = Path("build/bench")              # where scripts/train_lstm_digits.py writes
+LSTM_FILES = ("lstm_digits.onnx", "lstm_digits_test_x.npy", "lstm_digits_test_y.npy",
+              "lstm_digits_calib_x.npy")
 DOC_FILES = ("README.md", "docs/model.md")
 
 
@@ -65,9 +76,32 @@ def main(argv=None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="test images (default all)")
     ap.add_argument("--out", default="build/bench")
     ap.add_argument("--docs", action="store_true")
+    ap.add_argument("--no-cnn", action="store_true", help="skip the digits CNN")
+    ap.add_argument("--no-lstm", action="store_true", help="skip the digits LSTM")
     ap.add_argument("--no-networks", action="store_true",
                     help="skip the VGG16 / ResNet-18 plans")
     args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    ok = True
+    if not args.no_cnn:
+        ok = cnn_main(args, out) and ok
+    if not args.no_lstm:
+        res = lstm_result(args.limit)
+        (out / "model_lstm.json").write_text(json.dumps(res, indent=2) + "\n")
+        table = lstm_markdown(res)
+        (out / "model_lstm.md").write_text(table)
+        print(table)
+        if args.docs:
+            docs.write_docs(table, "lstm model table", "scripts/bench_model.py", DOC_FILES)
+        ok = ok and res["rtl_equals_golden"] and \
+            abs(res["accuracy_golden"] - res["accuracy_float"]) <= 0.01
+    return 0 if ok else 1
+
+
+def cnn_main(args, out) -> bool:
+    """The digits CNN (and the VGG16 / ResNet-18 plans): True when RTL == golden and the
+    golden accuracy is within 1 point of the float one."""
     from gen.conv import ConvConfig
     from gen.core.sim import using_engine
     from gen.model import compile_model, load_onnx
@@ -99,8 +133,6 @@ def main(argv=None) -> int:
            "output_range": float(np.max(np.abs(ref)))}
     if not args.no_networks:
         res["networks"] = network_rows()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     (out / "model.json").write_text(json.dumps(res, indent=2) + "\n")
     table = markdown(res) + ("\n" + networks_markdown(res["networks"])
                              if "networks" in res else "")
@@ -108,9 +140,86 @@ def main(argv=None) -> int:
     print(table)
     if args.docs:
         docs.write_docs(table, "model table", "scripts/bench_model.py", DOC_FILES)
-    ok = res["rtl_equals_golden"] and abs(res["accuracy_golden"] - res["accuracy_float"]) <= 0.01
-    return 0 if ok else 1
+    return res["rtl_equals_golden"] and abs(res["accuracy_golden"] - res["accuracy_float"]) <= 0.01
 
+
+# ---- the digits LSTM classifier through ONNX ---------------------------------------------
+
+def _ensure_lstm():
+    if not all((LSTM_DIR / f).exists() for f in LSTM_FILES):
+        print("[model] training the digits LSTM (scripts/train_lstm_digits.py --no-rtl)",
+              flush=True)
+        subprocess.run([sys.executable, "-m", "scripts.train_lstm_digits", "--no-rtl",
+                        "--out", str(LSTM_DIR)], check=True)
+
+
+def lstm_result(limit=None) -> dict:
+    """The digits LSTM through ``spnn compile`` + the plan's golden and RTL runs (Verilator,
+    native engine) on the test split, against onnxruntime."""
+    from gen.core.sim import using_engine
+    from gen.lstm import LstmConfig
+    from gen.model import compile_model, load_onnx
+    from gen.model.reference import run_onnxruntime
+    from gen.model.run import run_plan
+    _ensure_lstm()
+    onnx_path = LSTM_DIR / "lstm_digits.onnx"
+    x = np.load(LSTM_DIR / "lstm_digits_test_x.npy", allow_pickle=False)[:limit]
+    y = np.load(LSTM_DIR / "lstm_digits_test_y.npy", allow_pickle=False)[:limit]
+    calib = np.load(LSTM_DIR / "lstm_digits_calib_x.npy", allow_pickle=False)
+    graph = load_onnx(onnx_path)
+    lstm = replace(LstmConfig(), pes=8, fifo_depth=8)          # as train_lstm_digits.py
+    plan = compile_model(graph, calib, batch=16, cfgs={"lstm": lstm}, name="digits-lstm")
+    ref = run_onnxruntime(onnx_path, "x", x)
+    gold, _ = run_plan(graph, plan, x, engine="golden")
+    t0 = time.perf_counter()
+    with using_engine("native"):
+        rtl, info = run_plan(graph, plan, x, engine="rtl")
+    rtl_seconds = time.perf_counter() - t0
+    acc = lambda out: float(np.mean(np.argmax(out, axis=1) == y))   # noqa: E731
+    direct = LSTM_DIR / "lstm_digits.json"
+    direct = json.loads(direct.read_text()) if direct.exists() else {}
+    return {"sequences": int(len(x)), "plan": plan, "accuracy_float": acc(ref),
+            "accuracy_golden": acc(gold), "accuracy_rtl": acc(rtl),
+            "rtl_equals_golden": bool(np.array_equal(rtl, gold)),
+            "rtl_layer_runs": info["rtl_runs"], "rtl_seconds": rtl_seconds,
+            "measured_cycles": info["measured_cycles"],
+            "max_abs_error": float(np.max(np.abs(gold - ref))),
+            "output_range": float(np.max(np.abs(ref))),
+            "direct_path": {"accuracy": direct.get("accuracy"), "formats": direct.get("formats")}}
+
+
+def lstm_markdown(res) -> str:
+    from gen.model import plan_table
+    plan = res["plan"]
+    lstm = next(e for e in plan["layers"] if e["block"] == "lstm")
+    cfg = lstm["config"]
+    runs = -(-res["sequences"] // plan["batch"])
+    measured = res["measured_cycles"].get(lstm["name"])
+    body = plan_table(plan).split("\n", 2)[2]
+    direct = res["direct_path"].get("accuracy") or {}
+    pct = lambda v: "not run" if v is None else f"{v / 100:.4f}"    # noqa: E731
+    lines = [
+        f"Digits LSTM (`scripts/train_lstm_digits.py`: `nn.LSTM(8, {cfg['max_hidden']})` "
+        f"{1 - lstm['density']:.0%} pruned, {lstm['nnz']} non-zeros, + `nn.Linear` on the last "
+        f"step), exported as an ONNX `LSTM`, `python -m scripts.bench_model`: "
+        f"{res['sequences']} test sequences of 8 steps, batch {plan['batch']}, LSTM engine "
+        f"P = {cfg['pes']}.", "",
+        "| path | accuracy |", "|---|---|",
+        f"| float model (onnxruntime) | {res['accuracy_float']:.4f} |",
+        f"| plan on the golden models | {res['accuracy_golden']:.4f} |",
+        f"| plan on the RTL (Verilator, native engine) | {res['accuracy_rtl']:.4f} |",
+        f"| direct path (`train_lstm_digits.py`: `gen.lstm` golden, read-out in float) | "
+        f"{pct(direct.get('fixed_golden'))} (RTL {pct(direct.get('rtl'))}) |", "",
+        f"RTL == golden on every output: {res['rtl_equals_golden']} "
+        f"({res['rtl_layer_runs']} block-layer runs checked, {res['rtl_seconds']:.0f} s). "
+        f"Max |golden - float| = {res['max_abs_error']:.4f} (output range "
+        f"{res['output_range']:.2f}). LSTM formats (calibrated): x and h {lstm['x_format']}, "
+        f"w {lstm['w_format']}, b {lstm['b_format']}; fixed: pre-activations "
+        f"{cfg['pre_fmt']}, gates {cfg['act_fmt']}, cell {cfg['c_fmt']}."
+        + (f" LSTM layer on the RTL: {measured:,} cycles over {runs} jobs (first weight "
+           f"word to last `h`; predicted {lstm['cycles']:,} per job of {plan['batch']} "
+           f"calibration sequences)." if measured else ""), "", body.rstrip(), ""]
+    return "\n".join(lines)
 
 
 # ---- pruned VGG16- and ResNet-18-shaped networks through the cycle models ----------------

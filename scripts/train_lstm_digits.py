@@ -13,8 +13,13 @@ fine-tuning, and evaluated on the held-out 25 % split as:
 * RTL (:func:`gen.lstm.rtl_lstm` under Verilator, every test sequence in one job;
   checked bit-exact against the golden model on every sample).
 
-Writes ``build/bench/lstm_digits.json`` and ``.md`` and the pruned model's state dict
-``build/bench/lstm_digits.pt`` (loadable by ``spnn run lstm --model``).
+Writes ``build/bench/lstm_digits.json`` and ``.md``, the pruned model's state dict
+``build/bench/lstm_digits.pt`` (loadable by ``spnn run lstm --model``), the pruned network
+as ONNX ``build/bench/lstm_digits.onnx`` (``torch.onnx.export(..., dynamo=False)``, input
+``x`` of shape (batch, 8, 8), output ``y`` the 10 logits; for ``spnn compile``) and the
+data as ``.npy``: ``lstm_digits_test_x.npy`` (450, 8, 8) float32,
+``lstm_digits_test_y.npy`` int64 labels, ``lstm_digits_calib_x.npy`` the first 256
+training sequences (``spnn compile --calib``; ``scripts/bench_model.py`` runs them).
 
 Usage: ``python scripts/train_lstm_digits.py [--hidden 32] [--density 0.2] [--no-rtl]
 [--sim verilator]``
@@ -37,6 +42,16 @@ from gen.lstm.twin import rtl_lstm
 
 def log(msg):
     print(msg, flush=True)
+
+
+def export_onnx(torch, net, example, path):
+    """``net`` as ONNX through the TorchScript exporter (input ``x``, batch axis dynamic);
+    its warnings about batch-first LSTMs are silenced."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, example, str(path), dynamo=False, input_names=["x"],
+                          output_names=["y"], dynamic_axes={"x": {0: "N"}, "y": {0: "N"}})
 
 
 def main(argv=None):
@@ -129,6 +144,10 @@ def main(argv=None):
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.save(net.lstm.state_dict(), out_dir / "lstm_digits.pt")
+    export_onnx(torch, net.eval(), xte_t[:1], out_dir / "lstm_digits.onnx")
+    np.save(out_dir / "lstm_digits_test_x.npy", xte.astype(np.float32))
+    np.save(out_dir / "lstm_digits_test_y.npy", np.asarray(yte, dtype=np.int64))
+    np.save(out_dir / "lstm_digits_calib_x.npy", xtr[:256].astype(np.float32))
     fc_w = net.fc.weight.detach().numpy().astype(np.float64)
     fc_b = net.fc.bias.detach().numpy().astype(np.float64)
     t_train = time.time() - t_start

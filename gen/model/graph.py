@@ -227,9 +227,8 @@ class _State:
         if name in self.inits or name in self.sym or name in self.fills:
             raise SpnnError(f"{where} is a constant; the output must depend on the input")
         if name in self.axes:
-            raise SpnnError(f"{where} is not batch first (it shows the axes "
-                            f"{self.axes[name]} of a batch-first tensor); transpose it to "
-                            f"(batch, ...)")
+            raise SpnnError(f"{where} is not batch first (it is sequence first or keeps the "
+                            f"LSTM's direction axis); squeeze and transpose it to (batch, ...)")
 
     def err(self, node, index, msg):
         return SpnnError(f"{self.flag} {self.path}: {_where(node, index)}: {msg}")
@@ -590,12 +589,9 @@ class _State:
             raise self.err(node, index, f"B {list(b.shape)}: expected (1, {8 * hid})")
         if x in self.inits or x in self.sym or x in self.fills:
             raise self.err(node, index, "the input X must be an activation, not a constant")
-        layout = int(a.get("layout", 0))
-        want = [1, 0, 2] if layout == 0 else [0, 1, 2]
-        if self._axes(x) != want or (self.shape(x) or [-1])[-1] not in (-1, w.shape[2]):
+        if self._axes(x) != [1, 0, 2] or (self.shape(x) or [-1])[-1] not in (-1, w.shape[2]):
             raise self.err(node, index, f"input {x!r} must be a batch-first (batch, T, "
-                           f"{w.shape[2]}) tensor " + ("transposed to (T, batch, X) (layout 0)"
-                                                       if layout == 0 else "(layout 1)"))
+                           f"{w.shape[2]}) tensor transposed to (T, batch, X)")
 
         def ifgo(m):
             return m.reshape(4, hid, -1)[list(ONNX_TO_IFGO)].reshape(4 * hid, -1)
@@ -603,11 +599,11 @@ class _State:
         self.emit(Layer(name, "lstm", [self.src(x)], y, {"hidden": hid, "inputs": w.shape[2]},
                         np.hstack([ifgo(w[0]), ifgo(r[0])]),
                         ifgo(b[0, :4 * hid] + b[0, 4 * hid:]).ravel()))
-        self.axes[y] = [1, None, 0, 2] if layout == 0 else [0, 1, None, 2]
+        self.axes[y] = [1, None, 0, 2]                     # Y: (T, 1, batch, H)
         outs = list(node.output) + ["", ""]
         if outs[1] and outs[1] in self.used:
             self.emit(Layer(f"{name}/Y_h", "select", [y], outs[1], {"axis": 1, "index": -1}))
-            self.axes[outs[1]] = [None, 0, 1] if layout == 0 else [0, None, 1]
+            self.axes[outs[1]] = [None, 0, 1]               # Y_h: (1, batch, H)
         if outs[2]:
             self.refused[outs[2]] = "is the LSTM's cell state Y_c, which the engine does " \
                                     "not output (only h)"
@@ -629,8 +625,9 @@ class _State:
         if a.get("input_forget", 0):
             raise self.err(node, index, f"input_forget {a['input_forget']}: only 0 "
                            "(separate input and forget gates) is supported")
-        if a.get("layout", 0) not in (0, 1):
-            raise self.err(node, index, f"layout {a['layout']}: only 0 or 1")
+        if a.get("layout", 0):
+            raise self.err(node, index, f"layout {a['layout']}: only 0 (sequence first, "
+                           "as PyTorch exports; onnxruntime has no layout 1 either)")
         if lens:
             raise self.err(node, index, "sequence_lens is not supported (every sequence "
                            "runs all its steps)")
