@@ -197,6 +197,8 @@ def lstm_markdown(res) -> str:
     measured = res["measured_cycles"].get(lstm["name"])
     body = plan_table(plan).split("\n", 2)[2]
     direct = res["direct_path"].get("accuracy") or {}
+    fmts = res["direct_path"].get("formats") or {}
+    gemm = next((e for e in plan["layers"] if e["op"] == "gemm"), None)
     pct = lambda v: "not run" if v is None else f"{v / 100:.4f}"    # noqa: E731
     lines = [
         f"Digits LSTM (`scripts/train_lstm_digits.py`: `nn.LSTM(8, {cfg['max_hidden']})` "
@@ -215,7 +217,11 @@ def lstm_markdown(res) -> str:
         f"Max |golden - float| = {res['max_abs_error']:.4f} (output range "
         f"{res['output_range']:.2f}). LSTM formats (calibrated): x and h {lstm['x_format']}, "
         f"w {lstm['w_format']}, b {lstm['b_format']}; fixed: pre-activations "
-        f"{cfg['pre_fmt']}, gates {cfg['act_fmt']}, cell {cfg['c_fmt']}."
+        f"{cfg['pre_fmt']}, gates {cfg['act_fmt']}, cell {cfg['c_fmt']}"
+        + (f" (the direct path: the engine's defaults x and h {fmts['x_h']}, w "
+           f"{fmts['weights']}, b {fmts['bias']}, and the read-out in float; here the read-out "
+           f"Gemm runs on the {gemm['block']} block, x {gemm['in_format']}, w "
+           f"{gemm['w_format']})" if fmts and gemm else "") + "."
         + (f" LSTM layer on the RTL: {measured:,} cycles over {runs} jobs (first weight "
            f"word to last `h`; predicted {lstm['cycles']:,} per job of {plan['batch']} "
            f"calibration sequences)." if measured else ""), "", body.rstrip(), ""]
