@@ -264,9 +264,10 @@ class _State:
             if n in self.refused:
                 raise self.err(node, index, f"input {n!r} {self.refused[n]}")
             if n in self.axes and op not in _VIEW_OPS:
-                raise self.err(node, index, f"input {n!r} is sequence-first or has an added "
-                               f"axis (the axes {self.axes[n]} of a batch-first tensor); "
-                               f"only LSTM, Transpose, Squeeze and Gather read such tensors")
+                raise self.err(node, index, f"input {n!r} is transposed or has an added "
+                               f"size-1 axis (it shows the axes {self.axes[n]} of a "
+                               f"batch-first tensor); only LSTM, Transpose, Squeeze and "
+                               f"Gather read such tensors")
             if n in self.sym and op not in _SHAPE_OPS:
                 raise self.err(node, index, f"input {n!r} is a shape computed from the "
                                f"batch size; only Gather, Unsqueeze, Concat, Squeeze and "

@@ -262,6 +262,14 @@ def _bad(tmp_path):
     yield lens, "sequence_lens is not supported"
     yield lstm_model(head="cell"), "'Y_c' is the LSTM's cell state Y_c"
     yield lstm_model(head="raw"), "the output 'y' is not batch first"
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="tr", perm=[0, 2, 1]),
+             helper.make_node("Flatten", ["xt"], ["y"], name="flat")]
+    flat = helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    flat.ir_version = 8
+    yield flat, "node 'flat' (Flatten): input 'xt' is transposed"
 
 
 def test_cli_errors_one_line_exit_2_nothing_written(tmp_path, capsys):
