@@ -54,6 +54,8 @@ def register(subparsers):
     p.add_argument("--scheduler", metavar="ADDR",
                    help="a running Dask scheduler, e.g. tcp://HOST:8786 (default: an "
                    "embedded LocalCluster)")
+    p.add_argument("--connect-timeout", default="15", metavar="SECONDS",
+                   help="give up connecting to --scheduler after this long (default 15)")
     p.add_argument("--workers", metavar="N",
                    help="worker processes of the embedded LocalCluster (default: one per core)")
     p.add_argument("--serial", action="store_true",
@@ -71,7 +73,7 @@ def register(subparsers):
 
 def _options(args):
     from gen.core.outputs import output_flag
-    from gen.core.runutil import int_arg
+    from gen.core.runutil import float_arg, int_arg
     if args.scheduler is not None and (args.workers is not None or args.serial):
         raise SpnnError("--scheduler runs the sweep on that cluster's workers; it takes "
                         "no --workers and no --serial")
@@ -82,6 +84,7 @@ def _options(args):
                         f"{args.scheduler!r}")
     workers = None if args.workers is None else int_arg(args.workers, "--workers", 1, 1024)
     retries = int_arg(args.retries, "--retries", 0, 10)
+    args.connect_timeout = float_arg(args.connect_timeout, "--connect-timeout", 0.1, 3600)
     return workers, retries, output_flag(args)
 
 
@@ -184,7 +187,7 @@ def _cmd_sweep(args) -> int:
                                          else "LocalCluster")
     mode = mode if todo else "nothing to run"
     client, cluster = (None, None) if args.serial or not todo else \
-        open_client(args.scheduler, workers)
+        open_client(args.scheduler, workers, timeout=args.connect_timeout)
     t0 = time.monotonic()
     try:
         if client is not None and cluster is not None:

@@ -126,7 +126,7 @@ def plot_png(rows, pairs, keys, title: str) -> bytes:
             ax.scatter([v[0] for v in xs], [v[1] for v in xs], s=14, color="0.6",
                        label="design points")
         idx = front(rows, a, b)
-        fr = sorted((rows[i][a], rows[i][b], rows[i]) for i in idx) if idx else []
+        fr = sorted(((rows[i][a], rows[i][b], rows[i]) for i in idx), key=lambda t: t[:2])
         if fr:
             ax.plot([v[0] for v in fr], [v[1] for v in fr], "o-", color="tab:red",
                     markersize=5, drawstyle="steps-post" if not maximised(a) and

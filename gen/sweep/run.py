@@ -82,14 +82,15 @@ def _memory_gb() -> float:
         return 0.0
 
 
-def open_client(scheduler=None, workers=None, flag="--scheduler"):
+def open_client(scheduler=None, workers=None, flag="--scheduler", timeout: float = 15.0):
     """``(client, cluster or None)``: connected to ``scheduler``, or an embedded
     :class:`LocalCluster` of ``workers`` single-threaded worker processes (default: one per
-    core).  A scheduler that cannot be reached is a one-line :class:`SpnnError`."""
+    core).  A scheduler that cannot be reached within ``timeout`` seconds is a one-line
+    :class:`SpnnError`."""
     from dask.distributed import Client, LocalCluster
     if scheduler:
         try:
-            return Client(scheduler, timeout="15s"), None
+            return Client(scheduler, timeout=f"{timeout:g}s"), None
         except (OSError, TimeoutError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else \
                 type(exc).__name__

@@ -154,11 +154,15 @@ def parse_spec(doc, root: Path, path=None) -> Spec:
                 _fail("stages.rtl.workloads", f"no workload is named {name!r}; workloads: "
                       f"{', '.join(names)}")
     keys, rows, sample = _rows(doc, ad, BLOCKS[block].config_cls)
-    section = "grid" if "grid" in doc else "points"
+    section = "grid" if doc.get("grid") is not None else "points"
     points = _points(rows, ad, BLOCKS[block].config_cls, doc.get("base") or {}, section)
-    _check_values(keys, points, section)
+    if section == "grid":
+        _check_values(keys, points, section)
     if all(p.error for p in points):
-        _fail("base" if doc.get("base") else section,
+        base = doc.get("base") or {}
+        named = next((k for k in sorted(base, key=len, reverse=True)
+                      if points[0].error.startswith(f"{k} ")), None)
+        _fail(f"base.{named}" if named else section,
               f"no point is a valid {block} config ({points[0].error})")
     spec = Spec(Path(path) if path else root / "spec.yaml", block, keys, points, workloads,
                 stages, sample=sample)
@@ -387,8 +391,9 @@ def _text(value) -> str:
 
 
 def _check_values(keys, points, section):
-    """A value that no point can use is a spec error (exit 2); an unusable combination is
-    a point that fails."""
+    """A grid value that no point can use, for a reason that names its key, is a spec error
+    (exit 2); an unusable combination is a point that fails (and so is every refused point
+    of a ``points`` list)."""
     for key in keys:
         seen = {}
         for p in points:
@@ -397,7 +402,7 @@ def _check_values(keys, points, section):
                 ok, first = seen.get(v, (False, None))
                 seen[v] = (ok or p.error is None, first or p.error)
         for v, (ok, first) in seen.items():
-            if not ok and first:
+            if not ok and first and first.startswith(f"{key} "):
                 raise SpnnError(f"{section}.{key}: {v} fits no point ({first})")
 
 
