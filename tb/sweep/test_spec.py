@@ -191,3 +191,20 @@ def test_serial_run_writes_every_output(tmp_path, capsys):
     failed = [r for r in summary if r["status"] == "failed"]
     assert all("weight entries" in r["error"] for r in failed)
     assert str(tmp_path) not in (out / "summary.md").read_text()
+
+
+def test_onnx_workloads(tmp_path):
+    from tb.model.models import cnn, save
+    save(cnn(), tmp_path / "cnn.onnx")
+    conv = parse_spec({"block": "conv", "grid": {"cols": [4]}, "workloads": [
+        {"onnx": "cnn.onnx"}], "stages": ["model"]}, tmp_path)
+    assert [(w.name, w.params["ic"], w.params["h"], w.params["stride"])
+            for w in conv.workloads] == [("cnn.conv1", 1, 8, 1), ("cnn.conv2", 4, 4, 2)]
+    spmv = parse_spec({"block": "spmv", "grid": {"pes": [4]}, "workloads": [
+        {"onnx": "cnn.onnx"}], "stages": ["model"]}, tmp_path)
+    (w,) = spmv.workloads
+    assert w.name == "cnn.fc" and w.arrays["w"].shape == (10, 32)
+    assert np.abs(w.arrays["w"]).max() <= 127 and w.arrays["w"].dtype.kind == "i"
+    with pytest.raises(SpnnError, match=r"workloads\[0\].onnx .*nope.onnx"):
+        parse_spec({"block": "conv", "grid": {"cols": [4]}, "workloads": [
+            {"onnx": "nope.onnx"}], "stages": ["model"]}, tmp_path)
