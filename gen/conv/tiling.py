@@ -226,13 +226,16 @@ def tile_input(x, layer: ConvLayer, tile: Tile):
     return padded[:, :, r0:r0 + sub.h, c0:c0 + sub.w]
 
 
-def run_tiles(x, w, tplan: TilePlan, conv):
+def run_tiles(x, w, tplan: TilePlan, conv, with_tile: bool = False):
     """Run ``tplan``'s jobs with ``conv(x_tile, w_tile, sched) -> (B', O', Ho', Wo')`` (the
-    golden model or an RTL twin) and assemble the layer's ``(B, Oc, Ho, Wo)`` output."""
+    golden model or an RTL twin; ``conv(x_tile, w_tile, sched, tile)`` with ``with_tile``,
+    e.g. to pick the tile's channels of a bias) and assemble the layer's ``(B, Oc, Ho, Wo)``
+    output."""
     L = tplan.layer
     y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
     w = np.asarray(w)
     for t in tplan.tiles:
-        part = conv(tile_input(x, L, t), w[t.o[0]:t.o[1]], t.sched)
+        args = (tile_input(x, L, t), w[t.o[0]:t.o[1]], t.sched) + ((t,) if with_tile else ())
+        part = conv(*args)
         y[t.b[0]:t.b[1], t.o[0]:t.o[1], t.y[0]:t.y[1], t.x[0]:t.x[1]] = part
     return y

@@ -82,13 +82,16 @@ def layer_data(x, w, sched, packed=True):
     return x, wdata, xdata
 
 
-def axi_job(x, w, sched, rq=None) -> dict:
+def axi_job(x, w, sched, rq=None, cfg=None) -> dict:
     """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one layer: the descriptor words in
     ``DESC_k``, ``O_WORDS``, the weights and features as one packet each; the statistics
     registers read back after it.  ``rq`` (a :class:`gen.core.fixed.Requant`, shells with
     ``rq_width`` > 0): its ``RQ_*`` registers and, when it loads biases, their packet on
-    ``s_axis_b`` (``JOB_INPUTS.b_en`` set)."""
-    cfg, layer = sched.cfg, sched.layer
+    ``s_axis_b`` (``JOB_INPUTS.b_en`` set).  ``cfg``: the shell's config (default the
+    schedule's; the requantisation fields do not change a schedule)."""
+    cfg, layer = cfg or sched.cfg, sched.layer
+    if rq is not None and not cfg.rq_width:
+        raise ValueError("a Requant job needs a shell with rq_width > 0")
     regmap = regmap_for(cfg)
     _, wdata, xdata = layer_data(x, w, sched, packed=False)
     word = pack_descriptor(sched)
@@ -124,7 +127,7 @@ def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, vali
     (``busy`` MAC-cycles, compute ``cycles``) and the bench's per-job records.  A job may
     carry a fourth item, its :class:`gen.core.fixed.Requant` (``rq_width`` > 0); the outputs
     are then the ``rq_width``-bit results."""
-    axi = [axi_job(*job) for job in jobs]
+    axi = [axi_job(*job, cfg=cfg) for job in jobs]
     sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=seed)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
     total = sum(2 * (layer_cycles(job[2])["last_out"] + 64) for job in jobs)

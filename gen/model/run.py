@@ -7,11 +7,16 @@ layer's ``w_format`` (round half up; the format was chosen so that nothing satur
 block's integer result - the conv array's exact sums (:func:`gen.conv.ref_conv` per tile
 of the plan's tiling), the sparse PE array's saturated accumulator
 (:func:`gen.spmv.ref_spmv`, its output format set to the accumulator's), the FC engine's
-exact sums (:func:`gen.fc.ref_fc`) - then the **requantisation stage**: plus the bias
-(rounded to the sum's ``x.frac + w.frac`` fraction bits), shifted to the output tensor's
-format (round half up), saturated, and clamped at 0 when a ReLU follows.  (The stage runs
-here, in numpy; it is not yet in the shells' RTL.)  With ``engine="rtl"`` the blocks' sums
-come from their RTL (the native engine) and must equal the golden model's, bit for bit.
+exact sums (:func:`gen.fc.ref_fc`) - then the **requantisation stage**
+(:func:`gen.core.fixed.requant_sums`, the shells' ``hdl.lib.requant.RequantStage``): plus
+the bias (rounded half up to the sum's ``x.frac + w.frac`` fraction bits), shifted to the
+output tensor's format (``mult`` 1 and ``shift`` the fraction bits dropped, or ``mult`` a
+power of two when the output has more fraction bits), round half up, saturated, and clamped
+at 0 when a ReLU follows.  With ``engine="rtl"`` the conv and FC layers run through their
+accelerator shells with that stage built (``rq_width`` = the output format's width) - the
+hardware adds the bias, rescales, saturates and applies the ReLU - and the sparse PE array
+(no bias stage in its shell) as the bare engine, the stage in numpy after it; every RTL
+result must equal the golden model's, bit for bit.
 
 Host operators on codes, in the input's format: ``relu`` max(c, 0); ``maxpool`` the largest
 code (padding never wins); ``avgpool`` the sum of the window's codes divided by its size
@@ -32,7 +37,8 @@ import re
 import numpy as np
 
 from gen.core.config import SpnnError, config_from_strings
-from gen.core.fixed import QFormat, parse_format, quantise, requantise, saturate
+from gen.core.fixed import (QFormat, Requant, parse_format, quantise, requant_sums,
+                            requantise, saturate)
 from gen.model.compile import config_classes, layer_config
 from gen.model.reference import window_counts, windows
 
@@ -104,49 +110,78 @@ class _Blocks:
         self.rtl_runs += 1
         return got
 
-    def conv(self, layer, entry, xq, wq, cfg):
+    def _shell_run(self, layer, record):
+        """Count one shell job's clocks (first input beat to last output beat, both
+        counted)."""
+        self.measured[layer.name] = (self.measured.get(layer.name, 0)
+                                     + record["end"] - record["first_in"] + 1)
+
+    def conv(self, layer, entry, xq, wq, cfg, stage):
+        """The layer's output codes: the exact sums of every tile, requantised by ``stage``
+        ``(Requant, bias codes, width)``; on the RTL each tile one job of the shell with
+        the stage built, its channels' biases loaded with it."""
         from gen.conv import ConvLayer, ref_conv
         from gen.conv.tiling import plan_tiles, run_tiles
+        rq, bias, width = stage
         oc, ic, kh, kw = wq.shape
         cl = ConvLayer(oc=oc, ic=ic, h=xq.shape[2], w=xq.shape[3], kh=kh, kw=kw,
                        stride=layer.attrs["stride"], pad=layer.attrs["pad"], batch=xq.shape[0])
         tplan = plan_tiles(cl, cfg, entry["mapping"])
         gold = run_tiles(xq, wq, tplan, lambda x, w, s: ref_conv(x, w, s.layer.stride,
                                                                    s.layer.pad))
+        gold = requant_sums(gold, bias[None, :, None, None], mult=rq.mult, shift=rq.shift,
+                            width=width, relu=rq.relu)
         if self.engine == "golden":
             return gold
-        from gen.conv.twin import rtl_conv
+        from dataclasses import replace
+        from gen.conv.twin import rtl_conv_axi
+        shell = replace(cfg, rq_width=width, rq_depth=1 << max(1, (oc - 1).bit_length()))
 
-        def tile(x, w, s):
-            outs, _, result = rtl_conv([(x, w, s)], cfg, self.sim, name=_run_name(layer))
-            self._count(layer, result)
-            return outs[0]
-        return self._check(layer, run_tiles(xq, wq, tplan, tile), gold)
+        def tile(x, w, s, t):
+            job = replace(rq, bias=bias[t.o[0]:t.o[1]])
+            outs, _, records = rtl_conv_axi([(x, w, s, job)], shell, self.sim,
+                                            name=_run_name(layer))
+            self._shell_run(layer, records[0])
+            return outs[0] if np.ndim(outs[0]) == 4 else outs[0][None]
+        return self._check(layer, run_tiles(xq, wq, tplan, tile, with_tile=True), gold)
 
-    def spmv(self, layer, entry, xq, wq, cfg):
+    def spmv(self, layer, entry, xq, wq, cfg, stage):
+        """The sparse PE array's saturated sums (golden or bare RTL), then the stage in
+        numpy."""
         from gen.spmv import ref_spmv
+        rq, bias, width = stage
         gold = np.stack([ref_spmv(wq, v, cfg) for v in xq])
-        if self.engine == "golden":
-            return gold
-        from gen.spmv.twin import rtl_spmv
-        rtl = []
-        for v in xq:
-            y, result = rtl_spmv(wq, v, cfg, self.sim, name=_run_name(layer))
-            self._count(layer, result)
-            rtl.append(y)
-        return self._check(layer, np.stack(rtl), gold)
+        if self.engine == "rtl":
+            from gen.spmv.twin import rtl_spmv
+            rtl = []
+            for v in xq:
+                y, result = rtl_spmv(wq, v, cfg, self.sim, name=_run_name(layer))
+                self._count(layer, result)
+                rtl.append(y)
+            gold = self._check(layer, np.stack(rtl), gold)
+        return requant_sums(gold, bias[None, :], mult=rq.mult, shift=rq.shift, width=width,
+                            relu=rq.relu)
 
-    def fc(self, layer, entry, xq, wq, cfg):
+    def fc(self, layer, entry, xq, wq, cfg, stage):
+        """The FC engine's exact sums requantised; on the RTL each ``batch`` of inputs one
+        job of the shell with the stage built (the rows' biases loaded with it)."""
         from gen.fc import ref_fc
+        rq, bias, width = stage
         cols = [xq[k:k + cfg.batch].T for k in range(0, len(xq), cfg.batch)]
         gold = np.concatenate([ref_fc(wq, c, cfg).T for c in cols])
+        gold = requant_sums(gold, bias[None, :], mult=rq.mult, shift=rq.shift, width=width,
+                            relu=rq.relu)
         if self.engine == "golden":
             return gold
-        from gen.fc.twin import rtl_fc
+        from dataclasses import replace
+        from gen.fc.twin import rtl_fc_axi
+        rows = wq.shape[0]
+        shell = replace(cfg, rq_width=width, rq_depth=1 << max(1, (rows - 1).bit_length()))
         rtl = []
         for c in cols:
-            y, result = rtl_fc(wq, c, cfg, self.sim, name=_run_name(layer))
-            self._count(layer, result)
+            y, records = rtl_fc_axi(wq, c, shell, self.sim, name=_run_name(layer),
+                                    rq=replace(rq, bias=bias))
+            self._shell_run(layer, records[0])
             rtl.append(y.T)
         return self._check(layer, np.concatenate(rtl), gold)
 
@@ -175,21 +210,37 @@ def _lstm_layer(layer, entry, xq, fmts, blocks):
     return requantise(h, cfg.x_fmt.frac_bits, fmts[layer.output])
 
 
+def _stage(layer, entry, fx, fw, acc_width, out):
+    """The layer's requantisation ``(Requant, bias codes, width)``: the bias rounded half up
+    to the sums' fraction bits, the rescale to ``out`` as a shift (or a power-of-two
+    multiplier), ReLU when one is fused; a bias beyond the ``acc_width``-bit bias words or a
+    rescale beyond the stage's range is an error naming the layer."""
+    frac = fx.frac_bits + fw.frac_bits
+    n = layer.w.shape[0]
+    bias = (np.floor(np.asarray(layer.b, dtype=np.float64) * 2.0 ** frac + 0.5).astype(np.int64)
+            if layer.b is not None else np.zeros(n, dtype=np.int64))
+    if bias.size and np.abs(bias).max() >= 1 << (acc_width - 1):
+        raise SpnnError(f"layer {layer.name!r}: a bias of {np.abs(bias).max()} codes does not "
+                        f"fit the {acc_width}-bit sums of its block")
+    drop = frac - out.frac_bits
+    mult, shift = (1, drop) if drop >= 0 else (1 << -drop, 0)
+    try:
+        rq = Requant(mult=mult, shift=shift, relu=bool(entry.get("relu_fused")))
+    except ValueError as err:
+        raise SpnnError(f"layer {layer.name!r}: the rescale to {out} is beyond the output "
+                        f"stage ({err})") from None
+    return rq, bias, out.width
+
+
 def _block_layer(layer, entry, xq, fmts, blocks):
     fx, fw = fmts[layer.inputs[0]], parse_format(entry["w_format"])
     wq = quantise(layer.w, fw)
     cfg = layer_config(entry["block"], blocks.cfgs[entry["block"]], fx, fw)
-    if entry["block"] == "conv":
-        acc = blocks.conv(layer, entry, xq, wq, cfg)
-    else:
+    acc = cfg.acc_width if entry["block"] != "spmv" else 64
+    stage = _stage(layer, entry, fx, fw, acc, fmts[layer.output])
+    if entry["block"] != "conv":
         xq = xq.reshape(xq.shape[0], -1)
-        acc = getattr(blocks, entry["block"])(layer, entry, xq, wq, cfg)
-    frac = fx.frac_bits + fw.frac_bits
-    if layer.b is not None:
-        bias = np.floor(np.asarray(layer.b) * 2.0 ** frac + 0.5).astype(np.int64)
-        acc = acc + (bias[None, :, None, None] if acc.ndim == 4 else bias[None, :])
-    y = requantise(acc, frac, fmts[layer.output])
-    return np.maximum(y, 0) if entry.get("relu_fused") else y
+    return getattr(blocks, entry["block"])(layer, entry, xq, wq, cfg, stage)
 
 
 def _check_input(x, fmt, flag):
