@@ -9,10 +9,10 @@ import numpy as np
 from gen.core.config import SpnnError
 from gen.conv import (ConvConfig, ConvLayer, MAPPINGS, check_fits, chunk_weight_beats,
                       layer_cycles, plan, ref_conv, shell_cycles)
-from gen.conv.twin import layer_data, rtl_conv, rtl_conv_axi
-from gen.core.runutil import (add_common_arguments, check_common, check_not_empty, config_or_error,
-                              int_arg, int_codes, load_npy, make_report, roofline_fields,
-                              run_outputs)
+from gen.conv.twin import layer_data, requant_conv, rtl_conv, rtl_conv_axi
+from gen.core.runutil import (add_common_arguments, add_requant_arguments, check_common,
+                              check_not_empty, config_or_error, int_arg, int_codes, load_npy,
+                              make_report, requant_args, roofline_fields, run_outputs)
 
 HELP = "remainder-aware im2col MAC array (convolution, seed 002)"
 DESCRIPTION = """\
@@ -32,7 +32,9 @@ the model's, and n per pass.
 sums over AXI4-Stream beats of N words; --w-lanes (default: the largest power of two up to
 N) weights enter the array per clock.  The report then gives end-to-end cycles (first input
 beat to last output beat, checked against gen.conv.shell_cycles), the shell's counters and
-the roofline bound.
+the roofline bound.  --requant BITS builds the shell's requantisation stage: the sums plus
+--bias (one per output channel), times --mult, shifted right by --shift (round half up),
+saturated to BITS-bit codes, clamped at 0 with --relu (docs/axi.md).
 
 Examples:
   spnn run conv --weights w.npy --input x.npy --out y.npy --report r.json
@@ -40,6 +42,8 @@ Examples:
   spnn run conv --weights w.npy --input x.npy --stride 2 --pad 0 --array 8x4 \\
       --mapping naive --sim icarus
   spnn run conv --weights w.npy --input batch.npy --array 16x4 --out y.npy   # (B,Ic,H,W)
+  spnn run conv --weights w.npy --input x.npy --bus-words 4 --requant 8 --bias b.npy \\
+      --shift 9 --relu --out y8.npy       # bias, shift, ReLU, 8-bit results in the shell
 """
 
 _ARRAY_RE = re.compile(r"^(\d+)x(\d+)$")
@@ -67,6 +71,7 @@ def add_arguments(parser):
     parser.add_argument("--w-lanes", default=None, metavar="L",
                         help="weights per clock, a power of two 1..32 (default 1, with "
                         "--bus-words N: the largest power of two up to N)")
+    add_requant_arguments(parser, "output channel")
     add_common_arguments(parser)
 
 
@@ -118,6 +123,7 @@ def _setup(args):
     w = _check_codes(w, "--weights", ww, "--weight-width")
     x = _check_codes(x, "--input", dw, "--data-width")
     oc, ic, kh, kw = w.shape
+    rq_width, rq = requant_args(args, oc, 48)
     batch = x.shape[0] if x.ndim == 4 else 1
     h, wd = x.shape[-2:]
     if batch >= 1 << 16:
@@ -138,20 +144,21 @@ def _setup(args):
                           weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
                           out_depth=_pow2(oc * -(-slots // cols), 64),
                           max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16),
-                          bus_words=bus, w_lanes=lanes)
+                          bus_words=bus, w_lanes=lanes, rq_width=rq_width,
+                          rq_depth=_pow2(oc, 2))
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     # output banks: (tiles x copies) slot rows of every channel (the staggered layout)
     srows = max(p.tiles * p.n for p in sched.passes)
     cfg = dataclasses.replace(cfg, out_depth=_pow2(oc * srows, 64))
     sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
     check_fits(sched)
-    return cfg, layer, sched, x, w, outputs
+    return cfg, layer, sched, x, w, outputs, rq
 
 
 def run(args) -> int:
-    cfg, layer, sched, x, w, outputs = _setup(args)
+    cfg, layer, sched, x, w, outputs, rq = _setup(args)
     if args.bus_words is not None:
-        return _run_axi(args, cfg, layer, sched, x, w, outputs)
+        return _run_axi(args, cfg, layer, sched, x, w, outputs, rq)
     outs, stats, result = rtl_conv([(x, w, sched)], cfg, args.sim, seed=args.seed,
                                    waves=args.waves)
     y = outs[0]
@@ -192,11 +199,15 @@ def run(args) -> int:
     return 0
 
 
-def _run_axi(args, cfg, layer, sched, x, w, outputs) -> int:
-    """``--bus-words``: the layer as one job through the accelerator shell."""
-    outs, stats, records = rtl_conv_axi([(x, w, sched)], cfg, args.sim, seed=args.seed)
+def _run_axi(args, cfg, layer, sched, x, w, outputs, rq=None) -> int:
+    """``--bus-words``: the layer as one job through the accelerator shell (with
+    ``--requant``, its output stage built and loaded)."""
+    job = (x, w, sched) + ((rq,) if rq is not None else ())
+    outs, stats, records = rtl_conv_axi([job], cfg, args.sim, seed=args.seed)
     y, st, job = outs[0], stats[0], records[0]
     golden = ref_conv(x, w, layer.stride, layer.pad)
+    if rq is not None:
+        golden = requant_conv(golden, rq, rq.bias, cfg.rq_width)
     if not np.array_equal(y, golden):
         bad = np.argwhere(y != golden)[0]
         raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
@@ -211,10 +222,13 @@ def _run_axi(args, cfg, layer, sched, x, w, outputs) -> int:
     beats = {"s_axis_w": -(-int(w.size) // (lanes if lanes > 1 else n)),
              "s_axis_x": -(-len(xdata) // n), "m_axis_o": -(-int(y.size) // n)}
     roof = roofline_fields(cycles, -(-layer.macs // (cfg.rows * cfg.cols)), beats)
+    extra = ({"requant": {"bits": cfg.rq_width, "mult": rq.mult, "shift": rq.shift,
+                          "relu": rq.relu, "bias": args.bias is not None}}
+             if rq is not None else {})
     report = make_report(
         "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
-                      "output": f"int{cfg.acc_width}"},
-        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0,
+                      "output": f"int{cfg.rq_width or cfg.acc_width}"},
+        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0, **extra,
         utilisation=layer.macs / (cfg.rows * cfg.cols * cycles), interface="axi",
         bus_words=n, w_lanes=lanes, end_to_end_model_cycles=shell_cycles(sched),
         weight_beats=sum(chunk_weight_beats(sched, q) for q in sched.chunk_sizes),

@@ -24,7 +24,8 @@ from gen.core.outputs import Outputs
 __all__ = ["load_npy", "check_finite", "check_not_empty", "int_codes", "signed_bits",
            "quantise_checked", "codes_of", "config_or_error", "flag_message",
            "add_common_arguments", "make_report", "int_arg", "float_arg",
-           "format_arg", "check_common", "run_outputs", "roofline_fields", "REPORT_FIELDS"]
+           "format_arg", "check_common", "run_outputs", "roofline_fields",
+           "add_requant_arguments", "requant_args", "REPORT_FIELDS"]
 
 REPORT_FIELDS = ("block", "config", "formats", "sim", "cycles", "ideal_cycles", "efficiency",
                  "utilisation", "samples", "max_abs_error")
@@ -278,3 +279,48 @@ def roofline_fields(end_to_end: int, compute_bound: int, port_beats: dict,
             "roofline_cycles": roof,
             "roofline_bound": "compute" if compute_bound >= bandwidth else "bandwidth",
             "efficiency_vs_roofline": roof / end_to_end if end_to_end else None}
+
+
+def add_requant_arguments(parser, channels: str):
+    """The shell's requantisation stage on the command line (``--bus-words`` runs only);
+    ``channels`` names what a bias belongs to, for the help."""
+    parser.add_argument("--requant", default=None, metavar="BITS",
+                        help="requantise the results in the shell's output stage to BITS-bit "
+                        "signed codes (2..32; needs --bus-words; docs/axi.md)")
+    parser.add_argument("--bias", default=None, metavar="B.npy",
+                        help=f"with --requant: integer biases, one per {channels}, in the "
+                        "sums' fraction bits (default 0)")
+    parser.add_argument("--mult", default="1",
+                        help="with --requant: unsigned multiplier 0..65535 (default 1)")
+    parser.add_argument("--shift", default="0",
+                        help="with --requant: right shift 0..63, round half up (default 0)")
+    parser.add_argument("--relu", action="store_true",
+                        help="with --requant: clamp the results at 0")
+
+
+def requant_args(args, channels: int, acc_width: int):
+    """``(rq_width, Requant or None)`` from :func:`add_requant_arguments`'s flags, checked
+    (one-line errors naming the flag) before any work."""
+    from gen.core.fixed import Requant
+    given = [flag for flag, on in (("--bias", args.bias is not None),
+                                   ("--mult", str(args.mult) != "1"),
+                                   ("--shift", str(args.shift) != "0"),
+                                   ("--relu", args.relu)) if on]
+    if args.requant is None:
+        if given:
+            raise SpnnError(f"{given[0]} needs --requant BITS (the shell's output stage)")
+        return 0, None
+    if args.bus_words is None:
+        raise SpnnError("--requant needs --bus-words N (the stage is in the accelerator shell)")
+    width = int_arg(args.requant, "--requant", 2, 32)
+    mult = int_arg(args.mult, "--mult", 0, 65535)
+    shift = int_arg(args.shift, "--shift", 0, 63)
+    bias = np.zeros(channels, dtype=np.int64)
+    if args.bias is not None:
+        bias = load_npy(args.bias, "--bias")
+        if bias.shape != (channels,):
+            raise SpnnError(f"--bias must have shape ({channels},), one per channel, not "
+                            f"{bias.shape}")
+        lim = 1 << (acc_width - 1)
+        bias = int_codes(bias, "--bias", -lim, lim - 1, f"{acc_width}-bit signed codes")
+    return width, Requant(mult=mult, shift=shift, relu=bool(args.relu), bias=bias)
