@@ -1,39 +1,36 @@
 # SPDX-License-Identifier: Apache-2.0
 """A small network through the accelerator shells back to back, under both simulators:
 three conv layers of different shapes (3x3 pad 1, 1x1 with an input-channel split, 3x3
-stride 2) on a batch of two images, then an FC layer on the flattened features.  Between
-layers the host requantises the exact sums to the next layer's 8-bit input (ReLU, shift
-with round half up, saturation: :func:`gen.core.fixed.requantise`; in hardware with the
-model flow, #25).  Every layer's RTL output equals the golden model's, bit for bit, and the
-chain's end equals the golden chain's."""
+stride 2) on a batch of two images, then an FC layer on the flattened features.  Every
+shell has its requantisation stage built (``rq_width`` 8): the hardware adds each layer's
+biases, drops bits with round half up, saturates to the next layer's 8-bit input and applies
+the ReLU (:mod:`hdl.lib.requant`), so each layer's output codes feed the next layer as they
+come out of the shell; the host only reshapes.  Every layer's output equals the golden
+chain's (exact sums, then :func:`gen.core.fixed.requant_sums`), bit for bit."""
 
 import numpy as np
 import pytest
 
 from gen.conv import ConvConfig, ConvLayer, plan, ref_conv
-from gen.conv.twin import rtl_conv_axi
-from gen.core.fixed import QFormat, requantise
+from gen.conv.twin import requant_conv, rtl_conv_axi
+from gen.core.fixed import QFormat, Requant
 from gen.fc import FcConfig, prune_random, ref_fc
-from gen.fc.twin import rtl_fc_axi
+from gen.fc.twin import requant_fc, rtl_fc_axi
 
 CONV = ConvConfig(rows=4, cols=2, max_groups=2, feat_depth=256, weight_depth=128,
-                  out_depth=128, max_slots=64, max_dim=16, bus_words=3)
+                  out_depth=128, max_slots=64, max_dim=16, bus_words=3, rq_width=8,
+                  rq_depth=8)
 CODE = QFormat(8, 0)
 # oc, k, stride, pad, icq, shift of the requantisation after the layer
 LAYERS = [(4, 3, 1, 1, None, 7), (3, 1, 1, 0, 2, 6), (4, 3, 2, 0, None, 7)]
 
 
-def _requant(sums, shift):
-    """ReLU, then drop ``shift`` bits (round half up) and saturate to 8-bit codes."""
-    return requantise(np.maximum(sums, 0), shift, CODE)
-
-
-def _conv(x, w, stride, pad, icq, sim, name):
+def _conv(x, w, stride, pad, icq, rq, sim, name):
     b, ic, h, wd = x.shape
     oc, _, k, _ = w.shape
     sched = plan(ConvLayer(oc, ic, h, wd, k, k, stride, pad, batch=b), CONV, "remainder",
                  icq=icq)
-    (y,), _, (record,) = rtl_conv_axi([(x, w, sched)], CONV, sim, valid_prob=0.8,
+    (y,), _, (record,) = rtl_conv_axi([(x, w, sched, rq)], CONV, sim, valid_prob=0.8,
                                       ready_prob=0.7, seed=3, name=name)
     assert record["status"] == 0b10
     return y
@@ -47,19 +44,23 @@ def test_small_network_through_the_shells(sim):
     for oc, k, *_ in LAYERS:
         ws.append(rng.integers(-128, 128, (oc, ic, k, k)))
         ic = oc
-    act, gold = x, x
-    for i, ((_, _, stride, pad, icq, shift), w) in enumerate(zip(LAYERS, ws)):
-        sums = _conv(act, w, stride, pad, icq, sim, f"net-conv{i}")
-        want = np.stack([ref_conv(xb, w, stride, pad) for xb in gold])
-        np.testing.assert_array_equal(sums, want)
-        act = gold = _requant(want, shift)
-        assert 0 < np.count_nonzero(act) < act.size         # the shifts keep it non-trivial
+    act = x
+    for i, ((oc, _, stride, pad, icq, shift), w) in enumerate(zip(LAYERS, ws)):
+        rq = Requant(shift=shift, relu=True, bias=rng.integers(-2000, 2000, oc))
+        sums = np.stack([ref_conv(xb, w, stride, pad) for xb in act])
+        want = requant_conv(sums, rq, rq.bias, 8)
+        got = _conv(act, w, stride, pad, icq, rq, sim, f"net-conv{i}")
+        np.testing.assert_array_equal(got, want)
+        assert 0 < np.count_nonzero(got) < got.size          # non-trivial codes
+        act = got                              # the shell's codes are the next input
     features = act.reshape(act.shape[0], -1).T               # (C*H*W) x batch
     fc = FcConfig(batch=2, nz_per_clock=2, row_width=8, segs_per_beat=2, max_cols=16,
-                  max_rows=16, addr_width=8, w_fmt=CODE, x_fmt=CODE, bus_words=4)
+                  max_rows=16, addr_width=8, w_fmt=CODE, x_fmt=CODE, bus_words=4,
+                  rq_width=12, rq_depth=16)
     assert features.shape == (16, 2)
     w_fc = prune_random((10, 16), 0.4, rng, 8)
+    rq = Requant(mult=3, shift=2, bias=rng.integers(-500, 500, 10))
     y, record = rtl_fc_axi(w_fc, features, fc, sim, valid_prob=0.8, ready_prob=0.7, seed=4,
-                           name="net-fc")
-    np.testing.assert_array_equal(y, ref_fc(w_fc, features, fc))
+                           name="net-fc", rq=rq)
+    np.testing.assert_array_equal(y, requant_fc(ref_fc(w_fc, features, fc), rq, rq.bias, 12))
     assert record[0]["status"] == 0b10
