@@ -109,7 +109,7 @@ class RequantStage(wiring.Component):
 
         # parameters of the job, loaded at its start
         mult, shift = Signal(MULT_WIDTH), Signal(SHIFT_WIDTH)
-        relu, rnd = Signal(), Signal(1 << SHIFT_WIDTH)      # 2**(shift-1)
+        rnd = Signal(1 << SHIFT_WIDTH)      # 2**(shift-1)
         pos_last, ch_last = Signal(32), Signal(16)
         waiting, b_addr = Signal(), Signal(16)
         # a bias word never meets the parameters in one clock (the shell offers them in the
@@ -117,7 +117,7 @@ class RequantStage(wiring.Component):
         m.d.comb += [self.q.ready.eq(1), self.b.ready.eq(~self.q.valid)]
         q = self.q.payload
         with m.If(self.q.valid):
-            m.d.sync += [mult.eq(q.mult), shift.eq(q.shift), relu.eq(q.relu),
+            m.d.sync += [mult.eq(q.mult), shift.eq(q.shift),
                          rnd.eq((Const(1, len(rnd) + 1) << q.shift)[1:]),
                          pos_last.eq(q.positions - 1), ch_last.eq(q.channels - 1),
                          waiting.eq(q.bias), b_addr.eq(0)]
@@ -143,20 +143,29 @@ class RequantStage(wiring.Component):
             m.d.sync += [pos.eq(0), ch.eq(0)]
         m.d.comb += [rd.addr.eq(ch[:abits]), rd.en.eq(adv)]
 
-        v1, v2, v3 = Signal(), Signal(), Signal()
-        a1 = [Signal(signed(A), name=f"a1_{k}") for k in range(self.lanes)]
-        s2 = [Signal(signed(A + 1), name=f"s2_{k}") for k in range(self.lanes)]
-        p3 = [Signal(signed(prod_w), name=f"p3_{k}") for k in range(self.lanes)]
+        # sum -> + bias -> x mult -> + rounding term -> >> shift -> saturated (one register
+        # each: the multiplier, the wide adder, the barrel shifter and the comparisons in
+        # separate clocks)
+        valid = [Signal(name=f"v{k}") for k in range(1, LATENCY)]
+        lanes = range(self.lanes)
+        a1 = [Signal(signed(A), name=f"a1_{k}") for k in lanes]
+        s2 = [Signal(signed(A + 1), name=f"s2_{k}") for k in lanes]
+        p3 = [Signal(signed(prod_w), name=f"p3_{k}") for k in lanes]
+        rw = max(prod_w, len(rnd)) + 1          # the rounding term is up to 2**62
+        r4 = [Signal(signed(rw), name=f"r4_{k}") for k in lanes]
+        h5 = [Signal(signed(rw), name=f"h5_{k}") for k in lanes]
         out = self._lanes(self.o.payload, W)
-        hi, lo = (1 << (W - 1)) - 1, -(1 << (W - 1))
+        hi, lo = (1 << (W - 1)) - 1, Signal(signed(W), name="lo")
+        with m.If(self.q.valid):
+            m.d.sync += lo.eq(Mux(q.relu, 0, -(1 << (W - 1))))
         with m.If(adv):
-            m.d.sync += [v1.eq(take), v2.eq(v1), v3.eq(v2), self.o.valid.eq(v3)]
+            m.d.sync += [valid[0].eq(take), self.o.valid.eq(valid[-1])]
+            m.d.sync += [b.eq(a) for a, b in zip(valid, valid[1:])]
             for k, a in enumerate(self._lanes(self.i.payload, A)):
-                r = (p3[k] + rnd) >> shift
                 m.d.sync += [a1[k].eq(a), s2[k].eq(a1[k] + rd.data),
-                             p3[k].eq(s2[k] * mult),
-                             out[k].eq(Mux(r > hi, hi, Mux(r < Mux(relu, 0, lo),
-                                                           Mux(relu, 0, lo), r)))]
+                             p3[k].eq(s2[k] * mult), r4[k].eq(p3[k] + rnd),
+                             h5[k].eq(r4[k] >> shift),
+                             out[k].eq(Mux(h5[k] > hi, hi, Mux(h5[k] < lo, lo, h5[k])))]
         return m
 
 
