@@ -8,7 +8,7 @@
   scheduling, longest first; scheduler overhead not included).  Then a few points through
   the RTL (Verilator, native engine; bit- and cycle-exact checked), reusing the model
   results.
-* A small synthesis sweep: tiny SpMV engines (P = 2, 4, 8), Yosys xc7 resources and
+* A small synthesis sweep: tiny SpMV engines (P = w_lanes = 2, 4, 8), Yosys xc7 resources and
   nextpnr ECP5 Fmax (seed 1), with the cycle model on a small matrix: its Pareto fronts
   (cycles vs LUTs/DSP/BRAM, Fmax vs LUTs, time vs LUTs) are build/bench/sweep_pareto.png.
 
@@ -17,6 +17,7 @@ sweeps' own folders under build/bench/sweep/); ``--docs`` also writes the table 
 README.md and docs/sweep.md.
 
 Run:  python -m scripts.bench_sweep [--quick] [--no-rtl] [--no-synth] [--docs]
+      (``--from-json``: only render the tables again from build/bench/sweep.json)
 """
 
 import argparse
@@ -55,9 +56,10 @@ def spmv_spec(quick: bool, rtl: bool) -> dict:
 
 
 def synth_spec() -> dict:
+    # w_lanes = P: the weight stream widens with the array, so end-to-end cycles fall with P
     return {"block": "spmv",
             "base": {"rows_per_pe": 8, "max_cols": 32, "mem_depth": 128, "fifo_depth": 4},
-            "grid": {"pes": [2, 4, 8]},
+            "points": [{"pes": p, "w_lanes": p} for p in (2, 4, 8)],
             "workloads": [{"name": "small", "generate": {"rows": 32, "cols": 32,
                                                          "density": 0.3, "seed": 5}}],
             "stages": {"model": {}, "synth": {"targets": ["xc7", "ecp5"], "seeds": [1]}}}
@@ -134,7 +136,8 @@ def bench_spmv(args, results):
 
 
 def bench_synth(args, results):
-    log("[4/4] small synthesis sweep: SpMV P = 2, 4, 8 (tiny memories), xc7 + ECP5 seed 1")
+    log("[4/4] small synthesis sweep: SpMV P = w_lanes = 2, 4, 8 (tiny memories), xc7 + ECP5 "
+        "seed 1")
     r = run_sweep("synth", synth_spec(), ["--workers", "2"])
     rows = _summary("synth")
     results["synth"] = {"wall_seconds": r["wall_seconds"], "rows": rows, "best": r["best"],
@@ -150,6 +153,17 @@ def _front_table(front, cols):
     return "\n".join(lines)
 
 
+def _collapse(front):
+    """Front rows with the same P and figures as one row listing their FIFO depth and
+    allocator."""
+    groups = {}
+    for r in front:
+        key = (r["pes"], r["compute_cycles"], r["cycles"], r["max_over_mean"], r["pareto"])
+        groups.setdefault(key, []).append(f"{r['fifo_depth']}/{r['alloc']}")
+    return [{"pes": k[0], "compute_cycles": k[1], "cycles": k[2], "max_over_mean": k[3],
+             "pareto": k[4], "points": ", ".join(v)} for k, v in groups.items()]
+
+
 def markdown(results) -> str:
     s = results["spmv"]
     pred = s["predicted_seconds"]
@@ -158,22 +172,25 @@ def markdown(results) -> str:
             f"SpMV engine, P x FIFO depth x allocator = {s['points']} points on the seed "
             f"matrix and a skewed one ({s['tasks']} cycle-model tasks, mean "
             f"{s['mean_task_seconds']:.3f} s each), embedded LocalCluster:", "",
-            "| workers | sweep wall time | with cluster start | speed-up |",
-            "|---|---|---|---|",
-            f"| 1 | {s['wall_1']:.2f} s | {s['command_1']:.2f} s | 1.00 |",
-            f"| 2 | {s['wall_2']:.2f} s | {s['command_2']:.2f} s | "
-            f"{s['speedup_2_over_1']:.2f} |", "",
+            "| workers | sweep wall time | speed-up |",
+            "|---|---|---|",
+            f"| 1 | {s['wall_1']:.2f} s | 1.00 |",
+            f"| 2 | {s['wall_2']:.2f} s | {s['speedup_2_over_1']:.2f} |", "",
+            "Wall time from the first task submitted to the last result written (workers "
+            "started and warmed before; the client writing results.csv, the scheduler and "
+            "both workers share the machine's cores).", "",
             "Predicted from the task durations (list scheduling, longest first, no scheduler "
-            "overhead): " + ", ".join(f"{n} workers {pred[n]:.2f} s "
+            "overhead): " + ", ".join(f"{n} worker{'s' if int(n) > 1 else ''} {pred[n]:.2f} s "
                                       f"({s['predicted_speedup'][n]:.1f}x)"
                                       for n in pred) + ".  Summaries of the 1- and 2-worker "
             f"runs identical: {s['same_summary']}.", ""]
-    keys = ["pes", "fifo_depth", "alloc", "compute_cycles", "cycles", "max_over_mean",
-            "pareto"]
-    text += ["Pareto front (compute cycles and end-to-end cycles, summed over both "
-             "matrices, against P):", "", _front_table(s["front"], keys), ""]
+    text += ["Pareto fronts (compute cycles and end-to-end cycles, summed over both "
+             "matrices, against P; points with the same figures in one row):", "",
+             _front_table(_collapse(s["front"]), ["pes", "compute_cycles", "cycles",
+                                                  "max_over_mean", "points", "pareto"]), ""]
     if "rtl" in s:
-        text += [f"RTL (Verilator, native engine) on points {s['rtl']['points']} of the "
+        text += [f"RTL (Verilator, native engine) on points {', '.join(s['rtl']['points'])} "
+                 f"of the "
                  f"seed matrix: {', '.join(s['rtl']['exact'])} bit- and cycle-exact "
                  f"({s['rtl']['tasks_run']} tasks, {s['rtl']['seconds']} s, model results "
                  "reused).", ""]
@@ -181,7 +198,8 @@ def markdown(results) -> str:
         y = results["synth"]
         cols = ["pes", "cycles", "xc7.lut", "xc7.ff", "xc7.dsp", "xc7.bram", "ecp5.lut",
                 "ecp5.fmax_mhz", "time_us", "pareto"]
-        text += [f"Synthesis sweep (SpMV P = 2, 4, 8 with tiny memories, 32 x 32 matrix at "
+        text += [f"Synthesis sweep (SpMV P = w_lanes = 2, 4, 8 with tiny memories, 32 x 32 "
+                 f"matrix at "
                  f"30 %; xc7 resources, ECP5 Fmax seed 1; {y['wall_seconds']:.0f} s on 2 "
                  f"workers, {y['task_seconds']:.0f} s of tasks):", "",
                  _front_table(y["rows"], cols), "",
@@ -198,14 +216,19 @@ def main(argv=None):
     parser.add_argument("--no-synth", action="store_true", help="skip the synthesis sweep")
     parser.add_argument("--docs", action="store_true",
                         help="also write the tables into README.md and docs/sweep.md")
+    parser.add_argument("--from-json", action="store_true",
+                        help="render the tables from build/bench/sweep.json (no sweep)")
     args = parser.parse_args(argv)
     import os
-    WORK.mkdir(parents=True, exist_ok=True)
-    results = {"machine": f"{os.cpu_count()} cores"}
-    bench_spmv(args, results)
-    if not args.no_synth:
-        bench_synth(args, results)
-    (OUT / "sweep.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    if args.from_json:
+        results = json.loads((OUT / "sweep.json").read_text())
+    else:
+        WORK.mkdir(parents=True, exist_ok=True)
+        results = {"machine": f"{os.cpu_count()} cores"}
+        bench_spmv(args, results)
+        if not args.no_synth:
+            bench_synth(args, results)
+        (OUT / "sweep.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
     table = markdown(results)
     (OUT / "sweep.md").write_text(table + "\n")
     log(table)

@@ -162,7 +162,7 @@ def _print_summary(spec, summary, best, out_dir, counts):
 def _cmd_sweep(args) -> int:
     from gen.core.outputs import check_output_file, check_output_folder
     from gen.sweep.results import ResultsLog, columns_for, read_rows
-    from gen.sweep.run import Progress, execute, open_client
+    from gen.sweep.run import Progress, execute, open_client, warm_workers
     from gen.sweep.spec import load_spec
     from gen.sweep.tasks import build_tasks, figures_for, tool_versions
     workers, retries, flag = _options(args)
@@ -188,6 +188,8 @@ def _cmd_sweep(args) -> int:
     mode = mode if todo else "nothing to run"
     client, cluster = (None, None) if args.serial or not todo else \
         open_client(args.scheduler, workers, timeout=args.connect_timeout)
+    if client is not None:
+        warm_workers(client)
     t0 = time.monotonic()
     try:
         if client is not None and cluster is not None:

@@ -29,7 +29,7 @@ import warnings
 from gen.core.config import SpnnError
 from gen.sweep.tasks import run_task, workload_data
 
-__all__ = ["execute", "open_client", "SYNTH_MEMORY_GB", "Progress"]
+__all__ = ["execute", "open_client", "warm_workers", "SYNTH_MEMORY_GB", "Progress"]
 
 SYNTH_MEMORY_GB = 4
 
@@ -102,6 +102,19 @@ def open_client(scheduler=None, workers=None, flag="--scheduler", timeout: float
                            dashboard_address=None, silence_logs=logging.ERROR,
                            resources={"synth": synth} if synth else None)
     return Client(cluster), cluster
+
+
+def _warm():
+    """Import what every task needs (the registry and its blocks' gateware: about a second
+    per process), so that the first tasks of each worker do not pay it."""
+    import gen.registry  # noqa: F401
+    import gen.sweep.blocks  # noqa: F401
+    return True
+
+
+def warm_workers(client):
+    """Run :func:`_warm` on every worker now (``client.run``)."""
+    client.run(_warm)
 
 
 def _synth_capacity(client, wait: float = 10.0) -> int:
