@@ -154,7 +154,9 @@ def _dask(client, tasks, workloads, emit, retries):
     if any(t.stage == "synth" for t in tasks) and not _synth_capacity(client):
         raise SpnnError("no Dask worker offers the 'synth' resource, so synthesis tasks "
                         "could never start; start workers with --resources synth=1 (one "
-                        f"per {SYNTH_MEMORY_GB} GB and core)")
+                        f"per {SYNTH_MEMORY_GB} GB and core), or give the embedded cluster "
+                        f"fewer --workers (it offers synth with {SYNTH_MEMORY_GB} GB of "
+                        "memory per worker)")
     used = {t.workload for t in tasks if t.workload}
     wfut = {name: client.submit(workload_data, workloads[name], pure=False, retries=retries,
                                 key=f"spnn-workload-{workloads[name].digest[:24]}",
