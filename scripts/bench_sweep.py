@@ -22,6 +22,7 @@ Run:  python -m scripts.bench_sweep [--quick] [--no-rtl] [--no-synth] [--docs]
 
 import argparse
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ from scripts import docs
 OUT = Path("build/bench")
 WORK = OUT / "sweep"
 DOC_FILES = ("README.md", "docs/sweep.md")
+DOC_IMG = Path("docs/img/sweep_pareto.png")
 
 
 def log(msg):
@@ -164,7 +166,7 @@ def _collapse(front):
              "pareto": k[4], "points": ", ".join(v)} for k, v in groups.items()]
 
 
-def markdown(results) -> str:
+def markdown(results, img: str = "build/bench/sweep_pareto.png") -> str:
     s = results["spmv"]
     pred = s["predicted_seconds"]
     text = [f"**Design-space sweeps** (`python -m scripts.bench_sweep`, "
@@ -203,8 +205,7 @@ def markdown(results) -> str:
                  f"30 %; xc7 resources, ECP5 Fmax seed 1; {y['wall_seconds']:.0f} s on 2 "
                  f"workers, {y['task_seconds']:.0f} s of tasks):", "",
                  _front_table(y["rows"], cols), "",
-                 "![Pareto fronts of the synthesis sweep](build/bench/sweep_pareto.png)"
-                 " (`build/bench/sweep_pareto.png`, generated)", ""]
+                 f"![Pareto fronts of the synthesis sweep]({img})", ""]
     return "\n".join(text)
 
 
@@ -219,7 +220,6 @@ def main(argv=None):
     parser.add_argument("--from-json", action="store_true",
                         help="render the tables from build/bench/sweep.json (no sweep)")
     args = parser.parse_args(argv)
-    import os
     if args.from_json:
         results = json.loads((OUT / "sweep.json").read_text())
     else:
@@ -233,7 +233,15 @@ def main(argv=None):
     (OUT / "sweep.md").write_text(table + "\n")
     log(table)
     if args.docs:
-        docs.write_docs(table, "sweep table", "scripts/bench_sweep.py", DOC_FILES)
+        # the plot beside the docs (committed, as the tables are): README and docs/sweep.md
+        # link it relative to themselves
+        if (OUT / "sweep_pareto.png").exists():
+            DOC_IMG.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(OUT / "sweep_pareto.png", DOC_IMG)
+        for path in DOC_FILES:
+            rel = os.path.relpath(DOC_IMG, Path(path).parent)
+            docs.write_docs(markdown(results, rel), "sweep table", "scripts/bench_sweep.py",
+                            (path,))
 
 
 if __name__ == "__main__":
