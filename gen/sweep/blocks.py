@@ -279,11 +279,50 @@ class PwlSweep(BlockSweep):
 
 
 class LstmSweep(BlockSweep):
-    """LSTM layer: the ``synth`` stage only (its cycle model needs a trained model and
-    sequences, which a sweep spec does not describe yet)."""
+    """LSTM layer on the sparse PE array: ``alloc`` option; a workload is a generated pruned
+    layer and one input sequence from h = c = 0.  ``cycles`` = the job end to end, weight
+    load included (:func:`gen.lstm.cycle_model`: first clock to the last ``h`` transfer,
+    + 1); ``ideal_cycles`` = ``ceil(nnz / P)`` per step x steps; ``efficiency`` = that over
+    the steps' cycles (the weight load excluded); ``step_cycles_max`` the slowest step's
+    period; ``weight_beats`` the weight stream's transfers."""
 
     name = "lstm"
-    stages = ("synth",)
+    figures = ("step_cycles_max", "weight_beats")
+
+    @property
+    def options(self):
+        from gen.spmv import ALLOCATORS
+        return {"alloc": ("balanced",) + tuple(a for a in ALLOCATORS if a != "balanced")}
+
+    def _plan(self, cfg, opts, data):
+        from gen.core.fixed import quantise
+        from gen.lstm import compile_lstm, quantise_lstm
+        q = quantise_lstm(data["layer"], cfg)
+        plan = compile_lstm(q, cfg, opts["alloc"])
+        return q, plan, [(quantise(data["xs"], cfg.x_fmt), None, None)]
+
+    def model(self, cfg, opts, data):
+        from gen.lstm import cycle_model, step_cycles, weight_beats
+        _, plan, seqs = self._plan(cfg, opts, data)
+        run = cycle_model(plan, seqs)
+        steps = step_cycles(run)
+        ideal = plan.ideal_cycles * len(steps)
+        return {"cycles": run["o"][-1] + 1, "ideal_cycles": ideal,
+                "efficiency": ideal / sum(steps), "mac_units": cfg.pes,
+                "step_cycles_max": max(steps), "weight_beats": len(weight_beats(plan))}
+
+    def rtl(self, cfg, opts, data, sim, engine):
+        from gen.lstm import cycle_model, ref_lstm
+        from gen.lstm.twin import rtl_lstm
+        q, plan, seqs = self._plan(cfg, opts, data)
+        with _rtl_context(sim, engine):
+            outs, result = rtl_lstm(plan, seqs, sim, name="sweep")
+        model = cycle_model(plan, seqs)
+        o = result["sinks"]["o"]["cycles"]
+        return {"rtl_cycles": o[-1] + 1, "model_cycles": model["o"][-1] + 1,
+                "bit_exact": bool(np.array_equal(outs[0], ref_lstm(q, seqs[0][0], cfg)[0])),
+                "cycle_exact": o == model["o"]
+                and result["sources"]["x"]["cycles"] == model["x"]}
 
 
 ADAPTERS = {a.name: a for a in (SpmvSweep(), ConvSweep(), FcSweep(), PwlSweep(), LstmSweep())}

@@ -37,14 +37,23 @@ from gen.core.runutil import load_npy
 
 __all__ = ["Workload", "KINDS", "BUNDLED", "parse_workloads", "materialise", "seed_matrix"]
 
-KINDS = {"spmv": "matrix", "fc": "matrix", "conv": "layer", "pwl": "samples"}
+KINDS = {"spmv": "matrix", "fc": "matrix", "conv": "layer", "pwl": "samples",
+         "lstm": "lstm"}
 BUNDLED = {"matrix": ("seed", "seed-skewed"), "layer": ("vgg16", "resnet18", "alexnet"),
-           "samples": ("all-codes",)}
+           "samples": ("all-codes",), "lstm": ("ese", "small")}
 _ENTRY_KEYS = {
     "matrix": ("name", "generate", "weights", "x", "onnx", "layers"),
     "layer": ("name", "network", "layers", "layer", "onnx"),
     "samples": ("name", "samples", "seed", "input"),
+    "lstm": ("name", "generate"),
 }
+# Random pruned LSTM layers: ``inputs`` X, ``hidden`` H, weight ``density``, ``steps`` of
+# one input sequence, ``seed``.  Bundled: ``ese`` (seed 000's layer: X 153, H 1024, 11.7 %)
+# and ``small``.
+_LSTM_KEYS = ("inputs", "hidden", "density", "steps", "seed")
+_LSTM_BUNDLED = {"ese": {"inputs": 153, "hidden": 1024, "density": 0.117, "steps": 4,
+                         "seed": 0},
+                 "small": {"inputs": 16, "hidden": 32, "density": 0.2, "steps": 4, "seed": 0}}
 _LAYER_KEYS = ("oc", "ic", "h", "w", "k", "stride", "pad", "batch")
 _GENERATE_KEYS = ("rows", "cols", "density", "skew", "seed")
 
@@ -58,7 +67,7 @@ class Workload:
     name : str
         Unique in the sweep; the ``workload`` column of ``results.csv``.
     kind : str
-        ``matrix``, ``layer`` or ``samples``.
+        ``matrix``, ``layer``, ``samples`` or ``lstm``.
     params : dict
         JSON-able description (generator parameters, layer shape, sample count).
     arrays : dict
@@ -129,7 +138,23 @@ def materialise(workload: Workload) -> dict:
         from gen.conv import ConvLayer
         return {"layer": ConvLayer(p["oc"], p["ic"], p["h"], p["w"], p["k"], p["k"],
                                    p["stride"], p["pad"], p["batch"])}
+    if workload.kind == "lstm":
+        return _lstm_layer(json.dumps(p["generate"], sort_keys=True))
     return {"x": workload.arrays.get("x"), **p}
+
+
+@lru_cache(maxsize=4)
+def _lstm_layer(params_json: str) -> dict:
+    """``{"layer": LstmFloat, "xs": (steps, inputs) real inputs in [-1, 1)}`` of a
+    generated LSTM workload (weights and biases uniform in [-1, 1), pruned at random)."""
+    from gen.lstm import LstmFloat
+    p = json.loads(params_json)
+    rng = np.random.default_rng(p["seed"])
+    X, H = p["inputs"], p["hidden"]
+    shape = (4 * H, X + H)
+    w = np.where(rng.random(shape) < p["density"], rng.uniform(-1, 1, shape), 0.0)
+    return {"layer": LstmFloat(w[:, :X], w[:, X:], rng.uniform(-1, 1, 4 * H)),
+            "xs": rng.uniform(-1, 1, (p["steps"], X))}
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -324,9 +349,31 @@ def _samples(entry, where, root, name):
     return [Workload(name or f"samples-{n}", "samples", {"samples": n, "seed": seed})]
 
 
+def _lstm(entry, where, root, name):
+    if "generate" not in entry or not isinstance(entry["generate"], dict):
+        _err(where, "an lstm workload needs 'generate': {inputs, hidden, density, steps, seed}")
+    g = entry["generate"]
+    unknown = sorted(set(g) - set(_LSTM_KEYS))
+    if unknown:
+        _err(f"{where}.generate.{unknown[0]}", f"unknown key; allowed: {', '.join(_LSTM_KEYS)}")
+    p = {"inputs": _int(g.get("inputs", 16), f"{where}.generate.inputs", 1, 4096),
+         "hidden": _int(g.get("hidden", 32), f"{where}.generate.hidden", 1, 4096),
+         "steps": _int(g.get("steps", 4), f"{where}.generate.steps", 1, 10_000),
+         "seed": _int(g.get("seed", 0), f"{where}.generate.seed", 0)}
+    density = g.get("density", 0.2)
+    if isinstance(density, bool) or not isinstance(density, (int, float)) \
+            or not 0 < density <= 1:
+        _err(f"{where}.generate.density", f"must be a number in (0, 1], not {density!r}")
+    p["density"] = float(density)
+    return [Workload(name or "lstm-{inputs}x{hidden}-{density}".format(**p), "lstm",
+                     {"generate": p})]
+
+
 def _bundled(text, kind, where):
     if text not in BUNDLED[kind]:
         _err(where, f"bundled {kind} workloads are {', '.join(BUNDLED[kind])}, not {text!r}")
+    if kind == "lstm":
+        return [Workload(text, "lstm", {"generate": dict(_LSTM_BUNDLED[text])})]
     if kind == "matrix":
         p = dict(_SEED, **({"skew": True, "seed": 1} if text == "seed-skewed" else {}))
         return [Workload(text, "matrix", {"generate": p})]
@@ -361,7 +408,8 @@ def parse_workloads(entries, block: str, root: Path) -> list:
         name = entry.get("name")
         if name is not None and (not isinstance(name, str) or not name.strip()):
             _err(f"{where}.name", f"must be a non-empty string, not {name!r}")
-        maker = {"matrix": _matrix, "layer": _layer, "samples": _samples}[kind]
+        maker = {"matrix": _matrix, "layer": _layer, "samples": _samples,
+                 "lstm": _lstm}[kind]
         out += maker(entry, where, root, name)
     seen = set()
     for w in out:

@@ -145,8 +145,18 @@ def test_workloads_of_other_blocks(tmp_path):
     fc = parse_spec({"block": "fc", "grid": {"batch": [1]}, "workloads": [{"weights": "w.npy"}],
                      "stages": ["model"]}, tmp_path)
     assert fc.workloads[0].name == "w" and fc.workloads[0].arrays["w"].shape == (4, 4)
-    with pytest.raises(SpnnError, match="block lstm runs the stages synth, not 'model'"):
-        parse_spec({"block": "lstm", "grid": {"pes": [4]}, "stages": ["model"]}, tmp_path)
+    lstm = parse_spec({"block": "lstm", "grid": {"pes": [4]}, "stages": ["model"],
+                       "workloads": ["ese", {"generate": {"inputs": 3, "hidden": 5}}]},
+                      tmp_path)
+    assert [w.name for w in lstm.workloads] == ["ese", "lstm-3x5-0.2"]
+    for bad, match in ((["nosuch"], "bundled lstm workloads are ese, small"),
+                       ([{"generate": {"hidden": 0}}], "hidden: must be an integer between"),
+                       ([{"generate": {"density": 2}}], "density: must be a number in"),
+                       ([{"generate": {"rows": 3}}], "generate.rows: unknown key"),
+                       ([{"layer": 3}], "unknown key for a lstm workload")):
+        with pytest.raises(SpnnError, match=match):
+            parse_spec({"block": "lstm", "grid": {"pes": [4]}, "stages": ["model"],
+                        "workloads": bad}, tmp_path)
 
 
 def test_pareto_front_and_prediction():
