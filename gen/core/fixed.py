@@ -183,7 +183,7 @@ def index_bits(n: int) -> int:
 # from a sum taken to its result offered (hdl/lib/requant.py).
 MULT_WIDTH = 16
 SHIFT_WIDTH = 6
-REQUANT_LATENCY = 6
+REQUANT_LATENCY = 11
 
 
 def requant_sums(sums, bias, *, mult: int, shift: int, width: int, relu: bool = False):

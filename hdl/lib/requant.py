@@ -13,6 +13,7 @@ AXI4-Stream input port.  The bit-exact golden model is :func:`gen.core.fixed.req
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed, unsigned
 from amaranth.lib import data, memory, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from gen.core.fixed import MULT_WIDTH, REQUANT_LATENCY as LATENCY, SHIFT_WIDTH
@@ -76,7 +77,9 @@ class RequantStage(wiring.Component):
     Latency/throughput
     ------------------
     One transfer per clock; ``LATENCY`` clocks from a sum taken to its result offered.  The
-    whole pipeline stalls while ``o`` is offered and not taken.
+    datapath never stalls: its results wait in an output FIFO, and ``i`` is
+    ready only while the sums in flight and the results waiting leave room (a counter), so
+    ``o.ready`` reaches nothing but the FIFO and ``i.ready`` depends on registers only.
     """
 
     latency = LATENCY
@@ -99,73 +102,104 @@ class RequantStage(wiring.Component):
         raw = Value.cast(value).as_unsigned()
         return [raw[k * width:(k + 1) * width].as_signed() for k in range(self.lanes)]
 
-    def elaborate(self, platform):
-        m = Module()
-        A, W, N = self.acc_width, self.out_width, self.depth
-        prod_w = A + 1 + MULT_WIDTH + 1
+    def _params(self, m, prod_w):
+        """The job's parameters, the bias memory and its loading; returns the registers
+        the datapath reads."""
+        N = self.depth
         abits = max(1, (N - 1).bit_length())
-        m.submodules.bias = mem = memory.Memory(shape=signed(A), depth=N, init=[])
+        m.submodules.bias = mem = memory.Memory(shape=signed(self.acc_width), depth=N, init=[])
         wr, rd = mem.write_port(), mem.read_port(domain="sync")
-
-        # parameters of the job, loaded at its start
-        mult, shift = Signal(MULT_WIDTH), Signal(SHIFT_WIDTH)
-        rnd = Signal(1 << SHIFT_WIDTH)      # 2**(shift-1)
-        pos_last, ch_last = Signal(32), Signal(16)
-        waiting, b_addr = Signal(), Signal(16)
+        p = {"mult": Signal(MULT_WIDTH), "shift": Signal(SHIFT_WIDTH),
+             "zero": Signal(),                     # shift >= prod_w: every result is 0
+             "rnd": Signal(prod_w),                # 2**(shift-1), 0 at shift 0
+             "lo": Signal(signed(self.out_width)), "pos_last": Signal(32),
+             "ch_last": Signal(16), "waiting": Signal(), "rd": rd, "abits": abits}
+        b_addr = Signal(16)
         # a bias word never meets the parameters in one clock (the shell offers them in the
         # clock after the start, when its input ports open): b waits that clock out
         m.d.comb += [self.q.ready.eq(1), self.b.ready.eq(~self.q.valid)]
         q = self.q.payload
         with m.If(self.q.valid):
-            m.d.sync += [mult.eq(q.mult), shift.eq(q.shift),
-                         rnd.eq((Const(1, len(rnd) + 1) << q.shift)[1:]),
-                         pos_last.eq(q.positions - 1), ch_last.eq(q.channels - 1),
-                         waiting.eq(q.bias), b_addr.eq(0)]
+            m.d.sync += [p["mult"].eq(q.mult), p["shift"].eq(q.shift),
+                         p["zero"].eq(q.shift >= prod_w),
+                         p["rnd"].eq((Const(1, prod_w + 1) << q.shift)[1:]),
+                         p["lo"].eq(Mux(q.relu, 0, -(1 << (self.out_width - 1)))),
+                         p["pos_last"].eq(q.positions - 1), p["ch_last"].eq(q.channels - 1),
+                         p["waiting"].eq(q.bias), b_addr.eq(0)]
         # biases in channel order; the last one ends the wait
         m.d.comb += [wr.addr.eq(b_addr[:abits]), wr.data.eq(self.b.payload),
                      wr.en.eq(self.b.valid)]
         with m.If(self.b.valid):
             m.d.sync += b_addr.eq(b_addr + 1)
-            with m.If(b_addr == ch_last):
-                m.d.sync += waiting.eq(0)
+            with m.If(b_addr == p["ch_last"]):
+                m.d.sync += p["waiting"].eq(0)
+        return p
 
-        # the pipeline: every stage moves when the output register is free or taken
-        adv = Signal()
-        m.d.comb += adv.eq(~self.o.valid | self.o.ready)
-        take = Signal()
-        m.d.comb += [self.i.ready.eq(adv & ~waiting), take.eq(self.i.valid & self.i.ready)]
-        pos, ch = Signal(32), Signal(16)
+    def elaborate(self, platform):
+        m = Module()
+        A, W = self.acc_width, self.out_width
+        prod_w = A + 1 + MULT_WIDTH + 1
+        p = self._params(m, prod_w)
+        rd = p["rd"]
+
+        # The datapath runs free (no clock enables): a result enters an output FIFO with
+        # room for every result in flight, and a sum is taken only while a credit counter
+        # says there is room, so o.ready reaches nothing but the FIFO.
+        depth = LATENCY + 2           # a sum per clock keeps LATENCY + 1 in flight
+        m.submodules.out = out = SyncFIFOBuffered(width=self.lanes * W, depth=depth)
+        m.d.comb += [self.o.valid.eq(out.r_rdy), Value.cast(self.o.payload).eq(out.r_data),
+                     out.r_en.eq(self.o.ready)]
+        held, take, give = Signal(range(depth + 1)), Signal(), Signal()
+        m.d.comb += [self.i.ready.eq(~p["waiting"] & (held < depth)),
+                     take.eq(self.i.valid & self.i.ready),
+                     give.eq(self.o.valid & self.o.ready)]
+        m.d.sync += held.eq(held + take - give)
+        # the channel of the next sum: positions left in it counted down, the "last
+        # position" and "last channel" flags kept in registers (no compare on the enables)
+        left, ch = Signal(32), Signal(16)
+        pos_end, ch_end = Signal(), Signal()
         with m.If(take):
-            m.d.sync += pos.eq(Mux(pos == pos_last, 0, pos + 1))
-            with m.If(pos == pos_last):
-                m.d.sync += ch.eq(Mux(ch == ch_last, 0, ch + 1))
+            m.d.sync += [left.eq(Mux(pos_end, p["pos_last"], left - 1)),
+                         pos_end.eq(Mux(pos_end, p["pos_last"] == 0, left == 1))]
+            with m.If(pos_end):
+                m.d.sync += [ch.eq(Mux(ch_end, 0, ch + 1)),
+                             ch_end.eq(Mux(ch_end, p["ch_last"] == 0, ch + 1 == p["ch_last"]))]
         with m.If(self.q.valid):
-            m.d.sync += [pos.eq(0), ch.eq(0)]
-        m.d.comb += [rd.addr.eq(ch[:abits]), rd.en.eq(adv)]
+            q = self.q.payload
+            m.d.sync += [left.eq(q.positions - 1), pos_end.eq(q.positions == 1),
+                         ch.eq(0), ch_end.eq(q.channels == 1)]
+        m.d.comb += rd.addr.eq(ch[:p["abits"]])
 
-        # sum -> + bias -> x mult -> + rounding term -> >> shift -> saturated (one register
-        # each: the multiplier, the wide adder, the barrel shifter and the comparisons in
-        # separate clocks)
-        valid = [Signal(name=f"v{k}") for k in range(1, LATENCY)]
-        lanes = range(self.lanes)
-        a1 = [Signal(signed(A), name=f"a1_{k}") for k in lanes]
-        s2 = [Signal(signed(A + 1), name=f"s2_{k}") for k in lanes]
-        p3 = [Signal(signed(prod_w), name=f"p3_{k}") for k in lanes]
-        rw = max(prod_w, len(rnd)) + 1          # the rounding term is up to 2**62
-        r4 = [Signal(signed(rw), name=f"r4_{k}") for k in lanes]
-        h5 = [Signal(signed(rw), name=f"h5_{k}") for k in lanes]
-        out = self._lanes(self.o.payload, W)
-        hi, lo = (1 << (W - 1)) - 1, Signal(signed(W), name="lo")
-        with m.If(self.q.valid):
-            m.d.sync += lo.eq(Mux(q.relu, 0, -(1 << (W - 1))))
-        with m.If(adv):
-            m.d.sync += [valid[0].eq(take), self.o.valid.eq(valid[-1])]
-            m.d.sync += [b.eq(a) for a, b in zip(valid, valid[1:])]
-            for k, a in enumerate(self._lanes(self.i.payload, A)):
-                m.d.sync += [a1[k].eq(a), s2[k].eq(a1[k] + rd.data),
-                             p3[k].eq(s2[k] * mult), r4[k].eq(p3[k] + rnd),
-                             h5[k].eq(r4[k] >> shift),
-                             out[k].eq(Mux(h5[k] > hi, hi, Mux(h5[k] < lo, lo, h5[k])))]
+        # sum -> with its bias (the memory's output registered) -> + bias -> partial
+        # products of 17-bit slices x mult (one multiplier each) -> their sum -> + rounding
+        # term -> >> the shift's multiple of 8 -> >> the rest -> saturated: one register each
+        valid = [Signal(name=f"v{k}") for k in range(1, LATENCY - 1)]
+        m.d.sync += [valid[0].eq(take)] + [b.eq(a) for a, b in zip(valid, valid[1:])]
+        cuts = list(range(0, A + 1, 17))
+        res = []
+        for k, a in enumerate(self._lanes(self.i.payload, A)):
+            a1, a2 = Signal(signed(A), name=f"a1_{k}"), Signal(signed(A), name=f"a2_{k}")
+            b2 = Signal(signed(A), name=f"b2_{k}")
+            s3 = Signal(signed(A + 1), name=f"s3_{k}")
+            pp = [Signal(signed(min(17, A + 1 - c) + MULT_WIDTH + 1), name=f"pp{j}_{k}")
+                  for j, c in enumerate(cuts)]
+            p5 = Signal(signed(prod_w), name=f"p5_{k}")
+            r6 = Signal(signed(prod_w + 1), name=f"r6_{k}")
+            g7 = Signal(signed(prod_w + 1), name=f"g7_{k}")
+            h8 = Signal(signed(prod_w + 1), name=f"h8_{k}")
+            o9 = Signal(signed(W), name=f"o9_{k}")
+            parts = [s3[c:c + 17] if c + 17 <= A else s3[c:].as_signed() for c in cuts]
+            m.d.sync += [a1.eq(a), a2.eq(a1), b2.eq(rd.data), s3.eq(a2 + b2),
+                         *[x.eq(part * p["mult"]) for x, part in zip(pp, parts)],
+                         p5.eq(sum(x << c for x, c in zip(pp, cuts))),
+                         r6.eq(Mux(p["zero"], 0, p5 + p["rnd"])),
+                         # the shift in two steps: by its multiple of 8, then the rest
+                         g7.eq(r6 >> Cat(Const(0, 3), p["shift"][3:])),
+                         h8.eq(g7 >> p["shift"][:3]),
+                         o9.eq(Mux(h8 > (1 << (W - 1)) - 1, (1 << (W - 1)) - 1,
+                                   Mux(h8 < p["lo"], p["lo"], h8)))]
+            res.append(o9)
+        m.d.comb += [out.w_en.eq(valid[-1]), out.w_data.eq(Cat(*res))]
         return m
 
 

@@ -41,7 +41,7 @@ def _run(dut, jobs, ready_prob=1.0, seed=0):
     async def bench(ctx):
         mask = (1 << dut.acc_width) - 1
         for p, biases, sums in jobs:
-            got, t_in, t_out, clock = [], None, None, 0
+            got, t_in, t_out, clock, outs = [], None, None, 0, []
             ctx.set(dut.q.valid, 1)
             _set(ctx, dut.q.payload, _params(**p))
             await ctx.tick()
@@ -66,6 +66,7 @@ def _run(dut, jobs, ready_prob=1.0, seed=0):
                     i += 1
                 if ctx.get(dut.o.valid) and ready:
                     t_out = clock if t_out is None else t_out
+                    outs.append(clock)
                     raw = ctx.get(_sig(dut.o.payload))
                     w = dut.out_width
                     got.append([((raw >> (k * w)) & ((1 << w) - 1)) - (
@@ -76,7 +77,7 @@ def _run(dut, jobs, ready_prob=1.0, seed=0):
                 assert clock < 50 * (n + 10), "the stage stopped"
             ctx.set(dut.i.valid, 0)
             ctx.set(dut.b.valid, 0)
-            out.append((np.array(got), t_in, t_out))
+            out.append((np.array(got), t_in, t_out, outs))
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
@@ -115,10 +116,11 @@ def test_stage_matches_golden(acc, width, lanes, ready_prob):
                  channels=channels)
         jobs.append((p, biases if load else None, sums))
         wants.append(_want(sums, biases, p, width))
-    for (got, t_in, t_out), want in zip(_run(dut, jobs, ready_prob, seed=acc), wants):
+    for (got, t_in, t_out, outs), want in zip(_run(dut, jobs, ready_prob, seed=acc), wants):
         np.testing.assert_array_equal(got, want)
         if ready_prob == 1.0:
-            assert t_out - t_in == LATENCY
+            # LATENCY clocks to the first result, then one result per clock
+            assert t_out - t_in == LATENCY and outs == list(range(t_out, t_out + len(got)))
 
 
 def test_rounding_and_saturation_edges():
@@ -128,14 +130,14 @@ def test_rounding_and_saturation_edges():
     sums = np.array([[4], [-4], [12], [-12], [13], [100], [-100], [7], [-1]])
     for relu in (False, True):
         p = dict(mult=1, shift=3, relu=relu, bias=True, positions=1, channels=1)
-        (got, _, _), = _run(dut, [(p, [0], sums)])
+        (got, *_), = _run(dut, [(p, [0], sums)])
         np.testing.assert_array_equal(got[:, 0], requant_sums(sums[:, 0], 0, mult=1, shift=3,
                                                               width=4, relu=relu))
         want = [1, 0, 2, -1, 2, 7, -8, 1, 0]      # 4/8 -> 1, -4/8 -> 0, -12/8 -> -1
         want = [max(v, 0) for v in want] if relu else want
         assert list(got[:, 0]) == want
     p = dict(mult=5, shift=0, relu=False, bias=True, positions=1, channels=1)
-    (got, _, _), = _run(dut, [(p, [1], np.array([[0], [1], [-2], [2]]))])
+    (got, *_), = _run(dut, [(p, [1], np.array([[0], [1], [-2], [2]]))])
     assert list(got[:, 0]) == [5, 7, -5, 7]
 
 
