@@ -5,7 +5,7 @@ the weight-stream word kinds."""
 
 from dataclasses import dataclass
 
-from gen.core.config import check_format, check_int
+from gen.core.config import check_format, check_int, check_requant
 from gen.core.fixed import QFormat, index_bits
 
 __all__ = ["SpmvConfig", "ALLOCATORS", "KIND_ENTRY", "KIND_LAST", "KIND_SKIP", "KIND_ROW",
@@ -52,6 +52,14 @@ class SpmvConfig:
     bus_words : int
         Activation and result words per AXI4-Stream beat of the accelerator shell, 1..32
         (the bare engine takes and gives one per clock either way).
+    rq_width : int
+        0 (default): the shell's result port carries ``out_fmt`` words.  2..32 (with
+        ``drain_lanes`` 1): the shell requantises every result on its way out (the row's
+        bias, multiply-shift with round half up, saturation to ``rq_width`` signed bits,
+        optional ReLU; ``hdl/lib/requant.py``, registers ``RQ_*``) and the result port
+        carries ``rq_width``-bit words; the biases arrive on ``s_axis_b``.
+    rq_depth : int
+        Biases the requantisation stage holds (rows per job), 1..65536.
     """
 
     pes: int = 32
@@ -66,6 +74,8 @@ class SpmvConfig:
     w_lanes: int = 1
     drain_lanes: int = 1
     bus_words: int = 1
+    rq_width: int = 0
+    rq_depth: int = 1024
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("fifo_depth", 1, 64), ("rows_per_pe", 2, 4096),
@@ -79,6 +89,10 @@ class SpmvConfig:
         if self.w_lanes > self.pes:
             raise ValueError(f"w_lanes must be between 1 and pes = {self.pes}, "
                              f"not {self.w_lanes}")
+        check_requant(self)
+        if self.rq_width and self.drain_lanes != 1:
+            raise ValueError(f"rq_width needs drain_lanes 1 (one row per result transfer), "
+                             f"not drain_lanes {self.drain_lanes}")
         if self.drain_lanes not in (1, self.w_lanes) or self.pes % self.drain_lanes:
             raise ValueError(f"drain_lanes must be 1 or w_lanes = {self.w_lanes} (when it "
                              f"divides pes = {self.pes}), not {self.drain_lanes}")
@@ -95,10 +109,11 @@ class SpmvConfig:
     @property
     def shell_name(self) -> str:
         """The accelerator shell's module: ``spmv_axi``, ``_l<w_lanes>``, ``_d<drain_lanes>``
-        and ``_w<bus_words>`` beyond 1."""
+        and ``_w<bus_words>`` beyond 1, ``_rq<rq_width>`` with a requantisation stage."""
         return ("spmv_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
                 + (f"_d{self.drain_lanes}" if self.drain_lanes > 1 else "")
-                + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
+                + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+                + (f"_rq{self.rq_width}" if self.rq_width else ""))
 
     def out_transfers(self, rows: int) -> int:
         """Transfers on ``o`` for a block row of ``rows`` rows: ``ceil(rows / D)``."""

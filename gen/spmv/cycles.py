@@ -15,6 +15,7 @@ from collections import deque
 
 import numpy as np
 
+from gen.core.fixed import REQUANT_LATENCY
 from gen.core.stimulus import ModelSource, pattern_for
 from gen.spmv.beats import beat_count
 from gen.spmv.config import SpmvConfig
@@ -213,6 +214,8 @@ def shell_cycles(jobs, cfg: SpmvConfig) -> int:
     last result beat, both counted: the engine's last result transfer
     (:func:`cycle_model`) + 1, + 1 (the weight beats pass the shell's skid buffer), + 2 with
     ``drain_lanes`` = 1 (the results are packed into beats: the word enters the beat
-    register, then the beat is offered).  Exact (tb/spmv/test_shell.py); idle inputs and
-    back-pressure add clocks it does not model."""
-    return cycle_model(jobs, cfg)["o"][-1] + 2 + (2 if cfg.drain_lanes == 1 else 0)
+    register, then the beat is offered), + ``REQUANT_LATENCY`` with a requantisation stage
+    (``rq_width``; its biases in before the first result).  Exact (tb/spmv/test_shell.py);
+    idle inputs and back-pressure add clocks it does not model."""
+    rq = REQUANT_LATENCY if cfg.rq_width else 0
+    return cycle_model(jobs, cfg)["o"][-1] + 2 + (2 if cfg.drain_lanes == 1 else 0) + rq
