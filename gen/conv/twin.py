@@ -9,9 +9,10 @@ from gen.core.regmap import requant_regs
 from gen.core.sim import axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
 from hdl.conv import GATEWARE, SHELL
-from hdl.conv.shell import desc_words, regmap_for, shell_ports
+from hdl.conv.shell import desc_registers, regmap_for, shell_ports
 
 from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor, weight_beats
+from gen.conv.descriptor import descriptor
 
 __all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi", "requant_conv"]
 
@@ -83,8 +84,8 @@ def layer_data(x, w, sched, packed=True):
 
 
 def axi_job(x, w, sched, rq=None, cfg=None) -> dict:
-    """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one layer: the descriptor words in
-    ``DESC_k``, ``O_WORDS``, the weights and features as one packet each; the statistics
+    """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one layer: the descriptor's fields in
+    the ``DESC_k`` registers, ``O_WORDS``, the weights and features as one packet each; the statistics
     registers read back after it.  ``rq`` (a :class:`gen.core.fixed.Requant`, shells with
     ``rq_width`` > 0): its ``RQ_*`` registers and, when it loads biases, their packet on
     ``s_axis_b`` (``JOB_INPUTS.b_en`` set).  ``cfg``: the shell's config (default the
@@ -94,9 +95,8 @@ def axi_job(x, w, sched, rq=None, cfg=None) -> dict:
         raise ValueError("a Requant job needs a shell with rq_width > 0")
     regmap = regmap_for(cfg)
     _, wdata, xdata = layer_data(x, w, sched, packed=False)
-    word = pack_descriptor(sched)
-    regs = [[regmap.offset(f"DESC_{k}"), (word >> (32 * k)) & 0xFFFFFFFF]
-            for k in range(desc_words(cfg))]
+    pack_descriptor(sched)                     # every field in its width, or an error
+    regs = desc_registers(cfg, descriptor(sched))
     regs += [[regmap.offset("O_WORDS"), layer.oc * layer.positions],
              [regmap.offset("IRQ_ENABLE"), 1]]
     packets = {"s_axis_w": wdata, "s_axis_x": xdata}

@@ -114,11 +114,11 @@ def _kind(field) -> str:
 
 
 def compile_rdl(path=CONTROL_RDL, top: str = "spnn_control", parameters=None,
-                defines=None) -> RegMap:
+                defines=None, include_dirs=()) -> RegMap:
     """Compile and elaborate the SystemRDL file ``path`` (addrmap ``top`` with
-    ``parameters``; Verilog-style ``defines`` for its preprocessor, e.g. ``{"RQ": ""}``)
-    into a :class:`RegMap`; an error in the description is one :class:`SpnnError` naming
-    the file."""
+    ``parameters``; Verilog-style ``defines`` for its preprocessor, e.g. ``{"RQ": ""}``;
+    ``include_dirs`` searched before ``hdl/lib`` for its includes) into a :class:`RegMap`;
+    an error in the description is one :class:`SpnnError` naming the file."""
     from systemrdl import RDLCompileError, RDLCompiler
     from systemrdl.messages import MessagePrinter
 
@@ -133,7 +133,7 @@ def compile_rdl(path=CONTROL_RDL, top: str = "spnn_control", parameters=None,
     printer = _Quiet()
     rdl = RDLCompiler(message_printer=printer)
     try:
-        rdl.compile_file(str(path), incl_search_paths=[str(HDL_LIB)],
+        rdl.compile_file(str(path), incl_search_paths=[*map(str, include_dirs), str(HDL_LIB)],
                          defines=dict(defines or {}))
         root = rdl.elaborate(top_def_name=top, parameters=dict(parameters or {}))
     except RDLCompileError:

@@ -11,27 +11,73 @@ from hdl.conv.array import ConvArray
 from hdl.lib.axi_shell import AxiShell, AxisPort, RegPort, RegSink
 from hdl.lib.requant import PARAM_FIELDS, RequantWrap
 
-__all__ = ["ConvShell", "shell_ports", "regmap_for", "desc_words", "REGS_RDL"]
+__all__ = ["ConvShell", "shell_ports", "regmap_for", "desc_layout", "desc_words",
+           "desc_rdl", "desc_registers", "REGS_RDL"]
 
 REGS_RDL = Path(__file__).with_name("regs.rdl")
 STATS = ("mac_busy_lo_value", "mac_busy_hi_value", "compute_cycles_value")
 
 
+def desc_layout(cfg) -> tuple:
+    """``((register, field, lsb, width), ...)``: the layer descriptor's fields
+    (:func:`gen.conv.descriptor_fields`, in their order) packed into the 32-bit registers
+    ``DESC_0 ..`` from bit 0, a field that would cross a register boundary moved to the
+    next register."""
+    out, reg, at = [], 0, 0
+    for name, width in descriptor_fields(cfg):
+        if at + width > 32:
+            reg, at = reg + 1, 0
+        out.append((reg, name, at, width))
+        at += width
+    return tuple(out)
+
+
 def desc_words(cfg) -> int:
     """32-bit registers holding the layer descriptor of ``cfg``."""
-    return -(-sum(width for _, width in descriptor_fields(cfg)) // 32)
+    return desc_layout(cfg)[-1][0] + 1
+
+
+def desc_rdl(layout) -> str:
+    """SystemRDL text of the descriptor registers ``DESC_k`` (one named field per
+    descriptor field) for :func:`desc_layout` ``layout``."""
+    lines = []
+    for reg in range(layout[-1][0] + 1):
+        fields = [(name, lsb, width) for r, name, lsb, width in layout if r == reg]
+        lines.append("    reg {")
+        lines.append(f'        name = "Layer descriptor {reg}";')
+        lines.append('        desc = "Fields of the layer descriptor (gen.conv.descriptor, first '
+                     'field in register 0); offered to the array at every start.";')
+        for name, lsb, width in fields:
+            # escaped: some names (w, h) are SystemRDL keywords
+            lines.append(f"        field {{ sw = rw; hw = r; }} \\{name}"
+                         f"[{lsb + width - 1}:{lsb}] = 0;")
+        lines.append(f"    }} DESC_{reg} @ {0x100 + 4 * reg:#x};")
+    return "\n".join(lines) + "\n"
 
 
 @lru_cache(maxsize=None)
-def _compiled(words: int, requant: bool):
-    return compile_rdl(REGS_RDL, "spnn_conv", {"DESC_WORDS": words},
-                       {"RQ": ""} if requant else None)
+def _compiled(layout: tuple, requant: bool):
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "conv_desc.rdl").write_text(desc_rdl(layout))
+        return compile_rdl(REGS_RDL, "spnn_conv", None, {"RQ": ""} if requant else None,
+                           include_dirs=(tmp,))
 
 
 def regmap_for(cfg):
-    """The shell's register map for ``cfg`` (``DESC_0 .. DESC_<n-1>`` sized to it; the
-    requantisation registers ``RQ_*`` and ``JOB_INPUTS.b_en`` with ``rq_width`` > 0)."""
-    return _compiled(desc_words(cfg), bool(cfg.rq_width))
+    """The shell's register map for ``cfg`` (the descriptor registers ``DESC_k`` with its
+    fields by name, :func:`desc_layout`; the requantisation registers ``RQ_*`` and
+    ``JOB_INPUTS.b_en`` with ``rq_width`` > 0)."""
+    return _compiled(desc_layout(cfg), bool(cfg.rq_width))
+
+
+def desc_registers(cfg, values: dict) -> list:
+    """``[[offset, value], ...]``: the ``DESC_k`` registers holding the descriptor field
+    ``values`` (:func:`gen.conv.descriptor`)."""
+    regmap, words = regmap_for(cfg), [0] * desc_words(cfg)
+    for reg, name, lsb, width in desc_layout(cfg):
+        words[reg] |= (int(values[name]) & ((1 << width) - 1)) << lsb
+    return [[regmap.offset(f"DESC_{k}"), v] for k, v in enumerate(words)]
 
 
 def shell_ports(cfg):
@@ -81,7 +127,7 @@ class ConvShell(AxiShell):
         self.cfg = cfg
         inputs, outputs = shell_ports(cfg)
         regmap = regmap_for(cfg)
-        fields = tuple(f"desc_{k}_value" for k in range(desc_words(cfg)))
+        fields = tuple(f"desc_{reg}_{name}" for reg, name, _, _ in desc_layout(cfg))
         block, registers = ConvArray(cfg), (RegPort("c", fields),)
         if cfg.rq_width:
             block = RequantWrap(block, "o", cfg.acc_width, cfg.rq_width, depth=cfg.rq_depth)

@@ -14,7 +14,7 @@ from gen.conv.twin import axi_job, rtl_conv_axi
 from gen.core.fixed import Requant, to_signed
 from gen.core.sim import axi_ports, run_axi_jobs
 from hdl.conv import SHELL
-from hdl.conv.shell import desc_words, regmap_for, shell_ports
+from hdl.conv.shell import desc_layout, desc_words, regmap_for, shell_ports
 from tb.shell_checks import assert_cleared_by_reset
 
 # a small array (short Verilator build): 4 rows x 2 columns, 3 words per beat (divides none
@@ -79,10 +79,10 @@ def test_shell_layers(sim, valid_prob, ready_prob, extreme, cfg):
 
 
 @pytest.mark.native_agree
-@pytest.mark.parametrize("reset_after, out_beats", [(40, 0), (400, 0), (700, 27)])
+@pytest.mark.parametrize("reset_after, out_beats", [(40, 0), (400, 0), (700, 29)])
 def test_shell_reset_mid_job(sim, reset_after, out_beats):
     """``aresetn`` low while a layer's weights load (40 clocks in), while it computes (400)
-    or while its results stream out (700; 27 of 42 beats out): the registers read their
+    or while its results stream out (700; 29 of 42 beats out): the registers read their
     reset values and the next layer is exact."""
     jobs = _jobs(5)
     axi = [dict(axi_job(*jobs[0]), reset_after=reset_after), axi_job(*jobs[1])]
@@ -105,6 +105,13 @@ def test_regmap_and_ports():
     assert regmap.register("ID").fields[0].reset == 0x53500004
     n = desc_words(CFG)
     assert regmap.offset("DESC_0") == 0x100 and regmap.offset(f"DESC_{n - 1}") == 0x100 + 4 * (n - 1)
+    # the descriptor's fields by name, in its order, none across a register boundary
+    from gen.conv import descriptor_fields
+    named = [(r.name, f.name, f.lsb, f.width) for r in regmap.registers
+             if r.name.startswith("DESC_") for f in r.fields]
+    assert [(name, width) for _, name, _, width in named] == descriptor_fields(CFG)
+    assert all(lsb + width <= 32 for _, _, lsb, width in named)
+    assert named == [(f"DESC_{k}", name, lsb, width) for k, name, lsb, width in desc_layout(CFG)]
     module = SHELL.module_name(CFG)
     assert module == "conv_4x2_axi_w3"
     ports = {p: (d, w) for p, d, w in verilog_ports(to_verilog(SHELL.build(CFG), module), module)}
