@@ -103,6 +103,7 @@ def test_regmap_and_ports():
     from gen.core.emit import to_verilog, verilog_ports
     regmap = regmap_for(CFG)
     assert regmap.register("ID").fields[0].reset == 0x53500004
+    assert [f.reset for f in regmap.register("VERSION").fields] == [0, 2, 0]
     n = desc_words(CFG)
     assert regmap.offset("DESC_0") == 0x100 and regmap.offset(f"DESC_{n - 1}") == 0x100 + 4 * (n - 1)
     # the descriptor's fields by name, in its order, none across a register boundary
