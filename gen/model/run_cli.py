@@ -18,12 +18,15 @@ Run inputs through a network compiled by 'spnn compile': every block layer on it
 model's bit for bit) or on its golden model (--engine golden), the host operators in numpy,
 each layer's output feeding the next. Y.npy holds the model's output as real values, one row
 per input (like onnxruntime's). The report gives per-layer and total predicted cycles, the
-end-to-end utilisation, the latency per input and inputs per second at --fmax, the max
-|error| against onnxruntime on the float model, and the accuracy with --labels.
+end-to-end utilisation, the latency per input and inputs per second at --fmax (or at the
+slowest block's measured Fmax, --fmax-from a 'spnn synth -o DIR' folder), the max |error|
+against onnxruntime on the float model, and the accuracy with --labels.
 
 Examples:
   spnn run model --plan plan/ --input x.npy --out y.npy --report r.json
   spnn run model --plan plan/ --input x.npy --labels l.npy --engine golden --limit 100
+  spnn synth conv --shell --target ecp5 -o fmax/ ; spnn synth fc --shell --target ecp5 -o fmax/
+  spnn run model --plan plan/ --input x.npy --fmax-from fmax/ --report r.json
 """
 
 
@@ -43,8 +46,12 @@ def add_arguments(parser):
     parser.add_argument("--sim-engine", default="native", choices=["native", "cocotb"],
                         help="how the RTL is driven (default native)")
     parser.add_argument("--limit", default=None, help="run the first N inputs only")
-    parser.add_argument("--fmax", default="150", help="clock in MHz for the latency figures "
-                        "(default 150, the shells' Fmax floor)")
+    parser.add_argument("--fmax", default=None, help="clock in MHz for the latency figures "
+                        "(default 150, the shells' Fmax goal)")
+    parser.add_argument("--fmax-from", default=None, metavar="REPORTS",
+                        help="take the clock from place-and-route reports instead: a "
+                        "'spnn synth ... -o DIR' folder (or one report .json); the slowest "
+                        "block's median Fmax over its seeds")
 
 
 def _load_plan(folder):
@@ -82,7 +89,7 @@ def _inputs(args, graph):
     return x, labels
 
 
-def _report(plan, args, x, y, ref, labels, engine, info, fmax):
+def _report(plan, args, x, y, ref, labels, engine, info, fmax, fmax_source):
     measured = info["measured_cycles"]
     layers = [{k: e[k] for k in ("name", "op", "block", "cycles") if k in e}
               | ({"utilisation": e["utilisation"]} if "utilisation" in e else {})
@@ -98,7 +105,12 @@ def _report(plan, args, x, y, ref, labels, engine, info, fmax):
                              "layer, layers in sequence; host operators not counted",
               "fmax_mhz": fmax, "latency_us_per_batch": per_run / fmax,
               "inputs_per_second": plan["batch"] * fmax * 1e6 / per_run if per_run else None,
+              "fmax_source": fmax_source,
               "measured_cycles": sum(measured.values()) if measured else None,
+              "measured_latency_us_per_batch": (sum(measured.values()) / runs / fmax
+                                                if measured else None),
+              "measured_inputs_per_second": (len(x) * fmax * 1e6 / sum(measured.values())
+                                             if measured else None),
               "measured_cycles_kind": "RTL, per block-layer run from its first input to its "
                                       "last output transfer, summed over all inputs",
               "max_abs_error_vs_onnxruntime": float(np.max(np.abs(y - ref))),
@@ -136,7 +148,10 @@ def run(args) -> int:
     from gen.model.graph import load_onnx
     from gen.model.reference import run_onnxruntime
     from gen.model.run import run_plan
-    fmax = float(int_arg(args.fmax, "--fmax", 1, 2000))
+    if args.fmax is not None and args.fmax_from is not None:
+        raise SpnnError("give --fmax or --fmax-from, not both")
+    fmax = float(int_arg(args.fmax if args.fmax is not None else 150, "--fmax", 1, 2000))
+    fmax_source = "--fmax" if args.fmax is not None else "default (the shells' Fmax goal)"
     outputs = run_outputs(args)
     outputs.file(args.plot, "--plot", suffix=".png")
     if args.plot:
@@ -145,12 +160,16 @@ def run(args) -> int:
         except ImportError:
             raise SpnnError("--plot needs matplotlib (pip install 'spnn[ml]')") from None
     plan, model_path = _load_plan(args.plan)
+    if args.fmax_from is not None:
+        from gen.model.fmax import fmax_from_reports
+        fmax, fmax_source = fmax_from_reports(
+            args.fmax_from, {e["block"] for e in plan["layers"] if e["block"] != "host"})
     graph = load_onnx(model_path, flag="--plan")
     x, labels = _inputs(args, graph)
     y, info = run_plan(graph, plan, x, engine=args.engine, sim=args.sim)
     y = y.reshape(len(x), -1)
     ref = run_onnxruntime(model_path, graph.input, x).reshape(len(x), -1)
-    report = _report(plan, args, x, y, ref, labels, args.engine, info, fmax)
+    report = _report(plan, args, x, y, ref, labels, args.engine, info, fmax, fmax_source)
     outputs.npy(args.out, y)
     outputs.json(args.report, report)
     if args.plot:

@@ -145,9 +145,42 @@ def test_errors_one_line_exit_2_nothing_written(tmp_path, capsys):
             (base + ["--input", str(tmp_path / "x.npy"), "--labels", str(tmp_path / "lab.npy")],
              "--labels"),
             (base + ["--input", str(tmp_path / "x.npy"), "--limit", "0"], "--limit"),
-            (base + ["--input", str(tmp_path / "x.npy"), "--fmax", "0"], "--fmax")):
+            (base + ["--input", str(tmp_path / "x.npy"), "--fmax", "0"], "--fmax"),
+            (base + ["--input", str(tmp_path / "x.npy"), "--fmax", "100", "--fmax-from",
+                     str(tmp_path)], "not both"),
+            (base + ["--input", str(tmp_path / "x.npy"), "--fmax-from",
+                     str(tmp_path / "nosuch")], "no such file"),
+            (base + ["--input", str(tmp_path / "x.npy"), "--fmax-from", str(tmp_path / "empty")],
+             "no place-and-route report of block")):
         out = tmp_path / "y.npy"
         assert _exit_code(argv + ["--out", str(out)]) == 2, argv
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and msg in err, err
         assert not out.exists()
+
+
+def test_fmax_from_synthesis_reports(tmp_path):
+    """--fmax-from: per block the median Fmax over its reports (seeds), the plan at the
+    slowest block's; latency and inputs/s at that clock; a report of an unused block is
+    ignored."""
+    from gen.cli import main as spnn
+    plan = _compile(tmp_path, cnn, (1, 8, 8), 2, ["fc.batch=2"])
+    blocks = {e["block"] for e in json.loads((plan / "plan.json").read_text())["layers"]}
+    assert blocks >= {"conv", "fc"}
+    reports = tmp_path / "synth" / "synth"
+    reports.mkdir(parents=True)
+    for i, (block, fmax) in enumerate([("conv", 151.0), ("conv", 140.0), ("conv", 149.0),
+                                       ("fc", 160.0), ("pwl", 90.0)]):
+        (reports / f"r{i}.json").write_text(json.dumps(
+            {"block": block, "module": f"{block}_axi", "fmax_mhz": fmax, "seed": i,
+             "target": "ecp5"}))
+    (reports / "notes.json").write_text("[1, 2]")                # not a report: skipped
+    np.save(tmp_path / "x.npy", _x((1, 8, 8), 3))
+    assert spnn(["run", "model", "--plan", str(plan), "--input", str(tmp_path / "x.npy"),
+                 "--engine", "golden", "--fmax-from", str(tmp_path / "synth"),
+                 "--report", str(tmp_path / "r.json")]) == 0
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["fmax_mhz"] == 149.0 and r["fmax_source"]["slowest"] == "conv"
+    assert r["fmax_source"]["per_block"]["fc"]["fmax_mhz"] == 160.0
+    assert "pwl" not in r["fmax_source"]["per_block"]
+    assert r["latency_us_per_batch"] == pytest.approx(r["cycles_per_batch"] / 149.0)
