@@ -58,6 +58,17 @@ def _shape(t):
     return list(t.shape[1:])
 
 
+def _roofline(cycles: int, compute: int, beats: dict) -> dict:
+    """The layer's roofline (:func:`gen.core.runutil.roofline_fields`): ``compute`` the
+    clocks its arithmetic needs on the block's MAC units, ``beats`` the AXI4-Stream beats
+    each port must carry with the block's buffers."""
+    from gen.core.runutil import roofline_fields
+    r = roofline_fields(int(cycles), int(compute), {k: int(v) for k, v in beats.items()})
+    return {k: r[k] for k in ("compute_bound_cycles", "bandwidth_bound_cycles",
+                              "roofline_cycles", "roofline_bound", "efficiency_vs_roofline",
+                              "bus_beats")}
+
+
 def _conv_entry(layer, x, cfgs, batch):
     from gen.conv import MAPPINGS, ConvLayer
     from gen.conv.tiling import plan_tiles
@@ -82,10 +93,14 @@ def _conv_entry(layer, x, cfgs, batch):
             why = str(exc)
         raise SpnnError(f"layer {layer.name!r}: conv {oc}x{ic}x{kh}x{kw} on "
                         f"{x.shape[2]}x{x.shape[3]} does not fit the conv array ({why})")
-    macs = best.macs
+    macs, words, n = best.macs, best.words, cfg.bus_words
+    wl = cfg.w_lanes if cfg.w_lanes > 1 else n
+    roof = _roofline(best.cycles, -(-macs // (cfg.rows * cfg.cols)), {
+        "s_axis_w": -(-words["weights"] // wl), "s_axis_x": -(-words["features"] // n),
+        "m_axis_o": -(-words["outputs"] // n)})
     return {"block": "conv", "mapping": best.mapping, "jobs": best.jobs,
             "tile_shape": list(best.shape), "cycles": int(best.cycles), "macs": int(macs),
-            "mac_units": cfg.rows * cfg.cols, "words": best.words,
+            "mac_units": cfg.rows * cfg.cols, "words": words, **roof,
             "utilisation": best.utilisation(),
             "reason": "Conv -> the MAC array (mapping and tiling with the fewest end-to-end "
                       "cycles)"}, cfg.data_width, cfg.weight_width
@@ -101,8 +116,12 @@ def _spmv_gemm(layer, cfg, batch, reason):
     blocks = compile_tiled(np.where(layer.w != 0, 1, 0), cfg, "balanced")  # timing: pattern
     run = cycle_model(tile_jobs(blocks, np.zeros(cols, np.int64)), cfg)
     per = (run["o"][-1] + 1) if run["o"] else run["cycles_run"]
+    from gen.spmv import roofline_beats
+    beats = roofline_beats(np.where(layer.w != 0, 1, 0), cfg)
+    roof = _roofline(per * batch, -(-nnz // cfg.pes) * batch,
+                     {k: v * batch for k, v in beats.items()})
     return {"block": "spmv", "cycles": int(per * batch), "jobs": batch, "macs": nnz * batch,
-            "mac_units": cfg.pes, "column_blocks": len(blocks),
+            "mac_units": cfg.pes, "column_blocks": len(blocks), **roof,
             "utilisation": nnz / (cfg.pes * per), "reason": reason}, \
         cfg.x_fmt.width, cfg.w_fmt.width
 
@@ -125,8 +144,12 @@ def _gemm_entry(layer, x, cfgs, batch):
     jobs = -(-batch // fc.batch)
     cycles = per_job * jobs
     why = (f"batch {batch} > 1" if batch > 1 else f"density {density:.3f} > {SPMV_DENSITY}")
+    per_beat = fc.rows_per_beat
+    roof = _roofline(cycles, -(-nnz * batch // (fc.batch * fc.nz_per_clock)), {
+        "s_axis_x": jobs * -(-cols // per_beat), "m_axis_y": jobs * -(-rows // per_beat),
+        "s_axis_vdata": jobs * -(-nnz // fc.nz_per_clock)})
     return {"block": "fc", "cycles": int(cycles), "jobs": jobs, "macs": nnz * batch,
-            "mac_units": fc.batch * fc.nz_per_clock,
+            "mac_units": fc.batch * fc.nz_per_clock, **roof,
             "utilisation": nnz * batch / (fc.batch * fc.nz_per_clock * cycles),
             "reason": f"{why}: the FD-CSR FC engine (each weight reused over "
                       f"{fc.batch} inputs)"}, fc.x_fmt.width, fc.w_fmt.width
@@ -317,7 +340,12 @@ def lstm_entry(layer, tensors, fmts, base, batch: int) -> dict:
     run = cycle_model(lplan, [(s, None, None) for s in xq])
     cycles, steps = run["o"][-1] + 1, x.shape[1]
     macs = lplan.nnz * steps * batch
-    return {"block": "lstm", "cycles": int(cycles), "jobs": 1, "sequences": batch,
+    from gen.lstm.words import roofline_beats
+    one = roofline_beats(lplan, steps)             # the weights once, then each sequence
+    roof = _roofline(cycles, lplan.ideal_cycles * steps * batch,
+                     {"s_axis_w": one["s_axis_w"], "s_axis_x": one["s_axis_x"] * batch,
+                      "m_axis_h": one["m_axis_h"] * batch})
+    return {"block": "lstm", "cycles": int(cycles), "jobs": 1, "sequences": batch, **roof,
             "steps": int(steps), "weight_load_cycles": int(run["w"][-1] + 1),
             "cycles_per_step": float(np.mean(step_cycles(run))),
             "ideal_cycles_per_step": lplan.ideal_cycles, "macs": int(macs),

@@ -91,18 +91,25 @@ def _inputs(args, graph):
 
 def _report(plan, args, x, y, ref, labels, engine, info, fmax, fmax_source):
     measured = info["measured_cycles"]
-    layers = [{k: e[k] for k in ("name", "op", "block", "cycles") if k in e}
-              | ({"utilisation": e["utilisation"]} if "utilisation" in e else {})
+    layers = [{k: e[k] for k in ("name", "op", "block", "cycles", "utilisation",
+                                 "roofline_cycles", "efficiency_vs_roofline") if k in e}
               | ({"measured_cycles": measured[e["name"]]} if e["name"] in measured else {})
               for e in plan["layers"]]
     rtl_runs = info["rtl_runs"]
     runs = -(-len(x) // plan["batch"])
     per_run = plan["total_cycles"]
+    blocks = [e for e in plan["layers"] if e["block"] != "host"]
+    # the roofline summed over the block layers that have one (layers run one after another)
+    roof = (sum(e["roofline_cycles"] for e in blocks)
+            if blocks and all("roofline_cycles" in e for e in blocks) else None)
     report = {"block": "model", "model": plan["model"], "engine": engine,
               "rtl_layer_runs": rtl_runs, "inputs": int(len(x)), "batch": plan["batch"],
               "layers": layers, "cycles_per_batch": per_run, "cycles": per_run * runs,
               "cycles_kind": "predicted by the exact cycle models, end to end per block "
                              "layer, layers in sequence; host operators not counted",
+              "roofline_cycles_per_batch": roof,
+              "efficiency_vs_roofline": (roof / per_run if roof is not None and per_run
+                                         else None),
               "fmax_mhz": fmax, "latency_us_per_batch": per_run / fmax,
               "inputs_per_second": plan["batch"] * fmax * 1e6 / per_run if per_run else None,
               "fmax_source": fmax_source,

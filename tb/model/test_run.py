@@ -127,6 +127,13 @@ def test_report_and_accuracy(tmp_path):
     assert r["max_abs_error_vs_onnxruntime"] <= 0.08 * r["output_range"]
     assert r["inputs_per_second"] == pytest.approx(4 * 150e6 / r["cycles_per_batch"])
     assert [e["block"] for e in r["layers"]].count("conv") == 2
+    # the roofline: per block layer (compute or bandwidth bound, never above the cycles),
+    # and the network's (the layers' summed) against its predicted cycles
+    blocks = [e for e in r["layers"] if e["block"] != "host"]
+    assert all(0 < e["roofline_cycles"] <= e["cycles"] for e in blocks)
+    assert r["roofline_cycles_per_batch"] == sum(e["roofline_cycles"] for e in blocks)
+    assert r["efficiency_vs_roofline"] == pytest.approx(
+        r["roofline_cycles_per_batch"] / r["cycles_per_batch"])
 
 
 def test_errors_one_line_exit_2_nothing_written(tmp_path, capsys):
