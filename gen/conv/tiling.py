@@ -36,7 +36,7 @@ from gen.conv.schedule import Schedule, plan
 from gen.conv.wstream import chunk_weight_beats
 from gen.core.config import SpnnError
 
-__all__ = ["Tile", "TilePlan", "plan_tiles", "tile_input", "run_tiles"]
+__all__ = ["Tile", "TilePlan", "plan_tiles", "best_tiling", "tile_input", "run_tiles"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,22 @@ def plan_tiles(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder") ->
     _, shape, whole = best
     return TilePlan(layer, cfg, mapping, shape, tuple(_tiles(layer, cfg, mapping, shape,
                                                                 whole)))
+
+
+def best_tiling(layer: ConvLayer, cfg: ConvConfig, mappings) -> tuple:
+    """``(TilePlan or None, reason)``: of ``mappings``, the one whose :func:`plan_tiles`
+    has the fewest end-to-end cycles; None and the first mapping's one-line reason when
+    none fits."""
+    best, why = None, None
+    for mapping in mappings:
+        try:
+            tp = plan_tiles(layer, cfg, mapping)
+        except SpnnError as exc:
+            why = why or str(exc)
+            continue
+        if best is None or tp.cycles < best.cycles:
+            best = tp
+    return best, why
 
 
 def _lower_bound(layer, nb, no, ny, nx) -> int:

@@ -71,20 +71,12 @@ def _roofline(cycles: int, compute: int, beats: dict) -> dict:
 
 def _conv_entry(layer, x, cfgs, batch):
     from gen.conv import MAPPINGS, ConvLayer
-    from gen.conv.tiling import plan_tiles
+    from gen.conv.tiling import best_tiling
     cfg = cfgs["conv"]
     oc, ic, kh, kw = layer.w.shape
     cl = ConvLayer(oc=oc, ic=ic, h=x.shape[2], w=x.shape[3], kh=kh, kw=kw,
                    stride=layer.attrs["stride"], pad=layer.attrs["pad"], batch=batch)
-    best, why = None, None
-    for mapping in MAPPINGS:
-        try:
-            tp = plan_tiles(cl, cfg, mapping)
-        except SpnnError as exc:
-            why = why or str(exc)
-            continue
-        if best is None or tp.cycles < best.cycles:
-            best = tp
+    best, why = best_tiling(cl, cfg, MAPPINGS)
     if best is None:
         from gen.conv import check_fits, plan
         try:                           # the array's own reason, when it has one

@@ -139,18 +139,9 @@ class ConvSweep(BlockSweep):
 
     def model(self, cfg, opts, data):
         from gen.conv import MAPPINGS
-        from gen.conv.tiling import plan_tiles
-        from gen.core.config import SpnnError
-        layer = data["layer"]
-        best, why = None, None
-        for mapping in MAPPINGS if opts["mapping"] == "best" else (opts["mapping"],):
-            try:
-                tp = plan_tiles(layer, cfg, mapping)
-            except SpnnError as exc:
-                why = why or str(exc)
-                continue
-            if best is None or tp.cycles < best.cycles:
-                best = tp
+        from gen.conv.tiling import best_tiling
+        best, why = best_tiling(data["layer"], cfg, MAPPINGS if opts["mapping"] == "best"
+                                else (opts["mapping"],))
         if best is None:
             raise ValueError(why)
         units = cfg.rows * cfg.cols
