@@ -5,7 +5,7 @@ the word kinds of the ``w`` and ``x`` streams."""
 
 from dataclasses import dataclass
 
-from gen.core.config import check_format, check_int
+from gen.core.config import check_format, check_int, check_requant
 from gen.core.fixed import QFormat, index_bits
 from gen.pwl import PwlConfig, fit_table
 
@@ -60,6 +60,14 @@ class LstmConfig:
     bus_words : int
         Words per AXI4-Stream beat of the accelerator shell, 1..32 (the bare engine takes
         and gives one sequence and one result word per clock either way).
+    rq_width : int
+        0 (default): the shell's ``h`` port carries ``x_fmt`` words.  2..32: the shell
+        requantises every ``h`` word on its way out (a bias per hidden unit, multiply-shift
+        with round half up, saturation to ``rq_width`` signed bits, optional ReLU;
+        ``hdl/lib/requant.py``, registers ``RQ_*``; the engine's own feedback keeps
+        ``x_fmt``) and the port carries ``rq_width``-bit words.
+    rq_depth : int
+        Biases the requantisation stage holds (hidden units), 1..65536.
     """
 
     pes: int = 2
@@ -76,6 +84,8 @@ class LstmConfig:
     segments: int = 32
     w_lanes: int = 1
     bus_words: int = 1
+    rq_width: int = 0
+    rq_depth: int = 1024
 
     def __post_init__(self):
         for name, lo, hi in (("pes", 1, 256), ("max_inputs", 1, 4096), ("max_hidden", 1, 8192),
@@ -99,6 +109,7 @@ class LstmConfig:
         if self.segments > most:
             raise ValueError(f"segments must be a power of two between 2 and {most} for the "
                              f"{narrow.width}-bit PWL input {narrow}, not {self.segments}")
+        check_requant(self)
         if self.b_fmt.frac_bits > self.acc_frac:
             raise ValueError(f"b_fmt must have at most w_fmt + x_fmt fraction bits = "
                              f"{self.acc_frac}, not {self.b_fmt.frac_bits}")
@@ -111,9 +122,10 @@ class LstmConfig:
     @property
     def shell_name(self) -> str:
         """The accelerator shell's module: ``lstm_axi``, ``_l<w_lanes>`` and
-        ``_w<bus_words>`` beyond 1."""
+        ``_w<bus_words>`` beyond 1, ``_rq<rq_width>`` with a requantisation stage."""
         return ("lstm_axi" + (f"_l{self.w_lanes}" if self.w_lanes > 1 else "")
-                + (f"_w{self.bus_words}" if self.bus_words > 1 else ""))
+                + (f"_w{self.bus_words}" if self.bus_words > 1 else "")
+                + (f"_rq{self.rq_width}" if self.rq_width else ""))
 
     @property
     def rows_per_pe(self) -> int:

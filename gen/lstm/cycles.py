@@ -13,6 +13,7 @@ from collections import deque
 
 import numpy as np
 
+from gen.core.fixed import REQUANT_LATENCY
 from gen.core.stimulus import ModelSource, pattern_for
 from gen.lstm.compile import LstmPlan, plan_quant
 from gen.lstm.config import XK_X
@@ -234,6 +235,9 @@ def shell_cycles(plan: LstmPlan, seqs) -> int:
     the accelerator shell at full rate, from its first input beat to its last ``h`` beat,
     both counted: the engine's last ``h`` transfer (:func:`cycle_model`) + 1, + 1 (the
     weights enter through the shell's beat-to-word adapter, or its skid buffer with
-    ``w_lanes`` > 1), + 2 (the ``h`` words are packed into beats).  Exact
-    (tb/lstm/test_shell.py); idle inputs and back-pressure add clocks it does not model."""
-    return cycle_model(plan, seqs)["o"][-1] + 4
+    ``w_lanes`` > 1), + 2 (the ``h`` words are packed into beats), + ``REQUANT_LATENCY``
+    with a requantisation stage (``rq_width``; its biases in before the first ``h``).
+    Exact (tb/lstm/test_shell.py); idle inputs and back-pressure add clocks it does not
+    model."""
+    rq = REQUANT_LATENCY if plan.cfg.rq_width else 0
+    return cycle_model(plan, seqs)["o"][-1] + 4 + rq

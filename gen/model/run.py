@@ -26,10 +26,11 @@ saturated; ``select`` one position along an axis.
 
 LSTM layers (:func:`_lstm_layer`): the input codes shifted to the layer's ``x_fmt`` (the
 identity when the input tensor has that format, as it has when only the LSTM reads it),
-every sequence of the chunk through :func:`gen.lstm.ref_lstm` (golden) or, in one job
-after one weight load, :func:`gen.lstm.twin.rtl_lstm` (checked equal bit for bit); the
-engine's ``h`` codes (``x_fmt``, every step) shifted to the output tensor's format (round
-half up, saturate): the requantisation of the other blocks, without bias or ReLU.
+every sequence of the chunk through :func:`gen.lstm.ref_lstm` (golden) or, in one job of
+the LSTM shell (the weights, then the chunk's sequences), :func:`gen.lstm.twin.
+rtl_lstm_axi` (checked equal bit for bit); the engine's ``h`` codes (``x_fmt``, every step)
+shifted to the output tensor's format (round half up, saturate) by the requantisation
+stage - in the shell's hardware on the RTL - without bias or ReLU.
 """
 
 import re
@@ -189,18 +190,32 @@ class _Blocks:
             rtl.append(y.T)
         return self._check(layer, np.concatenate(rtl), gold)
 
-    def lstm(self, layer, xq, q, cfg, lplan):
+    def lstm(self, layer, xq, q, cfg, lplan, stage):
         """Every sequence of ``xq`` ``(B, T, X)`` (codes of ``cfg.x_fmt``) from h = c = 0:
-        the ``h`` codes ``(B, T, H)``; on the RTL one job (one weight load) per call."""
+        the ``h`` codes ``(B, T, H)`` requantised by ``stage``; on the RTL one job of the
+        shell with the stage built: the weights once, then the sequences."""
         from gen.lstm import ref_lstm
-        gold = np.stack([ref_lstm(q, s, cfg)[0] for s in xq])
+        rq, bias, width = stage
+        gold = requant_sums(np.stack([ref_lstm(q, s, cfg)[0] for s in xq]),
+                            bias[None, None, :], mult=rq.mult, shift=rq.shift, width=width,
+                            relu=rq.relu)
         if self.engine == "golden":
             return gold
-        from gen.lstm.twin import rtl_lstm
-        outs, result = rtl_lstm(lplan, [(s, None, None) for s in xq], self.sim,
-                                name=_run_name(layer))
-        self._count(layer, result)
-        return self._check(layer, np.stack(outs), gold)
+        from dataclasses import replace
+        from gen.lstm import seq_words, weight_words
+        from gen.lstm.twin import H_WORDS, IRQ_ENABLE, JOB_INPUTS, requant_job, rtl_lstm_axi
+        H = lplan.hidden
+        plan = replace(lplan, cfg=replace(cfg, rq_width=width,
+                                          rq_depth=1 << max(1, (H - 1).bit_length())))
+        seqs = [(s, None, None) for s in xq]
+        job = {"regs": [[JOB_INPUTS, 3], [H_WORDS, xq.shape[0] * xq.shape[1] * H],
+                        [IRQ_ENABLE, 1]],
+               "packets": {"s_axis_w": weight_words(plan),
+                           "s_axis_x": [w for s in seqs for w in seq_words(plan, *s)]}}
+        hs, records = rtl_lstm_axi(plan, seqs, self.sim, jobs=[requant_job(
+            job, plan, replace(rq, bias=bias))], name=_run_name(layer))
+        self._shell_run(layer, records[0])
+        return self._check(layer, hs[0].reshape(gold.shape), gold)
 
 
 def _lstm_layer(layer, entry, xq, fmts, blocks):
@@ -209,9 +224,13 @@ def _lstm_layer(layer, entry, xq, fmts, blocks):
     from gen.model.compile import lstm_layer
     cfg = config_from_strings(LstmConfig, {k: str(v) for k, v in entry["config"].items()})
     cfg, q, lplan = lstm_layer(layer, cfg, cfg.x_fmt, cfg.w_fmt, cfg.b_fmt)
-    fin = fmts[layer.inputs[0]]
-    h = blocks.lstm(layer, requantise(xq, fin.frac_bits, cfg.x_fmt), q, cfg, lplan)
-    return requantise(h, cfg.x_fmt.frac_bits, fmts[layer.output])
+    fin, out = fmts[layer.inputs[0]], fmts[layer.output]
+    # the engine's h (x_fmt) to the output's format in the shell's stage: a shift (or a
+    # power-of-two multiplier), no bias, no ReLU
+    drop = cfg.x_fmt.frac_bits - out.frac_bits
+    rq = Requant(*((1, drop) if drop >= 0 else (1 << -drop, 0)))
+    stage = (rq, np.zeros(lplan.hidden, dtype=np.int64), out.width)
+    return blocks.lstm(layer, requantise(xq, fin.frac_bits, cfg.x_fmt), q, cfg, lplan, stage)
 
 
 def _stage(layer, entry, fx, fw, acc_width, out):

@@ -167,3 +167,44 @@ def test_cli_run_through_the_shell(sim, tmp_path, cli_files):
     assert r["end_to_end_cycles"] == r["cycles"] >= r["roofline_cycles"] > 0
     assert r["roofline_cycles"] == max(r["compute_bound_cycles"], r["bandwidth_bound_cycles"])
     assert r["counters"]["cycles"] >= r["cycles"] and "end to end" in stdout
+
+
+# the requantisation stage on h: a bias per hidden unit, 6-bit results
+CFG_RQ = dataclasses.replace(CFG, rq_width=6, rq_depth=16)
+
+
+@pytest.mark.native_agree
+@pytest.mark.parametrize("full", [True, False], ids=["full", "bp"])
+def test_shell_requant(sim, full):
+    """The weights and two sequences through the shell's output stage (biases, shift,
+    saturation to 6 bits, ReLU; loaded with the first sequence, kept for the second): the
+    h codes == the golden stage on ref_lstm's; at full rate, weights and sequence in one
+    job, gen.lstm.shell_cycles (+ the stage's latency) exactly."""
+    from gen.core.fixed import Requant
+    from gen.lstm import shell_cycles
+    from gen.lstm.twin import requant_h, requant_job
+    rng = np.random.default_rng(31)
+    q = quantise_lstm(random_layer(rng, 10, 3), CFG_RQ)
+    plan = compile_lstm(q, CFG_RQ)
+    seqs = _seqs(rng, 10, 3, [4, 3])
+    bias = tuple(int(v) for v in rng.integers(-600, 600, 10))
+    rq = Requant(mult=3, shift=7, relu=True, bias=bias)
+    p = 1.0 if full else 0.6
+    if full:                       # the weights with the first sequence: one job
+        jobs = axi_jobs(plan, seqs[:1], with_weights=False)
+        jobs[0]["regs"] = [[JOB_INPUTS, 3], jobs[0]["regs"][1], jobs[0]["regs"][2]]
+        jobs[0]["packets"]["s_axis_w"] = weight_words(plan)
+        requant_job(jobs[0], plan, rq)
+        seqs = seqs[:1]
+    else:
+        jobs = None
+    hs, records = rtl_lstm_axi(plan, seqs, sim, w_valid_prob=p, x_valid_prob=p,
+                               o_ready_prob=p, seed=4, jobs=jobs, rq=rq,
+                               name=f"shell-requant-{int(full)}")
+    for (xs, h0, c0), h in zip(seqs, hs):
+        want = requant_h(ref_lstm(q, xs, CFG_RQ, h0, c0)[0], rq, bias, 6)
+        assert_array_equal(h, want)
+    assert (hs[0] == 0).any() and (hs[0] >= 0).all() and (hs[0] == 31).any()
+    if full:
+        job = records[0]
+        assert job["end"] - job["first_in"] + 1 == shell_cycles(plan, seqs)
