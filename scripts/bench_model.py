@@ -37,6 +37,7 @@ import time
 
 import numpy as np
 
+from gen.core.fixed import REQUANT_LATENCY
 from scripts import docs
 
 EXPLORE = Path("build/explore")
@@ -222,9 +223,11 @@ def lstm_markdown(res) -> str:
            f"{fmts['weights']}, b {fmts['bias']}, and the read-out in float; here the read-out "
            f"Gemm runs on the {gemm['block']} block, x {gemm['in_format']}, w "
            f"{gemm['w_format']})" if fmts and gemm else "") + "."
-        + (f" LSTM layer on the RTL: {measured:,} cycles over {runs} jobs (first weight "
-           f"word to last `h`; predicted {lstm['cycles']:,} per job of {plan['batch']} "
-           f"calibration sequences)." if measured else ""), "", body.rstrip(), ""]
+        + (f" LSTM layer on the RTL: {measured:,} cycles over {runs} jobs through the "
+           f"LSTM shell (first weight beat to last `h` beat, `h` requantised in the "
+           f"shell's stage; predicted {lstm['cycles']:,} per job of {plan['batch']} "
+           f"calibration sequences for the engine alone, + 3 for the shell's adapters and "
+           f"+ {REQUANT_LATENCY} for the stage)." if measured else ""), "", body.rstrip(), ""]
     return "\n".join(lines)
 
 
