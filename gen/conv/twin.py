@@ -102,7 +102,7 @@ def axi_job(x, w, sched, rq=None, cfg=None) -> dict:
     packets = {"s_axis_w": wdata, "s_axis_x": xdata}
     if cfg.rq_width:
         rq = rq if rq is not None else Requant()
-        regs += requant_regs(regmap, rq, layer.ho * layer.wo, layer.oc)
+        regs += requant_regs(regmap, rq, layer.ho * layer.wo, layer.oc, cfg.rq_depth)
         loads = rq.bias is not None
         regs += [[regmap.offset("JOB_INPUTS"), 0b11 | int(loads) << 2]]
         if loads:

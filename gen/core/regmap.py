@@ -183,9 +183,17 @@ def markdown(regmap: RegMap) -> str:
     return _export(MarkdownExporter(), regmap._root, ".md")
 
 
-def requant_regs(regmap: RegMap, rq, positions: int, channels: int) -> list:
+def requant_regs(regmap: RegMap, rq, positions: int, channels: int, depth: int) -> list:
     """``[[offset, value], ...]``: the ``RQ_*`` registers of a :class:`gen.core.fixed.Requant`
-    job whose transfers share a channel ``positions`` at a time over ``channels``."""
+    job whose transfers share a channel ``positions`` at a time over ``channels``; a job
+    beyond the stage (more channels than its ``depth`` biases, more than the registers
+    hold, or a bias list of another length) is a ValueError."""
+    if not 1 <= channels <= min(depth, 0xFFFF) or not 1 <= positions <= 0xFFFFFFFF:
+        raise ValueError(f"the requantisation stage holds 1..{min(depth, 0xFFFF)} channels "
+                         f"(rq_depth {depth}) and 1..2**32-1 positions, not {channels} "
+                         f"channels of {positions}")
+    if rq.bias is not None and len(rq.bias) != channels:
+        raise ValueError(f"{len(rq.bias)} biases for {channels} channels")
     return [[regmap.offset("RQ_SCALE"), rq.scale_word()],
             [regmap.offset("RQ_POSITIONS"), int(positions)],
             [regmap.offset("RQ_CHANNELS"), int(channels)]]

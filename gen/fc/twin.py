@@ -57,7 +57,7 @@ def axi_job(w, x, cfg: FcConfig, rq=None) -> dict:
                "s_axis_vdata": _lanes(data["vdata"], cfg.w_fmt.width, cfg.nz_per_clock)}
     if cfg.rq_width:
         rq = rq if rq is not None else Requant()
-        regs += requant_regs(regmap, rq, 1, rows)
+        regs += requant_regs(regmap, rq, 1, rows, cfg.rq_depth)
         regs += [[regmap.offset("JOB_INPUTS"), 0b11 | int(rq.bias is not None) << 2]]
         if rq.bias is not None:
             packets["s_axis_b"] = to_unsigned(rq.bias, cfg.acc_width)

@@ -80,7 +80,7 @@ def requant_job(job: dict, plan: LstmPlan, rq=None) -> dict:
         raise ValueError("a Requant job needs a shell with rq_width > 0")
     rq = rq if rq is not None else Requant()
     regmap = regmap_for(cfg)
-    job["regs"] += requant_regs(regmap, rq, 1, plan.hidden)
+    job["regs"] += requant_regs(regmap, rq, 1, plan.hidden, cfg.rq_depth)
     if rq.bias is not None:
         job["regs"] = [[a, v | 4] if a == JOB_INPUTS else [a, v] for a, v in job["regs"]]
         job["packets"]["s_axis_b"] = to_unsigned(rq.bias, cfg.x_fmt.width)

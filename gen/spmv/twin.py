@@ -87,7 +87,7 @@ def axi_job(blocks, x_codes, cfg: SpmvConfig, rq=None) -> dict:
     if cfg.rq_width:
         regmap = regmap_for(cfg)
         rq = rq if rq is not None else Requant()
-        regs += requant_regs(regmap, rq, 1, rows)
+        regs += requant_regs(regmap, rq, 1, rows, cfg.rq_depth)
         regs += [[regmap.offset("JOB_INPUTS"), 0b11 | int(rq.bias is not None) << 2]]
         if rq.bias is not None:
             packets["s_axis_b"] = to_unsigned(rq.bias, cfg.out_fmt.width)

@@ -149,3 +149,21 @@ def test_golden_range_checks():
     # exact beyond int64: (2**62 + 2**62) * 65535 >> 63
     got = requant_sums([1 << 62], [1 << 62], mult=65535, shift=63, width=32)
     assert got[0] == ((1 << 63) * 65535 + (1 << 62)) >> 63
+
+
+def test_job_registers_refuse_what_the_stage_cannot_hold():
+    """More channels than the bias memory (or the 16-bit register) holds, no positions, or a
+    bias list of another length: a ValueError, never a silently wrapped job."""
+    from gen.conv import ConvConfig
+    from gen.core.fixed import Requant
+    from gen.core.regmap import requant_regs
+    from hdl.conv.shell import regmap_for
+    regmap = regmap_for(ConvConfig(rows=4, cols=2, max_groups=2, rq_width=8, rq_depth=8))
+    regs = requant_regs(regmap, Requant(mult=3, shift=2, relu=True, bias=[1] * 8), 5, 8, 8)
+    assert regs == [[0x60, 3 | 2 << 16 | 1 << 22 | 1 << 23], [0x64, 5], [0x68, 8]]
+    for args, match in (((Requant(), 1, 9, 8), "1..8 channels"),
+                        ((Requant(), 1, 1 << 16, 1 << 16), "1..65535 channels"),
+                        ((Requant(), 0, 4, 8), "positions"),
+                        ((Requant(bias=[1, 2]), 1, 3, 8), "2 biases for 3 channels")):
+        with pytest.raises(ValueError, match=match):
+            requant_regs(regmap, *args)
