@@ -100,14 +100,27 @@ def main(argv=None) -> int:
     return 0 if ok else 1
 
 
-def cnn_main(args, out) -> bool:
-    """The digits CNN (and the VGG16 / ResNet-18 plans): True when RTL == golden and the
-    golden accuracy is within 1 point of the float one."""
-    from gen.conv import ConvConfig
+def _compile_and_run(onnx_path, calib, x, cfgs, name):
+    """``spnn compile`` (batch 16) and the plan on onnxruntime, the golden models and the RTL
+    (Verilator, native engine): ``(plan, ref, gold, rtl, info, rtl_seconds)``."""
     from gen.core.sim import using_engine
     from gen.model import compile_model, load_onnx
     from gen.model.reference import run_onnxruntime
     from gen.model.run import run_plan
+    graph = load_onnx(onnx_path)
+    plan = compile_model(graph, calib, batch=16, cfgs=cfgs, name=name)
+    ref = run_onnxruntime(onnx_path, "x", x)
+    gold, _ = run_plan(graph, plan, x, engine="golden")
+    t0 = time.perf_counter()
+    with using_engine("native"):
+        rtl, info = run_plan(graph, plan, x, engine="rtl")
+    return plan, ref, gold, rtl, info, time.perf_counter() - t0
+
+
+def cnn_main(args, out) -> bool:
+    """The digits CNN (and the VGG16 / ResNet-18 plans): True when RTL == golden and the
+    golden accuracy is within 1 point of the float one."""
+    from gen.conv import ConvConfig
     _ensure_trained(args.level)
     manifest = json.loads((EXPLORE / "manifest.json").read_text())
     level = next(v for v in manifest["levels"] if v["folder"] == args.level)
@@ -115,15 +128,9 @@ def cnn_main(args, out) -> bool:
     x = np.load(EXPLORE / "test_x.npy", allow_pickle=False)[:args.limit]
     y = np.load(EXPLORE / "test_y.npy", allow_pickle=False)[:args.limit]
     calib = np.load(EXPLORE / "calib_x.npy", allow_pickle=False)
-    graph = load_onnx(onnx_path)
     conv = replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)
-    plan = compile_model(graph, calib, batch=16, cfgs={"conv": conv}, name="digits-cnn")
-    ref = run_onnxruntime(onnx_path, "x", x)
-    gold, _ = run_plan(graph, plan, x, engine="golden")
-    t0 = time.perf_counter()
-    with using_engine("native"):
-        rtl, info = run_plan(graph, plan, x, engine="rtl")
-    rtl_seconds = time.perf_counter() - t0
+    plan, ref, gold, rtl, info, rtl_seconds = _compile_and_run(
+        onnx_path, calib, x, {"conv": conv}, "digits-cnn")
     acc = lambda out: float(np.mean(np.argmax(out, axis=1) == y))   # noqa: E731
     res = {"level": args.level, "sparsity": level["sparsity"], "images": int(len(x)),
            "array": f"{conv.rows}x{conv.cols}", "plan": plan,
@@ -157,25 +164,15 @@ def _ensure_lstm():
 def lstm_result(limit=None) -> dict:
     """The digits LSTM through ``spnn compile`` + the plan's golden and RTL runs (Verilator,
     native engine) on the test split, against onnxruntime."""
-    from gen.core.sim import using_engine
     from gen.lstm import LstmConfig
-    from gen.model import compile_model, load_onnx
-    from gen.model.reference import run_onnxruntime
-    from gen.model.run import run_plan
     _ensure_lstm()
     onnx_path = LSTM_DIR / "lstm_digits.onnx"
     x = np.load(LSTM_DIR / "lstm_digits_test_x.npy", allow_pickle=False)[:limit]
     y = np.load(LSTM_DIR / "lstm_digits_test_y.npy", allow_pickle=False)[:limit]
     calib = np.load(LSTM_DIR / "lstm_digits_calib_x.npy", allow_pickle=False)
-    graph = load_onnx(onnx_path)
     lstm = replace(LstmConfig(), pes=8, fifo_depth=8)          # as train_lstm_digits.py
-    plan = compile_model(graph, calib, batch=16, cfgs={"lstm": lstm}, name="digits-lstm")
-    ref = run_onnxruntime(onnx_path, "x", x)
-    gold, _ = run_plan(graph, plan, x, engine="golden")
-    t0 = time.perf_counter()
-    with using_engine("native"):
-        rtl, info = run_plan(graph, plan, x, engine="rtl")
-    rtl_seconds = time.perf_counter() - t0
+    plan, ref, gold, rtl, info, rtl_seconds = _compile_and_run(
+        onnx_path, calib, x, {"lstm": lstm}, "digits-lstm")
     acc = lambda out: float(np.mean(np.argmax(out, axis=1) == y))   # noqa: E731
     direct = LSTM_DIR / "lstm_digits.json"
     direct = json.loads(direct.read_text()) if direct.exists() else {}
