@@ -176,7 +176,9 @@ def _build(gateware, cfg, sim, waves):
     with _locked(root / f".{sim}.lock"):
         vfile = root / f"{module}.v"
         if not vfile.exists():
-            tmp = vfile.with_suffix(".tmp")
+            # the lock is per simulator, so another simulator's build may write the same
+            # file at once: a tmp name of this process's own keeps the rename atomic
+            tmp = vfile.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text)
             tmp.replace(vfile)
         stamp = sim_dir / ".built"
