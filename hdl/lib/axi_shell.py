@@ -252,9 +252,15 @@ class AxiShell(wiring.Component):
         moved = inner.valid & inner.ready
         # words per transfer: the payload's n on a partial port, else one transfer
         step = inner.payload.n if port.partial else 1
-        if target is not None:
-            m.d.comb += last.eq((count + step >= target) if port.partial
-                                else (count + 1 == target))
+        if target is not None and port.partial:
+            m.d.comb += last.eq(count + step >= target)
+        elif target is not None:
+            # a register, "count + 1 == target" kept a transfer ahead: the count's adder
+            # and comparator stay out of the beat and job-end logic (clock rate)
+            with m.If(moved):
+                m.d.sync += last.eq(count + 2 == target)
+            with m.If(ctl.start):
+                m.d.sync += last.eq(target == 1)
         if port.packed:
             assert target is not None, f"packed output {port.name} needs {port.name}_words"
             lane, g, w = 8 * port.word_bytes, port.group, port.word_width

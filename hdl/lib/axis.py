@@ -65,10 +65,11 @@ class AxisToWords(wiring.Component):
     Attributes
     ----------
     s : In(AxisSignature(word_width, words))
-        The bus.  A beat is taken the clock its last present word leaves (or at once when
-        the adapter is empty), so a word stream running at one word per clock sees no gap
-        between beats.  Beats with no present word are dropped (a ``tlast`` on one is lost:
-        keep at least one word in a packet's last beat).
+        The bus.  Two beat slots: ``tready`` is high while the slot the next beat goes to
+        is empty (it depends on this adapter's registers only, never on ``o.ready``), so
+        a beat can wait beside the one being sent and a word stream running at one word
+        per clock sees no gap between beats.  Beats with no present word are dropped (a
+        ``tlast`` on one is lost: keep at least one word in a packet's last beat).
     o : Out(stream.Signature(WordLayout(word_width)))
         The present words of each beat in lane order; ``last`` on the last present word of
         a beat with ``tlast``.
@@ -82,23 +83,35 @@ class AxisToWords(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n, kb, lane = self.words, keep_bytes(self.word_width), 8 * keep_bytes(self.word_width)
-        beat = Signal(n * lane)
-        left = Signal(n)                     # lanes of the held beat still to send
-        last = Signal()
+        # two slots, written at wp and read at rp in turn: the wide beat registers load on
+        # tvalid and a flag of their own, not on the block's ready (clock rate)
+        beats = [Signal(n * lane, name=f"beat{k}") for k in range(2)]
+        lasts = [Signal(name=f"last{k}") for k in range(2)]
+        lefts = [Signal(n, name=f"left{k}") for k in range(2)]  # lanes still to send
+        wp, rp = Signal(), Signal()
+        left = Mux(rp, lefts[1], lefts[0])
         index, onehot = _lowest(left, n)
         final = left == onehot               # the word on offer is the beat's last
+        beat = Mux(rp, beats[1], beats[0])
         m.d.comb += [
             self.o.valid.eq(left.any()),
             self.o.p.data.eq(beat.word_select(index, lane)[:self.word_width]),
-            self.o.p.last.eq(last & final),
-            self.s.tready.eq(~left.any() | (final & self.o.ready)),
+            self.o.p.last.eq(Mux(rp, lasts[1], lasts[0]) & final),
+            self.s.tready.eq(~Mux(wp, lefts[1], lefts[0]).any()),
         ]
-        with m.If(self.o.valid & self.o.ready):
-            m.d.sync += left.eq(left & ~onehot)
-        with m.If(self.s.tvalid & self.s.tready):
-            m.d.sync += [beat.eq(self.s.tdata), last.eq(self.s.tlast),
-                         left.eq(Const(0, n) | sum((self.s.tkeep[k * kb] << k)
-                                                   for k in range(n)))]
+        keep = Const(0, n) | sum((self.s.tkeep[k * kb] << k) for k in range(n))
+        take = self.s.tvalid & self.s.tready
+        for k in range(2):
+            # a slot is written only while empty and read only while full: never both
+            with m.If(self.o.valid & self.o.ready & (rp == k)):
+                m.d.sync += lefts[k].eq(left & ~onehot)
+            with m.If(take & (wp == k)):
+                m.d.sync += [beats[k].eq(self.s.tdata), lasts[k].eq(self.s.tlast),
+                             lefts[k].eq(keep)]
+        with m.If(self.o.valid & self.o.ready & final):
+            m.d.sync += rp.eq(~rp)
+        with m.If(take & keep.any()):         # an empty beat leaves its slot free
+            m.d.sync += wp.eq(~wp)
         return m
 
 

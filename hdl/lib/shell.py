@@ -81,7 +81,9 @@ class JobControl(wiring.Component):
         directed as :class:`hdl.lib.axil.AxiLiteRegisters`' ``hw`` members.
 
     ``CYCLES`` counts the clocks of ``busy``; every counter is 64 bits (``*_LO``/``*_HI``),
-    cleared by ``start`` and held after ``end`` until the next ``start``.  ``STATUS.done``
+    cleared by ``start`` and held after ``end`` until the next ``start``.  ``BUSY``,
+    ``STALL_IN`` and ``STALL_OUT`` count their event one clock after it (a registered
+    event), so they hold their final value from the second clock after ``end``.  ``STATUS.done``
     is set by ``end`` and cleared by ``start``; ``IRQ_STATUS.done`` is set by ``end``.
     """
 
@@ -122,12 +124,18 @@ class JobControl(wiring.Component):
                          getattr(hw, f"{reg.lower()}_hi_value").eq(counter[32:])]
         with m.If(self.busy):
             m.d.sync += counters["cycles"].eq(counters["cycles"] + 1)
-            for name, cond in (("busy", self.took_input), ("stall_in", self.stall_in),
-                               ("stall_out", self.stall_out)):
-                with m.If(cond):
-                    m.d.sync += counters[name].eq(counters[name] + 1)
             with m.If(self.end):
                 m.d.sync += [self.busy.eq(0), done.eq(1)]
+        # the events come from the block's and the buses' handshakes (deep logic): each is
+        # registered, and its counter counts it a clock later, so no 64-bit counter's
+        # enable waits for them (the counts after a job are the same: software reads them
+        # no earlier than two clocks after the end)
+        for name, cond in (("busy", self.took_input), ("stall_in", self.stall_in),
+                           ("stall_out", self.stall_out)):
+            event = Signal(name=f"event_{name}")
+            m.d.sync += event.eq(self.busy & cond & ~self.start)
+            with m.If(event):
+                m.d.sync += counters[name].eq(counters[name] + 1)
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), done.eq(0)] + [c.eq(0) for c in counters.values()]
         return m

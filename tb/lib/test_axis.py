@@ -114,3 +114,34 @@ def test_pack_partial_last_beat():
     _run(dut, process)
     assert out == [(10 | 11 << 16 | 12 << 32 | 13 << 48, 0xFF, 0), (14, 0b11, 1)]
     assert not any(stalls)
+
+
+def test_unpack_ready_ignores_the_block():
+    """``s.tready`` never follows ``o.ready`` within a clock: with the block stalled the
+    adapter takes two beats (its two slots), then holds ``tready`` low whatever ``o.ready``
+    does in that clock, and takes the next beat only after a slot has emptied."""
+    dut = AxisToWords(16, 2)
+    ready_seen = []
+
+    async def process(ctx):
+        ctx.set(dut.s.tdata, 1 | 2 << 16)
+        ctx.set(dut.s.tkeep, 0b1111)
+        ctx.set(dut.s.tvalid, 1)
+        ctx.set(dut.o.ready, 0)
+        taken = 0
+        for _ in range(4):
+            taken += ctx.get(dut.s.tready)
+            await ctx.tick()
+        assert taken == 2
+        for block_ready in (0, 1):          # same clock, both values of o.ready
+            ctx.set(dut.o.ready, block_ready)
+            ready_seen.append(ctx.get(dut.s.tready))
+        await ctx.tick()                    # first word leaves, the slot still holds one
+        ctx.set(dut.o.ready, 0)
+        ready_seen.append(ctx.get(dut.s.tready))
+        ctx.set(dut.o.ready, 1)
+        await ctx.tick()                    # second word leaves: the slot is free next clock
+        ctx.set(dut.o.ready, 0)
+        ready_seen.append(ctx.get(dut.s.tready))
+    _run(dut, process)
+    assert ready_seen == [0, 0, 0, 1]
