@@ -9,19 +9,29 @@ downloaded.  The network (float32, CPU, one thread, fixed seeds: reproducible)::
     conv3 16 -> 32  3x3 pad 1, ReLU           4x4
     fc    512 -> 10
 
-It is trained for EPOCHS epochs, then pruned by magnitude (per conv layer, the smallest
-|w|) to each weight sparsity of SPARSITIES in turn, each followed by FINETUNE epochs of
-masked fine-tuning (gradual pruning: each level starts from the previous one).
+It is trained for EPOCHS epochs, then pruned by magnitude (per layer, the smallest |w|)
+to each weight sparsity of SPARSITIES in turn, each followed by FINETUNE epochs of masked
+fine-tuning of all layers (gradual pruning: each level starts from the previous one).  A
+level's sparsity is the conv layers'; the FC layer is pruned to
+``fc_sparsity(s) = min(s, FC_MAX_SPARSITY)`` (0 / 50 / 70 / 80 / 80 %).  The cap is the rule
+that keeps every level's test accuracy within 1 point of the same level with a dense FC
+layer (conv-only pruning: 0.9756 / 0.9778 / 0.9689 / 0.9733 / 0.9533; with the FC pruned
+as here: 0.9756 / 0.9778 / 0.9778 / 0.9667 / 0.9600); without it (FC at 90 % at s90) s90
+drops to 0.9222, 3 points below.  Up to s80 the pruned model stays within 1 point of the
+dense one (s00).
 
 Outputs under build/explore/ (``--out``)::
 
     s<PCT>/conv<i>_w.npy   weights (M, N, 3, 3) float32, exact zeros where pruned
     s<PCT>/conv<i>_x.npy   the layer's input for the first IMAGES test images, (B, N, H, W)
                            float32: the image for conv1, real ReLU outputs for conv2/conv3
+    s<PCT>/fc_w.npy        FC weights (10, 512) float32, exact zeros where pruned
+    s<PCT>/fc_x.npy        its input (the flattened conv3 ReLU outputs), (B, 512) float32
     s<PCT>/cnn.onnx        the pruned network (torch.onnx.export, dynamo=False; input "x")
     test_x.npy, test_y.npy the test split (450 images (B, 1, 8, 8) float32, labels int64)
     calib_x.npy            the first 256 training images, for spnn compile --calib
-    manifest.json          accuracy, densities, layer geometry per sparsity
+    manifest.json          per sparsity level: accuracy, FC sparsity, per layer (conv1-3
+                           and fc) weight and activation densities; layer geometry
 
 Usage: python scripts/train_cnn_digits.py [--out build/explore] [--images 64]
 """
@@ -39,6 +49,13 @@ EPOCHS = 30
 FINETUNE = 6
 SEED = 0
 LAYERS = (("conv1", 1, 8), ("conv2", 8, 16), ("conv3", 16, 32))
+FC = ("fc", 32 * 4 * 4, 10)             # name, in features, out features
+FC_MAX_SPARSITY = 0.8
+
+
+def fc_sparsity(sparsity: float) -> float:
+    """The FC layer's weight sparsity at a level of conv weight sparsity ``sparsity``."""
+    return min(sparsity, FC_MAX_SPARSITY)
 
 
 def _build(torch):
@@ -50,7 +67,7 @@ def _build(torch):
             self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
             self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
             self.conv3 = nn.Conv2d(16, 32, 3, padding=1)
-            self.fc = nn.Linear(32 * 4 * 4, 10)
+            self.fc = nn.Linear(FC[1], FC[2])
 
         def forward(self, x, taps=None):
             if taps is not None:
@@ -61,8 +78,10 @@ def _build(torch):
             x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
             if taps is not None:
                 taps["conv3"] = x
-            x = torch.relu(self.conv3(x))
-            return self.fc(x.flatten(1))
+            x = torch.relu(self.conv3(x)).flatten(1)
+            if taps is not None:
+                taps["fc"] = x
+            return self.fc(x)
 
     return Net()
 
@@ -98,10 +117,12 @@ def _accuracy(torch, net, x, y):
 
 
 def _prune(torch, net, sparsity):
+    """Zero the smallest |w| of each layer: ``sparsity`` of every conv layer's weights,
+    :func:`fc_sparsity` of the FC layer's; the masks for the fine-tuning."""
     masks = {}
-    for name, _, _ in LAYERS:
+    for name, s in [(n, sparsity) for n, _, _ in LAYERS] + [(FC[0], fc_sparsity(sparsity))]:
         w = getattr(net, name).weight
-        k = int(round(sparsity * w.numel()))
+        k = int(round(s * w.numel()))
         mask = torch.ones_like(w)
         if k:
             order = torch.argsort(w.detach().abs().flatten(), stable=True)
@@ -136,10 +157,11 @@ def main(argv=None) -> int:
     out = Path(args.out)
     manifest = {"dataset": "sklearn.datasets.load_digits", "train": len(xtr), "test": len(xte),
                 "images": args.images, "epochs": EPOCHS, "finetune_epochs": FINETUNE,
-                "seed": SEED, "layers": {}, "levels": []}
+                "seed": SEED, "fc_max_sparsity": FC_MAX_SPARSITY, "layers": {}, "levels": []}
     for name, ic, oc in LAYERS:
         manifest["layers"][name] = {"in_channels": ic, "out_channels": oc, "kernel": 3,
                                     "stride": 1, "pad": 1}
+    manifest["layers"][FC[0]] = {"in_features": FC[1], "out_features": FC[2]}
     for s in SPARSITIES:
         masks = _prune(torch, net, s)
         if s > 0:
@@ -150,8 +172,9 @@ def main(argv=None) -> int:
             net(xte[:args.images], taps)
         folder = out / f"s{round(100 * s):02d}"
         folder.mkdir(parents=True, exist_ok=True)
-        level = {"sparsity": s, "folder": folder.name, "accuracy": acc, "layers": {}}
-        for name, _, _ in LAYERS:
+        level = {"sparsity": s, "fc_sparsity": fc_sparsity(s), "folder": folder.name,
+                 "accuracy": acc, "layers": {}}
+        for name in manifest["layers"]:
             w = getattr(net, name).weight.detach().numpy().astype(np.float32)
             x = taps[name].numpy().astype(np.float32)
             np.save(folder / f"{name}_w.npy", w)

@@ -374,12 +374,21 @@ def test_train_cnn_digits(tmp_path):
     assert proc.returncode == 0, proc.stderr
     man = json.loads((tmp_path / "manifest.json").read_text())
     assert [lv["sparsity"] for lv in man["levels"]] == [0.0, 0.5, 0.7, 0.8, 0.9]
+    # the FC layer is pruned too, to the level's sparsity capped at fc_max_sparsity
+    assert [lv["fc_sparsity"] for lv in man["levels"]] == [0.0, 0.5, 0.7, 0.8, 0.8]
+    assert list(man["layers"]) == ["conv1", "conv2", "conv3", "fc"]
     for level in man["levels"]:
         assert level["accuracy"] > 0.9
+        assert list(level["layers"]) == list(man["layers"])
         for name, info in level["layers"].items():
             w = np.load(tmp_path / level["folder"] / f"{name}_w.npy")
             x = np.load(tmp_path / level["folder"] / f"{name}_x.npy")
-            assert abs(np.mean(w == 0) - level["sparsity"]) < 0.01
             assert x.shape[0] == 8 and (x >= 0).all()
+            assert info["weight_density"] == np.mean(w != 0)
+            if name == "fc":
+                assert w.shape == (10, 512) and x.shape == (8, 512)
+                assert abs(np.mean(w == 0) - level["fc_sparsity"]) < 0.01
+                continue
+            assert abs(np.mean(w == 0) - level["sparsity"]) < 0.01
             rep = explore(w, x, ExploreConfig("fmap", 2, 4, pad=1), "both")
             assert rep["useful_macs"] <= rep["dense_macs"]
