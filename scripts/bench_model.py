@@ -3,13 +3,14 @@
 split.
 
 The network of ``scripts/train_cnn_digits.py`` (conv 1->8, conv 8->16 + max-pool, conv
-16->32, FC 512->10 on 8x8 digits), pruned to 70 % conv-weight sparsity and exported to ONNX by
-that script (run first when ``build/explore`` lacks it; needs the ml extra), is compiled with
-256 training images as calibration (batch 16; the conv array with 16-bit words), then the
-450 test images run three ways: onnxruntime on the float model, the plan on the golden
-models, the plan on the RTL (Verilator, native engine; every layer's result checked equal to
-the golden one).  Writes ``build/bench/model.json`` and ``build/bench/model.md`` (``--docs``:
-the table into README.md and docs/model.md).
+16->32, FC 512->10 on 8x8 digits), pruned to 70 % weight sparsity (conv and FC layers) and
+exported to ONNX by that script (run first when ``build/explore`` lacks it; needs the ml
+extra), is compiled with 256 training images as calibration (batch 16; the conv array with
+16-bit words), then the 450 test images run three ways: onnxruntime on the float model, the
+plan on the golden models, the plan on the RTL (Verilator, native engine; every layer's
+result checked equal to the golden one); onnxruntime on the unpruned float model (``s00``)
+gives the accuracy before pruning.  Writes ``build/bench/model.json`` and
+``build/bench/model.md`` (``--docs``: the table into README.md and docs/model.md).
 
 The digits LSTM classifier of ``scripts/train_lstm_digits.py`` (``nn.LSTM(8, 32)`` 82 %
 pruned + ``nn.Linear(32, 10)`` on the last step, exported as an ONNX ``LSTM``; trained first
@@ -21,7 +22,13 @@ sequences through onnxruntime, the golden plan and the RTL plan.  Writes
 Then pruned VGG16- and ResNet-18-shaped networks (random weights, 224 x 224) are compiled on
 the 128 x 16 array with the seed's buffer sizes at batch 1, and their predicted cycles,
 latency and images/s reported (:func:`network_rows`; batch 16 compiles too, but its conv
-tiling search took 276 s for ResNet-18 alone, so the bench leaves it out).
+tiling search took 276 s for ResNet-18 alone, so the bench leaves it out).  Writes
+``build/bench/model_networks.json`` and ``.md`` (``--docs``: into README.md and
+docs/model.md).
+
+Each of the three parts has its own pair of markers in the docs (:data:`SECTIONS`); a run
+that skips a part (``--no-cnn``, ``--no-lstm``, ``--no-networks``) leaves that part's files
+and doc sections as they are.
 
 Usage: ``python -m scripts.bench_model [--level s70] [--limit N] [--no-cnn] [--no-lstm]
 [--no-networks] [--docs]``.
@@ -45,6 +52,10 @@ LSTM_DIR = Path("build/bench")              # where scripts/train_lstm_digits.py
 LSTM_FILES = ("lstm_digits.onnx", "lstm_digits_test_x.npy", "lstm_digits_test_y.npy",
               "lstm_digits_calib_x.npy")
 DOC_FILES = ("README.md", "docs/model.md")
+SCRIPT = "scripts/bench_model.py"
+# part -> (doc markers' name, build/bench file stem)
+SECTIONS = {"cnn": ("model table", "model"), "lstm": ("lstm model table", "model_lstm"),
+            "networks": ("networks table", "model_networks")}
 
 
 def _ensure_trained(level):
@@ -57,11 +68,15 @@ def _ensure_trained(level):
 def markdown(res) -> str:
     from gen.model import plan_table
     body = plan_table(res["plan"]).split("\n", 2)[2]          # without the title line
+    dense = res.get("accuracy_float_dense")
     return "\n".join([
-        f"Digits CNN ({res['level']}: conv weights {res['sparsity']:.0%} pruned), "
-        f"`python -m scripts.bench_model`: {res['images']} test images, batch "
-        f"{res['plan']['batch']}, conv array {res['array']} with 16-bit words.", "",
-        "| path | accuracy |", "|---|---|",
+        f"Digits CNN ({res['level']}: weights {res['sparsity']:.0%} pruned in the conv layers, "
+        f"{res['fc_sparsity']:.0%} in the FC layer), `python -m scripts.bench_model`: "
+        f"{res['images']} test images, batch {res['plan']['batch']}, conv array "
+        f"{res['array']} with 16-bit words.",
+        "", "| path | accuracy |", "|---|---|"]
+        + ([f"| float model before pruning (s00, onnxruntime) | {dense:.4f} |"]
+           if dense is not None else []) + [
         f"| float model (onnxruntime) | {res['accuracy_float']:.4f} |",
         f"| plan on the golden models | {res['accuracy_golden']:.4f} |",
         f"| plan on the RTL (Verilator, native engine) | {res['accuracy_rtl']:.4f} |", "",
@@ -86,18 +101,35 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     ok = True
     if not args.no_cnn:
-        ok = cnn_main(args, out) and ok
+        res = cnn_result(args.level, args.limit)
+        write_part("cnn", res, markdown(res), out, args.docs)
+        ok = ok and passed(res)
     if not args.no_lstm:
         res = lstm_result(args.limit)
-        (out / "model_lstm.json").write_text(json.dumps(res, indent=2) + "\n")
-        table = lstm_markdown(res)
-        (out / "model_lstm.md").write_text(table)
-        print(table)
-        if args.docs:
-            docs.write_docs(table, "lstm model table", "scripts/bench_model.py", DOC_FILES)
-        ok = ok and res["rtl_equals_golden"] and \
-            abs(res["accuracy_golden"] - res["accuracy_float"]) <= 0.01
+        write_part("lstm", res, lstm_markdown(res), out, args.docs)
+        ok = ok and passed(res)
+    if not args.no_networks:
+        rows = network_rows()
+        write_part("networks", {"networks": rows}, networks_markdown(rows), out, args.docs)
     return 0 if ok else 1
+
+
+def passed(res) -> bool:
+    """RTL == golden on every output and the golden accuracy within 1 point of the float
+    one."""
+    return res["rtl_equals_golden"] and \
+        abs(res["accuracy_golden"] - res["accuracy_float"]) <= 0.01
+
+
+def write_part(part, res, table, out, write_docs=False):
+    """``res`` and ``table`` to ``out/<stem>.json`` / ``.md`` and, with ``write_docs``, the
+    table between the part's markers in :data:`DOC_FILES` (only this part's)."""
+    what, stem = SECTIONS[part]
+    (out / f"{stem}.json").write_text(json.dumps(res, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(table)
+    print(table)
+    if write_docs:
+        docs.write_docs(table, what, SCRIPT, DOC_FILES)
 
 
 def _compile_and_run(onnx_path, calib, x, cfgs, name):
@@ -117,38 +149,34 @@ def _compile_and_run(onnx_path, calib, x, cfgs, name):
     return plan, ref, gold, rtl, info, time.perf_counter() - t0
 
 
-def cnn_main(args, out) -> bool:
-    """The digits CNN (and the VGG16 / ResNet-18 plans): True when RTL == golden and the
-    golden accuracy is within 1 point of the float one."""
+def cnn_result(level_name="s70", limit=None) -> dict:
+    """The digits CNN at pruning level ``level_name`` through ``spnn compile`` + the plan's
+    golden and RTL runs (Verilator, native engine) on the test split, against onnxruntime
+    on the pruned and the unpruned (``s00``) float models."""
     from gen.conv import ConvConfig
-    _ensure_trained(args.level)
+    from gen.model.reference import run_onnxruntime
+    _ensure_trained(level_name)
     manifest = json.loads((EXPLORE / "manifest.json").read_text())
-    level = next(v for v in manifest["levels"] if v["folder"] == args.level)
-    onnx_path = EXPLORE / args.level / "cnn.onnx"
-    x = np.load(EXPLORE / "test_x.npy", allow_pickle=False)[:args.limit]
-    y = np.load(EXPLORE / "test_y.npy", allow_pickle=False)[:args.limit]
+    level = next(v for v in manifest["levels"] if v["folder"] == level_name)
+    onnx_path = EXPLORE / level_name / "cnn.onnx"
+    x = np.load(EXPLORE / "test_x.npy", allow_pickle=False)[:limit]
+    y = np.load(EXPLORE / "test_y.npy", allow_pickle=False)[:limit]
     calib = np.load(EXPLORE / "calib_x.npy", allow_pickle=False)
     conv = replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)
     plan, ref, gold, rtl, info, rtl_seconds = _compile_and_run(
         onnx_path, calib, x, {"conv": conv}, "digits-cnn")
     acc = lambda out: float(np.mean(np.argmax(out, axis=1) == y))   # noqa: E731
-    res = {"level": args.level, "sparsity": level["sparsity"], "images": int(len(x)),
-           "array": f"{conv.rows}x{conv.cols}", "plan": plan,
-           "accuracy_float": acc(ref), "accuracy_golden": acc(gold), "accuracy_rtl": acc(rtl),
-           "rtl_equals_golden": bool(np.array_equal(rtl, gold)),
-           "rtl_layer_runs": info["rtl_runs"], "rtl_seconds": rtl_seconds,
-           "max_abs_error": float(np.max(np.abs(gold - ref))),
-           "output_range": float(np.max(np.abs(ref)))}
-    if not args.no_networks:
-        res["networks"] = network_rows()
-    (out / "model.json").write_text(json.dumps(res, indent=2) + "\n")
-    table = markdown(res) + ("\n" + networks_markdown(res["networks"])
-                             if "networks" in res else "")
-    (out / "model.md").write_text(table)
-    print(table)
-    if args.docs:
-        docs.write_docs(table, "model table", "scripts/bench_model.py", DOC_FILES)
-    return res["rtl_equals_golden"] and abs(res["accuracy_golden"] - res["accuracy_float"]) <= 0.01
+    dense = EXPLORE / "s00" / "cnn.onnx"
+    return {"level": level_name, "sparsity": level["sparsity"],
+            "fc_sparsity": level.get("fc_sparsity", 0.0), "images": int(len(x)),
+            "array": f"{conv.rows}x{conv.cols}", "plan": plan,
+            "accuracy_float_dense": acc(run_onnxruntime(dense, "x", x)) if dense.exists()
+            else None,
+            "accuracy_float": acc(ref), "accuracy_golden": acc(gold), "accuracy_rtl": acc(rtl),
+            "rtl_equals_golden": bool(np.array_equal(rtl, gold)),
+            "rtl_layer_runs": info["rtl_runs"], "rtl_seconds": rtl_seconds,
+            "max_abs_error": float(np.max(np.abs(gold - ref))),
+            "output_range": float(np.max(np.abs(ref)))}
 
 
 # ---- the digits LSTM classifier through ONNX ---------------------------------------------
