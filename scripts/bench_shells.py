@@ -9,14 +9,17 @@ busiest port's beats (words that must cross it / words per beat).
 
 * spmv: the seed matrix (1024 x 153, 11.7 %, the seed of scripts/bench_spmv.py), P = 32,
   16 words per beat (``w_lanes`` 16, ``drain_lanes`` 16: 16 results per clock), cut into
-  the column blocks of :func:`gen.spmv.plan_columns`; roofline beats from
-  :func:`gen.spmv.roofline_beats`.
+  the blocks of :func:`gen.spmv.plan_blocks` (reordered columns, ROW words spread over the
+  blocks); roofline beats from :func:`gen.spmv.roofline_beats`; the RTL's cycles must
+  equal :func:`gen.spmv.shell_cycles`.  ``--spmv-plan columns`` runs the earlier
+  :func:`gen.spmv.plan_columns` plan instead.
 * lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat (``w_lanes`` 8); the
   weights and the sequence in one job; roofline beats from :func:`gen.lstm.roofline_beats`.
 * conv: the default 16 x 4 array, a 16 x 16 x 3 x 3 layer on 8 x 8 (pad 1), batch 1,
   16 words per beat.
 
 Writes build/bench/shells.json and build/bench/shells.md.  Run: python -m scripts.bench_shells
+(``--only spmv`` runs one block and writes nothing).
 """
 
 import json
@@ -29,23 +32,42 @@ from gen.core.runutil import roofline_fields
 from scripts.bench_spmv import seed_matrix
 
 
-def spmv_row():
-    from gen.spmv import (SpmvConfig, compile_tiled, plan_columns, ref_spmv,
-                          roofline_beats)
-    from gen.spmv.twin import rtl_spmv_axi
+SPMV_CFG = dict(pes=32, rows_per_pe=32, max_cols=256, mem_depth=1024, w_lanes=16,
+                drain_lanes=16, bus_words=16, acc_width=32)
+
+
+def spmv_blocks(plan="blocks"):
+    """The seed matrix, its vector, the config and its planned blocks (``plan``:
+    ``"blocks"`` :func:`gen.spmv.plan_blocks`, ``"columns"`` :func:`gen.spmv.plan_columns`)."""
+    from gen.spmv import SpmvConfig, compile_tiled, plan_blocks, plan_columns
     rng = np.random.default_rng(0)
     w = seed_matrix(0.117, rng)
     x = rng.integers(-2048, 2048, w.shape[1])
-    cfg = SpmvConfig(pes=32, rows_per_pe=32, max_cols=256, mem_depth=1024, w_lanes=16,
-                     drain_lanes=16, bus_words=16, acc_width=32)
-    starts = plan_columns(w, x, cfg)
-    blocks = compile_tiled(w, cfg, col_starts=starts)
+    cfg = SpmvConfig(**SPMV_CFG)
+    if plan == "columns":
+        blocks = compile_tiled(w, cfg, col_starts=plan_columns(w, x, cfg))
+    else:
+        blocks = plan_blocks(w, x, cfg)
+    return w, x, cfg, blocks
+
+
+def spmv_row(plan="blocks"):
+    from gen.spmv import ref_spmv, roofline_beats, shell_cycles, tile_jobs
+    from gen.spmv.twin import rtl_spmv_axi
+    w, x, cfg, blocks = spmv_blocks(plan)
     y, job = rtl_spmv_axi(w, x, cfg, "verilator", name="bench-shell", blocks=blocks)
     nnz = int(np.count_nonzero(w))
-    return _row("spmv", f"seed matrix 1024 x 153, 11.7 %, P = 32, {len(blocks)} column "
-                f"blocks, 16 results per clock", cfg.bus_words, job,
-                math.ceil(nnz / cfg.pes), roofline_beats(w, cfg),
-                np.array_equal(y, ref_spmv(w, x, cfg)))
+    how = ("column blocks" if plan == "columns" else
+           "blocks of reordered columns, ROW words spread")
+    row = _row("spmv", f"seed matrix 1024 x 153, 11.7 %, P = 32, {len(blocks)} {how}, "
+               f"16 results per clock", cfg.bus_words, job,
+               math.ceil(nnz / cfg.pes), roofline_beats(w, cfg),
+               np.array_equal(y, ref_spmv(w, x, cfg)))
+    row["model_cycles"] = shell_cycles(tile_jobs(blocks, x), cfg)
+    if row["model_cycles"] != row["end_to_end_cycles"]:
+        raise SystemExit(f"bench_shells: the shell took {row['end_to_end_cycles']} cycles, "
+                         f"gen.spmv.shell_cycles says {row['model_cycles']}")
+    return row
 
 
 def lstm_row():
@@ -127,16 +149,29 @@ def markdown(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main():
+def main(argv=None):
+    import argparse
     from gen.core.sim import sim_available
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spmv-plan", choices=("blocks", "columns"), default="blocks",
+                    help="SpMV plan: gen.spmv.plan_blocks (default) or plan_columns")
+    ap.add_argument("--only", choices=("spmv", "lstm", "conv"), action="append",
+                    help="run only these blocks (repeatable; default all)")
+    args = ap.parse_args(argv)
     if not sim_available("verilator"):
         raise SystemExit("bench_shells needs Verilator (the dev extra)")
     rows = []
-    for name, fn in (("spmv", spmv_row), ("lstm", lstm_row), ("conv", conv_row)):
+    for name, fn in (("spmv", lambda: spmv_row(args.spmv_plan)), ("lstm", lstm_row),
+                     ("conv", conv_row)):
+        if args.only and name not in args.only:
+            continue
         print(f"shell: {name}", flush=True)
         rows.append(fn())
         print(f"  {rows[-1]['end_to_end_cycles']} cycles end to end, roofline "
               f"{rows[-1]['roofline_cycles']}", flush=True)
+    if args.only:       # a partial run leaves the tables of the full one alone
+        print(markdown(rows))
+        return
     out = Path("build/bench")
     out.mkdir(parents=True, exist_ok=True)
     (out / "shells.json").write_text(json.dumps(rows, indent=2) + "\n")

@@ -4,8 +4,8 @@
 The package re-exports the numpy-only layer: ``config`` (:class:`SpmvConfig`, allocator
 names, weight-word kinds), ``golden`` (the bit-exact golden model), ``compile`` (pruning,
 row allocation, memory images, checkerboard tiling), ``beats`` (the weight stream) and
-``cycles`` (the exact cycle model) and ``planner`` (column blocks for end-to-end time, the
-roofline).  The RTL twin is ``twin``, the ``spnn`` command ``cli``,
+``cycles`` (the exact cycle model) and ``planner`` (column blocks and block plans for
+end-to-end time, the roofline).  The RTL twin is ``twin``, the ``spnn`` command ``cli``,
 the block contract ``block``.
 """
 

@@ -10,9 +10,10 @@ entries), 1 LAST (the same, then close PE ``pe``'s current column: ``ptr[col] =
 (start, count)``, ``col += 1``), 2 SKIP (close PE ``pe``'s column with count 0),
 3 ROW (``rowmap[lane][row] = (pe, idx)``), 4 END (the whole beat; ``value`` 1 = last
 block of its block row; the block's column count is what the PEs closed), 5 NOP.
-Per lane: the ROW words of its rows (first block of a block row only), then per
-column, per PE of the lane, ENTRY* LAST or one SKIP.  So a block costs
-``max over lanes of (rows + non-zeros + empty (column, PE) pairs of the lane) + 1``
+Per lane: the ROW words the block carries (by default all of the block row's rows in its
+first block; :func:`gen.spmv.spread_rows` spreads them over its blocks, each lane's rows
+in order), then per column, per PE of the lane, ENTRY* LAST or one SKIP.  So a block costs
+``max over lanes of (ROW words + non-zeros + empty (column, PE) pairs of the lane) + 1``
 beats: one word per non-zero.
 """
 
@@ -41,9 +42,7 @@ def beat_count(plan: SpmvPlan) -> int:
     """``len(weight_beats(plan))`` without building the beats."""
     cfg = plan.cfg
     L = cfg.w_lanes
-    lane = np.zeros(L, dtype=np.int64)
-    if plan.first:
-        lane += np.bincount(np.arange(plan.rows) % L, minlength=L)[:L]
+    lane = plan.row_words.copy()
     per_pe = plan.loads + (plan.counts == 0).sum(axis=1)
     lane += np.bincount(np.arange(cfg.pes) % L, weights=per_pe, minlength=L).astype(np.int64)
     return int(lane.max()) + 1
@@ -51,19 +50,19 @@ def beat_count(plan: SpmvPlan) -> int:
 
 def weight_beats(plan: SpmvPlan) -> list:
     """The weight-stream beats of a block, each ``w_lanes`` packed words (lane 0 in the
-    LSBs).  Lane ``l`` carries the ROW words of rows ``r = l mod L`` (first block of a
-    block row only), then column by column, for each of its PEs ``p = l mod L``, the
-    PE's entries (ENTRY ... LAST, the LAST word closing the PE's column) or one SKIP word
-    when the PE has nothing in that column.  Lanes are padded with NOP words to equal
-    length and closed by one beat of END words (value 1 = last block of its block row).
+    LSBs).  Lane ``l`` carries the ROW words of its rows ``r = l mod L`` that the block
+    carries (:meth:`SpmvPlan.lane_rows`: all of them in the first block of a block row
+    unless :func:`gen.spmv.spread_rows` spread them), then column by column, for each of
+    its PEs ``p = l mod L``, the PE's entries (ENTRY ... LAST, the LAST word closing the
+    PE's column) or one SKIP word when the PE has nothing in that column.  Lanes are
+    padded with NOP words to equal length and closed by one beat of END words (value 1 =
+    last block of its block row).
     """
     cfg = plan.cfg
     L = cfg.w_lanes
     pack = _packer(cfg)
-    lanes = [[] for _ in range(L)]
-    if plan.first:
-        for r, (pe, i) in enumerate(zip(plan.row_pe, plan.row_local)):
-            lanes[r % L].append(pack(KIND_ROW, pe, i, 0))
+    lanes = [[pack(KIND_ROW, plan.row_pe[r], plan.row_local[r], 0)
+              for r in plan.lane_rows(lane)] for lane in range(L)]
     pos = [0] * cfg.pes
     for j in range(plan.cols):
         for p in range(cfg.pes):

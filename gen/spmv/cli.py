@@ -13,7 +13,7 @@ from gen.core.runutil import (add_common_arguments, check_common, check_finite, 
                               int_arg, load_npy, make_report, roofline_fields, run_outputs,
                               signed_bits)
 from gen.spmv import (ALLOCATORS, SpmvConfig, beat_count, compile_tiled, cycle_model,
-                      gather_tiled, plan_columns, prune, ref_spmv, roofline_beats,
+                      gather_tiled, order_free, plan_blocks, prune, ref_spmv, roofline_beats,
                       shell_cycles, tile_jobs)
 from gen.spmv.twin import rtl_spmv_axi, run_jobs
 
@@ -39,9 +39,10 @@ accumulators across a block row.  The weight stream carries --w-lanes words per 
 "Accelerator shell"): weights, activations and results over AXI4-Stream (N activation /
 result words per beat; --w-lanes defaults to min(N, P) weight words per beat and
 --drain-lanes to the same when it divides P: that many results per clock and per beat),
-the job started over AXI4-Lite.  A matrix that fits one block is cut into the column
-blocks with the fewest end-to-end cycles by the cycle model (gen.spmv.plan_columns: the
-next block loads while one computes).  The report then gives end-to-end cycles (first
+the job started over AXI4-Lite.  A matrix that fits one block is cut into the blocks
+with the fewest end-to-end cycles by the cycle model (gen.spmv.plan_blocks: the next block
+loads while one computes; the columns reordered when no partial sum can saturate, the
+ROW words spread over the blocks).  The report then gives end-to-end cycles (first
 input beat to last result beat, loads included), the shell's counters and the roofline
 bound.
 
@@ -294,9 +295,9 @@ def run(args) -> int:
 
 def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outputs) -> int:
     """``--bus-words``: one job through the accelerator shell."""
-    starts = plan_columns(w_codes, x_codes, cfg, args.alloc)
-    if starts != [0]:
-        blocks = compile_tiled(w_codes, cfg, args.alloc, col_starts=starts)
+    # this job's x: the columns may be reordered when no partial sum can saturate for it
+    blocks = plan_blocks(w_codes, x_codes, cfg, args.alloc,
+                         reorder=order_free(w_codes, cfg, x_codes))
     y, job = rtl_spmv_axi(w_codes, x_codes, cfg, args.sim, alloc=args.alloc,
                           w_valid_prob=bandwidth, seed=args.seed, blocks=blocks)
     golden = ref_spmv(w_codes, x_codes, cfg)
@@ -327,6 +328,8 @@ def _run_axi(args, cfg, blocks, bandwidth, w, w_codes, x_codes, exact_ints, outp
         end_to_end_model_cycles=model if bandwidth == 1.0 else None,
         drain_lanes=cfg.drain_lanes, col_starts=[b.col_offset for b in blocks
                                                  if b.row_offset == 0],
+        col_order=[int(c) for b in blocks if b.row_offset == 0 for c in b.columns],
+        row_words=[[int(v) for v in b.row_words] for b in blocks],
         weight_beats=sum(beat_count(b) for b in blocks),
         counters=job["counters"], **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
         allocator=args.alloc, pes=cfg.pes, shape=[int(rows), int(cols)], nnz=nnz,

@@ -47,7 +47,7 @@ are drained once, after the block row's last block.  The hardware loads the next
 block into the second bank while it computes on the current one.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
 
 import numpy as np
@@ -55,8 +55,8 @@ import numpy as np
 from gen.core.fixed import check_codes
 from gen.spmv.config import ALLOCATORS, SpmvConfig
 
-__all__ = ["SpmvPlan", "allocate", "compile_weights", "compile_tiled", "tile_jobs",
-           "gather_tiled", "prune", "load_report"]
+__all__ = ["SpmvPlan", "allocate", "compile_weights", "compile_tiled", "spread_rows",
+           "tile_jobs", "order_free", "gather_tiled", "prune", "load_report"]
 
 
 def prune(w, density: float):
@@ -146,6 +146,12 @@ class SpmvPlan:
     last: bool = True           # last block of its block row: results are drained after it
     row_offset: int = 0         # position of the block in the whole matrix (tiled jobs)
     col_offset: int = 0
+    col_ids: np.ndarray | None = None   # the matrix columns of the block's columns, in block
+    #                                     order (None: col_offset .. col_offset + cols - 1)
+    row_span: np.ndarray | None = None  # (w_lanes, 2): per lane l, the positions [lo, hi) of
+    #                                     the lane's rows (r = l + w_lanes * i) whose ROW words
+    #                                     this block carries (None: all of them in the first
+    #                                     block of its block row, none in the others)
 
     @property
     def rows(self) -> int:
@@ -154,6 +160,28 @@ class SpmvPlan:
     @property
     def cols(self) -> int:
         return self.shape[1]
+
+    @property
+    def columns(self) -> np.ndarray:
+        """The matrix columns of the block's columns, in the order the block holds them."""
+        if self.col_ids is not None:
+            return np.asarray(self.col_ids, dtype=np.int64)
+        return np.arange(self.col_offset, self.col_offset + self.cols)
+
+    def lane_rows(self, lane: int) -> range:
+        """The rows of the block row whose ROW words this block carries on ``lane``, in
+        order (rows ``r = lane mod w_lanes``)."""
+        L = self.cfg.w_lanes
+        if self.row_span is None:
+            return range(lane, self.rows if self.first else 0, L)
+        lo, hi = (int(v) for v in self.row_span[lane])
+        return range(lane + L * lo, lane + L * hi, L)
+
+    @property
+    def row_words(self) -> np.ndarray:
+        """ROW words this block carries per lane."""
+        return np.array([len(self.lane_rows(lane)) for lane in range(self.cfg.w_lanes)],
+                        dtype=np.int64)
 
     @property
     def loads(self) -> np.ndarray:
@@ -255,7 +283,7 @@ def _block(w, row_pe, row_local, cfg, alloc, **where):
 
 
 def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=None,
-                  block_cols=None, col_starts=None) -> list:
+                  block_cols=None, col_starts=None, col_order=None) -> list:
     """Cut a matrix larger than the on-chip memories into a checkerboard of blocks.
 
     Blocks are ``block_rows x block_cols`` (defaults: ``pes * rows_per_pe`` and
@@ -268,9 +296,20 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
     ``col_starts`` (instead of ``block_cols``): the first column of each column block,
     ascending from 0 (blocks of any widths up to ``max_cols``, e.g. from
     :func:`gen.spmv.plan_columns`).
+    ``col_order``: a permutation of the columns; the blocks then cut the columns in this
+    order (``col_starts`` count positions in it) and each block's ``col_ids`` names its
+    matrix columns (:func:`tile_jobs` sends their activations).  The row allocation does not
+    depend on it; the accumulators then add a row's products in this order, which is the
+    column order's result whenever no partial sum can saturate (:func:`order_free`).
     """
     w = _weight_codes(w_codes, cfg)
     rows, cols = w.shape
+    order = None
+    if col_order is not None:
+        order = np.asarray(col_order, dtype=np.int64).ravel()
+        if not np.array_equal(np.sort(order), np.arange(cols)):
+            raise ValueError(f"col_order must be a permutation of the {cols} columns")
+        w = w[:, order]
     br = cfg.max_rows if block_rows is None else int(block_rows)
     bc = cfg.max_cols if block_cols is None else int(block_cols)
     if not 1 <= br <= cfg.max_rows:
@@ -292,8 +331,42 @@ def compile_tiled(w_codes, cfg: SpmvConfig, alloc: str = "balanced", block_rows=
         for n, (c0, c1) in enumerate(zip(col_starts, ends)):
             blocks.append(_block(w[r0:r0 + br, c0:c1], row_pe, row_local, cfg, alloc,
                                  first=(n == 0), last=(n == len(col_starts) - 1),
-                                 row_offset=r0, col_offset=c0))
+                                 row_offset=r0, col_offset=c0,
+                                 col_ids=None if order is None else order[c0:c1]))
     return blocks
+
+
+def spread_rows(blocks, row_words) -> list:
+    """The ``blocks`` with their ROW words spread over the blocks of each block row:
+    ``row_words[k][l]`` ROW words of lane ``l`` in block ``k`` (each lane's rows in order,
+    the next ones after those of the block row's earlier blocks).  The engine writes a ROW
+    word into the rowmap bank of the block row being loaded whatever block carries it (its
+    lane's row counter counts on until the block row's last END), so any split is valid as
+    long as every block row's blocks carry exactly its rows; a lane with fewer words in a
+    block than the block's longest lane fills NOP padding with them, so rows spread into
+    the lanes' padding cost no beats.  Returns new plans (``row_span`` set)."""
+    if len(row_words) != len(blocks):
+        raise ValueError(f"row_words needs one entry per block ({len(blocks)}), "
+                         f"not {len(row_words)}")
+    out, pos = [], None
+    for plan, words in zip(blocks, row_words):
+        L = plan.cfg.w_lanes
+        words = np.asarray(words, dtype=np.int64).ravel()
+        if len(words) != L or (words < 0).any():
+            raise ValueError(f"row_words per block must be {L} counts >= 0, not {list(words)}")
+        if plan.first or pos is None:
+            pos = np.zeros(L, dtype=np.int64)
+        span = np.stack([pos, pos + words], axis=1)
+        pos = pos + words
+        if plan.last:
+            need = np.array([len(range(lane, plan.rows, L)) for lane in range(L)])
+            if not np.array_equal(pos, need):
+                raise ValueError(f"row_words of a block row must add up to its rows per lane "
+                                 f"{list(need)}, not {list(pos)}")
+        out.append(replace(plan, row_span=span))
+    if pos is not None and not blocks[-1].last:
+        raise ValueError("row_words: the blocks must end with a block row's last block")
+    return out
 
 
 def _fit_block_cols(w, allocs, br, bc, cfg):
@@ -327,9 +400,26 @@ def _check_starts(col_starts, cols, cfg):
 
 
 def tile_jobs(blocks, x_codes) -> list:
-    """``[(block, x slice), ...]`` for :func:`run_jobs` / :func:`cycle_model`."""
+    """``[(block, its activations), ...]`` for :func:`run_jobs` / :func:`cycle_model` (the
+    activations of each block's columns, in the block's column order)."""
     x = np.asarray(x_codes, dtype=np.int64).ravel()
-    return [(b, x[b.col_offset:b.col_offset + b.cols]) for b in blocks]
+    return [(b, x[b.columns]) for b in blocks]
+
+
+def order_free(w_codes, cfg: SpmvConfig, x_codes=None) -> bool:
+    """True when no row's partial sum can saturate the accumulator, so that every column
+    order gives the column order's result bit for bit: ``sum_j |W_rj| * |x_j|`` within
+    ``acc_fmt`` for every row, for these activations ``x_codes`` or, without them, for any
+    (``|x_j| = 2**(x_width - 1)``)."""
+    w = np.abs(np.asarray(w_codes, dtype=np.int64))
+    if w.size == 0:
+        return True
+    if x_codes is None:
+        bound = int(w.sum(axis=1).max()) << (cfg.x_fmt.width - 1)
+    else:
+        x = np.abs(np.asarray(x_codes, dtype=np.int64).ravel()).astype(object)
+        bound = max(int(v) for v in w.astype(object) @ x)
+    return bound <= (1 << (cfg.acc_width - 1)) - 1
 
 
 def gather_tiled(blocks, ys) -> np.ndarray:
