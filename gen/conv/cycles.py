@@ -9,7 +9,7 @@ from gen.conv.wstream import chunk_weight_beats
 from gen.core.fixed import REQUANT_LATENCY
 
 __all__ = ["pass_setup_cycles", "compute_cycles", "stall_free_cycles", "stagger_cycles",
-           "layer_cycles", "shell_cycles", "SHELL_EXTRA_CYCLES"]
+           "layer_cycles", "layers_timeline", "shell_cycles", "SHELL_EXTRA_CYCLES"]
 
 # The accelerator shell (hdl/conv/shell.py) at full rate adds 3 clocks to the array's own
 # timeline (descriptor from the registers, the AXI4-Stream adapters on the way in and out),
@@ -146,14 +146,53 @@ def layer_cycles(sched) -> dict:
     return {"stat": stat, "first_out": first_out, "last_out": last_out}
 
 
-def shell_cycles(sched) -> int:
-    """End-to-end clocks of one layer through the accelerator shell at full rate (every
+# Layers back to back (ping-pong output banks): after a layer's STAT the FSM waits in HANDOFF
+# until the streamer has sent the previous layer's last sum, then takes the next descriptor
+# (IDLE); the streamer starts the layer after the handoff.
+_STAT_TO_NEXT = 2        # stat -> next descriptor transfer, streamer idle
+_LAST_TO_NEXT = -1       # previous layer's last sum -> next descriptor, streamer busy
+_LAST_TO_FIRST = 2       # previous layer's last sum -> this layer's first, streamer busy
+
+
+def layers_timeline(scheds) -> list:
+    """Exact RTL timeline of layers run back to back with streams that are never idle and
+    never back-pressured: per layer ``{"cfg", "stat", "first_out", "last_out"}`` in clocks
+    from the first layer's descriptor transfer.
+
+    A layer's loads and compute overlap the previous layer's output stream (the ping-pong
+    output banks): its descriptor is taken two clocks after the previous layer's ``stat``,
+    or, when the streamer is still sending the layer before that, one clock before that
+    layer's last sum; its own stream starts five clocks after its ``stat`` or two clocks
+    after the previous layer's last sum, whichever is later.
+    """
+    out, cfg, prev_last, memo = [], 0, None, {}
+    for sched in scheds:
+        if id(sched) not in memo:
+            memo[id(sched)] = layer_cycles(sched)
+        one = memo[id(sched)]
+        stat = cfg + one["stat"]
+        first = stat + _STAT_TO_OUT
+        if prev_last is not None:
+            first = max(first, prev_last + _LAST_TO_FIRST)
+        last = first + sched.layer.oc * sched.layer.positions - 1
+        out.append({"cfg": cfg, "stat": stat, "first_out": first, "last_out": last})
+        # the next descriptor: after this layer's handoff, which waits for the streamer
+        cfg = stat + _STAT_TO_NEXT
+        if prev_last is not None:
+            cfg = max(cfg, prev_last + _LAST_TO_NEXT)
+        prev_last = last
+    return out
+
+
+def shell_cycles(sched, layers: int = 1) -> int:
+    """End-to-end clocks of one job through the accelerator shell at full rate (every
     AXI4-Stream beat offered and taken at once): from its first input beat to its last
     output beat, both counted; the shell's ``CYCLES`` counter reads one more (it counts from
-    the clock after the start).  Exact (tb/conv/test_shell.py), for any ``bus_words``: the
-    shell still moves one feature and one output word per clock into and out of the array
-    (and one weight transfer: ``w_lanes`` weights); a requantisation stage (``rq_width``)
-    adds its ``REQUANT_LATENCY`` when the biases arrive before the first sum.  Idle inputs
-    and back-pressure add clocks this does not model."""
+    the clock after the start).  A job runs ``layers`` layers of ``sched`` back to back
+    (the ``LAYERS`` register; :func:`layers_timeline`).  Exact (tb/conv/test_shell.py), for
+    any ``bus_words``: the shell still moves one feature and one output word per clock into
+    and out of the array (and one weight transfer: ``w_lanes`` weights); a requantisation
+    stage (``rq_width``) adds its ``REQUANT_LATENCY`` when the biases arrive before the
+    first sum.  Idle inputs and back-pressure add clocks this does not model."""
     rq = REQUANT_LATENCY if sched.cfg.rq_width else 0
-    return layer_cycles(sched)["last_out"] + SHELL_EXTRA_CYCLES + rq
+    return layers_timeline([sched] * layers)[-1]["last_out"] + SHELL_EXTRA_CYCLES + rq

@@ -20,9 +20,9 @@ from gen.conv.cycles import ISSUE_TO_ACC
 from gen.conv.layout import MIN_BOX, _slot_valid
 from gen.conv import (READ_POINTERS, ConvConfig, Pass, ConvLayer, column_bound, compute_cycles,
                       pass_setup_cycles, stagger_cycles, stagger_delay, stall_free_cycles,
-                      descriptor_fields, direct_conv, layer_cycles, n_rule, network_table, plan,
-                      ref_conv, schedule_cover, skipped_beats, stagger_reads, stagger_words,
-                      tile_boxes)
+                      descriptor_fields, direct_conv, layer_cycles, layers_timeline, n_rule,
+                      network_table, plan, ref_conv, schedule_cover, skipped_beats,
+                      stagger_reads, stagger_words, tile_boxes)
 from gen.conv.twin import rtl_conv
 from gen.conv.networks import NETWORKS, layer_macs
 
@@ -427,11 +427,16 @@ def _check(jobs, outs, stats, result, cfg, timing=True):
         if timing:
             assert stat_at[i] - src[i] == layer_cycles(sched)["stat"], i
     if timing:
-        first = layer_cycles(jobs[0][2])
-        o = result["sinks"]["o"]["cycles"]
-        n0 = jobs[0][2].layer.oc * jobs[0][2].layer.positions
-        assert o[0] - src[0] == first["first_out"]
-        assert o[n0 - 1] - src[0] == first["last_out"]
+        # every layer's descriptor, stats and first and last sum on the clock of the
+        # back-to-back model (loads and compute overlapping the previous layer's stream)
+        o, at = result["sinks"]["o"]["cycles"], 0
+        for i, (t, (_, _, sched)) in enumerate(zip(layers_timeline([j[2] for j in jobs]),
+                                                     jobs)):
+            n = sched.layer.oc * sched.layer.positions
+            assert (src[i] - src[0], stat_at[i] - src[0], o[at] - src[0],
+                    o[at + n - 1] - src[0]) == (t["cfg"], t["stat"], t["first_out"],
+                                                t["last_out"]), i
+            at += n
 
 
 SPECS_8x4 = [
