@@ -14,13 +14,16 @@ unchanged array (:class:`TilePlan`):
 * every tile loads the weights of its output channels again (weight traffic grows with the
   number of spatial tiles and image groups).
 
-The tile shape minimises the layer's end-to-end cycles, estimated per tile as compute cycles
-plus the weight transfers (:func:`gen.conv.chunk_weight_beats`), the feature words loaded and
-the words streamed out (the array does not overlap loads with compute, so
-the exact model, :func:`gen.conv.layer_cycles`, differs from this sum by a few clocks per
-job); :meth:`TilePlan.cycles` gives the exact figure, the sum over the jobs of
-:func:`gen.conv.layer_cycles` ``["last_out"]`` (first input word to last output word of
-each job; the host's register writes between jobs not counted).
+Tiles of equal size form a *run*: one job of the accelerator shell (``LAYERS`` = the run's
+length, one descriptor), whose tiles the array runs back to back, each tile's loads and
+compute overlapping the previous tile's output stream (:func:`gen.conv.layers_timeline`).
+The tile shape minimises the layer's end-to-end cycles, estimated per run as its tiles'
+compute cycles plus weight transfers (:func:`gen.conv.chunk_weight_beats`) and feature words,
+or their output words where those take longer, plus one tile's output words (the exact
+model differs from this by a few clocks per tile); :attr:`TilePlan.cycles` gives the exact
+figure, the sum over the runs of the last tile's ``last_out`` in
+:func:`gen.conv.layers_timeline` (first input word to last output word of each job; the
+host's register writes between jobs not counted).
 """
 
 from dataclasses import dataclass
@@ -29,14 +32,15 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from gen.conv.config import ConvConfig, ConvLayer
-from gen.conv.cycles import SHELL_EXTRA_CYCLES, layer_cycles
+from gen.conv.cycles import SHELL_EXTRA_CYCLES, layers_timeline
 from gen.core.fixed import REQUANT_LATENCY
 from gen.conv.descriptor import check_fits
 from gen.conv.schedule import Schedule, plan
 from gen.conv.wstream import chunk_weight_beats
 from gen.core.config import SpnnError
 
-__all__ = ["Tile", "TilePlan", "plan_tiles", "best_tiling", "tile_input", "run_tiles"]
+__all__ = ["Tile", "TilePlan", "plan_tiles", "best_tiling", "tile_input", "run_tiles",
+           "run_runs"]
 
 
 @dataclass(frozen=True)
@@ -61,24 +65,35 @@ class TilePlan:
     shape: tuple
     tiles: tuple
 
+    @cached_property
+    def runs(self) -> tuple:
+        """The tiles as runs: consecutive tiles of one sub-layer and one channel group (so
+        one bias packet serves a run), each run one job of the shell (``LAYERS`` = its
+        length)."""
+        out = []
+        for t in self.tiles:
+            if out and _run_key(out[-1][0]) == _run_key(t):
+                out[-1].append(t)
+            else:
+                out.append([t])
+        return tuple(tuple(run) for run in out)
+
     @property
     def jobs(self) -> int:
-        return len(self.tiles)
+        """Shell jobs: one per run."""
+        return len(self.runs)
 
     @cached_property
     def cycles(self) -> int:
-        """Exact end-to-end cycles: the jobs' :func:`gen.conv.layer_cycles` summed."""
-        memo = {}
-        for t in self.tiles:
-            key = t.sched.layer
-            if key not in memo:
-                memo[key] = layer_cycles(t.sched)["last_out"]
-        return sum(memo[t.sched.layer] for t in self.tiles)
+        """Exact end-to-end cycles: per run the last tile's ``last_out`` of
+        :func:`gen.conv.layers_timeline`, summed."""
+        return sum(layers_timeline([run[0].sched] * len(run))[-1]["last_out"]
+                   for run in self.runs)
 
     @property
     def shell_cycles(self) -> int:
         """The same through the accelerator shell at full rate
-        (:func:`gen.conv.shell_cycles` per job)."""
+        (:func:`gen.conv.shell_cycles` per run)."""
         rq = REQUANT_LATENCY if self.cfg.rq_width else 0
         return self.cycles + (SHELL_EXTRA_CYCLES + rq) * self.jobs
 
@@ -102,6 +117,10 @@ class TilePlan:
     def utilisation(self) -> float:
         """End to end: MACs / (rows x cols x :attr:`cycles`)."""
         return self.macs / (self.cfg.rows * self.cfg.cols * self.cycles)
+
+
+def _run_key(tile):
+    return tile.sched.layer, tile.o
 
 
 def _sizes(n: int) -> list:
@@ -133,11 +152,14 @@ def _fit(layer, cfg, mapping, nb, no, ny, nx, whole):
     return sched
 
 
-def _estimate(sched: Schedule) -> int:
+def _estimate(sched: Schedule, count: int) -> int:
+    """Cycles of a run of ``count`` tiles of ``sched``: each tile's loads and compute or
+    the previous tile's outputs, whichever is longer, then the last tile's outputs."""
     sub = sched.layer
     weights = sum(chunk_weight_beats(sched, q) for q in sched.chunk_sizes)
-    return (sched.compute_cycles + weights
-            + sub.batch * sub.ic * sub.h * sub.w + sub.positions * sub.oc)
+    work = sched.compute_cycles + weights + sub.batch * sub.ic * sub.h * sub.w
+    out = sub.positions * sub.oc
+    return work + (count - 1) * max(work, out) + out
 
 
 def _cost(layer, cfg, mapping, shape, whole):
@@ -157,14 +179,16 @@ def _cost(layer, cfg, mapping, shape, whole):
                     sched = _fit(layer, cfg, mapping, nb, no, ny, nx, whole)
                     if sched is None:
                         return None
-                    total += cb * co * cy * cx * _estimate(sched)
+                    # one run per channel group
+                    total += co * _estimate(sched, cb * cy * cx)
     return total
 
 
 def plan_tiles(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder") -> TilePlan:
-    """The tiling of ``layer`` on ``cfg`` with the fewest estimated end-to-end cycles (one
-    tile when the layer fits); a one-line :class:`SpnnError` when not even one output
-    position of one channel fits."""
+    """The tiling of ``layer`` on ``cfg`` with the fewest estimated end-to-end cycles (a
+    layer that fits stays one tile unless cutting it is faster by the exact model: its
+    tiles' output streams then overlap the next tiles' loads); a one-line
+    :class:`SpnnError` when not even one output position of one channel fits."""
     best = None
     # a cut tile's input window must fit max_dim
     span = lambda n, k: (n - 1) * layer.stride + k <= cfg.max_dim   # noqa: E731
@@ -179,7 +203,7 @@ def plan_tiles(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder") ->
             candidates = [(layer.ho, layer.wo, True)] + [
                 (ny, nx, False) for ny in rows for nx in cols]
             for ny, nx, whole in candidates:
-                if best is not None and _lower_bound(layer, nb, no, ny, nx) >= best[0]:
+                if best is not None and _lower_bound(layer, cfg, nb, no, ny, nx) >= best[0]:
                     continue
                 cost = _cost(layer, cfg, mapping, (nb, no, ny, nx), whole)
                 if cost is not None and (best is None or cost < best[0]):
@@ -189,8 +213,24 @@ def plan_tiles(layer: ConvLayer, cfg: ConvConfig, mapping: str = "remainder") ->
                         f"{layer.h}x{layer.w} does not fit the array even one output "
                         f"position and channel at a time")
     _, shape, whole = best
-    return TilePlan(layer, cfg, mapping, shape, tuple(_tiles(layer, cfg, mapping, shape,
-                                                                whole)))
+    chosen = _ordered(layer, cfg, mapping, shape, whole)
+    one = (layer.batch, layer.oc, layer.ho, layer.wo)
+    if shape != one and _fit(layer, cfg, mapping, *one, True) is not None:
+        # the whole layer fits: cut it only when the exact model says that is faster
+        single = _ordered(layer, cfg, mapping, one, True)
+        if single.cycles <= chosen.cycles:
+            return single
+    return chosen
+
+
+def _ordered(layer, cfg, mapping, shape, whole) -> TilePlan:
+    tiles = list(_tiles(layer, cfg, mapping, shape, whole))
+    # equal tiles of a channel group next to each other: each one run (one shell job)
+    first = {}
+    for i, t in enumerate(tiles):
+        first.setdefault(_run_key(t), i)
+    tiles.sort(key=lambda t: first[_run_key(t)])
+    return TilePlan(layer, cfg, mapping, shape, tuple(tiles))
 
 
 def best_tiling(layer: ConvLayer, cfg: ConvConfig, mappings) -> tuple:
@@ -209,11 +249,12 @@ def best_tiling(layer: ConvLayer, cfg: ConvConfig, mappings) -> tuple:
     return best, why
 
 
-def _lower_bound(layer, nb, no, ny, nx) -> int:
-    """Words every tiling of this shape loads at least (its weights per tile): a cheap bound
-    that skips shapes already worse than the best found."""
+def _lower_bound(layer, cfg, nb, no, ny, nx) -> int:
+    """Weight transfers every tiling of this shape takes at least (its weights per tile,
+    ``w_lanes`` a clock): a cheap bound that skips shapes already worse than the best
+    found."""
     tiles = (-(-layer.batch // nb)) * (-(-layer.ho // ny)) * (-(-layer.wo // nx))
-    return tiles * layer.oc * layer.ic * layer.kh * layer.kw
+    return tiles * layer.oc * layer.ic * layer.kh * layer.kw // cfg.w_lanes
 
 
 def _tiles(layer, cfg, mapping, shape, whole):
@@ -240,6 +281,21 @@ def tile_input(x, layer: ConvLayer, tile: Tile):
     padded = np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
     r0, c0 = tile.y[0] * s, tile.x[0] * s
     return padded[:, :, r0:r0 + sub.h, c0:c0 + sub.w]
+
+
+def run_runs(x, w, tplan: TilePlan, conv):
+    """Run ``tplan``'s runs with ``conv(xs, ws, sched, tiles) -> [(B', O', Ho', Wo'), ...]``
+    (e.g. one shell job of ``LAYERS`` = ``len(tiles)``) and assemble the layer's
+    ``(B, Oc, Ho, Wo)`` output."""
+    L = tplan.layer
+    y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
+    w = np.asarray(w)
+    for run in tplan.runs:
+        parts = conv([tile_input(x, L, t) for t in run], [w[t.o[0]:t.o[1]] for t in run],
+                     run[0].sched, run)
+        for t, part in zip(run, parts):
+            y[t.b[0]:t.b[1], t.o[0]:t.o[1], t.y[0]:t.y[1], t.x[0]:t.x[1]] = part
+    return y
 
 
 def run_tiles(x, w, tplan: TilePlan, conv, with_tile: bool = False):

@@ -89,15 +89,26 @@ def axi_job(x, w, sched, rq=None, cfg=None) -> dict:
     registers read back after it.  ``rq`` (a :class:`gen.core.fixed.Requant`, shells with
     ``rq_width`` > 0): its ``RQ_*`` registers and, when it loads biases, their packet on
     ``s_axis_b`` (``JOB_INPUTS.b_en`` set).  ``cfg``: the shell's config (default the
-    schedule's; the requantisation fields do not change a schedule)."""
+    schedule's; the requantisation fields do not change a schedule).  ``x`` and ``w`` may
+    be lists of equal length: a run of layers of ``sched`` in one job (``LAYERS``, their
+    data back to back in each packet)."""
     cfg, layer = cfg or sched.cfg, sched.layer
     if rq is not None and not cfg.rq_width:
         raise ValueError("a Requant job needs a shell with rq_width > 0")
+    xs, ws = (x, w) if isinstance(x, (list, tuple)) else ([x], [w])
+    if len(xs) != len(ws) or not 1 <= len(xs) < 1 << 16:
+        raise ValueError(f"a run needs 1 .. 65535 layers with one x and one w each, "
+                         f"not {len(xs)} and {len(ws)}")
     regmap = regmap_for(cfg)
-    _, wdata, xdata = layer_data(x, w, sched, packed=False)
+    wdata, xdata = [], []
+    for xi, wi in zip(xs, ws):
+        _, wd, xd = layer_data(xi, wi, sched, packed=False)
+        wdata += wd
+        xdata += xd
     pack_descriptor(sched)                     # every field in its width, or an error
     regs = desc_registers(cfg, descriptor(sched))
-    regs += [[regmap.offset("O_WORDS"), layer.oc * layer.positions],
+    regs += [[regmap.offset("O_WORDS"), len(xs) * layer.oc * layer.positions],
+             [regmap.offset("LAYERS"), len(xs)],
              [regmap.offset("IRQ_ENABLE"), 1]]
     packets = {"s_axis_w": wdata, "s_axis_x": xdata}
     if cfg.rq_width:
@@ -121,24 +132,30 @@ def requant_conv(y, rq, bias, width: int):
 
 def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
                  seed=0, name="run-axi"):
-    """:func:`rtl_conv` through the accelerator shell: one AXI job per layer ``(x, w,
+    """:func:`rtl_conv` through the accelerator shell: one AXI job per item ``(x, w,
     sched)``, back to back.  Returns ``(outputs, stats, records)``: the layers' outputs
-    (shaped as :func:`rtl_conv`'s), per layer the statistics read from the registers
-    (``busy`` MAC-cycles, compute ``cycles``) and the bench's per-job records.  A job may
-    carry a fourth item, its :class:`gen.core.fixed.Requant` (``rq_width`` > 0); the outputs
-    are then the ``rq_width``-bit results."""
+    (shaped as :func:`rtl_conv`'s), per job the statistics read from the registers
+    (``busy`` MAC-cycles, compute ``cycles``, summed over its layers) and the bench's
+    per-job records.  A job may carry a fourth item, its :class:`gen.core.fixed.Requant`
+    (``rq_width`` > 0); the outputs are then the ``rq_width``-bit results.  An item whose
+    ``x`` and ``w`` are lists is a run of layers of one schedule in one job
+    (:func:`axi_job`); its output is then the list of those layers' outputs."""
     axi = [axi_job(*job, cfg=cfg) for job in jobs]
     sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=seed)
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
-    total = sum(2 * (layer_cycles(job[2])["last_out"] + 64) for job in jobs)
+    runs = [len(job[0]) if isinstance(job[0], (list, tuple)) else 1 for job in jobs]
+    total = sum(2 * n * (layer_cycles(job[2])["last_out"] + 64) for n, job in zip(runs, jobs))
     records = run_axi_jobs(SHELL, cfg, axi, sources, sinks, sim=sim, name=name,
                            max_cycles=int(2000 * len(jobs) + total / slow))
     outs, stats = [], []
-    for (x, w, sched, *_), record in zip(jobs, records):
+    for (x, w, sched, *_), n, record in zip(jobs, runs, records):
         layer = sched.layer
         y = to_signed(record["packets"]["m_axis_o"], cfg.rq_width or cfg.acc_width)
-        y = y.reshape(layer.batch, layer.oc, layer.ho, layer.wo)
-        outs.append(y if np.ndim(x) == 4 else y[0])
+        y = y.reshape(n, layer.batch, layer.oc, layer.ho, layer.wo)
+        if isinstance(x, (list, tuple)):
+            outs.append([yi if np.ndim(xi) == 4 else yi[0] for xi, yi in zip(x, y)])
+        else:
+            outs.append(y[0] if np.ndim(x) == 4 else y[0][0])
         lo, hi, cycles = record["reads"]
         stats.append({"busy": lo | hi << 32, "cycles": cycles})
     return outs, stats, records

@@ -119,10 +119,10 @@ class _Blocks:
 
     def conv(self, layer, entry, xq, wq, cfg, stage):
         """The layer's output codes: the exact sums of every tile, requantised by ``stage``
-        ``(Requant, bias codes, width)``; on the RTL each tile one job of the shell with
-        the stage built, its channels' biases loaded with it."""
+        ``(Requant, bias codes, width)``; on the RTL each run of equal tiles one job of the
+        shell (``LAYERS``) with the stage built, its channels' biases loaded with it."""
         from gen.conv import ConvLayer, ref_conv
-        from gen.conv.tiling import plan_tiles, run_tiles
+        from gen.conv.tiling import plan_tiles, run_runs, run_tiles
         rq, bias, width = stage
         oc, ic, kh, kw = wq.shape
         cl = ConvLayer(oc=oc, ic=ic, h=xq.shape[2], w=xq.shape[3], kh=kh, kw=kw,
@@ -138,13 +138,13 @@ class _Blocks:
         from gen.conv.twin import rtl_conv_axi
         shell = replace(cfg, rq_width=width, rq_depth=1 << max(1, (oc - 1).bit_length()))
 
-        def tile(x, w, s, t):
-            job = replace(rq, bias=bias[t.o[0]:t.o[1]])
-            outs, _, records = rtl_conv_axi([(x, w, s, job)], shell, self.sim,
+        def run(xs, ws, s, tiles):          # a run of equal tiles: one job (LAYERS)
+            job = replace(rq, bias=bias[tiles[0].o[0]:tiles[0].o[1]])
+            outs, _, records = rtl_conv_axi([(list(xs), list(ws), s, job)], shell, self.sim,
                                             name=_run_name(layer))
             self._shell_run(layer, records[0])
-            return outs[0] if np.ndim(outs[0]) == 4 else outs[0][None]
-        return self._check(layer, run_tiles(xq, wq, tplan, tile, with_tile=True), gold)
+            return [y if np.ndim(y) == 4 else y[None] for y in outs[0]]
+        return self._check(layer, run_runs(xq, wq, tplan, run), gold)
 
     def spmv(self, layer, entry, xq, wq, cfg, stage):
         """The sparse PE array's results requantised; on the RTL each input one job of the

@@ -8,6 +8,7 @@ from pathlib import Path
 from gen.conv import descriptor_fields
 from gen.core.regmap import compile_rdl
 from hdl.conv.array import ConvArray
+from hdl.conv.control import STAT_BUSY_BITS
 from hdl.lib.axi_shell import AxiShell, AxisPort, RegPort, RegSink
 from hdl.lib.requant import PARAM_FIELDS, RequantWrap
 
@@ -128,9 +129,10 @@ class ConvShell(AxiShell):
         inputs, outputs = shell_ports(cfg)
         regmap = regmap_for(cfg)
         fields = tuple(f"desc_{reg}_{name}" for reg, name, _, _ in desc_layout(cfg))
-        block, registers = ConvArray(cfg), (RegPort("c", fields),)
+        block, registers = ConvArray(cfg), (RegPort("c", fields, repeat="layers_count"),)
         if cfg.rq_width:
             block = RequantWrap(block, "o", cfg.acc_width, cfg.rq_width, depth=cfg.rq_depth)
             registers += (RegPort("rq", PARAM_FIELDS),)
         super().__init__(block, regmap, inputs, outputs, registers=registers,
-                         sinks=(RegSink("s", STATS),))
+                         sinks=(RegSink("s", STATS, repeat="layers_count",
+                                        sums=(STAT_BUSY_BITS, 32)),))

@@ -115,20 +115,28 @@ class RegPort:
     """A block stream fed from job registers: at every start the shell offers one
     transfer whose payload is the ``fields`` (``hw`` member names of the register map,
     e.g. ``"rows_count"``) concatenated, the first in the LSBs, cut to the payload width;
-    the job cannot end before the block has taken it."""
+    the job cannot end before the block has taken it.  With ``repeat`` (the ``hw`` member
+    of a count register, e.g. ``"layers_count"``) the same payload is offered that many
+    times per job (0 counts as 1): the block runs as many jobs of its own back to back."""
 
     inner: str
     fields: tuple
+    repeat: str = None
 
 
 @dataclass(frozen=True)
 class RegSink:
     """A block output stream read into status registers: the shell always takes it and
     latches each transfer's payload into the ``fields`` (``hw`` status members, the first
-    from the payload's LSBs); a job ends only after one transfer."""
+    from the payload's LSBs); a job ends only after one transfer, or after as many as the
+    count register ``repeat`` says (0 counts as 1; as :class:`RegPort`).  With ``sums``
+    (bit widths cutting the payload into numbers, from the LSBs) the numbers of a job's
+    transfers are added up instead (the registers read 0 from the start to the first)."""
 
     inner: str
     fields: tuple
+    repeat: str = None
+    sums: tuple = None
 
 
 class AxiShell(wiring.Component):
@@ -298,36 +306,68 @@ class AxiShell(wiring.Component):
             return Const(1), moved, Const(0)
         return (target == 0) | sent | event, moved, bus("tvalid") & ~bus("tready")
 
+    def _times(self, m, ctl, port):
+        """(left, more): the transfers still due in this job (a counter loaded at the
+        start from ``port.repeat``, 0 counting as 1) and whether more than one is (a
+        register)."""
+        if port.repeat is None:
+            return None, Const(0)
+        count = getattr(ctl.job, port.repeat)
+        left = Signal(len(count), name=f"{port.inner}_left")
+        more = Signal(name=f"{port.inner}_more")
+        return left, more
+
     def _register(self, m, ctl, port):
-        """Offer the descriptor once per job; return (ok, moved, 0)."""
+        """Offer the descriptor once (or ``repeat`` times) per job; return (ok, moved, 0)."""
         inner = getattr(self.inner, port.inner)
         pending = Signal(name=f"{port.inner}_pending")
         payload = Cat(getattr(ctl.job, name) for name in port.fields)
         width = len(Value.cast(inner.payload))
         assert len(payload) >= width, f"{port.inner}: the fields hold {len(payload)} bits"
         moved = inner.valid & inner.ready
+        left, more = self._times(m, ctl, port)
         m.d.comb += [inner.valid.eq(pending), inner.payload.eq(payload[:width])]
         with m.If(moved):
-            m.d.sync += pending.eq(0)
+            m.d.sync += pending.eq(more)
+            if left is not None:
+                m.d.sync += [left.eq(left - 1), more.eq(left > 2)]
         with m.If(ctl.start):
             m.d.sync += pending.eq(1)
-        return ~pending | moved, moved, Const(0)
+            if left is not None:
+                count = getattr(ctl.job, port.repeat)
+                m.d.sync += [left.eq(Mux(count == 0, 1, count)), more.eq(count > 1)]
+        return ~pending | (moved & ~more), moved, Const(0)
 
     def _sink(self, m, ctl, port):
-        """Latch the block's one transfer per job into status registers; return (ok,
-        moved, 0)."""
+        """Latch (or add up) the block's transfers of a job into status registers;
+        return (ok, moved, 0)."""
         inner = getattr(self.inner, port.inner)
         got = Signal(name=f"{port.inner}_got")
         held = [Signal(len(getattr(ctl.job, name)), name=f"{port.inner}_{name}")
                 for name in port.fields]
         moved = inner.valid & inner.ready
+        left, more = self._times(m, ctl, port)
         m.d.comb += inner.ready.eq(1)
         m.d.comb += [getattr(ctl.job, name).eq(reg) for name, reg in zip(port.fields, held)]
+        payload, now = Value.cast(inner.payload), Cat(*held)
+        if port.sums:
+            at, parts = 0, []
+            for width in port.sums:
+                parts.append((now[at:at + width] + payload[at:at + width])[:width])
+                at += width
+            payload = Cat(*parts)
         with m.If(moved):
-            m.d.sync += [Cat(*held).eq(Value.cast(inner.payload)), got.eq(1)]
+            m.d.sync += [Cat(*held).eq(payload), got.eq(~more)]
+            if left is not None:
+                m.d.sync += [left.eq(left - 1), more.eq(left > 2)]
         with m.If(ctl.start):
             m.d.sync += got.eq(0)
-        return got | moved, moved, Const(0)
+            if port.sums:
+                m.d.sync += Cat(*held).eq(0)
+            if left is not None:
+                count = getattr(ctl.job, port.repeat)
+                m.d.sync += [left.eq(Mux(count == 0, 1, count)), more.eq(count > 1)]
+        return got | (moved & ~more), moved, Const(0)
 
     def elaborate(self, platform):
         m = Module()

@@ -78,6 +78,42 @@ def test_shell_layers(sim, valid_prob, ready_prob, extreme, cfg):
         assert sum(j["stall_in_any"] for j in records) > 0
 
 
+@pytest.mark.parametrize("valid_prob, ready_prob, layers, cfg", [
+    (1.0, 1.0, 3, CFG), (0.6, 0.5, 3, CFG), (1.0, 1.0, 4, CFG_L), (1.0, 1.0, 1, CFG)],
+    ids=["full", "bp", "lanes-full", "one"])
+@pytest.mark.native_agree
+def test_shell_runs(sim, valid_prob, ready_prob, layers, cfg):
+    """``LAYERS`` = n: one descriptor, n layers of data in one job (each its own inputs and
+    outputs, back to back in the packets), then a plain job: every layer exact, the
+    statistics summed over the run, and at full rate the run's end to end on the clock of
+    ``shell_cycles(sched, n)`` (each layer's loads and compute overlapping the previous
+    layer's output stream: fewer clocks than n jobs)."""
+    rng = np.random.default_rng(layers)
+    layer = ConvLayer(5, 2, 5, 5, 3, 3, 1, 1)          # long output stream: 125 sums
+    sched = plan(layer, cfg, "remainder")
+    xs = [rng.integers(-128, 128, (1, 2, 5, 5)) for _ in range(layers)]
+    ws = [rng.integers(-128, 128, (5, 2, 3, 3)) for _ in range(layers)]
+    tail = _jobs(4, cfg=cfg)[1]
+    outs, stats, records = rtl_conv_axi([(xs, ws, sched), tail], cfg, sim,
+                                        valid_prob=valid_prob, ready_prob=ready_prob, seed=3,
+                                        name=f"runs-{layers}-{int(valid_prob * 10)}")
+    for x, w, y in zip(xs, ws, outs[0]):
+        np.testing.assert_array_equal(y, np.stack([ref_conv(xb, w, 1, 1) for xb in x]))
+    assert stats[0] == {"busy": layers * sched.busy_mac_cycles,
+                        "cycles": layers * sched.compute_cycles}
+    x, w, s = tail
+    np.testing.assert_array_equal(
+        outs[1], np.stack([ref_conv(xb, w, s.layer.stride, s.layer.pad) for xb in x]))
+    assert stats[1] == {"busy": s.busy_mac_cycles, "cycles": s.compute_cycles}
+    run = records[0]
+    assert run["status"] == 0b10 and run["counters"]["cycles"] == run["end"] - run["start_ack"]
+    assert run["beats_out"] == -(-layers * 125 // cfg.bus_words)
+    if valid_prob == 1.0:
+        assert run["end"] - run["first_in"] + 1 == shell_cycles(sched, layers)
+        assert shell_cycles(sched, layers) < layers * shell_cycles(sched) or layers == 1
+        assert records[1]["end"] - records[1]["first_in"] + 1 == shell_cycles(s)
+
+
 @pytest.mark.native_agree
 @pytest.mark.parametrize("reset_after, out_beats", [(40, 0), (400, 0), (700, 29)])
 def test_shell_reset_mid_job(sim, reset_after, out_beats):
@@ -103,7 +139,8 @@ def test_regmap_and_ports():
     from gen.core.emit import to_verilog, verilog_ports
     regmap = regmap_for(CFG)
     assert regmap.register("ID").fields[0].reset == 0x53500004
-    assert [f.reset for f in regmap.register("VERSION").fields] == [0, 2, 0]
+    assert [f.reset for f in regmap.register("VERSION").fields] == [0, 3, 0]
+    assert regmap.offset("LAYERS") == 0x54
     n = desc_words(CFG)
     assert regmap.offset("DESC_0") == 0x100 and regmap.offset(f"DESC_{n - 1}") == 0x100 + 4 * (n - 1)
     # the descriptor's fields by name, in its order, none across a register boundary

@@ -7,8 +7,9 @@ simulators."""
 import numpy as np
 import pytest
 
-from gen.conv import ConvConfig, ConvLayer, layer_cycles, ref_conv, shell_cycles
-from gen.conv.tiling import plan_tiles, run_tiles, tile_input
+from gen.conv import (ConvConfig, ConvLayer, layer_cycles, layers_timeline, plan, ref_conv,
+                      shell_cycles)
+from gen.conv.tiling import plan_tiles, run_runs, run_tiles, tile_input
 from gen.conv.twin import rtl_conv_axi
 from gen.core.config import SpnnError
 
@@ -41,17 +42,43 @@ def test_tiles_assemble_the_layer(oc, ic, h, w, k, s, p, b):
     covered = sum((t.b[1] - t.b[0]) * (t.o[1] - t.o[0]) * (t.y[1] - t.y[0])
                   * (t.x[1] - t.x[0]) for t in tp.tiles)
     assert covered == b * oc * layer.ho * layer.wo          # every output exactly once
-    assert tp.cycles == sum(layer_cycles(t.sched)["last_out"] for t in tp.tiles)
+    np.testing.assert_array_equal(
+        run_runs(x, wt, tp, lambda xs, ws, sched, tiles: [_golden(*a, sched)
+                                                          for a in zip(xs, ws)]),
+        np.stack([ref_conv(xb, wt, s, p) for xb in x]))
+    # runs: equal tiles of one channel group, next to each other, each one job
+    assert [t for run in tp.runs for t in run] == list(tp.tiles)
+    assert all(len({(t.sched.layer, t.o) for t in run}) == 1 for run in tp.runs)
+    assert len({(run[0].sched.layer, run[0].o) for run in tp.runs}) == tp.jobs
+    assert tp.cycles == sum(layers_timeline([run[0].sched] * len(run))[-1]["last_out"]
+                            for run in tp.runs)
+    # a run overlaps its tiles' output streams with the next tile's loads and compute
+    assert tp.cycles <= sum(layer_cycles(t.sched)["last_out"] for t in tp.tiles)
     assert tp.words["outputs"] == b * oc * layer.ho * layer.wo
     assert 0 < tp.utilisation() < 1
 
 
 def test_a_layer_that_fits_is_one_job_with_the_arrays_padding():
-    layer = ConvLayer(4, 1, 8, 8, 3, 3, 1, 1)
+    layer = ConvLayer(4, 3, 6, 6, 3, 3, 1, 1)
     tp = plan_tiles(layer, CFG)
-    assert tp.jobs == 1 and tp.tiles[0].sched.layer == layer
-    x = np.ones((1, 1, 8, 8), dtype=np.int64)
-    assert tile_input(x, layer, tp.tiles[0]).shape == (1, 1, 8, 8)
+    # cut only when faster by the exact model (here: no)
+    assert len(tp.tiles) == 1 and tp.tiles[0].sched.layer == layer
+    assert tp.cycles == layer_cycles(plan(layer, CFG, "remainder"))["last_out"]
+    x = np.ones((1, 3, 6, 6), dtype=np.int64)
+    assert tile_input(x, layer, tp.tiles[0]).shape == (1, 3, 6, 6)
+
+
+@pytest.mark.parametrize("layer", [ConvLayer(4, 1, 8, 8, 3, 3, 1, 1),
+                                   ConvLayer(8, 1, 8, 8, 1, 1, 1, 0)])
+def test_a_layer_that_fits_is_cut_when_runs_are_faster(layer):
+    """Layers whose output stream is long against their loads and compute: cut into one
+    run of spatial tiles, whose output streams overlap the next tiles' loads, they take
+    fewer clocks by the exact model than as one tile, and the planner cuts them."""
+    tp = plan_tiles(layer, CFG)
+    single = layer_cycles(plan(layer, CFG, "remainder"))["last_out"]
+    assert len(tp.tiles) > 1 and tp.jobs == 1 and tp.cycles < single
+
+
 
 
 def test_cut_tiles_read_their_halo_from_the_padded_input():
@@ -72,19 +99,21 @@ def test_a_layer_that_cannot_fit_is_one_clear_error():
 
 
 def test_tiled_layer_through_the_shell(sim):
-    """A 6 x 3 x 20 x 20 layer (max_dim 16) as back-to-back shell jobs, idle inputs and
-    back-pressure: the assembled output is exact."""
+    """A 6 x 3 x 20 x 20 layer (max_dim 16) as back-to-back shell jobs, one per run of
+    equal tiles (``LAYERS``), idle inputs and back-pressure: the assembled output is
+    exact."""
     rng = np.random.default_rng(5)
     layer = ConvLayer(6, 3, 20, 20, 3, 3, 1, 1)
     x = rng.integers(-128, 128, (1, 3, 20, 20))
     wt = rng.integers(-128, 128, (6, 3, 3, 3))
     tp = plan_tiles(layer, CFG)
-    assert tp.jobs > 1
-    jobs = [(tile_input(x, layer, t), wt[t.o[0]:t.o[1]], t.sched) for t in tp.tiles]
+    assert len(tp.tiles) > 1 and any(len(run) > 1 for run in tp.runs)
+    jobs = [([tile_input(x, layer, t) for t in run], [wt[t.o[0]:t.o[1]] for t in run],
+             run[0].sched) for run in tp.runs]
     outs, _, records = rtl_conv_axi(jobs, CFG, sim, valid_prob=0.8, ready_prob=0.7, seed=1,
                                     name="tiled")
     got = iter(outs)
-    y = run_tiles(x, wt, tp, lambda xt, wt_, sched: next(got))
+    y = run_runs(x, wt, tp, lambda xs, ws, sched, tiles: next(got))
     np.testing.assert_array_equal(y, ref_conv(x[0], wt, 1, 1)[None])
     assert all(r["status"] == 0b10 for r in records)
-    assert tp.shell_cycles == sum(shell_cycles(t.sched) for t in tp.tiles)
+    assert tp.shell_cycles == sum(shell_cycles(run[0].sched, len(run)) for run in tp.runs)
