@@ -191,7 +191,7 @@ class ShellTarget:
 
     @property
     def placer(self) -> str:
-        return self.block.placer
+        return self.block.shell_placer or self.block.placer
 
     @property
     def heap_timing(self):

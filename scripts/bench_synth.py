@@ -221,8 +221,8 @@ def shells_markdown(shells, bare) -> list:
     lines = ["", "Accelerator shells (AXI4-Stream at the config's `bus_words`, AXI4-Lite "
              "control, adapters and counters; `spnn synth BLOCK --shell`), default "
              "configuration, against the bare block of the same configuration (in "
-             "parentheses); ECP5 as above (harness flip-flops included), xc7 without I/O "
-             "buffers:", "",
+             "parentheses); ECP5 as above (harness flip-flops included; nextpnr placer: "
+             + placers_text(shells) + "), xc7 without I/O buffers:", "",
              "| block | shell module | ECP5 Fmax MHz | goal 150 | ECP5 LUT4 | ECP5 FF | DP16KD | "
              "xc7 LUT | xc7 FF | critical path (ECP5, seed 1) |",
              "|---|---|---:|:-:|---:|---:|---:|---:|---:|---|"]

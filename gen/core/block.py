@@ -102,6 +102,8 @@ class Block:
     placer, heap_timing :
         nextpnr placer ``spnn synth`` uses unless told otherwise, and the heap placer's
         ``(timing weight, criticality exponent)`` (chosen by measurement, docs/synth.md).
+    shell_placer : str or None
+        The placer for the accelerator shell (``spnn synth --shell``); None: ``placer``.
     """
 
     name: str
@@ -118,6 +120,7 @@ class Block:
     shell: Gateware | None = None
     placer: str = "heap"
     heap_timing: tuple = HEAP_TIMING_DEFAULT
+    shell_placer: str | None = None
 
     def build(self, cfg):
         """The top-level component for ``cfg``."""

@@ -105,9 +105,13 @@ class AxisToWords(wiring.Component):
             # a slot is written only while empty and read only while full: never both
             with m.If(self.o.valid & self.o.ready & (rp == k)):
                 m.d.sync += lefts[k].eq(left & ~onehot)
+            # the empty slot samples the bus every clock (a word counts only once its
+            # lane is in ``left``), so the wide registers' enable is this adapter's own
+            # state, not the bus's tvalid
+            with m.If((wp == k) & ~lefts[k].any()):
+                m.d.sync += [beats[k].eq(self.s.tdata), lasts[k].eq(self.s.tlast)]
             with m.If(take & (wp == k)):
-                m.d.sync += [beats[k].eq(self.s.tdata), lasts[k].eq(self.s.tlast),
-                             lefts[k].eq(keep)]
+                m.d.sync += lefts[k].eq(keep)
         with m.If(self.o.valid & self.o.ready & final):
             m.d.sync += rp.eq(~rp)
         with m.If(take & keep.any()):         # an empty beat leaves its slot free
