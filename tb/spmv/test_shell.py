@@ -124,19 +124,26 @@ def test_shell_full_rate_and_disabled_port(sim):
 def test_shell_full_rate_model(sim, cfg):
     """At full rate the end-to-end cycles (first input beat to last result beat) equal
     gen.spmv.shell_cycles exactly: a tiled product and a one-block one."""
-    from gen.spmv import shell_cycles, tile_jobs
     rng = np.random.default_rng(8)
     for n, (rows, cols) in enumerate(((37, 13), (9, 6))):
         w = _matrix(10 + n, rows, cols)
         x = rng.integers(-2048, 2048, cols)
-        blocks = compile_tiled(w, cfg, "balanced")
-        sources, sinks = _ports(cfg, 1.0, 1.0, 1.0, 0)
-        job, = run_axi_jobs(SHELL, cfg, [axi_job(blocks, x, cfg)], sources, sinks, sim=sim,
-                            name=f"shell-model-d{cfg.drain_lanes}-{n}", max_cycles=20_000)
-        y = np.asarray(job["packets"]["m_axis_y"], dtype=np.int64)
-        np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
-                                      ref_spmv(w, x, cfg))
-        assert job["end"] - job["first_in"] + 1 == shell_cycles(tile_jobs(blocks, x), cfg)
+        _full_rate_exact(sim, cfg, w, x, compile_tiled(w, cfg, "balanced"),
+                         f"shell-model-d{cfg.drain_lanes}-{n}")
+
+
+def _full_rate_exact(sim, cfg, w, x, blocks, name):
+    """One product of ``blocks`` at full rate: results == golden and end-to-end cycles ==
+    gen.spmv.shell_cycles exactly; returns the bench's record."""
+    from gen.spmv import shell_cycles, tile_jobs
+    sources, sinks = _ports(cfg, 1.0, 1.0, 1.0, 0)
+    job, = run_axi_jobs(SHELL, cfg, [axi_job(blocks, x, cfg)], sources, sinks, sim=sim,
+                        name=name, max_cycles=20_000)
+    y = np.asarray(job["packets"]["m_axis_y"], dtype=np.int64)
+    np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
+                                  ref_spmv(w, x, cfg))
+    assert job["end"] - job["first_in"] + 1 == shell_cycles(tile_jobs(blocks, x), cfg)
+    return job
 
 
 def _planned(cfg):
@@ -172,15 +179,8 @@ def test_shell_planned_blocks_full_rate(sim, cfg):
     """A ``plan_blocks`` plan (reordered column blocks, ROW words spread into later
     blocks: the activations go in the blocks' column order) at full rate: results ==
     golden, end-to-end cycles == gen.spmv.shell_cycles exactly."""
-    from gen.spmv import shell_cycles, tile_jobs
     w, x, blocks = _planned(cfg)
-    sources, sinks = _ports(cfg, 1.0, 1.0, 1.0, 0)
-    job, = run_axi_jobs(SHELL, cfg, [axi_job(blocks, x, cfg)], sources, sinks, sim=sim,
-                        name=f"shell-planned-d{cfg.drain_lanes}", max_cycles=5_000)
-    y = np.asarray(job["packets"]["m_axis_y"], dtype=np.int64)
-    np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
-                                  ref_spmv(w, x, cfg))
-    assert job["end"] - job["first_in"] + 1 == shell_cycles(tile_jobs(blocks, x), cfg)
+    job = _full_rate_exact(sim, cfg, w, x, blocks, f"shell-planned-d{cfg.drain_lanes}")
     c = job["counters"]
     assert c["cycles"] == job["end"] - job["start_ack"]
     assert job["beats_in"] == (sum(beat_count(b) for b in blocks)
