@@ -75,8 +75,9 @@ def networks():
 def tiled_networks():
     """Every layer at full resolution on the arrays' DEFAULT buffers, host-tiled
     (:func:`gen.conv.tiling.plan_tiles`): end-to-end cycles from the exact model (loads,
-    compute and output stream of every job; features and outputs one word per clock,
-    weights one or ``w_lanes`` = 16 per clock), against compute-only; the arrays' default
+    compute and output stream of every job, a job one run of equal tiles; features and
+    outputs one word per clock, weights one or ``w_lanes`` = 16 per clock), against
+    compute-only; the arrays' default
     buffers and the seed-sized ones (:func:`gen.conv.seed_buffers`).  Keys ``net@array``
     (default buffers, one weight lane), ``@seed`` and ``@l16`` appended for the others."""
     out = {}
@@ -245,13 +246,15 @@ def tiled_markdown(tiled) -> list:
              "`feat_depth`, weight `weight_depth`, output `out_depth` words, `max_dim`, "
              "`max_slots`) and on seed-sized ones (`gen.conv.seed_buffers`: the seed's 20 x "
              "2048 feature, 128 x 2048 weight and 2 x 32 x 512 output words for 128 x 16, "
-             "scaled by rows x cols), cut into jobs by `gen.conv.tiling.plan_tiles`. End to end: the "
-             "jobs' exact cycles from the first input word to the last output word "
-             "(`layer_cycles(...)['last_out']`): features and outputs one word per clock, "
-             "weights one or `w_lanes` (16) per clock, loads not overlapped with compute; "
-             "utilisation = MACs / (rows x cols x cycles). Compute-only counts the same jobs' "
-             "compute cycles. Weight words count the weights each job loads (a layer's "
-             "weights again for every spatial tile).", "",
+             "scaled by rows x cols), cut into tiles by `gen.conv.tiling.plan_tiles`, equal tiles "
+             "of a channel group one job (a run: `LAYERS` tiles of one descriptor). End to end: "
+             "the jobs' exact cycles from the first input word to the last output word "
+             "(`gen.conv.layers_timeline`): features and outputs one word per clock, weights "
+             "one or `w_lanes` (16) per clock, a chunk's loads before its compute, each tile's "
+             "loads and compute overlapping the previous tile's output stream; utilisation = "
+             "MACs / (rows x cols x cycles). Compute-only counts the same tiles' compute "
+             "cycles. Weight words count the weights each tile loads (a layer's weights again "
+             "for every spatial tile).", "",
              "| network | array | weight lanes | buffers (feat / weight / out / max_dim) | jobs "
              "| end-to-end utilisation | compute-only | weight / feature / output words |",
              "|---|---|---|---|---|---|---|---|"]
