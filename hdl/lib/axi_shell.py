@@ -115,7 +115,9 @@ class RegPort:
     """A block stream fed from job registers: at every start the shell offers one
     transfer whose payload is the ``fields`` (``hw`` member names of the register map,
     e.g. ``"rows_count"``) concatenated, the first in the LSBs, cut to the payload width;
-    the job cannot end before the block has taken it.  With ``repeat`` (the ``hw`` member
+    the job cannot end before the block has taken it.  The payload is the fields as they
+    were the clock before (registered every clock): they must not change during a job.
+    With ``repeat`` (the ``hw`` member
     of a count register, e.g. ``"layers_count"``) the same payload is offered that many
     times per job (0 counts as 1): the block runs as many jobs of its own back to back."""
 
@@ -326,7 +328,12 @@ class AxiShell(wiring.Component):
         assert len(payload) >= width, f"{port.inner}: the fields hold {len(payload)} bits"
         moved = inner.valid & inner.ready
         left, more = self._times(m, ctl, port)
-        m.d.comb += [inner.valid.eq(pending), inner.payload.eq(payload[:width])]
+        # the fields registered every clock (they change only by register writes, which
+        # end before the start), so the block's descriptor register loads from flip-flops
+        # of the shell's own rather than across the register file (clock rate)
+        held = Signal(width, name=f"{port.inner}_fields")
+        m.d.sync += held.eq(payload[:width])
+        m.d.comb += [inner.valid.eq(pending), inner.payload.eq(held)]
         with m.If(moved):
             m.d.sync += pending.eq(more)
             if left is not None:

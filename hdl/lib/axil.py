@@ -6,13 +6,16 @@ The register map is described once in SystemRDL and compiled by
 hardware, the C header, the IP-XACT map and the docs cannot disagree.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["AxiLiteSignature", "AxiLiteRegisters", "hw_members", "OKAY", "SLVERR"]
 
 OKAY, SLVERR = 0b00, 0b10
+# registers per first-step read multiplexer (the read's middle step)
+GROUP_BITS = 3
+GROUP = 1 << GROUP_BITS
 
 
 class AxiLiteSignature(wiring.Signature):
@@ -71,8 +74,9 @@ class AxiLiteRegisters(wiring.Component):
         The bus.  A write needs its address and data beats (accepted independently, in
         either order, ``awready``/``wready`` high while none is held); it takes effect the
         clock after both are held and is answered on ``b`` the same clock (``bresp`` OKAY,
-        SLVERR for an address outside the map).  A read is accepted while no response is
-        pending and answered the next clock on ``r`` with the value at that clock.  One
+        SLVERR for an address outside the map).  A read is accepted while none is in
+        flight and answered three clocks later on ``r`` with the value of the clock after
+        its acceptance.  One
         write and one read may be in flight at once; ``awprot``/``arprot`` are ignored.
         Byte strobes apply to ``control`` fields; ``pulse`` and ``w1c`` fields act on the
         written 1 bits of strobed bytes.
@@ -151,15 +155,44 @@ class AxiLiteRegisters(wiring.Component):
                         m.d.sync += axi.bresp.eq(OKAY)
                         self._write(m, reg, w_data, w_strb)
 
-        # read channel: one read in flight, answered the next clock
-        m.d.comb += axi.arready.eq(~axi.rvalid | axi.rready)
+        self._read_channel(m, word)
+        return m
+
+    def _read_channel(self, m, word):
+        """One read in flight, in three registered steps (clock rate: a map of many
+        registers is a wide multiplexer spread over the design): the address, then per
+        group of ``GROUP`` registers the addressed one's value, then the group's value on
+        ``rdata`` with ``rvalid``."""
+        axi, regs = self.axi, self.regmap.registers
+        index = {reg.offset >> 2: reg for reg in regs}
+        groups = max(index) // GROUP + 1
+        rd_addr = Signal(self.regmap.addr_width - 2)
+        step = Signal(2)                          # 1: address held, 2: group values held
+        values = [Signal(32, name=f"rd_group{g}") for g in range(groups)]
+        hit = Signal()
+        m.d.comb += axi.arready.eq((step == 0) & ~axi.rvalid)
         with m.If(axi.rvalid & axi.rready):
             m.d.sync += axi.rvalid.eq(0)
         with m.If(axi.arvalid & axi.arready):
-            m.d.sync += [axi.rvalid.eq(1), axi.rdata.eq(0), axi.rresp.eq(SLVERR)]
-            with m.Switch(axi.araddr[word]):
-                for reg in regs:
-                    with m.Case(reg.offset >> 2):
-                        m.d.sync += [axi.rdata.eq(self._read_value(reg)),
-                                     axi.rresp.eq(OKAY)]
-        return m
+            m.d.sync += [rd_addr.eq(axi.araddr[word]), step.eq(1)]
+        with m.If(step == 1):
+            m.d.sync += [step.eq(2), hit.eq(0)]
+            for g, value in enumerate(values):
+                m.d.sync += value.eq(0)
+                with m.Switch(rd_addr[:GROUP_BITS]):
+                    for k in range(GROUP):
+                        reg = index.get(g * GROUP + k)
+                        if reg is not None:
+                            with m.Case(k):
+                                m.d.sync += value.eq(self._read_value(reg))
+            with m.Switch(rd_addr):
+                for at in index:
+                    with m.Case(at):
+                        m.d.sync += hit.eq(1)
+        with m.If(step == 2):
+            m.d.sync += [step.eq(0), axi.rvalid.eq(1), axi.rresp.eq(Mux(hit, OKAY, SLVERR)),
+                         axi.rdata.eq(0)]
+            with m.Switch(rd_addr[GROUP_BITS:]):
+                for g, value in enumerate(values):
+                    with m.Case(g):
+                        m.d.sync += axi.rdata.eq(Mux(hit, value, 0))
