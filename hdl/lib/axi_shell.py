@@ -25,8 +25,8 @@ streams) are open whenever the block is and take no part in a job's framing.
 
 A job starts when software writes ``CTRL.start`` and ends (``STATUS.done``,
 ``IRQ_STATUS.done``) in the clock in which its last event happens: every enabled input's
-``tlast`` word has entered the block and every counted output's ``tlast`` beat has left
-the shell.  The counters (``hdl.lib.shell.JobControl``): ``BUSY`` counts the clocks with a
+``tlast`` word has entered the block (counted from the clock after it entered) and every
+counted output's ``tlast`` beat has left the shell.  The counters (``hdl.lib.shell.JobControl``): ``BUSY`` counts the clocks with a
 transfer on any of the block's own streams, ``STALL_IN`` the clocks some open input port was
 ready and not offered a beat, ``STALL_OUT`` the clocks some output port offered a beat that
 was not taken.
@@ -247,7 +247,9 @@ class AxiShell(wiring.Component):
         if not port.framed:
             return Const(1), moved, Const(0)
         starving = gate & bus("tready") & ~bus("tvalid")
-        return ~enable | word_done | last_word, moved, starving
+        # done the clock after the block took the last word (a register: the block's ready
+        # stays out of the job-end logic; a job's outputs end it later anyway)
+        return ~enable | word_done, moved, starving
 
     def _output(self, m, ctl, port):
         """Count, frame and connect one output port; return (ok, moved, blocked)."""
