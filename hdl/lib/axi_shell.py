@@ -310,16 +310,20 @@ class AxiShell(wiring.Component):
             return Const(1), moved, Const(0)
         return (target == 0) | sent | event, moved, bus("tvalid") & ~bus("tready")
 
-    def _times(self, m, ctl, port):
-        """(left, more): the transfers still due in this job (a counter loaded at the
-        start from ``port.repeat``, 0 counting as 1) and whether more than one is (a
-        register)."""
+    def _times(self, m, ctl, port, moved):
+        """Whether more than this transfer are still due in this job: a counter of the
+        transfers left, loaded at the start from ``port.repeat`` (0 counting as 1) and
+        counted down by ``moved``, and its "more than one left" flag (a register)."""
         if port.repeat is None:
-            return None, Const(0)
+            return Const(0)
         count = getattr(ctl.job, port.repeat)
         left = Signal(len(count), name=f"{port.inner}_left")
         more = Signal(name=f"{port.inner}_more")
-        return left, more
+        with m.If(moved):
+            m.d.sync += [left.eq(left - 1), more.eq(left > 2)]
+        with m.If(ctl.start):
+            m.d.sync += [left.eq(Mux(count == 0, 1, count)), more.eq(count > 1)]
+        return more
 
     def _register(self, m, ctl, port):
         """Offer the descriptor once (or ``repeat`` times) per job; return (ok, moved, 0)."""
@@ -329,7 +333,7 @@ class AxiShell(wiring.Component):
         width = len(Value.cast(inner.payload))
         assert len(payload) >= width, f"{port.inner}: the fields hold {len(payload)} bits"
         moved = inner.valid & inner.ready
-        left, more = self._times(m, ctl, port)
+        more = self._times(m, ctl, port, moved)
         # the fields registered every clock (they change only by register writes, which
         # end before the start), so the block's descriptor register loads from flip-flops
         # of the shell's own rather than across the register file (clock rate)
@@ -338,13 +342,8 @@ class AxiShell(wiring.Component):
         m.d.comb += [inner.valid.eq(pending), inner.payload.eq(held)]
         with m.If(moved):
             m.d.sync += pending.eq(more)
-            if left is not None:
-                m.d.sync += [left.eq(left - 1), more.eq(left > 2)]
         with m.If(ctl.start):
             m.d.sync += pending.eq(1)
-            if left is not None:
-                count = getattr(ctl.job, port.repeat)
-                m.d.sync += [left.eq(Mux(count == 0, 1, count)), more.eq(count > 1)]
         return ~pending | (moved & ~more), moved, Const(0)
 
     def _sink(self, m, ctl, port):
@@ -355,7 +354,7 @@ class AxiShell(wiring.Component):
         held = [Signal(len(getattr(ctl.job, name)), name=f"{port.inner}_{name}")
                 for name in port.fields]
         moved = inner.valid & inner.ready
-        left, more = self._times(m, ctl, port)
+        more = self._times(m, ctl, port, moved)
         m.d.comb += inner.ready.eq(1)
         m.d.comb += [getattr(ctl.job, name).eq(reg) for name, reg in zip(port.fields, held)]
         payload, now = Value.cast(inner.payload), Cat(*held)
@@ -367,15 +366,10 @@ class AxiShell(wiring.Component):
             payload = Cat(*parts)
         with m.If(moved):
             m.d.sync += [Cat(*held).eq(payload), got.eq(~more)]
-            if left is not None:
-                m.d.sync += [left.eq(left - 1), more.eq(left > 2)]
         with m.If(ctl.start):
             m.d.sync += got.eq(0)
             if port.sums:
                 m.d.sync += Cat(*held).eq(0)
-            if left is not None:
-                count = getattr(ctl.job, port.repeat)
-                m.d.sync += [left.eq(Mux(count == 0, 1, count)), more.eq(count > 1)]
         return got | (moved & ~more), moved, Const(0)
 
     def elaborate(self, platform):
