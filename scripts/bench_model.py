@@ -98,6 +98,9 @@ def main(argv=None) -> int:
                     help="clock rate of the VGG16 / ResNet-18 figures in MHz (default "
                     f"{CONV_FMAX_MHZ}: the conv array's measured ECP5 Fmax, README synth "
                     "table)")
+    ap.add_argument("--fmax-from", metavar="REPORTS", default=None,
+                    help="take the VGG16 / ResNet-18 clock from `spnn synth conv` reports "
+                    "instead (gen.model.fmax_from_reports: a folder or a report)")
     ap.add_argument("--no-networks", action="store_true",
                     help="skip the VGG16 / ResNet-18 plans")
     args = ap.parse_args(argv)
@@ -113,7 +116,11 @@ def main(argv=None) -> int:
         write_part("lstm", res, lstm_markdown(res), out, args.docs)
         ok = ok and passed(res)
     if not args.no_networks:
-        rows = network_rows(fmax=args.fmax)
+        fmax = args.fmax
+        if args.fmax_from:
+            from gen.model.fmax import fmax_from_reports
+            fmax = fmax_from_reports(args.fmax_from, ["conv"])[0]
+        rows = network_rows(fmax=fmax)
         write_part("networks", {"networks": rows}, networks_markdown(rows), out, args.docs)
     return 0 if ok else 1
 

@@ -42,6 +42,7 @@ BLOCK = Block(
     cli=cli,
     waves=(WaveCase("lstm_small", _wave_small, ("state",)),),
     shell=SHELL,
-    # the shell's median of three seeds: static 151.6 MHz, heap 145.4 (docs/synth.md)
+    # the shell's worst paths are the engine's stall logic; static places them closer
+    # (docs/synth.md, "Seeds and placers")
     shell_placer="static",
 )

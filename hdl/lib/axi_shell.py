@@ -26,10 +26,10 @@ streams) are open whenever the block is and take no part in a job's framing.
 A job starts when software writes ``CTRL.start`` and ends (``STATUS.done``,
 ``IRQ_STATUS.done``) in the clock in which its last event happens: every enabled input's
 ``tlast`` word has entered the block (counted from the clock after it entered) and every
-counted output's ``tlast`` beat has left the shell.  The counters (``hdl.lib.shell.JobControl``): ``BUSY`` counts the clocks with a
-transfer on any of the block's own streams, ``STALL_IN`` the clocks some open input port was
-ready and not offered a beat, ``STALL_OUT`` the clocks some output port offered a beat that
-was not taken.
+counted output's ``tlast`` beat has left the shell.  The counters
+(``hdl.lib.shell.JobControl``): ``BUSY`` counts the clocks with a transfer on any of the
+block's own streams, ``STALL_IN`` the clocks some open input port was ready and not offered
+a beat, ``STALL_OUT`` the clocks some output port offered a beat that was not taken.
 """
 
 from dataclasses import dataclass
@@ -117,9 +117,9 @@ class RegPort:
     e.g. ``"rows_count"``) concatenated, the first in the LSBs, cut to the payload width;
     the job cannot end before the block has taken it.  The payload is the fields as they
     were the clock before (registered every clock): they must not change during a job.
-    With ``repeat`` (the ``hw`` member
-    of a count register, e.g. ``"layers_count"``) the same payload is offered that many
-    times per job (0 counts as 1): the block runs as many jobs of its own back to back."""
+    With ``repeat`` (the ``hw`` member of a count register, e.g. ``"layers_count"``) the
+    same payload is offered that many times per job (0 counts as 1): the block runs as
+    many jobs of its own back to back."""
 
     inner: str
     fields: tuple

@@ -84,7 +84,7 @@ class AxisToWords(wiring.Component):
         m = Module()
         n, kb, lane = self.words, keep_bytes(self.word_width), 8 * keep_bytes(self.word_width)
         # two slots, written at wp and read at rp in turn: the wide beat registers load on
-        # tvalid and a flag of their own, not on the block's ready (clock rate)
+        # the adapter's own state, never on tvalid or the block's ready (clock rate)
         beats = [Signal(n * lane, name=f"beat{k}") for k in range(2)]
         lasts = [Signal(name=f"last{k}") for k in range(2)]
         lefts = [Signal(n, name=f"left{k}") for k in range(2)]  # lanes still to send

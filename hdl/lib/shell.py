@@ -83,8 +83,9 @@ class JobControl(wiring.Component):
     ``CYCLES`` counts the clocks of ``busy``; every counter is 64 bits (``*_LO``/``*_HI``),
     cleared by ``start`` and held after ``end`` until the next ``start``.  ``BUSY``,
     ``STALL_IN`` and ``STALL_OUT`` count their event one clock after it (a registered
-    event), so they hold their final value from the second clock after ``end``.  ``STATUS.done``
-    is set by ``end`` and cleared by ``start``; ``IRQ_STATUS.done`` is set by ``end``.
+    event), so they hold their final value from the second clock after ``end``.
+    ``STATUS.done`` is set by ``end`` and cleared by ``start``; ``IRQ_STATUS.done`` is set
+    by ``end``.
     """
 
     def __init__(self, regmap=CONTROL_MAP):

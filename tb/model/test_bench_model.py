@@ -70,3 +70,19 @@ def test_docs_carry_every_section_once():
             begin, end = markers(what, bench_model.SCRIPT)
             assert text.count(begin) == 1 and text.count(end) == 1, (path, what)
             assert text.index(begin) < text.index(end)
+
+
+@pytest.mark.parametrize("how, want", [([], bench_model.CONV_FMAX_MHZ), (["--fmax", "120"], 120.0),
+                                       (["--fmax-from", "reports"], 140.0)])
+def test_networks_clock(stubbed, monkeypatch, how, want):
+    """The networks' clock: the default measured figure, ``--fmax``, or the median of the
+    conv reports that ``--fmax-from`` names (gen.model.fmax_from_reports)."""
+    folder, _ = stubbed
+    (folder / "reports").mkdir()
+    for seed, mhz in ((1, 130.0), (2, 140.0), (3, 150.0)):
+        (folder / "reports" / f"s{seed}.json").write_text(
+            f'{{"block": "conv", "fmax_mhz": {mhz}, "seed": {seed}}}')
+    got = []
+    monkeypatch.setattr(bench_model, "network_rows", lambda fmax: got.append(fmax) or [])
+    assert bench_model.main(["--no-cnn", "--no-lstm", "--out", "bench"] + how) == 0
+    assert got == [want]
