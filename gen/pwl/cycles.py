@@ -3,7 +3,7 @@
 
 from gen.pwl.config import PwlConfig
 
-__all__ = ["cycle_model"]
+__all__ = ["cycle_model", "shell_cycle_model"]
 
 
 def cycle_model(n: int, cfg: PwlConfig, *, valid=None, ready=None, seed=0) -> dict:
@@ -32,3 +32,76 @@ def cycle_model(n: int, cfg: PwlConfig, *, valid=None, ready=None, seed=0) -> di
             pipe = [took] + pipe[:-1]
         cycle += 1
     return {"i": src.cycles, "o": out}
+
+
+def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
+    """Exact cycle model of one job of the PWL shell (:class:`hdl.pwl.PwlShell`) under the
+    bench's patterns.
+
+    The shell takes a whole beat per clock into ``bus_words`` units side by side, which
+    stall together (:func:`cycle_model`'s pipeline of ``cfg.latency`` registers); the
+    beats' ``keep``/``last`` ride beside them in a queue of ``latency + 2`` entries, which
+    holds at most the ``latency`` beats in the pipeline and so never refuses one.  Rules,
+    clock by clock from ``start + 1`` (the job is busy from the clock after the start
+    pulse, which is the clock of the start write's response):
+
+    * ``s_axis_x_tready = busy & ~in_done & (~o.valid | m_axis_y_tready)``: the units'
+      ``advance``; ``in_done`` is set the clock after the ``tlast`` beat was taken;
+    * the bench source offers beats from ``start + 2`` (:class:`gen.core.flow.BenchSource`),
+      the sink is ready by its pattern one clock late (:func:`gen.core.flow.bench_ready`);
+    * an output beat leaves when the last stage holds one and ``tready`` is high; the job
+      ends with the beat of the input's ``tlast`` (``CYCLES = end - start``);
+    * ``BUSY`` counts the clocks a beat was taken, ``STALL_IN`` those with ``tready`` and
+      no ``tvalid``, ``STALL_OUT`` those with ``m_axis_y_tvalid`` and no ``tready``.
+
+    The words' values and the partial last beat's ``tkeep`` change nothing.
+
+    Parameters
+    ----------
+    words : int
+        The job's input words (at least 1).
+    cfg : PwlConfig
+        ``bus_words`` and the unit (its ``latency``).
+    valid, ready : Pattern
+        The bench's patterns of ``s_axis_x`` (valid) and ``m_axis_y`` (ready), as
+        :func:`gen.pwl.twin.axi_ports` gives them.
+    start : int
+        The clock of the start write's response (the bench record's ``start_ack``;
+        software's choice, see :mod:`gen.core.flow`).
+
+    Returns
+    -------
+    dict
+        The bench record's clocks and counts (:meth:`gen.core.flow.Monitor.record`):
+        ``start_ack``, ``first_in``, ``end``, ``beats_in``, ``beats_out``, ``stall_in``,
+        ``stall_out``, ``stall_in_any``, ``stall_out_any``, ``counters`` (``cycles``,
+        ``busy``, ``stall_in``, ``stall_out``), ``out_cycles`` (``{"m_axis_y": clock of
+        every output beat}``) and ``in_cycles`` (clock of every input beat).
+    """
+    from gen.core.flow import BenchSource, Monitor, bench_ready, packet_beats
+    if words < 1:
+        raise ValueError("a PWL shell job takes at least one word")
+    beats = packet_beats(words, cfg.bus_words)
+    src = BenchSource(beats, valid, start + 2)
+    mon = Monitor(start)
+    pipe = [None] * cfg.latency          # each stage: None or the beat's tlast
+    in_done, cycle = False, start + 1
+    while mon.end is None:
+        src.drive(cycle)
+        o_ready = bench_ready(ready, cycle)
+        o_valid = pipe[-1] is not None
+        advance = not o_valid or o_ready
+        tready = not in_done and advance
+        tvalid, beat = src.valid, src.beat if src.valid else None
+        mon.source(tvalid, tready, cycle)
+        mon.sink("m_axis_y", o_valid, o_ready, o_valid and pipe[-1], cycle)
+        mon.clock(tvalid and tready, tready and not tvalid, o_valid and not o_ready)
+        took = src.take(tready, cycle)
+        if took and beat[1]:
+            in_done = True
+        if advance:
+            pipe = [beat[1] if took else None] + pipe[:-1]
+        cycle += 1
+    out = mon.record(mon.end)
+    out["in_cycles"] = list(src.cycles)
+    return out

@@ -12,10 +12,11 @@ import pytest
 from gen.core.emit import to_verilog
 from gen.core.fixed import to_signed
 from gen.core.sim import run_axi_jobs
-from gen.pwl import PwlConfig, fit_table, ref_pwl
+from gen.core.stimulus import Pattern
+from gen.pwl import PwlConfig, fit_table, ref_pwl, shell_cycle_model
 from gen.pwl.twin import axi_job, axi_ports, rtl_pwl_axi
 from hdl.pwl import SHELL, PwlShell
-from tb.shell_checks import assert_cleared_by_reset
+from tb.shell_checks import assert_cleared_by_reset, assert_record_is_model, run_native_beats
 
 
 @pytest.mark.parametrize("func, bus_words, pause_in, pause_out",
@@ -45,7 +46,60 @@ def test_shell_jobs(sim, func, bus_words, pause_in, pause_out):
         assert job["counters"]["cycles"] == job["end"] - job["start_ack"]
         assert job["counters"]["stall_in"] == job["stall_in"]
         assert job["counters"]["stall_out"] == job["stall_out"]
+        # the exact back-pressure model (gen.pwl.shell_cycle_model), on the bench's patterns
+        (_, _, valid), = axi_ports(cfg, 1 - pause_in, 1 - pause_out, 5)[0]
+        (_, _, ready), = axi_ports(cfg, 1 - pause_in, 1 - pause_out, 5)[1]
+        assert_record_is_model(job, shell_cycle_model(len(x), cfg, valid, ready,
+                                                      job["start_ack"]))
     assert sum(j["stall_out"] for j in jobs) > 0 and sum(j["stall_in"] for j in jobs) > 0
+
+
+# (valid, ready) of s_axis_x and m_axis_y: probabilities (seeded per port) or patterns
+MODEL_PATTERNS = [(1.0, 1.0), (0.7, 0.5), (0.3, 0.9), (0.9, 0.2), (0.5, 0.5),
+                  (Pattern.bits((1, 1, 0)), Pattern.bits((0, 1, 1, 0, 0)))]
+
+
+@pytest.mark.parametrize("func, bus_words", [("tanh", 1), ("sigmoid", 3), ("tanh", 8)])
+def test_shell_backpressure_model(sim, func, bus_words):
+    """Exact back-pressure model: five jobs back to back (1 word, one beat, partial last
+    beats, 29 and 2 words) under six pattern pairs (full rate, idle input and
+    back-pressure at several probabilities and seeds, periodic patterns): every job's
+    record (first input beat, last output beat, beats and stall clocks, the four counters)
+    and the clock of every output beat equal :func:`gen.pwl.shell_cycle_model`'s, which
+    reads only the words per job, ``bus_words``, the patterns and the start response's
+    clock.  The same model with the patterns of another seed must differ somewhere (the
+    check can fail)."""
+    cfg = PwlConfig(func=func, bus_words=bus_words)
+    table = fit_table(cfg)
+    rng = np.random.default_rng(40 + bus_words)
+    packets = [rng.integers(-32768, 32768, n)
+               for n in (1, bus_words, 3 * bus_words + 1, 29, 2)]
+    for i, (valid_prob, ready_prob) in enumerate(MODEL_PATTERNS):
+        sources, sinks = axi_ports(cfg, valid_prob, ready_prob, seed=i)
+        valid, ready = sources[0][2], sinks[0][2]
+        records, beats = run_native_beats(
+            SHELL, cfg, [axi_job(x, cfg) for x in packets], sources, sinks, sim,
+            f"model-{bus_words}-{i}", max_cycles=20_000)
+        differ = 0
+        for k, (x, record, got) in enumerate(zip(packets, records, beats)):
+            np.testing.assert_array_equal(to_signed(record["packets"]["m_axis_y"], 16),
+                                          ref_pwl(x, table))
+            model = shell_cycle_model(len(x), cfg, valid, ready, record["start_ack"])
+            assert_record_is_model(record, model, f"(patterns {i}, job {k})")
+            assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
+            other = shell_cycle_model(len(x), cfg, _other(valid), _other(ready),
+                                      record["start_ack"])
+            differ += other["out_cycles"] != model["out_cycles"]
+        assert differ >= 2 or (valid, ready) == (Pattern.always(), Pattern.always())
+
+
+def _other(pattern):
+    """A deliberately different pattern of the same rate (another seed, a rotated
+    sequence)."""
+    if pattern.kind == "bits":
+        return Pattern.bits(pattern.seq[1:] + pattern.seq[:1])
+    return pattern if pattern.kind == "always" else Pattern.bernoulli(pattern.prob,
+                                                                      pattern.seed + 1)
 
 
 @pytest.mark.native_agree
