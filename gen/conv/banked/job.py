@@ -1,0 +1,418 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Config, jobs and stream layouts of the banked MAC array.
+
+A **job** is one descriptor: ``G`` channel groups x ``S`` strips x ``Q`` input-channel
+chunks, run as steps in that order (:func:`steps`).  A group is ``R`` output channels; with
+``n = 2`` copies both halves of the array compute the group's ``R`` channels on different
+tiles.  A strip is ``rs`` output rows x ``segw`` output columns of one image (the host cuts
+the input window with its halo); its tiles are ``cols`` consecutive output columns of one
+row (``tw = ceil(segw / cols)`` per row, ``T = rs tw`` per strip), taken ``n`` at a time
+(a **round**).  A chunk is ``icq`` input channels (the last ``icl``), ``K = icq kh kw``
+beats per tile in ``(ic, ky, kx)`` order.
+
+Feature layout (per step, the stream ``x``): the strip's input window, ``icq`` channels x
+``rin = (rs - 1) s + kh`` rows x ``Wr`` words, each row *phase-ordered*: input column ``x``
+of the window at ``(x mod s) Ws + x div s`` (``Ws = ceil(segin / s)``, ``Wr = s Ws``), so that
+the ``cols`` columns of a tile read ``cols`` consecutive words at every beat, whatever the
+stride.  Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
+
+Weight layout (the stream ``w``): per step (or, with ``resident``, once per group for all
+chunks), per beat address ``a`` of the chunk (``(ic, ky, kx)`` order), ``ceil(n R / bw)``
+beats whose lane ``k`` of beat ``j`` is the weight of array row ``j bw + k`` (row ``r``
+computes channel ``r mod R`` of the group; the host repeats the weights for copy 1).
+
+Output layout (the stream ``o``): per strip, ``R x rs x segw`` sums in ``(channel, row,
+column)`` order, ``bw`` per beat, the strip's last beat padded.
+"""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gen.conv.config import ConvLayer
+
+__all__ = ["BankedConfig", "BankedJob", "make_job", "steps", "descriptor_fields",
+           "descriptor_widths",
+           "descriptor_value", "weight_beats", "feature_beats", "assemble", "strip_origins"]
+
+
+def _pow2(v: int) -> bool:
+    return v >= 1 and v & (v - 1) == 0
+
+
+@dataclass(frozen=True)
+class BankedConfig:
+    """Generator parameters of the banked array.
+
+    ``bus_words`` words enter per clock on ``w`` and ``x`` and leave per clock on ``o``;
+    ``nb`` (the smallest power of two >= ``cols`` and ``bus_words``) feature banks and
+    output banks per set; ``feat_depth`` / ``out_depth`` words per bank and set,
+    ``weight_depth`` words per row and set (two sets each: one computes while the other
+    loads); ``copies`` (1 or 2) read ports per feature bank.
+    """
+
+    rows: int = 16
+    cols: int = 4
+    bus_words: int = 4
+    copies: int = 2
+    data_width: int = 8
+    weight_width: int = 8
+    acc_width: int = 32
+    feat_depth: int = 256
+    weight_depth: int = 256
+    out_depth: int = 256
+    count_width: int = 16
+
+    def __post_init__(self):
+        for name in ("rows", "cols", "bus_words", "feat_depth", "weight_depth", "out_depth"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, not {v!r}")
+        for name in ("feat_depth", "weight_depth", "out_depth"):
+            if not _pow2(getattr(self, name)):
+                raise ValueError(f"{name} must be a power of two, not {getattr(self, name)}")
+        if self.copies not in (1, 2):
+            raise ValueError(f"copies must be 1 or 2, not {self.copies}")
+        if not 1 <= self.bus_words <= 32:
+            raise ValueError(f"bus_words must be 1..32, not {self.bus_words}")
+
+    @property
+    def nb(self) -> int:
+        """Banks per feature / output set: a power of two >= ``cols`` and ``bus_words``."""
+        n = 1
+        while n < max(self.cols, self.bus_words):
+            n *= 2
+        return n
+
+    @property
+    def fbits(self) -> int:
+        """Bits of a flat word index within one feature set."""
+        return (self.nb * self.feat_depth - 1).bit_length()
+
+    @property
+    def obits(self) -> int:
+        """Bits of a flat word index within one output set."""
+        return (self.nb * self.out_depth - 1).bit_length()
+
+    @property
+    def wbits(self) -> int:
+        """Bits of a weight-bank address (both sets)."""
+        return (2 * self.weight_depth - 1).bit_length()
+
+    @property
+    def module_name(self) -> str:
+        return (f"conv_banked_{self.rows}x{self.cols}_b{self.bus_words}_c{self.copies}"
+                f"_d{self.data_width}w{self.weight_width}a{self.acc_width}"
+                f"_f{self.feat_depth}w{self.weight_depth}o{self.out_depth}")
+
+
+@dataclass(frozen=True)
+class BankedJob:
+    """One descriptor of the banked array (see the module docstring); build with
+    :func:`make_job`.  ``strips`` lists each strip's ``(image, oy0, ox0)``."""
+
+    layer: ConvLayer
+    n: int
+    R: int
+    G: int
+    rs: int
+    segw: int
+    icq: int
+    resident: bool
+    strips: tuple
+
+    @property
+    def S(self):
+        return len(self.strips)
+
+    @property
+    def Q(self):
+        return -(-self.layer.ic // self.icq)
+
+    @property
+    def icl(self):
+        return self.layer.ic - (self.Q - 1) * self.icq
+
+    @property
+    def tw(self):
+        return -(-self.segw // self.cols_)
+
+    cols_: int = 0
+    bw_: int = 0
+
+    @property
+    def T(self):
+        return self.rs * self.tw
+
+    @property
+    def rounds(self):
+        return -(-self.T // self.n)
+
+    @property
+    def last_n(self):
+        return self.T - (self.rounds - 1) * self.n
+
+    @property
+    def rin(self):
+        return (self.rs - 1) * self.layer.stride + self.layer.kh
+
+    @property
+    def segin(self):
+        return (self.segw - 1) * self.layer.stride + self.layer.kw
+
+    @property
+    def Ws(self):
+        return -(-self.segin // self.layer.stride)
+
+    @property
+    def Wr(self):
+        return self.layer.stride * self.Ws
+
+    def k_of(self, q: int) -> int:
+        """Beats per tile of chunk ``q``."""
+        ic = self.icq if q < self.Q - 1 else self.icl
+        return ic * self.layer.kh * self.layer.kw
+
+    def xbeats(self, q: int) -> int:
+        """Feature beats of one step of chunk ``q``."""
+        ic = self.icq if q < self.Q - 1 else self.icl
+        return -(-ic * self.rin * self.Wr // self.bw_)
+
+    @property
+    def wgroup(self):
+        """Weight beats per beat address (rows ``n R`` in ``bus_words`` lanes)."""
+        return -(-self.n * self.R // self.bw_)
+
+    def wbeats(self, q: int) -> int:
+        """Weight beats of one step of chunk ``q`` (not resident)."""
+        return self.k_of(q) * self.wgroup
+
+    @property
+    def wbeats_res(self):
+        """Weight beats of one group's resident load (all chunks)."""
+        return self.layer.ic * self.layer.kh * self.layer.kw * self.wgroup
+
+    @property
+    def E(self):
+        """Output words of one strip."""
+        return self.R * self.rs * self.segw
+
+    @property
+    def obeats(self):
+        return -(-self.E // self.bw_)
+
+    @property
+    def ho(self):
+        return self.layer.ho
+
+    @property
+    def wo(self):
+        return self.layer.wo
+
+
+def strip_origins(layer: ConvLayer, rs: int, segw: int) -> tuple:
+    """The strips of a whole layer, in ``(image, oy0, ox0)`` raster order (``rs`` must divide
+    ``Ho`` and ``segw`` divide ``Wo``)."""
+    return tuple((b, y, x) for b in range(layer.batch) for y in range(0, layer.ho, rs)
+                 for x in range(0, layer.wo, segw))
+
+
+def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: int | None = None,
+             n: int | None = None, R: int | None = None, resident: bool | None = None,
+             strips=None) -> BankedJob:
+    """A job of ``layer`` on ``cfg``: every output channel, the strips ``strips`` (default:
+    the whole layer, :func:`strip_origins`).  Raises ``ValueError`` naming the limit a
+    choice breaks."""
+    if n is None:
+        n = 2 if cfg.copies == 2 and 2 * layer.oc <= cfg.rows else 1
+    if n not in (1, 2) or n > cfg.copies:
+        raise ValueError(f"n must be 1..{cfg.copies}, not {n}")
+    if R is None:
+        R = min(layer.oc, cfg.rows // n)
+    if not 1 <= R <= cfg.rows // n or layer.oc % R:
+        raise ValueError(f"R={R} must divide Oc={layer.oc} and fit {cfg.rows} rows {n} times")
+    if layer.ho % rs or layer.wo % segw:
+        raise ValueError(f"strips {rs}x{segw} must divide the output map "
+                         f"{layer.ho}x{layer.wo}")
+    icq = layer.ic if icq is None else icq
+    kk = layer.kh * layer.kw
+    strips = strip_origins(layer, rs, segw) if strips is None else tuple(strips)
+    job = BankedJob(layer, n, R, layer.oc // R, rs, segw, icq, False, strips,
+                    cols_=cfg.cols, bw_=cfg.bus_words)
+    if resident is None:
+        resident = layer.ic * kk <= 2 * cfg.weight_depth and job.G * job.S * job.Q > 1
+    job = replace(job, resident=bool(resident))
+    if resident and layer.ic * kk > 2 * cfg.weight_depth:
+        raise ValueError(f"resident weights need {layer.ic * kk} words per row, "
+                         f"more than 2 x weight_depth = {2 * cfg.weight_depth}")
+    if not resident and icq * kk > cfg.weight_depth:
+        raise ValueError(f"a chunk of {icq} channels needs {icq * kk} weight words per row, "
+                         f"more than weight_depth = {cfg.weight_depth}")
+    fw = job.xbeats(0) * cfg.bus_words
+    if fw > cfg.nb * cfg.feat_depth:
+        raise ValueError(f"a step's features need {fw} words, more than one set's "
+                         f"{cfg.nb} x {cfg.feat_depth}")
+    ow = job.obeats * cfg.bus_words
+    if ow > cfg.nb * cfg.out_depth:
+        raise ValueError(f"a strip's outputs need {ow} words, more than one set's "
+                         f"{cfg.nb} x {cfg.out_depth}")
+    for name, v in descriptor_fields(job, cfg).items():
+        if v[0] >= 1 << v[1]:
+            raise ValueError(f"descriptor field {name} = {v[0]} needs more than {v[1]} bits")
+    return job
+
+
+def steps(job: BankedJob):
+    """The job's steps in order: ``(i, g, t, q)``."""
+    i = 0
+    for g in range(job.G):
+        for t in range(job.S):
+            for q in range(job.Q):
+                yield i, g, t, q
+                i += 1
+
+
+def _kx_offsets(job):
+    s = job.layer.stride
+    return [(kx % s) * job.Ws + kx // s for kx in range(job.layer.kw)]
+
+
+def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
+    """``name -> (value, width)`` of the descriptor, in payload order (first field in the
+    LSBs).  Address deltas are modulo the address width (a negative delta wraps)."""
+    L = job.layer
+    fb, ob = cfg.fbits, cfg.obits
+    offx = _kx_offsets(job)
+    s = L.stride
+    d_in = job.Ws
+    d_wrap = 1 - (s - 1) * job.Ws            # kx to kx + 1 when kx + 1 is a multiple of s
+    xl = offx[-1]
+    d_ky = job.Wr - xl
+    d_ic = job.rin * job.Wr - (L.kh - 1) * job.Wr - xl
+    rho = job.n if job.tw == 1 else 1         # output rows per walker wrap
+    nxt = job.n - job.tw * rho
+    m = (1 << fb) - 1
+    mo = (1 << ob) - 1
+    vals = {
+        "n2": job.n - 1, "R": job.R, "nR": job.n * job.R,
+        "G": job.G, "S": job.S, "Q": job.Q,
+        "rounds": job.rounds, "last_n2": job.last_n - 1,
+        "kq": job.k_of(0), "kl": job.k_of(job.Q - 1),
+        "icq": job.icq, "icl": job.icl, "kh": L.kh, "kw": L.kw,
+        "s": s,
+        "d_in": d_in & m, "d_wrap": d_wrap & m, "d_ky": d_ky & m,
+        "d_ic": d_ic & m,
+        "tw": job.tw, "segw": job.segw,
+        "fstep": (job.n * cfg.cols) & m,
+        "fwrap": ((nxt) * cfg.cols + rho * s * job.Wr) & m,
+        "estep": (job.n * cfg.cols) & mo,
+        "ewrap": (nxt * cfg.cols + rho * job.segw) & mo,
+        "rstep": job.n * cfg.cols, "rwrap": (nxt * cfg.cols) & ((1 << cfg.count_width) - 1),
+        "r1": job.segw - (cfg.cols if job.tw > 1 else 0),
+        "f1": (cfg.cols if job.tw > 1 else s * job.Wr) & m,
+        "e1": (cfg.cols if job.tw > 1 else job.segw) & mo,
+        "cp": job.rs * job.segw & mo,
+        "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1),
+        "wg": job.wgroup,
+        "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1),
+        "wbr": job.wbeats_res, "res": int(job.resident),
+        "obeats": job.obeats,
+        "drq": job.n * job.R, "drl": job.last_n * job.R,
+        "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
+    }
+    widths = descriptor_widths(cfg)
+    return {k: (vals[k], widths[k]) for k in widths}
+
+
+def descriptor_widths(cfg: BankedConfig) -> dict:
+    """``name -> width`` of the descriptor fields (the config alone fixes them)."""
+    cw, fb, ob = cfg.count_width, cfg.fbits, cfg.obits
+    widths = {"n2": 1, "R": 8, "nR": 9, "G": cw, "S": cw, "Q": cw, "rounds": cw, "last_n2": 1,
+              "kq": cw, "kl": cw, "icq": cw, "icl": cw, "kh": 4, "kw": 4, "s": 3}
+    widths.update({k: fb for k in ("d_in", "d_wrap", "d_ky", "d_ic")})
+    widths.update({"tw": cw, "segw": cw, "fstep": fb, "fwrap": fb, "estep": ob, "ewrap": ob,
+                   "rstep": cw, "rwrap": cw, "r1": cw, "f1": fb, "e1": ob, "cp": ob, "xbq": cw,
+                   "xbl": cw, "wg": 6, "wbq": cw + 6, "wbl": cw + 6, "wbr": cw + 6,
+                   "res": 1, "obeats": cw, "drq": 9, "drl": 9, "gs": cw, "nsteps": cw,
+                   "sq": cw})
+    return widths
+
+
+def descriptor_value(job: BankedJob, cfg: BankedConfig) -> int:
+    """The descriptor payload as one integer (first field in the LSBs)."""
+    v, pos = 0, 0
+    for value, width in descriptor_fields(job, cfg).values():
+        v |= value << pos
+        pos += width
+    return v
+
+
+def _padded(x, layer: ConvLayer):
+    x = np.asarray(x, dtype=np.int64)
+    if x.ndim == 3:
+        x = x[None]
+    p = layer.pad
+    return np.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+
+
+def feature_beats(x, job: BankedJob, cfg: BankedConfig) -> list:
+    """The ``x`` stream of ``job`` for input ``x`` (``(Ic, H, W)`` or ``(B, Ic, H, W)``):
+    a list of beats, each ``bus_words`` ints."""
+    L, bw = job.layer, cfg.bus_words
+    xp = _padded(x, L)
+    s = L.stride
+    perm = np.array([(c % s) * job.Ws + c // s for c in range(job.segin)])
+    beats = []
+    for _i, _g, t, q in steps(job):
+        b, oy0, ox0 = job.strips[t]
+        ic0 = q * job.icq
+        ic1 = ic0 + (job.icq if q < job.Q - 1 else job.icl)
+        win = xp[b, ic0:ic1, oy0 * s:oy0 * s + job.rin, ox0 * s:ox0 * s + job.segin]
+        rows = np.zeros((ic1 - ic0, job.rin, job.Wr), dtype=np.int64)
+        rows[:, :, perm] = win
+        flat = list(rows.reshape(-1))
+        flat += [0] * (-len(flat) % bw)
+        beats += [flat[k:k + bw] for k in range(0, len(flat), bw)]
+    return beats
+
+
+def _weight_rows(w, job, g, k0, k1):
+    """Beats of beat addresses ``k0 .. k1 - 1`` of the flattened ``(ic, ky, kx)`` kernel."""
+    bw = job.bw_
+    wf = np.asarray(w, dtype=np.int64)[g * job.R:(g + 1) * job.R].reshape(job.R, -1)
+    beats = []
+    for a in range(k0, k1):
+        col = [int(wf[r % job.R, a]) for r in range(job.n * job.R)]
+        col += [0] * (job.wgroup * bw - len(col))
+        beats += [col[j * bw:(j + 1) * bw] for j in range(job.wgroup)]
+    return beats
+
+
+def weight_beats(w, job: BankedJob) -> list:
+    """The ``w`` stream of ``job`` for weights ``w`` ``(Oc, Ic, kh, kw)``."""
+    kk = job.layer.kh * job.layer.kw
+    beats = []
+    for _i, g, t, q in steps(job):
+        if job.resident:
+            if t == 0 and q == 0:
+                beats += _weight_rows(w, job, g, 0, job.layer.ic * kk)
+        else:
+            k0 = q * job.icq * kk
+            beats += _weight_rows(w, job, g, k0, k0 + job.k_of(q))
+    return beats
+
+
+def assemble(words, job: BankedJob):
+    """The layer's output ``(B, Oc, Ho, Wo)`` from the ``o`` stream's words (every beat's
+    ``bus_words`` words, in order)."""
+    L = job.layer
+    y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
+    words = list(words)
+    per = job.obeats * job.bw_
+    k = 0
+    for g in range(job.G):
+        for b, oy0, ox0 in job.strips:
+            blk = np.array(words[k:k + job.E]).reshape(job.R, job.rs, job.segw)
+            y[b, g * job.R:(g + 1) * job.R, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = blk
+            k += per
+    return y

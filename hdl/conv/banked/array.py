@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The banked MAC array: one job per descriptor, loads overlapped with compute, wide
+streams (see :mod:`gen.conv.banked` for the job, the layouts and the cycle model)."""
+
+from amaranth.hdl import Module, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gen.conv.banked import BankedConfig
+from hdl.conv.banked.banks import FeatureBanks, WeightBanks
+from hdl.conv.banked.grid import MacGrid
+from hdl.conv.banked.loaders import FeatureLoader, WeightLoader, desc_layout
+from hdl.conv.banked.outbanks import CaptureInfo, OutputBanks
+from hdl.conv.banked.sequencer import Sequencer
+
+__all__ = ["BankedArray", "STAT_LAYOUT"]
+
+STAT_LAYOUT = data.StructLayout({"busy": unsigned(48), "beats": unsigned(32)})
+
+
+class BankedArray(wiring.Component):
+    """A ``rows x cols`` output-stationary MAC array with banked, double-buffered feature
+    and weight memories and ``bus_words``-wide streams.
+
+    Members
+    -------
+    c : In(stream.Signature(desc_layout(cfg)))
+        One descriptor per job (:func:`gen.conv.banked.descriptor_value`); taken when no job
+        is active.
+    w : In(stream.Signature(ArrayLayout(signed(weight_width), bus_words)))
+        Weights (:func:`gen.conv.banked.weight_beats`).
+    x : In(stream.Signature(ArrayLayout(signed(data_width), bus_words)))
+        Features (:func:`gen.conv.banked.feature_beats`).
+    o : Out(stream.Signature(ArrayLayout(signed(acc_width), bus_words)))
+        Sums, strip by strip (:func:`gen.conv.banked.assemble`).
+    s : Out(stream.Signature(STAT_LAYOUT))
+        One word per job once its last strip is in the output banks: busy MAC-cycles and
+        beats issued; the job ends when it is taken.
+    """
+
+    def __init__(self, cfg: BankedConfig):
+        self.cfg = cfg
+        super().__init__({
+            "c": In(stream.Signature(desc_layout(cfg))),
+            "w": In(stream.Signature(data.ArrayLayout(signed(cfg.weight_width),
+                                                      cfg.bus_words))),
+            "x": In(stream.Signature(data.ArrayLayout(signed(cfg.data_width),
+                                                      cfg.bus_words))),
+            "o": Out(stream.Signature(data.ArrayLayout(signed(cfg.acc_width),
+                                                       cfg.bus_words))),
+            "s": Out(stream.Signature(STAT_LAYOUT)),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        cw = cfg.count_width
+        m.submodules.wl = wl = WeightLoader(cfg)
+        m.submodules.xl = xl = FeatureLoader(cfg)
+        m.submodules.seq = seq = Sequencer(cfg)
+        m.submodules.fbanks = fb = FeatureBanks(cfg)
+        m.submodules.wbanks = wb = WeightBanks(cfg)
+        m.submodules.grid = grid = MacGrid(cfg)
+        m.submodules.out = ob = OutputBanks(cfg)
+        d = Signal(desc_layout(cfg))
+        run = Signal()
+        start = Signal()
+        drained_job = Signal(cw)
+        drained_total = Signal(cw)
+        busy = Signal(48)
+        beats = Signal(32)
+        m.d.comb += [start.eq(self.c.valid & ~run), self.c.ready.eq(~run)]
+        with m.If(start):
+            m.d.sync += [d.eq(self.c.payload), run.eq(1), drained_job.eq(0), busy.eq(0),
+                         beats.eq(0)]
+        with m.Else():
+            with m.If(ob.drained):
+                m.d.sync += drained_job.eq(drained_job + 1)
+            m.d.sync += [busy.eq(busy + seq.busy), beats.eq(beats + seq.v)]
+        with m.If(ob.drained):
+            m.d.sync += drained_total.eq(drained_total + 1)
+        m.d.comb += [self.s.valid.eq(run & (drained_job == d.gs)),
+                     self.s.payload.busy.eq(busy), self.s.payload.beats.eq(beats)]
+        with m.If(self.s.valid & self.s.ready):
+            m.d.sync += run.eq(0)
+        for ld, src in ((wl, self.w), (xl, self.x)):
+            wiring.connect(m, wiring.flipped(src), ld.src)
+            m.d.comb += [ld.start.eq(start), ld.run.eq(run), ld.d.eq(d), ld.fin.eq(seq.fin)]
+        m.d.comb += [seq.start.eq(start), seq.run.eq(run), seq.d.eq(d),
+                     seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed)]
+        # loads into the banks
+        m.d.comb += [wb.w_en.eq(wl.en), wb.w_addr.eq(wl.w_addr), wb.w_j.eq(wl.w_j),
+                     wb.w_data.eq(self.w.payload), wb.nR.eq(d.nR),
+                     fb.w_en.eq(xl.en), fb.w_set.eq(xl.w_set), fb.w_f.eq(xl.w_f),
+                     fb.w_data.eq(self.x.payload)]
+        # beats: issue registers (t + 1) -> bank data (t + 4) -> grid
+        m.d.comb += [fb.r_set.eq(seq.fset), fb.r_f.eq(seq.fa), wb.r_addr.eq(seq.wa)]
+        flags = [seq.v, seq.first, seq.last]
+        for _ in range(3):
+            nxt = [Signal() for _ in flags]
+            m.d.sync += [n.eq(f) for n, f in zip(nxt, flags)]
+            flags = nxt
+        sel = Signal(cfg.rows)
+        m.d.sync += [sel[r].eq(r >= d.R) for r in range(cfg.rows)]
+        m.d.comb += [grid.v.eq(flags[0]), grid.first.eq(flags[1]), grid.last.eq(flags[2]),
+                     grid.feat.eq(fb.r_data), grid.wt.eq(wb.r_data), grid.sel.eq(sel),
+                     grid.shift.eq(ob.shift)]
+        # capture info travels with the last beat: issue registers (t + 1) -> cap (t + 6)
+        info = seq.info
+        for _ in range(5):
+            nxt = Signal(CaptureInfo(cfg))
+            m.d.sync += nxt.eq(info)
+            info = nxt
+        m.d.comb += [ob.cap.eq(grid.cap), ob.info.eq(info), ob.row0.eq(grid.row0),
+                     ob.obeats.eq(d.obeats), ob.oset_load.eq(seq.oset_load),
+                     ob.oset.eq(seq.oset), ob.drained_total.eq(drained_total)]
+        wiring.connect(m, ob.o, wiring.flipped(self.o))
+        return m

@@ -1,0 +1,193 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Output side of the banked array: the drain (shadow rows -> ping-pong output banks, adding
+earlier chunks' partial sums) and the streamer (banks -> ``bus_words`` sums per beat)."""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from gen.conv.banked import BankedConfig
+from hdl.conv.banked.util import _wrapped
+
+__all__ = ["CaptureInfo", "OutputBanks", "OUT_FIFO_DEPTH"]
+
+OUT_FIFO_DEPTH = 8
+
+
+def CaptureInfo(cfg: BankedConfig):
+    """What the drain needs of one round: per copy the output index of its column 0 and its
+    valid columns, the rows to drain, ``R``, the channel pitch, the output set, whether it
+    is the chunk that starts the sums and whether it ends a strip."""
+    cw, ob = cfg.count_width, cfg.obits
+    return data.StructLayout({
+        "e": data.ArrayLayout(unsigned(ob), cfg.copies),
+        "nv": data.ArrayLayout(unsigned(cw), cfg.copies),
+        "dr": unsigned(9), "R": unsigned(8), "cp": unsigned(ob), "oset": unsigned(1),
+        "first": unsigned(1), "strip_end": unsigned(1)})
+
+
+class OutputBanks(wiring.Component):
+    """Two sets of ``nb`` output banks (``out_depth`` sums each), the drain and the streamer.
+
+    Members
+    -------
+    cap : In(1)
+        The grid loads its shadow rows at the end of this clock; ``info`` describes them.
+    info : In(CaptureInfo(cfg))
+    row0 : In(ArrayLayout(signed(acc_width), cols))
+        The grid's shadow row 0.
+    shift : Out(1)
+        Row 0 drained this clock (cycles ``C .. C + dr - 1`` after a capture at ``C - 1``).
+    drained : Out(1)
+        Strobe in the clock of a strip's last bank write (``C + dr + 1``).
+    obeats : In(unsigned(count_width))
+        Beats of a strip, latched per output set when ``oset_load`` (at a strip's start).
+    oset_load, oset : In(1)
+    drained_total : In(unsigned(count_width))
+        Strips drained so far (all jobs); the streamer runs while it has streamed fewer.
+    streamed : Out(unsigned(count_width))
+        Strips whose banks the streamer has read (all jobs).
+    o : Out(stream.Signature(ArrayLayout(signed(acc_width), bus_words)))
+        The sums, ``bus_words`` per beat, strip by strip in ``(channel, row, column)`` order.
+    """
+
+    def __init__(self, cfg: BankedConfig):
+        self.cfg = cfg
+        acc = signed(cfg.acc_width)
+        super().__init__({
+            "cap": In(1), "info": In(CaptureInfo(cfg)),
+            "row0": In(data.ArrayLayout(acc, cfg.cols)), "shift": Out(1), "drained": Out(1),
+            "obeats": In(unsigned(cfg.count_width)), "oset_load": In(1), "oset": In(1),
+            "drained_total": In(unsigned(cfg.count_width)),
+            "streamed": Out(unsigned(cfg.count_width)),
+            "o": Out(stream.Signature(data.ArrayLayout(acc, cfg.bus_words))),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        nb, lg = cfg.nb, cfg.nb.bit_length() - 1
+        abits = (cfg.out_depth - 1).bit_length()
+        acc = signed(cfg.acc_width)
+        mems = [[Memory(shape=acc, depth=cfg.out_depth, init=[]) for _ in range(nb)]
+                for _ in range(2)]
+        for s in range(2):
+            for b in range(nb):
+                m.submodules[f"o{s}_{b}"] = mems[s][b]
+        rports = [[mems[s][b].read_port() for b in range(nb)] for s in range(2)]
+        wports = [[mems[s][b].write_port() for b in range(nb)] for s in range(2)]
+        d_busy1, d_set1, d_addr1 = self._drain(m, nb, lg, abits, wports, rports)
+        s_addr = self._streamer(m, nb, lg, abits, rports)
+        for s in range(2):
+            for b in range(nb):
+                m.d.comb += rports[s][b].addr.eq(
+                    Mux(d_busy1 & (d_set1 == s), d_addr1[b], s_addr[b]))
+        return m
+
+    def _drain(self, m, nb, lg, abits, wports, rports):
+        """Rows ``C .. C + dr - 1``: bank addresses and data registered (``+1``), the old sums
+        read (``+2``) and the new ones written at the end of ``+2``."""
+        cfg = self.cfg
+        acc = signed(cfg.acc_width)
+        info = Signal(CaptureInfo(cfg))
+        busy = Signal()
+        k = Signal(9)
+        e = Signal(cfg.obits)
+        with m.If(self.cap):
+            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e[0])]
+        with m.Elif(busy):
+            m.d.sync += k.eq(k + 1)
+            nxt = e + info.cp
+            if cfg.copies == 2:
+                nxt = Mux(k + 1 == info.R, info.e[1], nxt)
+            m.d.sync += e.eq(nxt)
+            with m.If(k + 1 == info.dr):
+                m.d.sync += busy.eq(0)
+        m.d.comb += self.shift.eq(busy)
+        copy1 = (k >= info.R) if cfg.copies == 2 else 0
+        nv = Mux(copy1, info.nv[1], info.nv[0]) if cfg.copies == 2 else info.nv[0]
+        first = e[:lg] if lg else 0
+        base = e[lg:]
+        busy1, set1, first1, busy2, set2, first2 = (Signal(name=n) for n in
+                                                    ("busy1", "set1", "first1", "busy2",
+                                                     "set2", "first2"))
+        end1, end2 = Signal(), Signal()
+        m.d.sync += [busy1.eq(busy), set1.eq(info.oset), first1.eq(info.first),
+                     busy2.eq(busy1), set2.eq(set1), first2.eq(first1),
+                     end1.eq(busy & (k + 1 == info.dr) & info.strip_end), end2.eq(end1)]
+        m.d.comb += self.drained.eq(end2)
+        addr1 = []
+        for b in range(nb):
+            lane = Signal(range(nb), name=f"dl{b}")
+            m.d.comb += lane.eq((b - first) % nb)
+            en1, en2 = Signal(name=f"de1_{b}"), Signal(name=f"de2_{b}")
+            a1, a2 = Signal(abits, name=f"da1_{b}"), Signal(abits, name=f"da2_{b}")
+            v1, v2 = Signal(acc, name=f"dv1_{b}"), Signal(acc, name=f"dv2_{b}")
+            row = Signal(data.ArrayLayout(acc, nb), name=f"drow{b}")
+            m.d.comb += [row[c].eq(self.row0[c]) for c in range(cfg.cols)]
+            m.d.sync += [en1.eq(busy & (lane < cfg.cols) & (lane < nv)),
+                         a1.eq(base + _wrapped(b, first, nb) if lg else base),
+                         v1.eq(row[lane] if nb > 1 else row[0]),
+                         en2.eq(en1), a2.eq(a1), v2.eq(v1)]
+            for s in range(2):
+                old = rports[s][b].data
+                m.d.comb += [wports[s][b].en.eq(en2 & (set2 == s)),
+                             wports[s][b].addr.eq(a2),
+                             wports[s][b].data.eq(Mux(first2, v2, v2 + old))]
+            addr1.append(a1)
+        return busy1, set1, addr1
+
+    def _streamer(self, m, nb, lg, abits, rports):
+        """A beat per clock while the FIFO has room: bank addresses registered (``+1``), the
+        words read (``+2``), rotated into lanes and pushed (``+3``)."""
+        cfg = self.cfg
+        acc = signed(cfg.acc_width)
+        bw = cfg.bus_words
+        m.submodules.fifo = q = fifo.SyncFIFOBuffered(width=bw * cfg.acc_width,
+                                                      depth=OUT_FIFO_DEPTH)
+        obeats = [Signal(cfg.count_width, name=f"obeats{s}") for s in range(2)]
+        with m.If(self.oset_load):
+            for s in range(2):
+                with m.If(self.oset == s):
+                    m.d.sync += obeats[s].eq(self.obeats)
+        active = Signal()
+        sset = Signal()
+        bi = Signal(cfg.count_width)
+        last = Signal(cfg.count_width)
+        e0 = Signal(cfg.obits)
+        v1, v2, v3 = Signal(), Signal(), Signal()
+        room = Signal()
+        m.d.comb += room.eq(q.level + v1 + v2 + v3 < OUT_FIFO_DEPTH)
+        step = Signal()
+        m.d.comb += step.eq(active & room)
+        with m.If(~active & (self.drained_total != self.streamed)):
+            m.d.sync += [active.eq(1), sset.eq(self.streamed[0]), bi.eq(0), e0.eq(0),
+                         last.eq(Mux(self.streamed[0], obeats[1], obeats[0]) - 1)]
+        with m.If(step):
+            m.d.sync += [bi.eq(bi + 1), e0.eq(e0 + bw)]
+            with m.If(bi == last):
+                m.d.sync += [active.eq(0), self.streamed.eq(self.streamed + 1)]
+        first = e0[:lg] if lg else 0
+        base = e0[lg:]
+        addr = []
+        for b in range(nb):
+            a = Signal(abits, name=f"sa{b}")
+            m.d.sync += a.eq(base + _wrapped(b, first, nb) if lg else base)
+            addr.append(a)
+        set1, set2 = Signal(), Signal()
+        rot1, rot2 = Signal(range(nb)), Signal(range(nb))
+        m.d.sync += [v1.eq(step), set1.eq(sset), rot1.eq(first), v2.eq(v1), set2.eq(set1),
+                     rot2.eq(rot1), v3.eq(v2)]
+        words = Signal(data.ArrayLayout(acc, nb))
+        for b in range(nb):
+            m.d.comb += words[b].eq(Mux(set2, rports[1][b].data, rports[0][b].data))
+        beat = Signal(data.ArrayLayout(acc, bw))
+        for k in range(bw):
+            idx = Signal(range(nb), name=f"si{k}")
+            m.d.comb += idx.eq(rot2 + k)
+            m.d.sync += beat[k].eq(words[idx] if nb > 1 else words[0])
+        m.d.comb += [q.w_en.eq(v3), q.w_data.eq(beat),
+                     self.o.payload.eq(q.r_data), self.o.valid.eq(q.r_rdy),
+                     q.r_en.eq(self.o.ready)]
+        return addr
