@@ -44,8 +44,9 @@ def run_native_beats(shell, cfg, jobs, sources, sinks, sim, name, max_cycles):
     return out["jobs"], beats
 
 
-def assert_record_is_model(record: dict, model: dict, what: str = "") -> None:
+def assert_record_is_model(record: dict, model: dict, what: str = "",
+                           keys=RECORD_KEYS) -> None:
     """The bench's record of a job equals the cycle model's prediction in every clock and
-    count of :data:`RECORD_KEYS` (a message naming every key that differs)."""
-    bad = {k: (record[k], model[k]) for k in RECORD_KEYS if record[k] != model[k]}
+    count of ``keys`` (a message naming every key that differs)."""
+    bad = {k: (record[k], model[k]) for k in keys if record[k] != model[k]}
     assert not bad, f"RTL != model {what}: {{key: (rtl, model)}} = {bad}"

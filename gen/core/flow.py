@@ -14,9 +14,14 @@ every hand-shake of the block together with the twins here:
   :class:`AxisToWordsTwin` (:class:`hdl.lib.axis.AxisToWords`: a packed input port's two
   beat slots), :class:`WordsToAxisTwin` (:class:`hdl.lib.axis.WordsToAxis`: a packed output
   port's packer);
+* :class:`ShellInput`, :class:`ShellOutput`, :class:`ShellRegister`: one port of
+  :class:`hdl.lib.axi_shell.AxiShell` (bench end, adapter, job gate and framing), seen from
+  the block's model as a source (``drive``, ``valid``, ``take``) or a sink (``at``,
+  ``put``);
 * :class:`Monitor`: the job's counters as :class:`hdl.lib.shell.JobControl` counts them
   (``CYCLES``, ``BUSY``, ``STALL_IN``, ``STALL_OUT``) and what the bench's port monitor
-  records (first input beat, last output beat, beats and stall clocks per port).
+  records (first input beat, last output beat, beats and stall clocks summed over the
+  ports) in its window around the job (:data:`BENCH_BEFORE`, :func:`bench_after`).
 
 Every twin splits a clock in two, as the RTL does: its outputs (``valid``, ``ready``) are
 read from its registers (plus, for :class:`WordsToAxisTwin`'s ``i.ready``, the bus's
@@ -34,7 +39,8 @@ the models take it as an input and predict everything after it.
 from gen.core.stimulus import Pattern
 
 __all__ = ["BenchSource", "bench_ready", "packet_beats", "Skid", "AxisToWordsTwin",
-           "WordsToAxisTwin", "Monitor"]
+           "WordsToAxisTwin", "Monitor", "BENCH_BEFORE", "bench_after", "ShellInput",
+           "ShellOutput", "ShellRegister"]
 
 
 def bench_ready(pattern: Pattern, cycle: int) -> bool:
@@ -210,23 +216,41 @@ class WordsToAxisTwin:
         return left
 
 
+# The bench's port monitor (gen.core.cocotb_axi, gen.core.native_axi) counts from the
+# start write's issue to its record after the job: the write is offered the clock after its
+# issue, the register file takes both beats there and answers on b two clocks later
+# (hdl.lib.axil), so the window opens BENCH_BEFORE clocks before the response.
+BENCH_BEFORE = 3
+
+
+def bench_after(reads: int = 0) -> int:
+    """Clocks the bench's monitor counts after the last output beat of a job whose end is
+    that beat: the ``STATUS`` poll (done by then), the eight counter reads and ``reads``
+    more, the ``IRQ_STATUS`` write, one clock's wait and the ``IRQ_STATUS`` read.  An
+    access is issued in the clock after the previous one's response; a read is accepted
+    the clock it is offered and answered three clocks later (five clocks an access), the
+    write two clocks after it is offered (four); the last read's response clock is the
+    window's last."""
+    return 5 * (1 + 8 + int(reads)) + 4 + 1 + 5
+
+
 class Monitor:
     """One job's counters (:class:`hdl.lib.shell.JobControl`) and the bench's port monitor.
 
-    The job is busy from ``start + 1`` to its end; each clock the model calls
+    The job is busy from ``start + 1`` to its end; each busy clock the model calls
     :meth:`clock` with the shell's counter events (``took``: a transfer on one of the
-    block's own streams, ``stall_in``, ``stall_out``) and :meth:`source` / :meth:`sink` with
-    each bus port's ``tvalid``, ``tready`` (and ``tlast``), as the bench samples them.
-    ``CYCLES`` is ``end - start``; the other counters count the busy clocks of their event
-    (the RTL counts a registered copy of it, a clock later, with the same final value).
-    The bench's counts cover the job's clocks only: a port that can be ready or valid after
-    the end (an unframed side channel) adds clocks the bench counts until its next start
-    and the model does not."""
+    block's own streams, ``stall_in``, ``stall_out``).  ``CYCLES`` is ``end - start``; the
+    other counters count the busy clocks of their event (the RTL counts a registered copy
+    of it, a clock later, with the same final value).  The bench's counts cover its window,
+    ``start - BENCH_BEFORE`` to ``end + bench_after(reads)``: each clock of it the model
+    calls :meth:`source` / :meth:`sink` with every bus port's ``tvalid``, ``tready`` (and
+    ``tlast``), then :meth:`tick`; outside the job only unframed ports (side channels) can
+    be ready or valid."""
 
     def __init__(self, start: int):
         self.start = int(start)
         self.counters = {"cycles": 0, "busy": 0, "stall_in": 0, "stall_out": 0}
-        self.first_in = self.end = None
+        self.first_in = self.end = self.job_end = None
         self.beats_in = self.beats_out = self.stall_in = self.stall_out = 0
         self.stall_in_any = self.stall_out_any = 0
         self._starving = self._blocked = False
@@ -251,22 +275,232 @@ class Monitor:
             self.stall_out += 1
             self._blocked = True
 
-    def clock(self, took: bool, stall_in: bool, stall_out: bool):
-        """The clock's counter events (call once per busy clock, after the ports)."""
-        self.counters["busy"] += bool(took)
-        self.counters["stall_in"] += bool(stall_in)
-        self.counters["stall_out"] += bool(stall_out)
+    def tick(self):
+        """The end of a clock of the bench's window (after its ports)."""
         self.stall_in_any += self._starving
         self.stall_out_any += self._blocked
         self._starving = self._blocked = False
 
-    def record(self, end: int) -> dict:
+    def clock(self, took: bool, stall_in: bool, stall_out: bool):
+        """A busy clock's counter events."""
+        self.counters["busy"] += bool(took)
+        self.counters["stall_in"] += bool(stall_in)
+        self.counters["stall_out"] += bool(stall_out)
+
+    def record(self) -> dict:
         """The job's predicted record: the bench's keys (``start_ack``, ``first_in``,
-        ``end``, beats and stall clocks, ``counters``) and ``out_cycles`` (``{port: clock
-        of every output beat}``)."""
-        self.counters["cycles"] = int(end) - self.start
-        return {"start_ack": self.start, "first_in": self.first_in, "end": int(end),
+        ``end``: the last output ``tlast`` beat, beats and stall clocks, ``counters``, whose
+        ``cycles`` is ``job_end - start``), ``job_end`` (the shell's end, set by the model)
+        and ``out_cycles`` (``{port: clock of every output beat}``)."""
+        self.counters["cycles"] = int(self.job_end) - self.start
+        return {"start_ack": self.start, "first_in": self.first_in, "end": self.end,
+                "job_end": int(self.job_end),
                 "beats_in": self.beats_in, "beats_out": self.beats_out,
                 "stall_in": self.stall_in, "stall_out": self.stall_out,
                 "stall_in_any": self.stall_in_any, "stall_out_any": self.stall_out_any,
                 "counters": dict(self.counters), "out_cycles": self.out_cycles}
+
+
+class ShellInput:
+    """An input port of :class:`hdl.lib.axi_shell.AxiShell` with the bench's source on it,
+    seen from the block's model as a source of block transfers.
+
+    Parameters
+    ----------
+    beats : list
+        The job's packet ``[(transfers in the beat, tlast)]``: on a direct port one
+        transfer a beat, on a packed port the words (or groups) the beat holds.
+    pattern : Pattern
+        The bench source's valid pattern.
+    start : int
+        The clock of the start write's response (the source opens at ``start + 2``).
+    packed : bool
+        A packed port (:class:`AxisToWordsTwin`) or a direct one (:class:`Skid`).
+    framed : bool
+        Framed: ``tready`` only while the job is busy and the port's ``tlast`` beat has
+        not been taken; it ends the job the clock after its last word entered the block.
+        Unframed (a side channel): open whenever the shell is.
+
+    Each clock: :meth:`bus` (the bench drives, the bus transfer is decided from the
+    adapter's registers), then the block model calls :meth:`drive` (nothing),
+    :attr:`valid` and :meth:`take`, then :meth:`edge` updates the registers.
+    """
+
+    def __init__(self, beats, pattern: Pattern, start: int, *, packed: bool,
+                 framed: bool = True):
+        self.src = BenchSource(beats, pattern, start + 2)
+        self.adapter = AxisToWordsTwin() if packed else Skid()
+        self.packed, self.framed = packed, framed
+        self.n = sum(b[0] for b in beats) if packed else len(beats)
+        self.idx, self.cycles = 0, []
+        self.bus_done = self.word_done = False
+        self.tvalid = self.tready = False
+        self._beat = self._moved = None
+
+    def bus(self, cycle: int, busy: bool = True):
+        """The bus side of clock ``cycle``: ``tvalid``, ``tready`` and the beat taken."""
+        self.src.drive(cycle)
+        gate = not self.framed or (busy and not self.bus_done)
+        self.tvalid, self.tready = self.src.valid, self.adapter.ready and gate
+        self._beat = self.src.beat if self.tvalid and self.tready else None
+        self.src.take(self.tready, cycle)
+        self._moved = None
+
+    def drive(self, cycle: int):
+        """(The block's source interface: the adapter's output is a register.)"""
+
+    @property
+    def valid(self) -> bool:
+        return self.adapter.valid
+
+    @property
+    def last(self) -> bool:
+        """The ``last`` flag of the transfer on offer (the packet's final word)."""
+        return self.adapter.last if self.packed else bool(self.adapter.main)
+
+    def take(self, ready: bool, cycle: int) -> bool:
+        if self.adapter.valid and ready:
+            self._moved = self.last
+            self.idx += 1
+            self.cycles.append(cycle)
+            return True
+        return False
+
+    @property
+    def moved(self) -> bool:
+        """A transfer into the block in this clock (after the block's model ran)."""
+        return self._moved is not None
+
+    @property
+    def stall(self) -> bool:
+        """``STALL_IN``'s event of this port: framed, ready and not offered a beat."""
+        return self.framed and self.tready and not self.tvalid
+
+    @property
+    def ok(self) -> bool:
+        """The port's part of the job end in this clock (a register)."""
+        return self.word_done or not self.framed
+
+    def edge(self):
+        """The rising edge: the adapter's registers and the port's job flags."""
+        beat = self._beat
+        if self.packed:
+            self.adapter.clock(beat, self._moved is not None)
+        else:
+            self.adapter.clock(None if beat is None else beat[1], self._moved is not None)
+        if beat is not None and beat[1]:
+            self.bus_done = True
+        if self._moved:
+            self.word_done = True
+
+
+class ShellOutput:
+    """An output port of :class:`hdl.lib.axi_shell.AxiShell` with the bench's sink on it,
+    seen from the block's model as a sink of block transfers.
+
+    Parameters
+    ----------
+    pattern : Pattern
+        The bench sink's ready pattern.
+    target : int or None
+        The transfers the job counts (``<PORT>_WORDS`` / ``<PORT>_BEATS``; ``tlast`` on the
+        transfer with the ``target``-th), ``None`` on an unframed port.
+    words : int
+        Packed ports: block transfers (words or groups) per beat (:class:`WordsToAxisTwin`);
+        0 for a direct port (bus ``tvalid`` = the block's ``valid``, the block's ``ready``
+        = ``tready``).
+    valid : callable
+        Direct ports: returns the block's ``valid`` (a register of the block's model) at the
+        start of the clock.
+
+    Each clock: :meth:`bus` (the sink's ``tready``, the beat on offer), the block model
+    calls :meth:`at` (its ``ready``) and :meth:`put` (a transfer), then :meth:`edge`.
+    """
+
+    def __init__(self, pattern: Pattern, target, *, words: int = 0, valid=None):
+        self.pattern, self.target = pattern, target
+        self.packer = WordsToAxisTwin(words) if words else None
+        self.valid_fn = valid
+        self.count, self.sent, self.cycles = 0, False, []
+        self.tvalid = self.tready = self.tlast = False
+        self._put = None
+
+    def bus(self, cycle: int):
+        self.tready = bench_ready(self.pattern, cycle)
+        if self.packer is not None:
+            self.tvalid, self.tlast = self.packer.tvalid, self.packer.out[1]
+        else:
+            self.tvalid = bool(self.valid_fn())
+            self.tlast = self.target is not None and self.count + 1 == self.target
+        self._put = None
+
+    def at(self, cycle: int) -> bool:
+        """The block's ``ready`` in this clock."""
+        return self.packer.ready(self.tready) if self.packer is not None else self.tready
+
+    def put(self, cycle: int):
+        """The block moved a transfer out in this clock."""
+        self.count += 1
+        self.cycles.append(cycle)
+        self._put = self.target is not None and self.count == self.target
+
+    @property
+    def moved(self) -> bool:
+        return self._put is not None
+
+    @property
+    def beat_moved(self) -> bool:
+        return self.tvalid and self.tready
+
+    @property
+    def event(self) -> bool:
+        """The ``tlast`` beat leaves in this clock."""
+        return self.beat_moved and self.tlast
+
+    @property
+    def stall(self) -> bool:
+        """``STALL_OUT``'s event of this port: framed, a beat offered and not taken."""
+        return self.target is not None and self.tvalid and not self.tready
+
+    @property
+    def ok(self) -> bool:
+        """The port's part of the job end in this clock."""
+        return self.target is None or self.target == 0 or self.sent or self.event
+
+    def edge(self):
+        if self.event:
+            self.sent = True
+        if self.packer is not None:
+            self.packer.clock(self.tready, self._put)
+
+
+class ShellRegister:
+    """A descriptor port (:class:`hdl.lib.axi_shell.RegPort`, no ``repeat``): offered to
+    the block from the clock after the start until taken; a source of one transfer."""
+
+    def __init__(self):
+        self.pending, self.idx, self.n, self.cycles = True, 0, 1, []
+        self._moved = False
+
+    def drive(self, cycle: int):
+        self._moved = False
+
+    @property
+    def valid(self) -> bool:
+        return self.pending
+
+    def take(self, ready: bool, cycle: int) -> bool:
+        if self.pending and ready:
+            self.pending, self._moved = False, True
+            self.idx += 1
+            self.cycles.append(cycle)
+            return True
+        return False
+
+    @property
+    def moved(self) -> bool:
+        return self._moved
+
+    @property
+    def ok(self) -> bool:
+        return not self.pending or self._moved

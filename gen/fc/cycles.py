@@ -12,7 +12,7 @@ from gen.fc.config import FcConfig
 from gen.fc.fdcsr import FdCsr
 from gen.fc.schedule import _beats, decode_walk
 
-__all__ = ["fc_cycle_model"]
+__all__ = ["fc_cycle_model", "fc_shell_cycle_model"]
 
 
 FC_SOURCES = ("cmd", "x", "meta", "vdata")
@@ -60,14 +60,18 @@ class _FcModel:
     values (masks, weights, activations, sums) never decide a hand-shake and are not kept.
     """
 
-    def __init__(self, jobs, cfg: FcConfig, patterns: dict):
+    def __init__(self, jobs, cfg: FcConfig, patterns: dict, ports: dict = None):
         self.cfg, self.k, self.jobs = cfg, cfg.nz_per_clock, jobs
         self.beats = [(n, j) for j, job in enumerate(jobs) for n in job["nnz"]]
         n_req = sum(job["requests"] for job in jobs)
         counts = {"cmd": len(jobs), "x": sum(job["cols"] for job in jobs),
                   "meta": len(self.beats), "vdata": n_req}
-        self.src = {p: ModelSource(counts[p], patterns[p]) for p in FC_SOURCES}
-        self.sink_pat = {p: patterns[p] for p in FC_SINKS}
+        if ports is None:
+            self.src = {p: ModelSource(counts[p], patterns[p]) for p in FC_SOURCES}
+            self.sink_pat = {p: patterns[p] for p in FC_SINKS}
+        else:       # a shell's ports (gen.core.flow): sources and sinks with put()
+            self.src = {p: ports[p] for p in FC_SOURCES}
+            self.sink_pat = {p: ports[p] for p in FC_SINKS}
         self.want = {"vaddr": n_req, "y": sum(job["rows"] for job in jobs)}
         self.sinks = {p: [] for p in FC_SINKS}
         self.requests, self.addr = [], [0] * len(jobs)
@@ -155,6 +159,12 @@ class _FcModel:
             self.s0 = None
         return push
 
+    def _put(self, port, c):
+        self.sinks[port].append(c)
+        put = getattr(self.sink_pat[port], "put", None)
+        if put is not None:
+            put(c)
+
     def clock(self, c):
         """One clock: the sources drive, every hand-shake is decided from the registers
         and the ports' patterns, transfers are recorded, then the registers update."""
@@ -175,9 +185,9 @@ class _FcModel:
         pop = advance and head is not None and (not needs or took_v)
         y_xfer = self.y_valid and y_ready
         if y_xfer:
-            self.sinks["y"].append(c)
+            self._put("y", c)
         if self.vskid.main is not None and vaddr_ready:
-            self.sinks["vaddr"].append(c)
+            self._put("vaddr", c)
         # registers
         end_job = y_xfer and not self.idle and not self.loading and \
             self.y_rows == self.rows_m1
@@ -310,3 +320,163 @@ def fc_cycle_model(fd, cfg: FcConfig, patterns=None, *, reset_at=None,
             "y_cycles": np.array(y, dtype=np.int64),
             "meta_cycles": np.array(m.src["meta"].cycles, dtype=np.int64),
             "jobs": out_jobs, "cycles": y[-1] - cmd[0] + 1, "end": m.end}
+
+
+def _shell_ports(fd, cfg: FcConfig, job: dict, patterns: dict, start: int, engine):
+    """The :class:`hdl.fc.FcShell` ports of one job (:mod:`gen.core.flow` twins) around
+    the engine's model (``engine()`` returns it; read for the direct outputs' ``valid``)."""
+    from gen.core.flow import ShellInput, ShellOutput, ShellRegister, packet_beats
+    rows = cfg.rows_per_beat
+    packed = rows > 1
+    x_beats = (packet_beats(fd.cols, rows) if packed
+               else [(1, k == fd.cols - 1) for k in range(fd.cols)])
+    meta_beats = [(1, k == len(job["nnz"]) - 1) for k in range(len(job["nnz"]))]
+    v_beats = [(1, k == job["requests"] - 1) for k in range(job["requests"])]
+    return {
+        "cmd": ShellRegister(),
+        "x": ShellInput(x_beats, patterns["s_axis_x"], start, packed=packed),
+        "meta": ShellInput(meta_beats, patterns["s_axis_meta"], start, packed=False),
+        "vdata": ShellInput(v_beats, patterns["s_axis_vdata"], start, packed=False,
+                            framed=False),
+        "vaddr": ShellOutput(patterns["m_axis_vaddr"], None,
+                             valid=lambda: engine().vskid.main is not None),
+        "y": ShellOutput(patterns["m_axis_y"], fd.rows, words=rows if packed else 0,
+                         valid=lambda: engine().y_valid),
+    }
+
+
+def _shell_job(fd, cfg, patterns, start, vskid, mon, max_cycles):
+    """Step one job of the FC shell from ``start + 1`` to its end (:func:`fc_shell_cycle_model`)
+    with the ``vaddr`` skid buffer ``vskid`` left by the job before; returns the engine's
+    model (its ``vskid`` goes on to the gap and the next job)."""
+    job = _model_job(fd, cfg)
+    held = []
+    ports = _shell_ports(fd, cfg, job, patterns, start, lambda: held[0])
+    engine = _FcModel([job], cfg, None, ports=ports)
+    engine.vskid = vskid
+    held.append(engine)
+    ins = [ports["x"], ports["meta"], ports["vdata"]]
+    outs = [("m_axis_vaddr", ports["vaddr"]), ("m_axis_y", ports["y"])]
+    everything = ins + [p for _, p in outs] + [ports["cmd"]]
+    cycle = start + 1
+    while mon.job_end is None:
+        if cycle - start > max_cycles:
+            raise RuntimeError(f"FC shell cycle model: not done after {max_cycles} clocks")
+        for port in ins:
+            port.bus(cycle)
+        for _, port in outs:
+            port.bus(cycle)
+        engine.clock(cycle)
+        for port in ins:
+            mon.source(port.tvalid, port.tready, cycle)
+        for name, port in outs:
+            mon.sink(name, port.tvalid, port.tready, port.tlast, cycle)
+        mon.tick()
+        mon.clock(any(p.moved for p in everything), any(p.stall for p in ins),
+                  any(p.stall for _, p in outs))
+        if all(p.ok for p in everything):
+            mon.job_end = cycle
+        for port in ins + [p for _, p in outs]:
+            port.edge()
+        cycle += 1
+    if mon.job_end != mon.end:
+        raise NotImplementedError("FC shell cycle model: the job ended after its last "
+                                  "output beat; the bench's window is not modelled then")
+    mon.requests = engine.requests
+    return engine
+
+
+def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: int = 0,
+                         max_cycles: int = 1_000_000) -> list:
+    """Exact cycle model of jobs of the FC shell (:class:`hdl.fc.FcShell`) under the
+    bench's per-port patterns.
+
+    The engine's registers (:class:`_FcModel`, the model of :func:`fc_cycle_model`) are
+    stepped with the shell's ports around them (:mod:`gen.core.flow`): ``cmd`` from the
+    ``ROWS`` / ``COLS`` descriptor (offered from the clock after the start);
+    ``s_axis_x`` through a skid buffer (``rows_per_beat`` 1) or the two-slot
+    :class:`hdl.lib.axis.AxisToWords` (rows of ``batch`` words as groups); ``s_axis_meta``
+    and the unframed ``s_axis_vdata`` through skid buffers; ``m_axis_vaddr`` direct;
+    ``m_axis_y`` direct or packed by :class:`hdl.lib.axis.WordsToAxis` (``rows_per_beat``
+    rows a beat), ``tlast`` on the ``rows``-th row.  Framed inputs are ready only while
+    the job is busy and before their ``tlast`` beat; the job ends in the clock its last
+    event happens (the ``tlast`` row left, ``x`` and ``meta``'s last words entered a clock
+    earlier, ``cmd`` taken).  The bench's sources open at ``start + 2``; its sinks are
+    ready by their patterns one clock late.
+
+    Between jobs: the engine takes a response as soon as its group needs it, which may be
+    before the request has left the ``vaddr`` skid buffer, so a job can end with up to two
+    requests still in it; they leave (on the side channel, open between jobs) when the
+    sink is ready, possibly during the next job.  The model steps every clock from the
+    first job's start to the last job's bench window, carrying that buffer over, and
+    counts the bench's port statistics in its windows (``gen.core.flow.BENCH_BEFORE``,
+    :func:`gen.core.flow.bench_after`): the unframed ``s_axis_vdata`` is ready (and idle)
+    in every clock outside a job, which the bench counts as ``stall_in``.
+
+    Not modelled: the requantisation stage (``rq_width`` > 0, a ``ValueError``).
+
+    Parameters
+    ----------
+    fds : FdCsr or sequence of FdCsr
+        The jobs' weights (sizes and per-beat non-zero counts decide the timing).
+    cfg : FcConfig
+    patterns : dict
+        ``{bus port: Pattern}`` for ``s_axis_x``, ``s_axis_meta``, ``s_axis_vdata`` (valid)
+        and ``m_axis_vaddr``, ``m_axis_y`` (ready), as :func:`gen.core.sim.axi_ports` gives
+        them for :func:`hdl.fc.shell.shell_ports`.
+    starts : int or sequence of int
+        Per job the clock of the start write's response (the records' ``start_ack``).
+    reads : int
+        Registers the bench reads after each job besides the counters (its ``read``).
+    max_cycles : int
+        Guard against a stimulus that never ends a job.
+
+    Returns
+    -------
+    list of dict (one dict for one FdCsr)
+        Per job as :func:`gen.pwl.shell_cycle_model`: the bench record's clocks and
+        counts, ``counters``, ``job_end``, ``out_cycles`` (``{"m_axis_vaddr": ...,
+        "m_axis_y": ...}``, every beat's clock in the bench's window) and ``requests``
+        (the ``(addr, count)`` of the job's memory requests).
+    """
+    from gen.core.flow import BENCH_BEFORE, Monitor, Skid, bench_after, bench_ready
+    if cfg.rq_width:
+        raise ValueError("fc_shell_cycle_model: the requantisation stage is not modelled")
+    one = isinstance(fds, FdCsr)
+    fds, starts = ([fds], [starts]) if one else (list(fds), list(starts))
+    vpat, vskid, mons = patterns["m_axis_vaddr"], Skid(), []
+    cycle, window = starts[0] - BENCH_BEFORE, None        # window: (monitor, last clock)
+
+    def gap(until, mon):
+        """Clocks outside the jobs: only the ``vaddr`` skid buffer drains."""
+        nonlocal cycle, window
+        for c in range(cycle, until):
+            if window is not None and c <= window[1]:
+                watch = window[0]
+            else:
+                watch = mon if mon is not None and c >= until - BENCH_BEFORE - 1 else None
+            ready = bench_ready(vpat, c)
+            if watch is not None:
+                watch.source(False, True, c)                # s_axis_vdata
+                watch.sink("m_axis_vaddr", vskid.valid, ready, False, c)
+                watch.tick()
+            vskid.clock(None, ready)
+        cycle = max(cycle, until)
+
+    for fd, start in zip(fds, starts):
+        if window is not None and start - BENCH_BEFORE <= window[1]:
+            raise ValueError(f"start {start}: the bench starts a job after its record of "
+                             f"the one before (clock {window[1]})")
+        mon = Monitor(start)
+        gap(start + 1, mon)
+        vskid = _shell_job(fd, cfg, patterns, start, vskid, mon, max_cycles).vskid
+        cycle = mon.job_end + 1
+        window = (mon, mon.end + bench_after(reads))
+        mons.append(mon)
+    gap(window[1] + 1, None)
+    out = []
+    for mon in mons:
+        record = mon.record()
+        record["requests"] = mon.requests
+        out.append(record)
+    return out[0] if one else out

@@ -95,6 +95,7 @@ def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
         tvalid, beat = src.valid, src.beat if src.valid else None
         mon.source(tvalid, tready, cycle)
         mon.sink("m_axis_y", o_valid, o_ready, o_valid and pipe[-1], cycle)
+        mon.tick()
         mon.clock(tvalid and tready, tready and not tvalid, o_valid and not o_ready)
         took = src.take(tready, cycle)
         if took and beat[1]:
@@ -102,6 +103,7 @@ def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
         if advance:
             pipe = [beat[1] if took else None] + pipe[:-1]
         cycle += 1
-    out = mon.record(mon.end)
+    mon.job_end = mon.end           # (the ports are closed outside the job)
+    out = mon.record()
     out["in_cycles"] = list(src.cycles)
     return out
