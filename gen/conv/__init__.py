@@ -10,7 +10,7 @@ stream, one weight or ``w_lanes`` per transfer).  The RTL
 twin is ``twin``, the ``spnn`` command ``cli``, the block contract ``block``.
 """
 
-from gen.conv import config, cycles, descriptor, golden, layout, schedule, wstream
+from gen.conv import banked, config, cycles, descriptor, golden, layout, schedule, wstream
 from gen.conv.config import *  # noqa: F401,F403
 from gen.conv.cycles import *  # noqa: F401,F403
 from gen.conv.descriptor import *  # noqa: F401,F403

@@ -8,13 +8,14 @@ from gen.core.lanes import pack_beat
 from gen.core.regmap import requant_regs
 from gen.core.sim import axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
-from hdl.conv import GATEWARE, SHELL
+from hdl.conv import BANKED, GATEWARE, SHELL
 from hdl.conv.shell import desc_registers, regmap_for, shell_ports
 
-from gen.conv import ConvConfig, check_fits, layer_cycles, pack_descriptor, weight_beats
+from gen.conv import ConvConfig, banked, check_fits, layer_cycles, pack_descriptor, weight_beats
 from gen.conv.descriptor import descriptor
 
-__all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi", "requant_conv"]
+__all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi", "requant_conv", "rtl_banked",
+           "banked_stream_job"]
 
 
 def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
@@ -159,3 +160,46 @@ def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, vali
         lo, hi, cycles = record["reads"]
         stats.append({"busy": lo | hi << 32, "cycles": cycles})
     return outs, stats, records
+
+
+def banked_stream_job(items, cfg, *, valid=None, ready=None, seed=0, reset_at=None) -> dict:
+    """The stream job (:func:`gen.core.stimulus.make_job`) of banked-array jobs run back to
+    back: ``items`` is a list of ``(x, w, job)`` (:class:`gen.conv.banked.BankedJob`);
+    ``valid`` / ``ready``: a pattern or probability for every source / the ``o`` sink."""
+    c, wd, xd, nout = [], [], [], 0
+    for x, w, job in items:
+        c.append(banked.descriptor_value(job, cfg))
+        wd += [pack_beat(to_unsigned(b, cfg.weight_width), cfg.weight_width)
+               for b in banked.weight_beats(w, job)]
+        xd += [pack_beat(to_unsigned(b, cfg.data_width), cfg.data_width)
+               for b in banked.feature_beats(x, job, cfg)]
+        nout += job.G * job.S * job.obeats
+    full = banked.run_cycles([job for _x, _w, job in items], cfg)
+    slow = max(min(rate_of(valid), rate_of(ready)), 0.05)
+    return make_job([("c", c, valid), ("w", wd, valid), ("x", xd, valid)],
+                    [("o", nout, ready), ("s", len(items), None)], seed=seed,
+                    reset_at=reset_at,
+                    max_cycles=int(500 + 2 * (full["s"][-1] + full["o"][-1]) / slow))
+
+
+def rtl_banked(items, cfg, sim="verilator", *, valid=None, ready=None, seed=0, reset_at=None,
+               name="banked"):
+    """Run banked-array jobs back to back through the RTL (:class:`hdl.conv.banked.
+    BankedArray`).  Returns ``(outputs, stats, result)``: per item the ``(B, Oc, Ho, Wo)``
+    sums of the job's strips (zeros elsewhere, :func:`gen.conv.banked.assemble`), per job
+    ``(busy MAC-cycles, beats)`` from the RTL's ``s`` word, and the raw
+    :func:`gen.core.sim.run_job` result (``job``: the stream job it ran)."""
+    job = banked_stream_job(items, cfg, valid=valid, ready=ready, seed=seed, reset_at=reset_at)
+    result = run_job(BANKED, cfg, job, sim=sim, name=name)
+    result["job"] = job
+    mask = (1 << cfg.acc_width) - 1
+    words = [(beat >> (k * cfg.acc_width)) & mask for beat in result["sinks"]["o"]["data"]
+             for k in range(cfg.bus_words)]
+    words = to_signed(np.array(words, dtype=np.int64), cfg.acc_width)
+    outputs, at = [], 0
+    for _x, _w, bj in items:
+        n = bj.G * bj.S * bj.obeats * cfg.bus_words
+        outputs.append(banked.assemble(words[at:at + n], bj))
+        at += n
+    stats = [(d & ((1 << 48) - 1), d >> 48) for d in result["sinks"]["s"]["data"]]
+    return outputs, stats, result

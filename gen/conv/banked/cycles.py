@@ -1,4 +1,205 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Exact cycle model of the banked MAC array (filled in below)."""
+"""Exact cycle model of the banked MAC array (:class:`hdl.conv.banked.BankedArray`).
 
-__all__ = []
+:func:`run_cycles` predicts, from the jobs and each port's explicit pattern (the stream
+bench's: a source raises ``valid`` in a clock its pattern allows and holds the beat until
+it is taken; a sink is ready in the clocks its pattern allows), the clock of every transfer
+on ``c``, ``w``, ``x``, ``o`` and ``s`` and the statistics words.  Clocks are the bench's
+(clock 0 is the first after reset).  The rules, each one a register of the RTL:
+
+* **Descriptor**: taken in clock ``T0`` when no job is active (``run`` low); the job's
+  counters restart at the end of ``T0`` and the loaders and the sequencer act from
+  ``T0 + 1``.
+* **Loaders** (weights, features; independent): blocks in order (a step's weights or
+  features, or with ``res`` one block of all chunks' weights per group), ``ready`` from the
+  clock after the previous block's last beat, but not before the block's set is free: a
+  step ``l`` block needs ``fin >= l - 1`` (a resident group ``g`` block: ``fin >= g S Q``),
+  where ``fin`` counts a step two clocks after its last beat leaves the beat counters.
+* **Rounds**: round ``j`` starts (``go``) in clock ``u_j``: its ``K`` beats are in the
+  counters in ``u_j + 1 .. u_j + K``; ``u_j >= u_{j-1} + P_{j-1}`` with
+  ``P = K + max(0, dr - K_next)`` (``dr`` rows to drain: ``R`` per active copy); a step's
+  first round also waits for the clock after its weights' and features' last beats and,
+  for a strip's first chunk, for the clock after the streamer's last read of the strip two
+  before (its output set).
+* **Capture and drain**: the shadow rows hold round ``j``'s sums from ``C = u_j + K + 7``;
+  row ``k`` is drained in clock ``C + k`` and written at the end of ``C + k + 2``; a strip's
+  last round counts it drained at the end of ``W = C + dr + 1``.
+* **Streamer**: strip by strip (all jobs in order), started in the clock after it is
+  drained and after the previous strip's last read; from the next clock it reads a beat in
+  every clock in which the beats read and not yet taken at ``o`` are fewer than
+  :data:`hdl.conv.banked.outbanks.OUT_FIFO_DEPTH`; a beat read in clock ``v`` enters the
+  output FIFO at the end of ``v + 3`` and is offered at ``o`` from ``v + 5`` (or the clock
+  after the previous beat is taken).
+* **Statistics**: ``s`` is valid from the clock after the job's last strip is drained; the
+  job ends when it is taken, and the next descriptor may be taken the clock after.
+"""
+
+from gen.core.stimulus import Pattern
+
+from gen.conv.banked.job import BankedConfig, BankedJob, steps
+
+__all__ = ["run_cycles", "CAPTURE", "STREAM_OFFER", "FIFO_DEPTH"]
+
+CAPTURE = 7          # go + K (last beat in the counters) -> shadow rows hold the sums
+STREAM_OFFER = 5     # streamer read in clock v -> offered at o from v + 5
+FIFO_DEPTH = 8       # hdl.conv.banked.outbanks.OUT_FIFO_DEPTH
+
+
+class _Source:
+    """The bench's source: raises ``valid`` by its pattern when not holding a beat, holds it
+    until taken."""
+
+    def __init__(self, pattern: Pattern):
+        self.pattern, self.last = pattern, -1
+        self.cycles = []
+
+    def take(self, start: int, n: int) -> int:
+        """``ready`` from clock ``start`` until ``n`` beats are taken; the last one's clock."""
+        t = self.last
+        for _ in range(n):
+            t = max(_next(self.pattern, t + 1), start)
+            self.cycles.append(t)
+        self.last = t
+        return t
+
+
+class _Streamer:
+    """The streamer and the output FIFO against the ``o`` sink's pattern."""
+
+    def __init__(self, pattern: Pattern):
+        self.pattern = pattern
+        self.free_at = 0           # the clock the streamer may start its next strip
+        self.reads, self.taken = [], []
+
+    def stream(self, drained: int, beats: int) -> int:
+        """Stream a strip counted drained from clock ``drained``; return its last read."""
+        c = max(drained, self.free_at) + 1
+        for _ in range(beats):
+            k = len(self.reads)
+            if k >= FIFO_DEPTH:         # room: fewer than FIFO_DEPTH read and not taken
+                c = max(c, self.taken[k - FIFO_DEPTH] + 1)
+            self.reads.append(c)
+            offer = c + STREAM_OFFER
+            if k:
+                offer = max(offer, self.taken[k - 1] + 1)
+            self.taken.append(_next(self.pattern, offer))
+            c += 1
+        self.free_at = self.reads[-1] + 1
+        return self.reads[-1]
+
+
+def _next(pattern: Pattern, c: int) -> int:
+    """The first clock ``>= c`` that ``pattern`` allows."""
+    if pattern.kind != "always":
+        while not pattern.at(c):
+            c += 1
+    return c
+
+
+def _rounds(job: BankedJob, cfg: BankedConfig, q: int):
+    """``(K, dr, busy cells)`` of each round of a step of chunk ``q``."""
+    out = []
+    K = job.k_of(q)
+    for j in range(job.rounds):
+        nact = job.last_n if j == job.rounds - 1 else job.n
+        cells = 0
+        for c in range(nact):
+            tile = j * job.n + c
+            xt = tile % job.tw
+            cells += min(cfg.cols, job.segw - xt * cfg.cols)
+        out.append((K, nact * job.R, job.R * cells))
+    return out
+
+
+def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None) -> dict:
+    """The transfer clocks of ``jobs`` (a list of :class:`BankedJob`) run back to back.
+
+    ``patterns``: ``{port: Pattern}`` for ``c``, ``w``, ``x`` (valid) and ``o``, ``s``
+    (ready); a missing port transfers whenever it can.  Returns ``{"c", "w", "x", "o",
+    "s": [clock of every transfer], "stats": [(busy, beats) per job], "jobs": [per job
+    {"T0", "stat", "first_out", "last_out"}]}``."""
+    pat = {p: (patterns or {}).get(p) or Pattern.always() for p in "cwxos"}
+    src = {p: _Source(pat[p]) for p in "cwx"}
+    out = _Streamer(pat["o"])
+    s_taken, stats, per_job = [], [], []
+    ts_read_end = []           # per global strip: its streamer's last read
+    end = -1                   # clock the previous job's statistics were taken
+    for job in jobs:
+        T0 = src["c"].take(end + 1, 1)
+        W_last, strips = _job_timeline(job, cfg, T0, src, ts_read_end, out)
+        z = _next(pat["s"], W_last + 1)
+        s_taken.append(z)
+        end = z
+        busy = sum(b * K for _i, _g, _t, q in steps(job) for K, _dr, b in _rounds(job, cfg, q))
+        beats = sum(K for _i, _g, _t, q in steps(job) for K, _dr, _b in _rounds(job, cfg, q))
+        stats.append((busy, beats))
+        per_job.append({"T0": T0, "stat": z, "strips": strips})
+    taken = out.taken
+    at = 0
+    for rec in per_job:
+        n = sum(b for b in rec.pop("strips"))
+        rec["first_out"], rec["last_out"] = taken[at], taken[at + n - 1]
+        at += n
+    return {"c": src["c"].cycles, "w": src["w"].cycles, "x": src["x"].cycles, "o": taken,
+            "s": s_taken, "stats": stats, "jobs": per_job}
+
+
+def _job_timeline(job, cfg, T0, src, ts_read_end, out):
+    """One job: loads, rounds, drains and the streaming of its strips; returns the clock
+    of its last drained strip (``W``) and its strips' beat counts."""
+    st = list(steps(job))
+    nst = len(st)
+    fin = [None] * nst                  # clock from which fin counts the step
+    wdone, xdone = {}, {}
+    last_u, last_P = None, 0
+    W_last = T0
+    beats = []
+    wl = {"next": 0, "last": T0}        # weight loader: next block, last beat clock
+    xl = {"next": 0, "last": T0}
+
+    def perm(need_steps):
+        return T0 + 1 if need_steps <= 0 else fin[need_steps - 1]
+
+    def load_w(upto):                   # weight blocks needed by step ``upto``
+        while wl["next"] <= (st[upto][1] if job.resident else upto):
+            b = wl["next"]
+            if job.resident:
+                n, need = job.wbeats_res, b * job.S * job.Q
+            else:
+                n, need = job.wbeats(st[b][3]), b - 1
+            start = max(T0 + 1, wl["last"] + 1, perm(need))
+            wl["last"] = src["w"].take(start, n)
+            wdone[b] = wl["last"] + 1
+            wl["next"] += 1
+
+    def load_x(upto):
+        while xl["next"] <= upto:
+            b = xl["next"]
+            start = max(T0 + 1, xl["last"] + 1, perm(b - 1))
+            xl["last"] = src["x"].take(start, job.xbeats(st[b][3]))
+            xdone[b] = xl["last"] + 1
+            xl["next"] += 1
+
+    for i, g, t, q in st:
+        load_w(i)
+        load_x(i)
+        gstrip = len(ts_read_end)             # strips before this one (all jobs)
+        u = max(T0 + 1, wdone[g if job.resident else i], xdone[i])
+        if last_u is not None:
+            u = max(u, last_u + last_P)
+        if q == 0 and gstrip >= 2:
+            u = max(u, ts_read_end[gstrip - 2] + 1)
+        rounds = _rounds(job, cfg, q)
+        for j, (K, dr, _b) in enumerate(rounds):
+            if j:
+                u = last_u + last_P
+            knext = K if j < len(rounds) - 1 else job.k_of((q + 1) % job.Q)
+            last_u, last_P = u, K + max(0, dr - knext)
+            C = u + K + CAPTURE
+            W = C + dr + 1
+        fin[i] = u + K + 2
+        if q == job.Q - 1:
+            ts_read_end.append(out.stream(W + 1, job.obeats))
+            beats.append(job.obeats)
+            W_last = W
+    return W_last, beats

@@ -1,0 +1,241 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The banked MAC array (hdl/conv/banked, gen/conv/banked).
+
+Pure Python: the job limits, the host layouts against the golden model through an
+independent walk of the descriptor's address arithmetic.
+RTL (both simulators): random layers (kernels 1..4, strides 1..3, padding, batches, 1 or 2
+copies, chunks, resident and per-step weights, strips that do not fill the columns),
+several jobs back to back: sums == golden exactly, every transfer on c/w/x/o/s on the clock
+the cycle model predicts (full rate and random idle sources / back-pressured outputs),
+statistics == model; directed edges; a reset in the middle of a job.
+"""
+
+import numpy as np
+import pytest
+
+from gen.conv import ConvLayer, ref_conv
+from gen.conv.banked import (BankedConfig, assemble, descriptor_fields, feature_beats,
+                             make_job, run_cycles, steps, weight_beats)
+from gen.conv.twin import rtl_banked
+from gen.core.stimulus import Pattern, job_patterns
+
+CFG = BankedConfig(rows=8, cols=4, bus_words=4, feat_depth=64, weight_depth=64, out_depth=64)
+CFG_WIDE = BankedConfig(rows=8, cols=4, bus_words=8, feat_depth=64, weight_depth=64,
+                        out_depth=64)
+CFG_NARROW = BankedConfig(rows=6, cols=4, bus_words=3, copies=1, feat_depth=64,
+                          weight_depth=64, out_depth=64)
+
+
+def golden(x, w, layer):
+    """The whole layer's sums ``(B, Oc, Ho, Wo)``."""
+    return np.stack([ref_conv(x[b], w, layer.stride, layer.pad) for b in range(layer.batch)])
+
+
+def random_item(rng, cfg):
+    """A random layer and a job of it that fits ``cfg``."""
+    while True:
+        k = int(rng.integers(1, 5))
+        s = int(rng.integers(1, 4))
+        p = int(rng.integers(0, min(k, 2)))
+        oc = int(rng.choice([1, 2, 3, 4, 6, 8]))
+        ic = int(rng.integers(1, 5))
+        layer = ConvLayer(oc, ic, int(rng.integers(k, 10)), int(rng.integers(k, 12)), k, k,
+                          s, p, int(rng.integers(1, 3)))
+        rs = int(rng.choice([d for d in range(1, layer.ho + 1) if layer.ho % d == 0]))
+        segw = int(rng.choice([d for d in range(1, layer.wo + 1) if layer.wo % d == 0]))
+        kk = ic * k * k
+        res = bool(rng.integers(0, 2)) if kk <= 2 * cfg.weight_depth else False
+        try:
+            job = make_job(layer, cfg, rs=rs, segw=segw, icq=int(rng.integers(1, ic + 1)),
+                           resident=res)
+        except ValueError:
+            continue
+        x = rng.integers(-128, 128, (layer.batch, ic, layer.h, layer.w))
+        w = rng.integers(-128, 128, (oc, ic, k, k))
+        return x, w, job
+
+
+# ------------------------------------------------------------------ pure Python
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(rs=4, segw=8), "strips 4x8 must divide the output map 6x8"),
+    (dict(rs=2, segw=8, R=3), "R=3 must divide Oc=4"),
+    (dict(rs=2, segw=8, n=3), "n must be 1..2, not 3"),
+])
+def test_job_limits(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+        make_job(ConvLayer(4, 3, 6, 8, 3, 3, 1, 1), CFG, **kwargs)
+
+
+def test_job_limits_weights_and_outputs():
+    big = ConvLayer(8, 16, 4, 4, 3, 3, 1, 1)          # K = 144 > 2 x 64
+    with pytest.raises(ValueError, match="a chunk of 16 channels needs 144 weight words"):
+        make_job(big, CFG, rs=1, segw=4, icq=16)
+    with pytest.raises(ValueError, match="resident weights need 144 words per row"):
+        make_job(big, CFG, rs=1, segw=4, icq=4, resident=True)
+    with pytest.raises(ValueError, match="a step's features need 576 words"):
+        make_job(ConvLayer(4, 4, 10, 10, 3, 3, 1, 1), CFG, rs=10, segw=10, icq=4)
+    wide = ConvLayer(8, 1, 8, 8, 1, 1)
+    with pytest.raises(ValueError, match="a strip's outputs need"):
+        make_job(wide, CFG, rs=8, segw=8, n=1)
+
+
+def _walk(x, w, job, cfg):
+    """The array's arithmetic from the descriptor alone (independent of the RTL): each
+    round's per-copy feature windows, weight addresses and drain addresses."""
+    d = {k: v[0] for k, v in descriptor_fields(job, cfg).items()}
+    M, MO = (1 << cfg.fbits) - 1, (1 << cfg.obits) - 1
+    fsets = [np.zeros(M + 1, np.int64) for _ in range(2)]
+    wmem = np.zeros((cfg.rows, 2 * cfg.weight_depth), np.int64)
+    osets = [np.zeros(MO + 1, np.int64) for _ in range(2)]
+    xb, wb = iter(feature_beats(x, job, cfg)), iter(weight_beats(w, job))
+    n, R, Q, bw = d["n2"] + 1, d["R"], d["Q"], cfg.bus_words
+    out, ts = [], 0
+
+    def load_w(base, nbeats):
+        for a in range(nbeats // d["wg"]):
+            for j in range(d["wg"]):
+                for k, v in enumerate(next(wb)):
+                    if j * bw + k < d["nR"]:
+                        wmem[j * bw + k, base + a] = v
+
+    for i, _g, t, q in steps(job):
+        last = q == Q - 1
+        for bi in range(d["xbl"] if last else d["xbq"]):
+            for k, v in enumerate(next(xb)):
+                fsets[i % 2][(bi * bw + k) & M] = v
+        if d["res"]:
+            if t == 0 and q == 0:
+                load_w(0, d["wbr"])
+            wbase = q * d["kq"]
+        else:
+            wbase = (i % 2) * cfg.weight_depth
+            load_w(wbase, d["wbl"] if last else d["wbq"])
+        walk = [[d["segw"], 0, 0], [d["r1"], d["f1"], d["e1"]]][:n]
+        for rd in range(d["rounds"]):
+            if rd:
+                for c in range(n):
+                    rem, f, e = walk[c]
+                    wrap = rem <= d["rstep"]
+                    walk[c] = [rem - (d["rwrap"] if wrap else d["rstep"]) & 0xFFFF,
+                               (f + (d["fwrap"] if wrap else d["fstep"])) & M,
+                               (e + (d["ewrap"] if wrap else d["estep"])) & MO]
+            nact = n if rd < d["rounds"] - 1 else d["last_n2"] + 1
+            acc = np.zeros((cfg.rows, cfg.cols), np.int64)
+            off, kx, ky, ph = 0, 0, 0, 0
+            for b in range(d["kl"] if last else d["kq"]):
+                for c in range(nact):
+                    fa = walk[c][1] + off
+                    feats = fsets[i % 2][[(fa + col) & M for col in range(cfg.cols)]]
+                    acc[c * R:(c + 1) * R] += np.outer(wmem[c * R:(c + 1) * R, wbase + b], feats)
+                if kx < d["kw"] - 1:
+                    off += d["d_wrap"] if ph == d["s"] - 1 else d["d_in"]
+                    kx, ph = kx + 1, (ph + 1) % d["s"]
+                elif ky < d["kh"] - 1:
+                    kx, ph, ky, off = 0, 0, ky + 1, off + d["d_ky"]
+                else:
+                    kx, ph, ky, off = 0, 0, 0, off + d["d_ic"]
+            for c in range(nact):
+                rem, _f, e = walk[c]
+                for r in range(R):
+                    idx = [(e + r * d["cp"] + col) & MO for col in range(min(cfg.cols, rem))]
+                    osets[ts % 2][idx] = acc[c * R + r, :len(idx)] + (osets[ts % 2][idx] if q else 0)
+        if last:
+            out += list(osets[ts % 2][:d["obeats"] * bw])
+            ts += 1
+    return assemble(out, job)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_layouts_and_descriptor_walk(seed):
+    """The host layouts and the descriptor's address arithmetic compute the layer."""
+    rng = np.random.default_rng(seed)
+    cfg = [CFG, CFG_WIDE, CFG_NARROW][seed % 3]
+    for _ in range(4):
+        x, w, job = random_item(rng, cfg)
+        np.testing.assert_array_equal(_walk(x, w, job, cfg), golden(x, w, job.layer))
+
+
+def test_model_reads_the_patterns():
+    """The cycle model depends on every port's pattern (a model that ignored one could not
+    fail the RTL comparison)."""
+    rng = np.random.default_rng(1)
+    jobs = [random_item(rng, CFG)[2] for _ in range(3)]
+    base = run_cycles(jobs, CFG)
+    for port in "cwxo":
+        late = Pattern.bits([0] * 30 + [1]) if port == "c" else Pattern.bits([0, 1])
+        slow = run_cycles(jobs, CFG, {port: late})
+        assert slow[port] != base[port] and slow["o"][-1] >= base["o"][-1], port
+
+
+# ------------------------------------------------------------------ RTL
+
+def _check(items, cfg, sim, *, valid=None, ready=None, name="banked"):
+    outs, stats, result = rtl_banked(items, cfg, sim, valid=valid, ready=ready, name=name)
+    for (x, w, job), y in zip(items, outs):
+        np.testing.assert_array_equal(y, golden(x, w, job.layer))
+    model = run_cycles([job for _x, _w, job in items], cfg, job_patterns(result["job"]))
+    for port in "cwx":
+        assert result["sources"][port]["cycles"] == model[port], port
+    for port in "os":
+        assert result["sinks"][port]["cycles"] == model[port], port
+    assert stats == model["stats"]
+    return model
+
+
+@pytest.mark.parametrize("cfg, seed, valid, ready", [
+    (CFG, 1, None, None), (CFG, 2, 0.7, 0.6), (CFG_WIDE, 3, None, 0.3),
+    (CFG_WIDE, 4, 0.4, None), (CFG_NARROW, 5, 0.8, 0.8), (CFG_NARROW, 6, None, None)])
+def test_rtl_random_jobs(sim, cfg, seed, valid, ready):
+    """Five random jobs back to back: sums, every transfer's clock and the statistics."""
+    rng = np.random.default_rng(seed)
+    items = [random_item(rng, cfg) for _ in range(5)]
+    _check(items, cfg, sim, valid=valid, ready=ready, name=f"rand{seed}")
+
+
+def test_rtl_directed_edges(sim):
+    """Rounds of one beat (1 x 1, one channel per chunk: the drain paces the rounds), a
+    single tile column with two copies, an odd tile count, 4 x 4 kernels at stride 3,
+    channel groups with per-step weights, a strip narrower than the columns."""
+    rng = np.random.default_rng(11)
+    layers = [
+        (ConvLayer(1, 2, 3, 5, 1, 1, 2, 0), dict(rs=1, segw=3, icq=1, n=2, resident=False)),
+        (ConvLayer(8, 3, 6, 6, 1, 1, 1, 0), dict(rs=2, segw=6, icq=1, n=1, R=2)),
+        (ConvLayer(3, 2, 7, 4, 3, 3, 1, 1), dict(rs=7, segw=1, icq=2, n=2)),
+        (ConvLayer(4, 4, 9, 9, 4, 4, 3, 1), dict(rs=3, segw=3, icq=2, n=1, resident=False)),
+        (ConvLayer(8, 4, 5, 6, 3, 3, 1, 1), dict(rs=5, segw=2, icq=2, n=1, R=4,
+                                                 resident=False)),
+    ]
+    items = []
+    for layer, kw in layers:
+        job = make_job(layer, CFG, **kw)
+        items.append((rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w)),
+                      rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
+    _check(items, CFG, sim, ready=0.5, name="edges")
+
+
+def test_rtl_saturating_values(sim):
+    """Extreme codes in every word: the sums reach their largest magnitudes exactly."""
+    layer = ConvLayer(4, 4, 4, 8, 3, 3, 1, 1)
+    x = np.full((1, 4, 4, 8), -128)
+    w = np.full((4, 4, 3, 3), -128)
+    w[1] = 127
+    job = make_job(layer, CFG, rs=2, segw=8, icq=2)
+    _check([(x, w, job)], CFG, sim, name="extreme")
+
+
+@pytest.mark.parametrize("where", ["loads", "compute", "stream"])
+def test_rtl_reset_mid_job(sim, where):
+    """``rst`` while the first job loads, computes, or streams its first strip out: the
+    streams restart and the run after the reset is exact (sums and statistics)."""
+    rng = np.random.default_rng(21)
+    items = [random_item(rng, CFG) for _ in range(2)]
+    model = run_cycles([job for _x, _w, job in items], CFG)
+    at = {"loads": 3, "compute": model["s"][0] - 4, "stream": model["o"][1] + 1}[where]
+    outs, stats, result = rtl_banked(items, CFG, sim, reset_at=at, name=f"reset_{where}")
+    before = result["before_reset"]
+    assert result["resets"] and before["s"]["data"] == []
+    assert bool(before["o"]["data"]) == (where == "stream")
+    for (x, w, job), y in zip(items, outs):
+        np.testing.assert_array_equal(y, golden(x, w, job.layer))
+    assert stats == model["stats"]
