@@ -39,8 +39,8 @@ the models take it as an input and predict everything after it.
 from gen.core.stimulus import Pattern
 
 __all__ = ["BenchSource", "bench_ready", "packet_beats", "Skid", "AxisToWordsTwin",
-           "WordsToAxisTwin", "Monitor", "BENCH_BEFORE", "bench_after", "ShellInput",
-           "ShellOutput", "ShellRegister"]
+           "WordsToAxisTwin", "Monitor", "BENCH_BEFORE", "bench_after", "bench_window_end",
+           "ShellInput", "ShellOutput", "ShellRegister", "run_shell_jobs"]
 
 
 def bench_ready(pattern: Pattern, cycle: int) -> bool:
@@ -234,6 +234,19 @@ def bench_after(reads: int = 0) -> int:
     return 5 * (1 + 8 + int(reads)) + 4 + 1 + 5
 
 
+def bench_window_end(start: int, end, job_end: int, reads: int = 0) -> int:
+    """The last clock of the bench's window of a job: after the job's packets are in (the
+    clock after its last output ``tlast`` beat ``end``; a job taking no packet, ``end``
+    None: the clock after the start response) the bench polls ``STATUS`` every five clocks
+    until a read sees ``done`` (a read issued in clock ``t`` returns the registers of clock
+    ``t + 2``; ``done`` is set from ``job_end + 1``), then reads and writes as
+    :func:`bench_after` says."""
+    issue = start + 1 if end is None else end + 1
+    while issue + 2 < job_end + 1:
+        issue += 5
+    return issue - 1 + bench_after(reads)
+
+
 class Monitor:
     """One job's counters (:class:`hdl.lib.shell.JobControl`) and the bench's port monitor.
 
@@ -320,6 +333,14 @@ class ShellInput:
         Framed: ``tready`` only while the job is busy and the port's ``tlast`` beat has
         not been taken; it ends the job the clock after its last word entered the block.
         Unframed (a side channel): open whenever the shell is.
+    enabled : bool
+        The port's ``JOB_INPUTS`` bit: a disabled framed port is never ready and takes no
+        part in the job's end.
+    first : int
+        The block transfers of the ports before this job's (:attr:`idx` counts on from it,
+        for block models that index the transfers of a run of jobs).
+    adapter : Skid or AxisToWordsTwin, optional
+        The adapter's registers as the job before left them (a new one by default).
 
     Each clock: :meth:`bus` (the bench drives, the bus transfer is decided from the
     adapter's registers), then the block model calls :meth:`drive` (nothing),
@@ -327,12 +348,12 @@ class ShellInput:
     """
 
     def __init__(self, beats, pattern: Pattern, start: int, *, packed: bool,
-                 framed: bool = True):
-        self.src = BenchSource(beats, pattern, start + 2)
-        self.adapter = AxisToWordsTwin() if packed else Skid()
-        self.packed, self.framed = packed, framed
-        self.n = sum(b[0] for b in beats) if packed else len(beats)
-        self.idx, self.cycles = 0, []
+                 framed: bool = True, enabled: bool = True, first: int = 0, adapter=None):
+        self.src = BenchSource(beats if enabled or not framed else [], pattern, start + 2)
+        self.adapter = adapter or (AxisToWordsTwin() if packed else Skid())
+        self.packed, self.framed, self.enabled = packed, framed, enabled
+        self.n = first + (sum(b[0] for b in beats) if packed else len(beats))
+        self.idx, self.cycles = first, []
         self.bus_done = self.word_done = False
         self.tvalid = self.tready = False
         self._beat = self._moved = None
@@ -340,7 +361,7 @@ class ShellInput:
     def bus(self, cycle: int, busy: bool = True):
         """The bus side of clock ``cycle``: ``tvalid``, ``tready`` and the beat taken."""
         self.src.drive(cycle)
-        gate = not self.framed or (busy and not self.bus_done)
+        gate = not self.framed or (busy and self.enabled and not self.bus_done)
         self.tvalid, self.tready = self.src.valid, self.adapter.ready and gate
         self._beat = self.src.beat if self.tvalid and self.tready else None
         self.src.take(self.tready, cycle)
@@ -379,7 +400,7 @@ class ShellInput:
     @property
     def ok(self) -> bool:
         """The port's part of the job end in this clock (a register)."""
-        return self.word_done or not self.framed
+        return self.word_done or not self.framed or not self.enabled
 
     def edge(self):
         """The rising edge: the adapter's registers and the port's job flags."""
@@ -412,15 +433,22 @@ class ShellOutput:
     valid : callable
         Direct ports: returns the block's ``valid`` (a register of the block's model) at the
         start of the clock.
+    steps : list of int, optional
+        A partial direct port (``AxisPort(partial=True)``): the words of each of the job's
+        transfers; ``target`` counts words and ``tlast`` rides on the transfer that reaches
+        it (``count + n >= target``).
+    packer : WordsToAxisTwin, optional
+        A packed port's packer as the job before left it.
 
     Each clock: :meth:`bus` (the sink's ``tready``, the beat on offer), the block model
     calls :meth:`at` (its ``ready``) and :meth:`put` (a transfer), then :meth:`edge`.
     """
 
-    def __init__(self, pattern: Pattern, target, *, words: int = 0, valid=None):
+    def __init__(self, pattern: Pattern, target, *, words: int = 0, valid=None, steps=None,
+                 packer=None):
         self.pattern, self.target = pattern, target
-        self.packer = WordsToAxisTwin(words) if words else None
-        self.valid_fn = valid
+        self.packer = (packer or WordsToAxisTwin(words)) if words else None
+        self.valid_fn, self.steps = valid, steps
         self.count, self.sent, self.cycles = 0, False, []
         self.tvalid = self.tready = self.tlast = False
         self._put = None
@@ -431,8 +459,16 @@ class ShellOutput:
             self.tvalid, self.tlast = self.packer.tvalid, self.packer.out[1]
         else:
             self.tvalid = bool(self.valid_fn())
-            self.tlast = self.target is not None and self.count + 1 == self.target
+            self.tlast = self.target is not None and self.count + self._step >= self.target \
+                if self.steps is not None else \
+                self.target is not None and self.count + 1 == self.target
         self._put = None
+
+    @property
+    def _step(self) -> int:
+        """Words of the transfer on offer (a partial port)."""
+        n = len(self.cycles)
+        return self.steps[n] if n < len(self.steps) else 0
 
     def at(self, cycle: int) -> bool:
         """The block's ``ready`` in this clock."""
@@ -440,9 +476,13 @@ class ShellOutput:
 
     def put(self, cycle: int):
         """The block moved a transfer out in this clock."""
-        self.count += 1
+        if self.steps is not None:
+            self.count += self._step
+            self._put = self.target is not None and self.count >= self.target
+        else:
+            self.count += 1
+            self._put = self.target is not None and self.count == self.target
         self.cycles.append(cycle)
-        self._put = self.target is not None and self.count == self.target
 
     @property
     def moved(self) -> bool:
@@ -476,10 +516,12 @@ class ShellOutput:
 
 class ShellRegister:
     """A descriptor port (:class:`hdl.lib.axi_shell.RegPort`, no ``repeat``): offered to
-    the block from the clock after the start until taken; a source of one transfer."""
+    the block from the clock after the start until taken; a source of one transfer
+    (:attr:`idx` from ``first``, as :class:`ShellInput`; ``pending=False``: before any
+    start)."""
 
-    def __init__(self):
-        self.pending, self.idx, self.n, self.cycles = True, 0, 1, []
+    def __init__(self, first: int = 0, pending: bool = True):
+        self.pending, self.idx, self.n, self.cycles = pending, first, first + 1, []
         self._moved = False
 
     def drive(self, cycle: int):
@@ -504,3 +546,76 @@ class ShellRegister:
     @property
     def ok(self) -> bool:
         return not self.pending or self._moved
+
+
+def _watcher(c, starts, mons, window_end):
+    """The job whose bench window holds clock ``c`` (windows do not overlap), or None."""
+    for j in range(len(starts) - 1, -1, -1):
+        if c >= starts[j] - BENCH_BEFORE:
+            return mons[j] if window_end[j] is None or c <= window_end[j] else None
+    return None
+
+
+def run_shell_jobs(starts, make_ports, clock, *, reads: int = 0,
+                   max_cycles: int = 1_000_000) -> list:
+    """Step a shell's jobs clock by clock from clock 0 to the last job's bench window.
+
+    Parameters
+    ----------
+    starts : sequence of int
+        Per job the clock of the start write's response (the records' ``start_ack``).
+    make_ports : callable
+        ``make_ports(k, start, before)`` returns job ``k``'s ports ``{"ins": [(bus name,
+        ShellInput)], "outs": [(bus name, ShellOutput)], "regs": [ShellRegister]}`` and
+        attaches them to the block's model; ``before`` is the job before's (``k`` and
+        ``start`` are None, ``before`` None: the idle ports before the first start).  A
+        job's ports take over at ``start + 1``, its first busy clock.
+    clock : callable
+        ``clock(cycle)``: one clock of the block's model, which reads and moves the
+        attached ports' block side.
+    reads : int
+        Registers the bench reads after each job besides the counters.
+    max_cycles : int
+        Guard against a job that never ends.
+
+    Returns
+    -------
+    list of Monitor
+        One per job, ``job_end`` set; :meth:`Monitor.record` gives its record.
+    """
+    starts = [int(s) for s in starts]
+    mons = [Monitor(s) for s in starts]
+    window_end = [None] * len(starts)
+    ports, k, busy, cycle = make_ports(None, None, None), -1, False, 0
+    while k < len(starts) - 1 or busy or cycle <= window_end[k]:
+        if k + 1 < len(starts) and cycle == starts[k + 1] + 1:
+            k += 1
+            ports, busy = make_ports(k, starts[k], ports), True
+        if busy and cycle - starts[k] > max_cycles:
+            raise RuntimeError(f"shell cycle model: job {k} not done after {max_cycles} "
+                               f"clocks")
+        ins, outs = ports["ins"], ports["outs"]
+        for _, port in ins:
+            port.bus(cycle, busy)
+        for _, port in outs:
+            port.bus(cycle)
+        clock(cycle)
+        watch = _watcher(cycle, starts, mons, window_end)
+        if watch is not None:
+            for _, port in ins:
+                watch.source(port.tvalid, port.tready, cycle)
+            for name, port in outs:
+                watch.sink(name, port.tvalid, port.tready, port.tlast, cycle)
+            watch.tick()
+        if busy:
+            mon = mons[k]
+            every = [p for _, p in ins + outs] + ports["regs"]
+            mon.clock(any(p.moved for p in every), any(p.stall for _, p in ins),
+                      any(p.stall for _, p in outs))
+            if all(p.ok for p in every):
+                mon.job_end, busy = cycle, False
+                window_end[k] = bench_window_end(starts[k], mon.end, cycle, reads)
+        for _, port in ins + outs:
+            port.edge()
+        cycle += 1
+    return mons

@@ -69,9 +69,8 @@ class _FcModel:
         if ports is None:
             self.src = {p: ModelSource(counts[p], patterns[p]) for p in FC_SOURCES}
             self.sink_pat = {p: patterns[p] for p in FC_SINKS}
-        else:       # a shell's ports (gen.core.flow): sources and sinks with put()
-            self.src = {p: ports[p] for p in FC_SOURCES}
-            self.sink_pat = {p: ports[p] for p in FC_SINKS}
+        else:       # a shell's ports (gen.core.flow), attached by the shell's model
+            self.src, self.sink_pat = {}, {}
         self.want = {"vaddr": n_req, "y": sum(job["rows"] for job in jobs)}
         self.sinks = {p: [] for p in FC_SINKS}
         self.requests, self.addr = [], [0] * len(jobs)
@@ -322,79 +321,63 @@ def fc_cycle_model(fd, cfg: FcConfig, patterns=None, *, reset_at=None,
             "jobs": out_jobs, "cycles": y[-1] - cmd[0] + 1, "end": m.end}
 
 
-def _shell_ports(fd, cfg: FcConfig, job: dict, patterns: dict, start: int, engine):
-    """The :class:`hdl.fc.FcShell` ports of one job (:mod:`gen.core.flow` twins) around
-    the engine's model (``engine()`` returns it; read for the direct outputs' ``valid``)."""
+def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, k, start, before):
+    """Job ``k``'s :class:`hdl.fc.FcShell` ports (:mod:`gen.core.flow` twins; ``k`` None:
+    the idle ports before the first start), attached to the engine's model ``engine``
+    (read for the direct outputs' ``valid``); the adapters carry over from ``before``."""
     from gen.core.flow import ShellInput, ShellOutput, ShellRegister, packet_beats
     rows = cfg.rows_per_beat
     packed = rows > 1
-    x_beats = (packet_beats(fd.cols, rows) if packed
-               else [(1, k == fd.cols - 1) for k in range(fd.cols)])
-    meta_beats = [(1, k == len(job["nnz"]) - 1) for k in range(len(job["nnz"]))]
-    v_beats = [(1, k == job["requests"] - 1) for k in range(job["requests"])]
-    return {
-        "cmd": ShellRegister(),
-        "x": ShellInput(x_beats, patterns["s_axis_x"], start, packed=packed),
-        "meta": ShellInput(meta_beats, patterns["s_axis_meta"], start, packed=False),
-        "vdata": ShellInput(v_beats, patterns["s_axis_vdata"], start, packed=False,
-                            framed=False),
+    if k is None:
+        fd, job, start, firsts = None, {"nnz": [], "requests": 0}, -2, (0, 0, 0)
+        x_beats, target = [], None
+    else:
+        fd, job = fds[k], jobs[k]
+        firsts = (sum(j["cols"] for j in jobs[:k]), sum(len(j["nnz"]) for j in jobs[:k]),
+                  sum(j["requests"] for j in jobs[:k]))
+        x_beats = (packet_beats(fd.cols, rows) if packed
+                   else [(1, i == fd.cols - 1) for i in range(fd.cols)])
+        target = fd.rows
+
+    def beats(n):
+        return [(1, i == n - 1) for i in range(n)]
+
+    def carried(name):
+        return None if before is None else before[name].adapter
+
+    ports = {
+        "cmd": ShellRegister(k or 0, pending=k is not None),
+        "x": ShellInput(x_beats, patterns["s_axis_x"], start, packed=packed,
+                        first=firsts[0], adapter=carried("x")),
+        "meta": ShellInput(beats(len(job["nnz"])), patterns["s_axis_meta"], start,
+                           packed=False, first=firsts[1], adapter=carried("meta")),
+        "vdata": ShellInput(beats(job["requests"]), patterns["s_axis_vdata"], start,
+                            packed=False, framed=False, first=firsts[2],
+                            adapter=carried("vdata")),
         "vaddr": ShellOutput(patterns["m_axis_vaddr"], None,
-                             valid=lambda: engine().vskid.main is not None),
-        "y": ShellOutput(patterns["m_axis_y"], fd.rows, words=rows if packed else 0,
-                         valid=lambda: engine().y_valid),
+                             valid=lambda: engine.vskid.main is not None),
+        "y": ShellOutput(patterns["m_axis_y"], target, words=rows if packed else 0,
+                         valid=lambda: engine.y_valid,
+                         packer=None if before is None else before["y"].packer),
     }
-
-
-def _shell_job(fd, cfg, patterns, start, vskid, mon, max_cycles):
-    """Step one job of the FC shell from ``start + 1`` to its end (:func:`fc_shell_cycle_model`)
-    with the ``vaddr`` skid buffer ``vskid`` left by the job before; returns the engine's
-    model (its ``vskid`` goes on to the gap and the next job)."""
-    job = _model_job(fd, cfg)
-    held = []
-    ports = _shell_ports(fd, cfg, job, patterns, start, lambda: held[0])
-    engine = _FcModel([job], cfg, None, ports=ports)
-    engine.vskid = vskid
-    held.append(engine)
-    ins = [ports["x"], ports["meta"], ports["vdata"]]
-    outs = [("m_axis_vaddr", ports["vaddr"]), ("m_axis_y", ports["y"])]
-    everything = ins + [p for _, p in outs] + [ports["cmd"]]
-    cycle = start + 1
-    while mon.job_end is None:
-        if cycle - start > max_cycles:
-            raise RuntimeError(f"FC shell cycle model: not done after {max_cycles} clocks")
-        for port in ins:
-            port.bus(cycle)
-        for _, port in outs:
-            port.bus(cycle)
-        engine.clock(cycle)
-        for port in ins:
-            mon.source(port.tvalid, port.tready, cycle)
-        for name, port in outs:
-            mon.sink(name, port.tvalid, port.tready, port.tlast, cycle)
-        mon.tick()
-        mon.clock(any(p.moved for p in everything), any(p.stall for p in ins),
-                  any(p.stall for _, p in outs))
-        if all(p.ok for p in everything):
-            mon.job_end = cycle
-        for port in ins + [p for _, p in outs]:
-            port.edge()
-        cycle += 1
-    if mon.job_end != mon.end:
-        raise NotImplementedError("FC shell cycle model: the job ended after its last "
-                                  "output beat; the bench's window is not modelled then")
-    mon.requests = engine.requests
-    return engine
+    engine.src = {p: ports[p] for p in FC_SOURCES}
+    engine.sink_pat = {p: ports[p] for p in FC_SINKS}
+    ports["ins"] = [("s_axis_x", ports["x"]), ("s_axis_meta", ports["meta"]),
+                    ("s_axis_vdata", ports["vdata"])]
+    ports["outs"] = [("m_axis_vaddr", ports["vaddr"]), ("m_axis_y", ports["y"])]
+    ports["regs"] = [ports["cmd"]]
+    return ports
 
 
 def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: int = 0,
-                         max_cycles: int = 1_000_000) -> list:
+                         max_cycles: int = 1_000_000):
     """Exact cycle model of jobs of the FC shell (:class:`hdl.fc.FcShell`) under the
     bench's per-port patterns.
 
     The engine's registers (:class:`_FcModel`, the model of :func:`fc_cycle_model`) are
-    stepped with the shell's ports around them (:mod:`gen.core.flow`): ``cmd`` from the
-    ``ROWS`` / ``COLS`` descriptor (offered from the clock after the start);
-    ``s_axis_x`` through a skid buffer (``rows_per_beat`` 1) or the two-slot
+    stepped with the shell's ports around them (:func:`gen.core.flow.run_shell_jobs`):
+    ``cmd`` from the ``ROWS`` / ``COLS`` descriptor (offered from the clock after the
+    start); ``s_axis_x`` through a skid buffer (``rows_per_beat`` 1) or the two-slot
     :class:`hdl.lib.axis.AxisToWords` (rows of ``batch`` words as groups); ``s_axis_meta``
     and the unframed ``s_axis_vdata`` through skid buffers; ``m_axis_vaddr`` direct;
     ``m_axis_y`` direct or packed by :class:`hdl.lib.axis.WordsToAxis` (``rows_per_beat``
@@ -407,11 +390,11 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: i
     Between jobs: the engine takes a response as soon as its group needs it, which may be
     before the request has left the ``vaddr`` skid buffer, so a job can end with up to two
     requests still in it; they leave (on the side channel, open between jobs) when the
-    sink is ready, possibly during the next job.  The model steps every clock from the
-    first job's start to the last job's bench window, carrying that buffer over, and
-    counts the bench's port statistics in its windows (``gen.core.flow.BENCH_BEFORE``,
-    :func:`gen.core.flow.bench_after`): the unframed ``s_axis_vdata`` is ready (and idle)
-    in every clock outside a job, which the bench counts as ``stall_in``.
+    sink is ready, possibly during the next job.  The model steps every clock from reset
+    to the last job's bench window with one engine, and counts the bench's port statistics
+    in its windows (``gen.core.flow.BENCH_BEFORE``, :func:`gen.core.flow.bench_after`): the
+    unframed ``s_axis_vdata`` is ready (and idle) in every clock outside a job, which the
+    bench counts as ``stall_in``.
 
     Not modelled: the requantisation stage (``rq_width`` > 0, a ``ValueError``).
 
@@ -436,47 +419,20 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: i
     list of dict (one dict for one FdCsr)
         Per job as :func:`gen.pwl.shell_cycle_model`: the bench record's clocks and
         counts, ``counters``, ``job_end``, ``out_cycles`` (``{"m_axis_vaddr": ...,
-        "m_axis_y": ...}``, every beat's clock in the bench's window) and ``requests``
-        (the ``(addr, count)`` of the job's memory requests).
+        "m_axis_y": ...}``, every beat's clock in the bench's window).
     """
-    from gen.core.flow import BENCH_BEFORE, Monitor, Skid, bench_after, bench_ready
+    from gen.core.flow import run_shell_jobs
     if cfg.rq_width:
         raise ValueError("fc_shell_cycle_model: the requantisation stage is not modelled")
     one = isinstance(fds, FdCsr)
     fds, starts = ([fds], [starts]) if one else (list(fds), list(starts))
-    vpat, vskid, mons = patterns["m_axis_vaddr"], Skid(), []
-    cycle, window = starts[0] - BENCH_BEFORE, None        # window: (monitor, last clock)
+    jobs = [_model_job(fd, cfg) for fd in fds]
+    engine = _FcModel(jobs, cfg, None, ports={})
 
-    def gap(until, mon):
-        """Clocks outside the jobs: only the ``vaddr`` skid buffer drains."""
-        nonlocal cycle, window
-        for c in range(cycle, until):
-            if window is not None and c <= window[1]:
-                watch = window[0]
-            else:
-                watch = mon if mon is not None and c >= until - BENCH_BEFORE - 1 else None
-            ready = bench_ready(vpat, c)
-            if watch is not None:
-                watch.source(False, True, c)                # s_axis_vdata
-                watch.sink("m_axis_vaddr", vskid.valid, ready, False, c)
-                watch.tick()
-            vskid.clock(None, ready)
-        cycle = max(cycle, until)
+    def make_ports(k, start, before):
+        return _shell_ports(cfg, jobs, fds, patterns, engine, k, start, before)
 
-    for fd, start in zip(fds, starts):
-        if window is not None and start - BENCH_BEFORE <= window[1]:
-            raise ValueError(f"start {start}: the bench starts a job after its record of "
-                             f"the one before (clock {window[1]})")
-        mon = Monitor(start)
-        gap(start + 1, mon)
-        vskid = _shell_job(fd, cfg, patterns, start, vskid, mon, max_cycles).vskid
-        cycle = mon.job_end + 1
-        window = (mon, mon.end + bench_after(reads))
-        mons.append(mon)
-    gap(window[1] + 1, None)
-    out = []
-    for mon in mons:
-        record = mon.record()
-        record["requests"] = mon.requests
-        out.append(record)
+    mons = run_shell_jobs(starts, make_ports, engine.clock, reads=reads,
+                          max_cycles=max_cycles)
+    out = [mon.record() for mon in mons]
     return out[0] if one else out

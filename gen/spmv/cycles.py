@@ -20,7 +20,7 @@ from gen.core.stimulus import ModelSource, pattern_for
 from gen.spmv.beats import beat_count
 from gen.spmv.config import SpmvConfig
 
-__all__ = ["cycle_model", "shell_cycles"]
+__all__ = ["cycle_model", "shell_cycles", "spmv_shell_cycle_model"]
 
 
 def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
@@ -45,82 +45,118 @@ def cycle_model(jobs, cfg: SpmvConfig, *, w_valid_prob=1.0, x_valid_prob=1.0,
     the result stream never stalled the first result leaves at
     ``drain_start + cfg.drain_latency``.
     """
-    nbeats = [beat_count(plan) for plan, _ in jobs]
-    xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
-    wsrc = ModelSource(sum(nbeats), pattern_for(w_valid_prob, seed, "w"))
-    xsrc = ModelSource(sum(len(v) for v in xs), pattern_for(x_valid_prob, seed, "x"))
+    nbeats = sum(beat_count(plan) for plan, _ in jobs)
+    wsrc = ModelSource(nbeats, pattern_for(w_valid_prob, seed, "w"))
+    xsrc = ModelSource(sum(np.asarray(x).size for _, x in jobs),
+                       pattern_for(x_valid_prob, seed, "x"))
     o_pat = pattern_for(o_ready_prob, seed, "o")
     n_out = sum(cfg.out_transfers(plan.rows) for plan, _ in jobs if plan.last)
-    o_cycles = []
-    P, D, R = cfg.pes, cfg.fifo_depth, cfg.rows_per_pe
-    info = [{"load_start": None, "load_end": None, "compute_start": None,
-             "last_write": None, "done": None, "drain_start": None} for _ in jobs]
-
-    # loader: which block is being loaded into which bank
-    lblock, wpos, lbank = 0, 0, 0
-    full = [None, None]             # bank -> block index held (None = free)
-    loads = deque()                 # (cycle the bank becomes full, bank, block)
-    # compute side
-    state, clr, cbank = "INIT", 0, 0
-    fifo = [deque() for _ in range(P)]
-    rem = [0] * P
-    pipe = [[False] * SpmvConfig.pe_latency for _ in range(P)]   # PE stages after issue
-    high = deque([False] * cfg.stall_delay)   # stall(t) = some FIFO >= D at t - delay
-    out_q, cred = 0, cfg.out_slots            # result FIFO level, drain credits
+    model = _SpmvModel(jobs, cfg, wsrc, xsrc, o_pat)
     cycle = 0
-    c = None
-    while True:
-        if wsrc.idx >= wsrc.n and xsrc.idx >= xsrc.n and len(o_cycles) >= n_out \
-                and state in ("IDLE", "INIT") and full == [None, None] and not loads:
-            break
+    while not (wsrc.idx >= wsrc.n and xsrc.idx >= xsrc.n and len(model.o_cycles) >= n_out
+               and model.idle):
         if cycle >= max_cycles:
             raise RuntimeError("cycle model: timeout")
         wsrc.drive(cycle)
         xsrc.drive(cycle)
-        o_ready = o_pat.at(cycle)
+        model.clock(cycle)
+        cycle += 1
+    _block_totals(jobs, model.info, model.o_cycles)
+    return {"w": wsrc.cycles, "x": xsrc.cycles, "o": model.o_cycles, "jobs": model.info,
+            "cycles_run": cycle}
+
+
+class _SpmvModel:
+    """The registers of :class:`hdl.spmv.SpmvEngine` that decide a hand-shake (loader
+    banks, accumulator clear, activation accept, pointer read, FIFO push, PE issue,
+    multiply, accumulate, result drain), stepped one clock at a time (:meth:`clock`)
+    against the ``w`` and ``x`` sources (``take(ready, cycle)``, after the caller's
+    ``drive``) and the ``o`` sink (``at(cycle)``: its ``ready``; ``put(cycle)``, when it has
+    one, on every transfer).  The sources and the sink may be replaced between clocks (a
+    shell's ports, job by job)."""
+
+    def __init__(self, jobs, cfg: SpmvConfig, wsrc, xsrc, osink):
+        self.jobs, self.cfg = jobs, cfg
+        self.wsrc, self.xsrc, self.osink = wsrc, xsrc, osink
+        self.nbeats = [beat_count(plan) for plan, _ in jobs]
+        self.xs = [np.asarray(x, dtype=np.int64).ravel() for _, x in jobs]
+        self.o_cycles = []
+        P = cfg.pes
+        self.info = [{"load_start": None, "load_end": None, "compute_start": None,
+                      "last_write": None, "done": None, "drain_start": None} for _ in jobs]
+        # loader: which block is being loaded into which bank
+        self.lblock, self.wpos, self.lbank = 0, 0, 0
+        self.full = [None, None]        # bank -> block index held (None = free)
+        self.loads = deque()            # (cycle the bank becomes full, bank, block)
+        # compute side
+        self.state, self.clr, self.cbank = "INIT", 0, 0
+        self.fifo = [deque() for _ in range(P)]
+        self.rem = [0] * P
+        self.pipe = [[False] * SpmvConfig.pe_latency for _ in range(P)]  # after issue
+        self.high = deque([False] * cfg.stall_delay)  # stall(t): a FIFO >= D at t - delay
+        self.out_q, self.cred = 0, cfg.out_slots      # result FIFO level, drain credits
+        self.c = None
+
+    @property
+    def idle(self) -> bool:
+        """No block loading, held or computing, no result pending."""
+        return (self.state in ("IDLE", "INIT") and self.full == [None, None]
+                and not self.loads)
+
+    @property
+    def o_valid(self) -> bool:
+        """The engine's ``o.valid`` (the result FIFO is not empty), a register."""
+        return self.out_q > 0
+
+    def clock(self, cycle: int):
+        """One clock: every hand-shake from the registers, then the rising edge."""
+        cfg, info = self.cfg, self.info
+        o_ready = self.osink.at(cycle)
         release = False
         # ---- loader
-        w_ready = full[lbank] is None and not any(bk == lbank for _, bk, _ in loads)
-        if wsrc.take(w_ready, cycle):
-            d = info[lblock]
+        w_ready = self.full[self.lbank] is None and \
+            not any(bk == self.lbank for _, bk, _ in self.loads)
+        if self.wsrc.take(w_ready, cycle):
+            d = info[self.lblock]
             if d["load_start"] is None:
                 d["load_start"] = cycle
-            if wpos == nbeats[lblock] - 1:   # the END beat
+            if self.wpos == self.nbeats[self.lblock] - 1:   # the END beat
                 d["load_end"] = cycle
-                loads.append((cycle + cfg.load_delay, lbank, lblock))
-                lblock, wpos, lbank = lblock + 1, 0, lbank ^ 1
+                self.loads.append((cycle + cfg.load_delay, self.lbank, self.lblock))
+                self.lblock, self.wpos, self.lbank = self.lblock + 1, 0, self.lbank ^ 1
             else:
-                wpos += 1
+                self.wpos += 1
         # ---- broadcaster stall: registered, delayed FIFO-level flags
-        stall = high.popleft()
-        high.append(any(len(f) >= D for f in fifo))
+        stall = self.high.popleft()
+        self.high.append(any(len(f) >= cfg.fifo_depth for f in self.fifo))
         # ---- compute side
-        if state == "INIT":
-            clr += 1
-            if clr == R:
-                state = "IDLE"
-        elif state == "IDLE":
-            if full[cbank] is not None:
-                b = full[cbank]
-                state = "COMPUTE"
-                c = {"b": b, "plan": jobs[b][0], "x": xs[b], "cols_in": 0,
-                     "pipe": [None] * cfg.push_delay, "idle": [False] * cfg.done_delay}
-        elif state == "COMPUTE":
-            state, release = _compute_step(c, cfg, fifo, rem, pipe, info, xsrc, stall, cycle)
+        if self.state == "INIT":
+            self.clr += 1
+            if self.clr == cfg.rows_per_pe:
+                self.state = "IDLE"
+        elif self.state == "IDLE":
+            if self.full[self.cbank] is not None:
+                b = self.full[self.cbank]
+                self.state = "COMPUTE"
+                self.c = {"b": b, "plan": self.jobs[b][0], "x": self.xs[b], "cols_in": 0,
+                          "pipe": [None] * cfg.push_delay, "idle": [False] * cfg.done_delay}
+        elif self.state == "COMPUTE":
+            self.state, release = _compute_step(self.c, cfg, self.fifo, self.rem, self.pipe,
+                                                info, self.xsrc, stall, cycle)
         else:  # DRAIN: never stalls; a row is issued only with a free result slot
-            finished, out_q, cred = _drain_step(c, out_q, cred, o_ready, o_cycles, cycle)
+            sent = len(self.o_cycles)
+            finished, self.out_q, self.cred = _drain_step(self.c, self.out_q, self.cred,
+                                                          o_ready, self.o_cycles, cycle)
+            if len(self.o_cycles) > sent and hasattr(self.osink, "put"):
+                self.osink.put(cycle)
             if finished:
-                state, release = "IDLE", True
+                self.state, release = "IDLE", True
         if release:
-            full[cbank] = None
-            cbank ^= 1
-        if loads and loads[0][0] == cycle:
-            _, bk, blk = loads.popleft()
-            full[bk] = blk
-        cycle += 1
-    _block_totals(jobs, info, o_cycles)
-    return {"w": wsrc.cycles, "x": xsrc.cycles, "o": o_cycles, "jobs": info,
-            "cycles_run": cycle}
+            self.full[self.cbank] = None
+            self.cbank ^= 1
+        if self.loads and self.loads[0][0] == cycle:
+            _, bk, blk = self.loads.popleft()
+            self.full[bk] = blk
 
 
 def _compute_step(c, cfg, fifo, rem, pipe, info, xsrc, stall, cycle):
@@ -219,3 +255,86 @@ def shell_cycles(jobs, cfg: SpmvConfig) -> int:
     idle inputs and back-pressure add clocks it does not model."""
     rq = REQUANT_LATENCY if cfg.rq_width else 0
     return cycle_model(jobs, cfg)["o"][-1] + 2 + (2 if cfg.drain_lanes == 1 else 0) + rq
+
+
+def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, k, start, before):
+    """Job ``k``'s :class:`hdl.spmv.SpmvShell` ports (:mod:`gen.core.flow` twins; ``k``
+    None: the idle ports before the first start), attached to the engine's model; the
+    adapters carry over from ``before``."""
+    from gen.core.flow import ShellInput, ShellOutput, packet_beats
+    blocks = [] if k is None else jobs[k]
+    n_w = sum(beat_count(plan) for plan, _ in blocks)
+    n_x = sum(np.asarray(x).size for _, x in blocks)
+    rows = [plan.rows for plan, _ in blocks if plan.last]
+    target = None if k is None else sum(rows)
+    dl = cfg.drain_lanes
+    steps = [min(dl, r - i * dl) for r in rows for i in range(cfg.out_transfers(r))]
+    w = ShellInput([(1, i == n_w - 1) for i in range(n_w)], patterns["s_axis_w"],
+                   start or 0, packed=False, adapter=before and before["w"].adapter)
+    x = ShellInput(packet_beats(n_x, cfg.bus_words), patterns["s_axis_x"], start or 0,
+                   packed=True, adapter=before and before["x"].adapter)
+    if dl == 1:
+        y = ShellOutput(patterns["m_axis_y"], target, words=cfg.bus_words,
+                        packer=before and before["y"].packer)
+    else:
+        y = ShellOutput(patterns["m_axis_y"], target, valid=lambda: engine.o_valid,
+                        steps=steps)
+    engine.wsrc, engine.xsrc, engine.osink = w, x, y
+    return {"w": w, "x": x, "y": y, "ins": [("s_axis_w", w), ("s_axis_x", x)],
+            "outs": [("m_axis_y", y)], "regs": []}
+
+
+def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts, *,
+                           reads: int = 0, max_cycles: int = 1_000_000) -> list:
+    """Exact cycle model of jobs of the SpMV shell (:class:`hdl.spmv.SpmvShell`) under the
+    bench's per-port patterns.
+
+    The engine's registers (:class:`_SpmvModel`, :func:`cycle_model`'s) are stepped from
+    reset (its accumulator clear) with the shell's ports around them
+    (:func:`gen.core.flow.run_shell_jobs`): ``s_axis_w`` through a skid buffer (one
+    weight beat a transfer), ``s_axis_x`` through the two-slot
+    :class:`hdl.lib.axis.AxisToWords` (``bus_words`` activations a beat), ``m_axis_y``
+    packed by :class:`hdl.lib.axis.WordsToAxis` (``drain_lanes`` 1) or one drain transfer
+    a beat (``tkeep`` on its rows, ``tlast`` on the transfer reaching ``Y_WORDS``).  Each
+    job sends all its blocks' weight beats and activations and takes every result
+    (``Y_WORDS`` = the rows of its last blocks, both inputs enabled); it ends with its
+    ``tlast`` result beat.  The bench's sources open at ``start + 2``; its sink is ready by
+    its pattern one clock late.
+
+    Not modelled: the requantisation stage (``rq_width`` > 0, a ``ValueError``); jobs that
+    split a product with ``JOB_INPUTS`` or expect no result (their end is no output beat).
+
+    Parameters
+    ----------
+    jobs : list
+        Per shell job its blocks ``[(plan, x_codes), ...]`` (:func:`gen.spmv.tile_jobs`).
+    cfg : SpmvConfig
+    patterns : dict
+        ``{bus port: Pattern}`` for ``s_axis_w``, ``s_axis_x`` (valid) and ``m_axis_y``
+        (ready), as :func:`gen.spmv.twin.axi_ports` gives them.
+    starts : sequence of int
+        Per job the clock of the start write's response (the records' ``start_ack``).
+    reads : int
+        Registers the bench reads after each job besides the counters.
+    max_cycles : int
+        Guard against a stimulus that never ends a job.
+
+    Returns
+    -------
+    list of dict
+        Per job as :func:`gen.pwl.shell_cycle_model`: the bench record's clocks and
+        counts, ``counters``, ``job_end``, ``out_cycles`` (``{"m_axis_y": every beat's
+        clock}``).
+    """
+    from gen.core.flow import run_shell_jobs
+    if cfg.rq_width:
+        raise ValueError("spmv_shell_cycle_model: the requantisation stage is not modelled")
+    blocks = [block for job in jobs for block in job]
+    engine = _SpmvModel(blocks, cfg, None, None, None)
+
+    def make_ports(k, start, before):
+        return _shell_ports(cfg, jobs, patterns, engine, k, start, before)
+
+    mons = run_shell_jobs(starts, make_ports, engine.clock, reads=reads,
+                          max_cycles=max_cycles)
+    return [mon.record() for mon in mons]

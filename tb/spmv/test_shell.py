@@ -13,11 +13,13 @@ import pytest
 
 from gen.core.fixed import QFormat
 from gen.core.sim import run_axi_jobs
-from gen.spmv import SpmvConfig, beat_count, compile_tiled, ref_spmv
+from gen.core.stimulus import Pattern
+from gen.spmv import (SpmvConfig, beat_count, compile_tiled, ref_spmv, spmv_shell_cycle_model,
+                      tile_jobs)
 from gen.spmv.twin import IRQ_ENABLE, Y_WORDS, axi_job, axi_ports
 from hdl.spmv import SHELL
 from hdl.spmv.shell import REGMAP
-from tb.shell_checks import assert_cleared_by_reset
+from tb.shell_checks import assert_cleared_by_reset, assert_record_is_model, run_native_beats
 
 JOB_INPUTS = REGMAP.offset("JOB_INPUTS")
 
@@ -90,6 +92,12 @@ def test_shell_jobs(sim, cfg):
         assert max(w_beats, w.shape[0]) <= c["busy"] <= c["cycles"]
     assert sum(j["stall_out_any"] for j in records) > 0
     assert sum(j["stall_in_any"] for j in records) > 0
+    # the exact model of the two products before the empty job (whose end is no beat)
+    patterns = {p: pat for p, _, pat in sources + sinks}
+    models = spmv_shell_cycle_model([tile_jobs(blocks, x) for x in xs[:2]], CFG, patterns,
+                                    [job["start_ack"] for job in records[:2]])
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
 
 
 def test_shell_full_rate_and_disabled_port(sim):
@@ -214,6 +222,61 @@ def test_shell_planned_blocks_backpressure(sim, cfg):
         assert c["stall_out"] == job["stall_out_any"]
     assert sum(j["stall_out_any"] for j in records) > 0
     assert sum(j["stall_in_any"] for j in records) > 0
+    patterns = {p: pat for p, _, pat in sources + sinks}
+    models = spmv_shell_cycle_model([tile_jobs(blocks, v) for v in xs], cfg, patterns,
+                                    [job["start_ack"] for job in records])
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
+
+
+# (w valid, x valid, y ready): probabilities (seeded per port) or patterns
+SPMV_PATTERNS = [(1.0, 1.0, 1.0), (0.7, 0.6, 0.5), (0.3, 0.9, 0.8), (0.9, 0.8, 0.2),
+                 (1.0, 0.4, 1.0),
+                 (Pattern.bits((1, 1, 0)), Pattern.bits((0, 1)), Pattern.bits((1, 0, 0, 1)))]
+
+
+def _other(pattern):
+    if pattern.kind == "bits":
+        return Pattern.bits(pattern.seq[1:] + pattern.seq[:1])
+    return pattern if pattern.kind == "always" else Pattern.bernoulli(pattern.prob,
+                                                                      pattern.seed + 1)
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_D, dataclasses.replace(CFG, bus_words=1)],
+                         ids=["d1", "d2", "w1"])
+def test_shell_backpressure_model(sim, cfg):
+    """Exact back-pressure model: three products back to back (a 37 x 13 matrix tiled into
+    six blocks on 4 PEs, activation and result packets that do not divide into beats:
+    partial last beats; with ``drain_lanes`` 2 a block row's half last beat) under six sets
+    of per-port patterns (full rate; idle weights and activations and back-pressured
+    results at probabilities 0.2..0.9; periodic): every job's record (first input beat,
+    last output beat, beats and stall clocks, the four counters) and the clock of every
+    result beat equal :func:`gen.spmv.spmv_shell_cycle_model`'s, which reads only the
+    blocks, ``bus_words``, the config, the patterns and the start responses' clocks.  The
+    model with reseeded or rotated patterns must differ (the check can fail)."""
+    w = _matrix(21)
+    rng = np.random.default_rng(22)
+    xs = [rng.integers(-2048, 2048, w.shape[1]) for _ in range(3)]
+    blocks = compile_tiled(w, cfg, "balanced")
+    jobs = [tile_jobs(blocks, x) for x in xs]
+    for i, probs in enumerate(SPMV_PATTERNS):
+        sources, sinks = _ports(cfg, *probs, 30 + i)
+        patterns = {p: pat for p, _, pat in sources + sinks}
+        records, beats = run_native_beats(
+            SHELL, cfg, [axi_job(blocks, x, cfg) for x in xs], sources, sinks, sim,
+            f"model-{cfg.drain_lanes}-{cfg.bus_words}-{i}", max_cycles=20_000)
+        starts = [job["start_ack"] for job in records]
+        models = spmv_shell_cycle_model(jobs, cfg, patterns, starts)
+        other = {p: _other(v) for p, v in patterns.items()}
+        others = spmv_shell_cycle_model(jobs, cfg, other, starts) if i else models
+        for k, (x, job, got, model) in enumerate(zip(xs, records, beats, models)):
+            y = np.asarray(job["packets"]["m_axis_y"], dtype=np.int64)
+            np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
+                                          ref_spmv(w, x, cfg))
+            assert_record_is_model(job, model, f"(patterns {i}, job {k})")
+            assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
+        assert any(o["out_cycles"] != m["out_cycles"] for o, m in zip(others, models)) \
+            or i == 0
 
 
 def test_shell_ports_are_vivado_names():
