@@ -6,11 +6,13 @@ buffer is not replicated per column (``nb`` banks hold a strip's maps once, the 
 a rotated window of consecutive words), loads arrive ``bus_words`` words per clock into the
 second of two buffer sets while the first computes, and results leave ``bus_words`` per
 clock.  ``job`` holds the config, the job (one descriptor: channel groups x strips x
-input-channel chunks) and the host's stream layouts; ``cycles`` the exact cycle model.
+input-channel chunks) and the host's stream layouts; ``cycles`` the exact cycle model;
+``plan`` the host planner (a whole layer as jobs) and its roofline figures.
 """
 
-from gen.conv.banked import cycles, job
+from gen.conv.banked import cycles, job, plan
 from gen.conv.banked.cycles import *  # noqa: F401,F403
 from gen.conv.banked.job import *  # noqa: F401,F403
+from gen.conv.banked.plan import *  # noqa: F401,F403
 
-__all__ = job.__all__ + cycles.__all__
+__all__ = job.__all__ + cycles.__all__ + plan.__all__

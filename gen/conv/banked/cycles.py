@@ -49,16 +49,26 @@ class _Source:
     """The bench's source: raises ``valid`` by its pattern when not holding a beat, holds it
     until taken."""
 
-    def __init__(self, pattern: Pattern):
-        self.pattern, self.last = pattern, -1
-        self.cycles = []
+    def __init__(self, pattern: Pattern, record: bool):
+        self.pattern, self.last, self.record = pattern, -1, record
+        self.cycles, self.first = [], None
 
     def take(self, start: int, n: int) -> int:
         """``ready`` from clock ``start`` until ``n`` beats are taken; the last one's clock."""
         t = self.last
-        for _ in range(n):
-            t = max(_next(self.pattern, t + 1), start)
-            self.cycles.append(t)
+        if self.pattern.kind == "always":
+            first = max(t + 1, start)
+            t = first + n - 1
+            if self.record:
+                self.cycles += range(first, t + 1)
+        else:
+            first = None
+            for _ in range(n):
+                t = max(_next(self.pattern, t + 1), start)
+                first = t if first is None else first
+                self.cycles.append(t)
+        if self.first is None and n:
+            self.first = first
         self.last = t
         return t
 
@@ -66,14 +76,24 @@ class _Source:
 class _Streamer:
     """The streamer and the output FIFO against the ``o`` sink's pattern."""
 
-    def __init__(self, pattern: Pattern):
-        self.pattern = pattern
+    def __init__(self, pattern: Pattern, record: bool):
+        self.pattern, self.record = pattern, record
         self.free_at = 0           # the clock the streamer may start its next strip
         self.reads, self.taken = [], []
+        self.count, self.last_take = 0, None
 
     def stream(self, drained: int, beats: int) -> int:
         """Stream a strip counted drained from clock ``drained``; return its last read."""
         c = max(drained, self.free_at) + 1
+        if self.pattern.kind == "always":
+            # a beat is taken STREAM_OFFER clocks after its read: the FIFO never fills
+            if self.record:
+                self.reads += range(c, c + beats)
+                self.taken += range(c + STREAM_OFFER, c + beats + STREAM_OFFER)
+            self.count += beats
+            self.last_take = c + beats - 1 + STREAM_OFFER
+            self.free_at = c + beats
+            return c + beats - 1
         for _ in range(beats):
             k = len(self.reads)
             if k >= FIFO_DEPTH:         # room: fewer than FIFO_DEPTH read and not taken
@@ -84,6 +104,8 @@ class _Streamer:
                 offer = max(offer, self.taken[k - 1] + 1)
             self.taken.append(_next(self.pattern, offer))
             c += 1
+        self.count += beats
+        self.last_take = self.taken[-1]
         self.free_at = self.reads[-1] + 1
         return self.reads[-1]
 
@@ -111,16 +133,19 @@ def _rounds(job: BankedJob, cfg: BankedConfig, q: int):
     return out
 
 
-def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None) -> dict:
+def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None,
+               record: bool = True) -> dict:
     """The transfer clocks of ``jobs`` (a list of :class:`BankedJob`) run back to back.
 
     ``patterns``: ``{port: Pattern}`` for ``c``, ``w``, ``x`` (valid) and ``o``, ``s``
     (ready); a missing port transfers whenever it can.  Returns ``{"c", "w", "x", "o",
     "s": [clock of every transfer], "stats": [(busy, beats) per job], "jobs": [per job
-    {"T0", "stat", "first_out", "last_out"}]}``."""
+    {"T0", "stat", "out_beats"}], "first_in", "last_out", "beats": {port: transfers}}``;
+    with ``record`` False the per-transfer lists of ``w``, ``x`` and ``o`` stay empty (at
+    full rate the model then takes time per round, not per beat)."""
     pat = {p: (patterns or {}).get(p) or Pattern.always() for p in "cwxos"}
-    src = {p: _Source(pat[p]) for p in "cwx"}
-    out = _Streamer(pat["o"])
+    src = {p: _Source(pat[p], record or p == "c") for p in "cwx"}
+    out = _Streamer(pat["o"], record)
     s_taken, stats, per_job = [], [], []
     ts_read_end = []           # per global strip: its streamer's last read
     end = -1                   # clock the previous job's statistics were taken
@@ -134,14 +159,14 @@ def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None) -> dict:
         beats = sum(K for _i, _g, _t, q in steps(job) for K, _dr, _b in _rounds(job, cfg, q))
         stats.append((busy, beats))
         per_job.append({"T0": T0, "stat": z, "strips": strips})
-    taken = out.taken
-    at = 0
     for rec in per_job:
-        n = sum(b for b in rec.pop("strips"))
-        rec["first_out"], rec["last_out"] = taken[at], taken[at + n - 1]
-        at += n
-    return {"c": src["c"].cycles, "w": src["w"].cycles, "x": src["x"].cycles, "o": taken,
-            "s": s_taken, "stats": stats, "jobs": per_job}
+        rec["out_beats"] = sum(rec.pop("strips"))
+    firsts = [v for v in (src["w"].first, src["x"].first) if v is not None]
+    return {"c": src["c"].cycles, "w": src["w"].cycles, "x": src["x"].cycles, "o": out.taken,
+            "s": s_taken, "stats": stats, "jobs": per_job,
+            "first_in": min(firsts) if firsts else None, "last_out": out.last_take,
+            "beats": {"w": sum(job.weight_beat_count for job in jobs),
+                      "x": sum(job.feature_beat_count for job in jobs), "o": out.count}}
 
 
 def _job_timeline(job, cfg, T0, src, ts_read_end, out):

@@ -73,6 +73,8 @@ class BankedConfig:
                 raise ValueError(f"{name} must be a power of two, not {getattr(self, name)}")
         if self.copies not in (1, 2):
             raise ValueError(f"copies must be 1 or 2, not {self.copies}")
+        if self.rows > 512 or self.cols > 64:
+            raise ValueError(f"the array is at most 512 x 64, not {self.rows} x {self.cols}")
         if not 1 <= self.bus_words <= 32:
             raise ValueError(f"bus_words must be 1..32, not {self.bus_words}")
 
@@ -83,6 +85,16 @@ class BankedConfig:
         while n < max(self.cols, self.bus_words):
             n *= 2
         return n
+
+    @property
+    def busy_bits(self) -> int:
+        """Bits of the MAC cells busy in one beat."""
+        return (self.rows * self.cols).bit_length()
+
+    @property
+    def rbits(self) -> int:
+        """Bits of a row count (``R``, ``n R``, rows to drain)."""
+        return self.rows.bit_length()
 
     @property
     def fbits(self) -> int:
@@ -120,6 +132,7 @@ class BankedJob:
     icq: int
     resident: bool
     strips: tuple
+    oc0: int = 0
 
     @property
     def S(self):
@@ -202,6 +215,24 @@ class BankedJob:
         return -(-self.E // self.bw_)
 
     @property
+    def weight_beat_count(self):
+        """Beats on ``w`` of the whole job."""
+        if self.resident:
+            return self.G * self.wbeats_res
+        return self.G * self.S * sum(self.wbeats(q) for q in range(self.Q))
+
+    @property
+    def feature_beat_count(self):
+        """Beats on ``x`` of the whole job."""
+        return self.G * self.S * sum(self.xbeats(q) for q in range(self.Q))
+
+    @property
+    def macs(self):
+        """Multiply-accumulates of the job's outputs."""
+        L = self.layer
+        return self.G * self.R * self.S * self.rs * self.segw * L.ic * L.kh * L.kw
+
+    @property
     def ho(self):
         return self.layer.ho
 
@@ -219,25 +250,39 @@ def strip_origins(layer: ConvLayer, rs: int, segw: int) -> tuple:
 
 def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: int | None = None,
              n: int | None = None, R: int | None = None, resident: bool | None = None,
-             strips=None) -> BankedJob:
-    """A job of ``layer`` on ``cfg``: every output channel, the strips ``strips`` (default:
-    the whole layer, :func:`strip_origins`).  Raises ``ValueError`` naming the limit a
-    choice breaks."""
+             strips=None, oc0: int = 0, oc: int | None = None) -> BankedJob:
+    """A job of ``layer`` on ``cfg``: output channels ``oc0 .. oc0 + oc - 1`` (default all)
+    in groups of ``R``, the strips ``strips`` (``(image, oy0, ox0)`` of ``rs x segw`` output
+    positions each; default: the whole layer, :func:`strip_origins`).  Raises
+    ``ValueError`` naming the limit a choice breaks."""
+    oc = layer.oc - oc0 if oc is None else oc
+    if not (0 <= oc0 and 1 <= oc and oc0 + oc <= layer.oc):
+        raise ValueError(f"channels {oc0} .. {oc0 + oc - 1} are not within Oc={layer.oc}")
     if n is None:
-        n = 2 if cfg.copies == 2 and 2 * layer.oc <= cfg.rows else 1
+        n = 2 if cfg.copies == 2 and 2 * oc <= cfg.rows else 1
     if n not in (1, 2) or n > cfg.copies:
         raise ValueError(f"n must be 1..{cfg.copies}, not {n}")
     if R is None:
-        R = min(layer.oc, cfg.rows // n)
-    if not 1 <= R <= cfg.rows // n or layer.oc % R:
-        raise ValueError(f"R={R} must divide Oc={layer.oc} and fit {cfg.rows} rows {n} times")
-    if layer.ho % rs or layer.wo % segw:
-        raise ValueError(f"strips {rs}x{segw} must divide the output map "
-                         f"{layer.ho}x{layer.wo}")
+        R = min(oc, cfg.rows // n)
+    if not 1 <= R <= cfg.rows // n or oc % R:
+        raise ValueError(f"R={R} must divide Oc={oc} and fit {cfg.rows} rows {n} times")
+    if strips is None:
+        if layer.ho % rs or layer.wo % segw:
+            raise ValueError(f"strips {rs}x{segw} must divide the output map "
+                             f"{layer.ho}x{layer.wo}")
+        strips = strip_origins(layer, rs, segw)
+    strips = tuple(tuple(int(v) for v in t) for t in strips)
+    for b, y, x in strips:
+        if not (0 <= b < layer.batch and 0 <= y and y + rs <= layer.ho and 0 <= x
+                and x + segw <= layer.wo):
+            raise ValueError(f"strip {(b, y, x)} of {rs}x{segw} is outside the output maps")
+    if not strips:
+        raise ValueError("a job needs at least one strip")
     icq = layer.ic if icq is None else icq
+    if not 1 <= icq <= layer.ic:
+        raise ValueError(f"icq must be 1..{layer.ic}, not {icq}")
     kk = layer.kh * layer.kw
-    strips = strip_origins(layer, rs, segw) if strips is None else tuple(strips)
-    job = BankedJob(layer, n, R, layer.oc // R, rs, segw, icq, False, strips,
+    job = BankedJob(layer, n, R, oc // R, rs, segw, icq, False, strips, oc0=oc0,
                     cols_=cfg.cols, bw_=cfg.bus_words)
     if resident is None:
         resident = layer.ic * kk <= 2 * cfg.weight_depth and job.G * job.S * job.Q > 1
@@ -327,13 +372,14 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
 def descriptor_widths(cfg: BankedConfig) -> dict:
     """``name -> width`` of the descriptor fields (the config alone fixes them)."""
     cw, fb, ob = cfg.count_width, cfg.fbits, cfg.obits
-    widths = {"n2": 1, "R": 8, "nR": 9, "G": cw, "S": cw, "Q": cw, "rounds": cw, "last_n2": 1,
+    rb = cfg.rbits
+    widths = {"n2": 1, "R": rb, "nR": rb, "G": cw, "S": cw, "Q": cw, "rounds": cw, "last_n2": 1,
               "kq": cw, "kl": cw, "icq": cw, "icl": cw, "kh": 4, "kw": 4, "s": 3}
     widths.update({k: fb for k in ("d_in", "d_wrap", "d_ky", "d_ic")})
     widths.update({"tw": cw, "segw": cw, "fstep": fb, "fwrap": fb, "estep": ob, "ewrap": ob,
                    "rstep": cw, "rwrap": cw, "r1": cw, "f1": fb, "e1": ob, "cp": ob, "xbq": cw,
                    "xbl": cw, "wg": 6, "wbq": cw + 6, "wbl": cw + 6, "wbr": cw + 6,
-                   "res": 1, "obeats": cw, "drq": 9, "drl": 9, "gs": cw, "nsteps": cw,
+                   "res": 1, "obeats": cw, "drq": rb, "drl": rb, "gs": cw, "nsteps": cw,
                    "sq": cw})
     return widths
 
@@ -379,7 +425,8 @@ def feature_beats(x, job: BankedJob, cfg: BankedConfig) -> list:
 def _weight_rows(w, job, g, k0, k1):
     """Beats of beat addresses ``k0 .. k1 - 1`` of the flattened ``(ic, ky, kx)`` kernel."""
     bw = job.bw_
-    wf = np.asarray(w, dtype=np.int64)[g * job.R:(g + 1) * job.R].reshape(job.R, -1)
+    c0 = job.oc0 + g * job.R
+    wf = np.asarray(w, dtype=np.int64)[c0:c0 + job.R].reshape(job.R, -1)
     beats = []
     for a in range(k0, k1):
         col = [int(wf[r % job.R, a]) for r in range(job.n * job.R)]
@@ -402,17 +449,19 @@ def weight_beats(w, job: BankedJob) -> list:
     return beats
 
 
-def assemble(words, job: BankedJob):
-    """The layer's output ``(B, Oc, Ho, Wo)`` from the ``o`` stream's words (every beat's
-    ``bus_words`` words, in order)."""
+def assemble(words, job: BankedJob, y=None):
+    """The layer's output ``(B, Oc, Ho, Wo)`` from the ``o`` stream's words of ``job`` (every
+    beat's ``bus_words`` words, in order), written into ``y`` (default zeros)."""
     L = job.layer
-    y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
+    if y is None:
+        y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
     words = list(words)
     per = job.obeats * job.bw_
     k = 0
     for g in range(job.G):
         for b, oy0, ox0 in job.strips:
             blk = np.array(words[k:k + job.E]).reshape(job.R, job.rs, job.segw)
-            y[b, g * job.R:(g + 1) * job.R, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = blk
+            c0 = job.oc0 + g * job.R
+            y[b, c0:c0 + job.R, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = blk
             k += per
     return y

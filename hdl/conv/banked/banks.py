@@ -120,7 +120,7 @@ class WeightBanks(wiring.Component):
     w_j : In(unsigned(6))
         Row group: lane ``k`` goes to row ``w_j bus_words + k`` if that is ``< nR``.
     w_data : In(ArrayLayout(signed(weight_width), bus_words))
-    nR : In(unsigned(9))
+    nR : In(unsigned(rbits))
         Rows in use (``n R``).
     r_addr : In(unsigned(wbits))
         Address every row reads (cycle ``t``).
@@ -133,7 +133,7 @@ class WeightBanks(wiring.Component):
         word = signed(cfg.weight_width)
         super().__init__({
             "w_en": In(1), "w_addr": In(unsigned(cfg.wbits)), "w_j": In(unsigned(6)),
-            "w_data": In(data.ArrayLayout(word, cfg.bus_words)), "nR": In(unsigned(9)),
+            "w_data": In(data.ArrayLayout(word, cfg.bus_words)), "nR": In(unsigned(cfg.rbits)),
             "r_addr": In(unsigned(cfg.wbits)),
             "r_data": Out(data.ArrayLayout(word, cfg.rows)),
         })

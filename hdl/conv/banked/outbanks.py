@@ -23,7 +23,7 @@ def CaptureInfo(cfg: BankedConfig):
     return data.StructLayout({
         "e": data.ArrayLayout(unsigned(ob), cfg.copies),
         "nv": data.ArrayLayout(unsigned(cw), cfg.copies),
-        "dr": unsigned(9), "R": unsigned(8), "cp": unsigned(ob), "oset": unsigned(1),
+        "dr": unsigned(cfg.rbits), "R": unsigned(cfg.rbits), "cp": unsigned(ob), "oset": unsigned(1),
         "first": unsigned(1), "strip_end": unsigned(1)})
 
 
@@ -92,7 +92,7 @@ class OutputBanks(wiring.Component):
         acc = signed(cfg.acc_width)
         info = Signal(CaptureInfo(cfg))
         busy = Signal()
-        k = Signal(9)
+        k = Signal(cfg.rbits)
         e = Signal(cfg.obits)
         with m.If(self.cap):
             m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e[0])]

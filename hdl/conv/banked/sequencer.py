@@ -42,7 +42,7 @@ class Sequencer(wiring.Component):
         The feature set the beat reads.
     wa : Out(unsigned(wbits))
         The weight-bank address.
-    busy : Out(unsigned(17))
+    busy : Out(unsigned(busy_bits))
         MAC cells the beat keeps busy (0 without a beat).
     info : Out(CaptureInfo(cfg))
         The round's capture info, registered with its last beat.
@@ -60,7 +60,7 @@ class Sequencer(wiring.Component):
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
             "fin": Out(unsigned(cw)), "v": Out(1), "first": Out(1), "last": Out(1),
             "fa": Out(data.ArrayLayout(unsigned(cfg.fbits), cfg.copies)), "fset": Out(1),
-            "wa": Out(unsigned(cfg.wbits)), "busy": Out(unsigned(17)),
+            "wa": Out(unsigned(cfg.wbits)), "busy": Out(unsigned(cfg.busy_bits)),
             "info": Out(CaptureInfo(cfg)), "oset_load": Out(1), "oset": Out(1),
             "ts": Out(unsigned(cw)),
         })
@@ -128,7 +128,7 @@ class Sequencer(wiring.Component):
             m.d.comb += v.eq(Mux(left < cfg.cols, left, cfg.cols))
             nv.append(Mux(act1, v, 0) if c else v)
         info = Signal(CaptureInfo(cfg))
-        busy = Signal(17)
+        busy = Signal(cfg.busy_bits)
         round_last = Signal()
         wa_base = Signal(cfg.wbits)
         fset = Signal()

@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The host planner of the banked array: a whole layer (any size, any batch) as jobs.
+
+:func:`plan_layer` splits the output channels into **parts** (groups of ``R`` channels
+run with ``n`` copies, then the remainder channels, with two copies when they fill at
+most half the rows: the remainder mapping), the output maps into **strips** of ``rs``
+rows x ``segw`` columns that fit the output set (a strip of a part holds ``R rs segw``
+sums), the input channels into **chunks** that fit a feature set and a weight set (or,
+``resident``, all of a group's weights in both sets), and turns every (part, strip shape)
+into one job.  Among the candidate shapes it keeps, per part, the one the exact cycle
+model (:func:`gen.conv.banked.run_cycles`, full rate) finds fastest, then among the
+channel splittings the fastest whole plan.
+
+Figures (:class:`BankedPlan`): end to end = clocks from the first input beat to the last
+output beat of the layer's jobs run back to back; ``compute_bound`` = MACs / MAC cells;
+``bandwidth_bound`` = the busiest port's beats (each of ``w``, ``x``, ``o`` is its own
+``bus_words``-wide stream), minimised over every candidate tiling the planner evaluated:
+the traffic that the buffer sizes force on this array (weights again for every strip when a
+group's weights do not fit both weight sets, features again for every channel group, halo
+rows again for every strip); ``roofline`` = the larger bound.
+"""
+
+from dataclasses import dataclass
+
+from gen.conv.banked.cycles import run_cycles
+from gen.conv.banked.job import BankedConfig, make_job
+from gen.conv.config import ConvLayer
+
+__all__ = ["BankedPlan", "plan_layer", "run_plan", "seed_banked"]
+
+SEED_WORDS = {"features": 20 * 2048, "weights": 128 * 2048, "outputs": 2 * 32 * 512}
+
+
+def seed_banked(rows: int = 128, cols: int = 16, bus_words: int = 16, **kw) -> BankedConfig:
+    """A banked array whose buffers are the largest powers of two within the seed's (20 x
+    2048 feature, 128 x 2048 weight, 2 x 32 x 512 output words for 128 x 16, scaled by
+    ``rows x cols``), two sets each."""
+    scale = rows * cols / (128 * 16)
+    probe = BankedConfig(rows=rows, cols=cols, bus_words=bus_words)
+
+    def pow2(words):
+        d = 1
+        while 2 * d <= words:
+            d *= 2
+        return d
+    return BankedConfig(rows=rows, cols=cols, bus_words=bus_words,
+                        feat_depth=pow2(SEED_WORDS["features"] * scale / (2 * probe.nb)),
+                        weight_depth=pow2(SEED_WORDS["weights"] * scale / (2 * rows)),
+                        out_depth=pow2(SEED_WORDS["outputs"] * scale / (2 * probe.nb)), **kw)
+
+
+@dataclass(frozen=True)
+class BankedPlan:
+    """A layer's jobs and their exact full-rate figures (see the module docstring):
+    ``cycles`` end to end, ``beats`` per port, ``bandwidth_bound`` the busiest port's
+    beats with each part's least traffic per port over the candidate tilings."""
+
+    layer: ConvLayer
+    cfg: BankedConfig
+    jobs: tuple
+    cycles: int
+    beats: dict
+    bandwidth_bound: int
+
+    @property
+    def macs(self) -> int:
+        L = self.layer
+        return L.batch * L.oc * L.ho * L.wo * L.ic * L.kh * L.kw
+
+    @property
+    def compute_bound(self) -> int:
+        return -(-self.macs // (self.cfg.rows * self.cfg.cols))
+
+    @property
+    def roofline(self) -> int:
+        return max(self.compute_bound, self.bandwidth_bound)
+
+    @property
+    def utilisation(self) -> float:
+        """End to end: MACs / (MAC cells x cycles)."""
+        return self.macs / (self.cfg.rows * self.cfg.cols * self.cycles)
+
+    @property
+    def efficiency(self) -> float:
+        """Roofline cycles / end-to-end cycles."""
+        return self.roofline / self.cycles
+
+
+def _timing(jobs, cfg):
+    t = run_cycles(jobs, cfg, record=False)
+    return t["last_out"] - t["first_in"] + 1, t["beats"]
+
+
+def _parts(layer, cfg):
+    """Channel splittings: ``[(oc0, oc, n, R)]`` each."""
+    out = []
+    for n in ((1, 2) if cfg.copies == 2 else (1,)):
+        R = min(layer.oc, cfg.rows // n)
+        main = layer.oc // R * R
+        parts = [(0, main, n, R)]
+        rem = layer.oc - main
+        if rem:
+            n2 = 2 if cfg.copies == 2 and 2 * rem <= cfg.rows else 1
+            parts.append((main, rem, n2, rem))
+        if parts not in out:
+            out.append(parts)
+    return out
+
+
+def _strips(layer, rs, segw):
+    """Strip shapes covering the output maps: ``{(rs, segw): [(image, oy0, ox0)]}``."""
+    shapes = {}
+    for b in range(layer.batch):
+        for y in range(0, layer.ho, rs):
+            for x in range(0, layer.wo, segw):
+                shape = (min(rs, layer.ho - y), min(segw, layer.wo - x))
+                shapes.setdefault(shape, []).append((b, y, x))
+    return shapes
+
+
+def _feature_words(layer, cfg, rs, segw, icq):
+    s = layer.stride
+    rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
+    wr = s * -(-segin // s)
+    return -(-icq * rin * wr // cfg.bus_words) * cfg.bus_words
+
+
+def _shapes(layer, cfg, R):
+    """Candidate ``(rs, segw, icq, resident)`` of a part with ``R`` channels per group."""
+    kk = layer.kh * layer.kw
+    cap_o, cap_f = cfg.nb * cfg.out_depth - cfg.bus_words, cfg.nb * cfg.feat_depth
+    resident = layer.ic * kk <= 2 * cfg.weight_depth
+    wmax = layer.ic if resident else cfg.weight_depth // kk
+    if wmax < 1:
+        return []
+    segws = [layer.wo] if R * layer.wo <= cap_o else []
+    seg = cap_o // R // cfg.cols * cfg.cols
+    if seg >= 1 and seg < layer.wo:
+        segws.append(seg)
+    elif 1 <= cap_o // R < layer.wo:
+        segws.append(cap_o // R)
+    out = []
+    for segw in segws:
+        rmax = min(layer.ho, cap_o // (R * segw))
+        while rmax >= 1 and _feature_words(layer, cfg, rmax, segw, 1) > cap_f:
+            rmax -= 1
+        if rmax < 1:
+            continue
+        cands = {rmax, -(-layer.ho // -(-layer.ho // rmax)), max(1, rmax // 2)}
+        for rs in sorted(cands):
+            icq = min(layer.ic, wmax)
+            while icq > 1 and _feature_words(layer, cfg, rs, segw, icq) > cap_f:
+                icq -= 1
+            q = -(-layer.ic // icq)
+            out.append((rs, segw, -(-layer.ic // q), resident))
+    return out
+
+
+def _part_jobs(layer, cfg, part, shape):
+    oc0, oc, n, R = part
+    rs, segw, icq, resident = shape
+    return [make_job(layer, cfg, rs=r, segw=s, icq=icq, n=n, R=R, resident=resident,
+                     strips=strips, oc0=oc0, oc=oc)
+            for (r, s), strips in _strips(layer, rs, segw).items()]
+
+
+def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
+    """The fastest plan the planner finds for ``layer`` (module docstring); raises
+    ``ValueError`` when no strip of one output row segment fits the buffers."""
+    best, bound = None, None
+    for parts in _parts(layer, cfg):
+        jobs, least = [], {"w": 0, "x": 0, "o": 0}
+        for part in parts:
+            scored = []
+            for shape in _shapes(layer, cfg, part[3]):
+                try:
+                    pj = _part_jobs(layer, cfg, part, shape)
+                except ValueError:
+                    continue
+                scored.append((*_timing(pj, cfg), pj))
+            if not scored:
+                raise ValueError(f"no strip of {layer} fits the buffers of {cfg.module_name}")
+            for port in least:
+                least[port] += min(beats[port] for _c, beats, _j in scored)
+            jobs += min(scored, key=lambda e: e[0])[2]
+        cycles, beats = _timing(jobs, cfg)
+        if best is None or cycles < best[0]:
+            best = (cycles, tuple(jobs), beats)
+        traffic = max(least.values())
+        bound = traffic if bound is None else min(bound, traffic)
+    return BankedPlan(layer, cfg, best[1], best[0], best[2], bound)
+
+
+def run_plan(x, w, plan: BankedPlan, conv):
+    """Run ``plan``'s jobs with ``conv(items)`` (a list of ``(x, w, job)`` -> their outputs,
+    e.g. the RTL twin) and return the layer's ``(B, Oc, Ho, Wo)`` sums assembled."""
+    import numpy as np
+    L = plan.layer
+    y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
+    outs = conv([(x, w, job) for job in plan.jobs])
+    for job, part in zip(plan.jobs, outs):
+        for b, oy0, ox0 in job.strips:
+            c0, c1 = job.oc0, job.oc0 + job.G * job.R
+            y[b, c0:c1, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = \
+                part[b, c0:c1, oy0:oy0 + job.rs, ox0:ox0 + job.segw]
+    return y
+
