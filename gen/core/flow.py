@@ -30,17 +30,19 @@ clock's transfers to the registers (the rising edge).  Payload values never deci
 hand-shake and are not kept: a beat is its number of words and its ``tlast`` flag.
 
 Clocks are the bench's: clock 0 is the first after the initial reset (as the patterns of
-:mod:`gen.core.stimulus`).  A model starts at the start write's response (``start``, the
-record's ``start_ack``): that clock is software's choice, made by the bench's AXI4-Lite
-sequence around the jobs (register writes, polling, counter reads), not by the shell, so
-the models take it as an input and predict everything after it.
+:mod:`gen.core.stimulus`).  A job begins at its start write's response (the record's
+``start_ack``), which the bench's AXI4-Lite sequence decides: it writes the job's registers
+and ``CTRL.start`` from clock 0, or from the clock after its record of the job before
+(:func:`bench_start`, :func:`bench_window_end`), so the models predict it from the number of
+register writes per job; a caller may give the starts instead.  The models read only the
+jobs and the patterns, never a simulation's results.
 """
 
 from gen.core.stimulus import Pattern
 
 __all__ = ["BenchSource", "bench_ready", "packet_beats", "Skid", "AxisToWordsTwin",
            "WordsToAxisTwin", "Monitor", "BENCH_BEFORE", "bench_after", "bench_window_end",
-           "ShellInput", "ShellOutput", "ShellRegister", "run_shell_jobs"]
+           "bench_start", "ShellInput", "ShellOutput", "ShellRegister", "run_shell_jobs"]
 
 
 def bench_ready(pattern: Pattern, cycle: int) -> bool:
@@ -556,14 +558,24 @@ def _watcher(c, starts, mons, window_end):
     return None
 
 
-def run_shell_jobs(starts, make_ports, clock, *, reads: int = 0,
+def bench_start(writes: int, after=None) -> int:
+    """The clock of a job's start response: the bench writes the job's ``writes``
+    registers, then ``CTRL.start``, one access after the other (four clocks a write: issued,
+    offered and taken, held, answered), from clock 0 for the first job (``after`` None) or
+    from the clock after the window of the job before (``after``, its last clock: the
+    bench's record)."""
+    return (0 if after is None else int(after) + 1) + 4 * int(writes) + 3
+
+
+def run_shell_jobs(starts, make_ports, clock, *, writes=None, reads: int = 0,
                    max_cycles: int = 1_000_000) -> list:
     """Step a shell's jobs clock by clock from clock 0 to the last job's bench window.
 
     Parameters
     ----------
-    starts : sequence of int
-        Per job the clock of the start write's response (the records' ``start_ack``).
+    starts : sequence of int or None
+        Per job the clock of the start write's response (the records' ``start_ack``); None:
+        predicted from ``writes`` (:func:`bench_start`).
     make_ports : callable
         ``make_ports(k, start, before)`` returns job ``k``'s ports ``{"ins": [(bus name,
         ShellInput)], "outs": [(bus name, ShellOutput)], "regs": [ShellRegister]}`` and
@@ -573,6 +585,9 @@ def run_shell_jobs(starts, make_ports, clock, *, reads: int = 0,
     clock : callable
         ``clock(cycle)``: one clock of the block's model, which reads and moves the
         attached ports' block side.
+    writes : sequence of int, optional
+        With ``starts`` None: per job the registers the bench writes before its start
+        (the job's ``regs``).
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -583,15 +598,16 @@ def run_shell_jobs(starts, make_ports, clock, *, reads: int = 0,
     list of Monitor
         One per job, ``job_end`` set; :meth:`Monitor.record` gives its record.
     """
-    starts = [int(s) for s in starts]
-    mons = [Monitor(s) for s in starts]
-    window_end = [None] * len(starts)
+    n = len(writes) if starts is None else len(starts)
+    known = [bench_start(writes[0])] if starts is None else [int(v) for v in starts]
+    mons = [Monitor(v) for v in known]
+    window_end = [None] * len(known)
     ports, k, busy, cycle = make_ports(None, None, None), -1, False, 0
-    while k < len(starts) - 1 or busy or cycle <= window_end[k]:
-        if k + 1 < len(starts) and cycle == starts[k + 1] + 1:
+    while k < n - 1 or busy or cycle <= window_end[k]:
+        if k + 1 < len(known) and cycle == known[k + 1] + 1:
             k += 1
-            ports, busy = make_ports(k, starts[k], ports), True
-        if busy and cycle - starts[k] > max_cycles:
+            ports, busy = make_ports(k, known[k], ports), True
+        if busy and cycle - known[k] > max_cycles:
             raise RuntimeError(f"shell cycle model: job {k} not done after {max_cycles} "
                                f"clocks")
         ins, outs = ports["ins"], ports["outs"]
@@ -600,7 +616,7 @@ def run_shell_jobs(starts, make_ports, clock, *, reads: int = 0,
         for _, port in outs:
             port.bus(cycle)
         clock(cycle)
-        watch = _watcher(cycle, starts, mons, window_end)
+        watch = _watcher(cycle, known, mons, window_end)
         if watch is not None:
             for _, port in ins:
                 watch.source(port.tvalid, port.tready, cycle)
@@ -614,7 +630,11 @@ def run_shell_jobs(starts, make_ports, clock, *, reads: int = 0,
                       any(p.stall for _, p in outs))
             if all(p.ok for p in every):
                 mon.job_end, busy = cycle, False
-                window_end[k] = bench_window_end(starts[k], mon.end, cycle, reads)
+                window_end[k] = bench_window_end(known[k], mon.end, cycle, reads)
+                if starts is None and k + 1 < n:
+                    known.append(bench_start(writes[k + 1], window_end[k]))
+                    mons.append(Monitor(known[-1]))
+                    window_end.append(None)
         for _, port in ins + outs:
             port.edge()
         cycle += 1

@@ -369,8 +369,8 @@ def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, k, start, bef
     return ports
 
 
-def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: int = 0,
-                         max_cycles: int = 1_000_000):
+def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, writes=None,
+                         reads: int = 0, max_cycles: int = 1_000_000):
     """Exact cycle model of jobs of the FC shell (:class:`hdl.fc.FcShell`) under the
     bench's per-port patterns.
 
@@ -407,8 +407,11 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: i
         ``{bus port: Pattern}`` for ``s_axis_x``, ``s_axis_meta``, ``s_axis_vdata`` (valid)
         and ``m_axis_vaddr``, ``m_axis_y`` (ready), as :func:`gen.core.sim.axi_ports` gives
         them for :func:`hdl.fc.shell.shell_ports`.
-    starts : int or sequence of int
-        Per job the clock of the start write's response (the records' ``start_ack``).
+    starts : int or sequence of int, optional
+        Per job the clock of the start write's response (the records' ``start_ack``);
+        None: predicted from ``writes`` (:func:`gen.core.flow.bench_start`).
+    writes : int or sequence of int, optional
+        Per job the registers the bench writes before its start (its ``regs``).
     reads : int
         Registers the bench reads after each job besides the counters (its ``read``).
     max_cycles : int
@@ -425,14 +428,18 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts, *, reads: i
     if cfg.rq_width:
         raise ValueError("fc_shell_cycle_model: the requantisation stage is not modelled")
     one = isinstance(fds, FdCsr)
-    fds, starts = ([fds], [starts]) if one else (list(fds), list(starts))
+    fds = [fds] if one else list(fds)
+    if starts is not None:
+        starts = [starts] if one else list(starts)
+    else:
+        writes = [writes] * len(fds) if isinstance(writes, int) else list(writes)
     jobs = [_model_job(fd, cfg) for fd in fds]
     engine = _FcModel(jobs, cfg, None, ports={})
 
     def make_ports(k, start, before):
         return _shell_ports(cfg, jobs, fds, patterns, engine, k, start, before)
 
-    mons = run_shell_jobs(starts, make_ports, engine.clock, reads=reads,
+    mons = run_shell_jobs(starts, make_ports, engine.clock, writes=writes, reads=reads,
                           max_cycles=max_cycles)
     out = [mon.record() for mon in mons]
     return out[0] if one else out

@@ -34,7 +34,31 @@ def cycle_model(n: int, cfg: PwlConfig, *, valid=None, ready=None, seed=0) -> di
     return {"i": src.cycles, "o": out}
 
 
-def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
+def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start=None, *, writes=1):
+    """Exact cycle model of jobs of the PWL shell (:class:`hdl.pwl.PwlShell`) under the
+    bench's patterns: :func:`_shell_job` for each.
+
+    ``words`` is one job's word count (``start`` then an int or None) or a list of them,
+    one job each (``start`` a list or None); ``start`` None: the start responses'
+    clocks predicted from the bench's ``writes`` registers per job (1:
+    :func:`gen.pwl.twin.axi_job`'s ``IRQ_ENABLE``; :func:`gen.core.flow.bench_start`) and
+    each job's window (:func:`gen.core.flow.bench_window_end`).  Returns one record (see
+    :func:`_shell_job`) or a list.
+    """
+    from gen.core.flow import bench_start, bench_window_end
+    one = not isinstance(words, (list, tuple))
+    jobs = [words] if one else list(words)
+    starts = None if start is None else ([start] if one else list(start))
+    out, after = [], None
+    for k, n in enumerate(jobs):
+        at = bench_start(writes, after) if starts is None else starts[k]
+        record = _shell_job(n, cfg, valid, ready, at)
+        after = bench_window_end(at, record["end"], record["job_end"])
+        out.append(record)
+    return out[0] if one else out
+
+
+def _shell_job(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
     """Exact cycle model of one job of the PWL shell (:class:`hdl.pwl.PwlShell`) under the
     bench's patterns.
 

@@ -284,8 +284,8 @@ def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, k, start, before
             "outs": [("m_axis_y", y)], "regs": []}
 
 
-def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts, *,
-                           reads: int = 0, max_cycles: int = 1_000_000) -> list:
+def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *,
+                           writes=2, reads: int = 0, max_cycles: int = 1_000_000) -> list:
     """Exact cycle model of jobs of the SpMV shell (:class:`hdl.spmv.SpmvShell`) under the
     bench's per-port patterns.
 
@@ -312,8 +312,12 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts, *,
     patterns : dict
         ``{bus port: Pattern}`` for ``s_axis_w``, ``s_axis_x`` (valid) and ``m_axis_y``
         (ready), as :func:`gen.spmv.twin.axi_ports` gives them.
-    starts : sequence of int
-        Per job the clock of the start write's response (the records' ``start_ack``).
+    starts : sequence of int, optional
+        Per job the clock of the start write's response (the records' ``start_ack``);
+        None: predicted from ``writes`` (:func:`gen.core.flow.bench_start`).
+    writes : int or sequence of int
+        Per job the registers the bench writes before its start (2: those of
+        :func:`gen.spmv.twin.axi_job`, Y_WORDS, IRQ_ENABLE).
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -335,6 +339,8 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts, *,
     def make_ports(k, start, before):
         return _shell_ports(cfg, jobs, patterns, engine, k, start, before)
 
-    mons = run_shell_jobs(starts, make_ports, engine.clock, reads=reads,
-                          max_cycles=max_cycles)
+    if isinstance(writes, int):
+        writes = [writes] * len(jobs)
+    mons = run_shell_jobs(None if starts is None else list(starts), make_ports,
+                          engine.clock, writes=writes, reads=reads, max_cycles=max_cycles)
     return [mon.record() for mon in mons]

@@ -58,7 +58,7 @@ def test_shell_jobs(sim, valid_prob, ready_prob, bus_words):
     sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=2)
     patterns = {p: pat for p, _, pat in sources + sinks}
     models = fc_shell_cycle_model([fc_job(w, x, cfg)[2] for w, x in zip(ws, xs)], cfg,
-                                  patterns, [job["start_ack"] for job in records])
+                                  patterns, writes=4)
     for k, (job, model) in enumerate(zip(records, models)):
         assert_record_is_model(job, model, f"(job {k})")
 
@@ -86,10 +86,11 @@ def test_shell_backpressure_model(sim, bus_words):
     probabilities 0.2..0.9 and periodic): every job's record (first input beat, last output
     beat, beats, output stall clocks, the four counters) and the clock of every
     ``m_axis_y`` and ``m_axis_vaddr`` beat equal :func:`gen.fc.fc_shell_cycle_model`'s,
-    which reads only the weights' sparsity, ``cols``, the config, the patterns and the start
-    response's clock (requests left in the ``vaddr`` skid buffer at a job's end leave
-    between or during the next jobs: the model runs the jobs as one sequence).  The model
-    with reseeded or rotated patterns must differ (the check can fail)."""
+    which reads only the weights' sparsity, ``cols``, the config, the patterns and the
+    bench's register writes per job (the start responses' clocks are predicted and checked
+    too; requests left in the ``vaddr`` skid buffer at a job's end leave between or during
+    the next jobs: the model runs the jobs as one sequence).  The model with reseeded or
+    rotated patterns must differ (the check can fail)."""
     cfg = dataclasses.replace(CFG, bus_words=bus_words)
     rng = np.random.default_rng(31)
     cases = [_case(rng, 9, 37, 2, 0.3), _case(rng, 1, 5, 1, 0.6), _case(rng, 20, 17, 2, 0.4)]
@@ -105,10 +106,10 @@ def test_shell_backpressure_model(sim, bus_words):
         records, beats = run_native_beats(SHELL, cfg, jobs, sources, sinks, sim,
                                           f"model-{bus_words}-{i}", max_cycles=20_000)
         fds = [fc_job(w, x, cfg)[2] for w, x in cases]
-        starts = [record["start_ack"] for record in records]
-        models = fc_shell_cycle_model(fds, cfg, patterns, starts)
-        other = {p: _other(v) for p, v in patterns.items()}
-        others = [fc_shell_cycle_model(fd, cfg, other, start) for fd, start in zip(fds, starts)]
+        writes = [len(job["regs"]) for job in jobs]
+        models = fc_shell_cycle_model(fds, cfg, patterns, writes=writes)
+        others = fc_shell_cycle_model(fds, cfg, {p: _other(v) for p, v in patterns.items()},
+                                      writes=writes)
         for k, ((w, x), record, got, model) in enumerate(zip(cases, records, beats, models)):
             y = to_signed(record["packets"]["m_axis_y"], CFG.acc_width).reshape(-1, 2)
             np.testing.assert_array_equal(y[:, :x.shape[1]], ref_fc(w, x, cfg))

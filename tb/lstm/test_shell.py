@@ -12,12 +12,13 @@ from numpy.testing import assert_array_equal
 
 from gen.core.fixed import quantise
 from gen.core.sim import run_axi_jobs
-from gen.lstm import (LstmConfig, compile_lstm, quantise_lstm, ref_lstm, weight_beats,
-                      weight_words)
+from gen.core.stimulus import Pattern
+from gen.lstm import (LstmConfig, compile_lstm, lstm_shell_cycle_model, quantise_lstm, ref_lstm,
+                      weight_beats, weight_words)
 from gen.lstm.twin import H_WORDS, JOB_INPUTS, axi_jobs, axi_ports, rtl_lstm_axi
 from hdl.lstm import SHELL
 from hdl.lstm.shell import REGMAP
-from tb.shell_checks import assert_cleared_by_reset
+from tb.shell_checks import assert_cleared_by_reset, assert_record_is_model, run_native_beats
 from tb.lstm.test_lstm import cli_files, random_layer, run_cli  # noqa: F401 (fixture)
 
 CFG = LstmConfig(pes=3, max_inputs=8, max_hidden=16, fifo_depth=4, mem_depth=256, segments=8,
@@ -71,6 +72,11 @@ def test_shell_weights_then_sequences(sim, cfg):
         assert job["beats_out"] == -(-len(xs) * 10 // CFG.bus_words)
     assert sum(j["stall_out_any"] for j in records) > 0
     assert sum(j["stall_in_any"] for j in records) > 0
+    sources, sinks = axi_ports(CFG, 0.7, 0.6, 0.5, 4)
+    models = lstm_shell_cycle_model(plan, [(True, [])] + [(False, [s]) for s in seqs],
+                                    {p: pat for p, _, pat in sources + sinks})
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
 
 
 def test_shell_weights_with_the_first_sequence(sim):
@@ -92,6 +98,70 @@ def test_shell_weights_with_the_first_sequence(sim):
         assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
         _check_counters(job)
         assert job["counters"]["stall_out"] == 0
+    models = lstm_shell_cycle_model(plan, [(True, seqs[:1]), (False, seqs[1:])],
+                                    {p: pat for p, _, pat in sources + sinks})
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
+
+
+# (w valid, x valid, h ready): probabilities (seeded per port) or patterns
+LSTM_PATTERNS = [(1.0, 1.0, 1.0), (0.7, 0.6, 0.5), (0.3, 0.9, 0.8), (0.9, 0.8, 0.2),
+                 (1.0, 0.3, 1.0),
+                 (Pattern.bits((1, 1, 0)), Pattern.bits((0, 1)), Pattern.bits((1, 0, 0, 1)))]
+
+
+def _other(pattern):
+    if pattern.kind == "bits":
+        return Pattern.bits(pattern.seq[1:] + pattern.seq[:1])
+    return pattern if pattern.kind == "always" else Pattern.bernoulli(pattern.prob,
+                                                                      pattern.seed + 1)
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_L, dataclasses.replace(CFG, bus_words=1)],
+                         ids=["l1", "l2", "w1"])
+@pytest.mark.parametrize("together", [False, True], ids=["load", "with-seq"])
+def test_shell_backpressure_model(sim, cfg, together):
+    """Exact back-pressure model: H = 10 on 3 PEs, X = 3; the weights in a job of their own
+    (no results: the bench polls STATUS after it) or with the first sequence, then
+    sequences of 4, 1 and 2 steps (packets that do not divide into beats: partial last
+    beats), under six sets of per-port patterns (full rate; idle weights and sequence
+    words, back-pressured h at probabilities 0.2..0.9; periodic): every job's record (first
+    input beat, last h beat, beats and stall clocks, the four counters) and the clock of
+    every h beat equal :func:`gen.lstm.lstm_shell_cycle_model`'s, which reads only the
+    plan, the sequences (their zero h values decide the broadcasts), the config, the
+    patterns and the bench's register writes per job (the start responses' clocks are
+    predicted and checked too).  The model with reseeded or rotated patterns
+    must differ (the check can fail)."""
+    rng = np.random.default_rng(21)
+    q = quantise_lstm(random_layer(rng, 10, 3), cfg)
+    plan = compile_lstm(q, cfg)
+    seqs = _seqs(rng, 10, 3, [4, 1, 2])
+    jobs = axi_jobs(plan, seqs, with_weights=not together)
+    if together:
+        jobs[0]["regs"][0] = [JOB_INPUTS, 3]
+        jobs[0]["packets"]["s_axis_w"] = weight_words(plan)
+        model_jobs = [(True, seqs[:1])] + [(False, [s]) for s in seqs[1:]]
+    else:
+        model_jobs = [(True, [])] + [(False, [s]) for s in seqs]
+    for i, probs in enumerate(LSTM_PATTERNS):
+        sources, sinks = axi_ports(cfg, *probs, 40 + i)
+        patterns = {p: pat for p, _, pat in sources + sinks}
+        records, beats = run_native_beats(
+            SHELL, cfg, jobs, sources, sinks, sim,
+            f"model-{cfg.w_lanes}-{cfg.bus_words}-{int(together)}-{i}", max_cycles=50_000)
+        models = lstm_shell_cycle_model(plan, model_jobs, patterns)
+        others = lstm_shell_cycle_model(plan, model_jobs,
+                                        {p: _other(v) for p, v in patterns.items()}) \
+            if i else models
+        for k, (job, got, model) in enumerate(zip(records, beats, models)):
+            assert_record_is_model(job, model, f"(patterns {i}, job {k})")
+            assert got["m_axis_h"] == model["out_cycles"].get("m_axis_h", [])
+        for (xs, h0, c0), job in zip(seqs[1:] if together else seqs, records[1:]):
+            h = np.asarray(job["packets"]["m_axis_h"], dtype=np.int64)
+            h = np.where(h >= 1 << 15, h - (1 << 16), h).reshape(-1, 10)
+            assert_array_equal(h, ref_lstm(q, xs, cfg, h0, c0)[0])
+        assert any(o["out_cycles"] != m["out_cycles"] or o["counters"] != m["counters"]
+                   for o, m in zip(others, models)) or i == 0
 
 
 @pytest.mark.parametrize("cfg", [CFG, CFG_L], ids=["l1", "l2"])

@@ -37,7 +37,12 @@ def test_shell_jobs(sim, func, bus_words, pause_in, pause_out):
     ys, jobs = rtl_pwl_axi(packets, cfg, sim, valid_prob=1 - pause_in,
                            ready_prob=1 - pause_out, seed=5,
                            name=f"shell-{int(pause_in * 10)}{int(pause_out * 10)}")
-    for x, y, job in zip(packets, ys, jobs):
+    (_, _, valid), = axi_ports(cfg, 1 - pause_in, 1 - pause_out, 5)[0]
+    (_, _, ready), = axi_ports(cfg, 1 - pause_in, 1 - pause_out, 5)[1]
+    # the exact back-pressure model (gen.pwl.shell_cycle_model) on the bench's patterns,
+    # the start responses' clocks predicted too
+    models = shell_cycle_model([len(x) for x in packets], cfg, valid, ready)
+    for x, y, job, model in zip(packets, ys, jobs, models):
         np.testing.assert_array_equal(y, ref_pwl(x, table))
         assert job["status"] == 0b10                             # done, not busy
         assert (job["irq"], job["irq_after_ack"], job["irq_status_after_ack"]) == (1, 0, 0)
@@ -46,11 +51,7 @@ def test_shell_jobs(sim, func, bus_words, pause_in, pause_out):
         assert job["counters"]["cycles"] == job["end"] - job["start_ack"]
         assert job["counters"]["stall_in"] == job["stall_in"]
         assert job["counters"]["stall_out"] == job["stall_out"]
-        # the exact back-pressure model (gen.pwl.shell_cycle_model), on the bench's patterns
-        (_, _, valid), = axi_ports(cfg, 1 - pause_in, 1 - pause_out, 5)[0]
-        (_, _, ready), = axi_ports(cfg, 1 - pause_in, 1 - pause_out, 5)[1]
-        assert_record_is_model(job, shell_cycle_model(len(x), cfg, valid, ready,
-                                                      job["start_ack"]))
+        assert_record_is_model(job, model)
     assert sum(j["stall_out"] for j in jobs) > 0 and sum(j["stall_in"] for j in jobs) > 0
 
 
@@ -66,9 +67,9 @@ def test_shell_backpressure_model(sim, func, bus_words):
     back-pressure at several probabilities and seeds, periodic patterns): every job's
     record (first input beat, last output beat, beats and stall clocks, the four counters)
     and the clock of every output beat equal :func:`gen.pwl.shell_cycle_model`'s, which
-    reads only the words per job, ``bus_words``, the patterns and the start response's
-    clock.  The same model with the patterns of another seed must differ somewhere (the
-    check can fail)."""
+    reads only the words per job, ``bus_words``, the patterns and the bench's register
+    writes per job (the start responses' clocks are predicted and checked too).  The same
+    model with the patterns of another seed must differ somewhere (the check can fail)."""
     cfg = PwlConfig(func=func, bus_words=bus_words)
     table = fit_table(cfg)
     rng = np.random.default_rng(40 + bus_words)
@@ -81,14 +82,15 @@ def test_shell_backpressure_model(sim, func, bus_words):
             SHELL, cfg, [axi_job(x, cfg) for x in packets], sources, sinks, sim,
             f"model-{bus_words}-{i}", max_cycles=20_000)
         differ = 0
-        for k, (x, record, got) in enumerate(zip(packets, records, beats)):
+        words = [len(x) for x in packets]
+        models = shell_cycle_model(words, cfg, valid, ready)
+        others = shell_cycle_model(words, cfg, _other(valid), _other(ready))
+        for k, (x, record, got, model, other) in enumerate(zip(packets, records, beats,
+                                                                models, others)):
             np.testing.assert_array_equal(to_signed(record["packets"]["m_axis_y"], 16),
                                           ref_pwl(x, table))
-            model = shell_cycle_model(len(x), cfg, valid, ready, record["start_ack"])
             assert_record_is_model(record, model, f"(patterns {i}, job {k})")
             assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
-            other = shell_cycle_model(len(x), cfg, _other(valid), _other(ready),
-                                      record["start_ack"])
             differ += other["out_cycles"] != model["out_cycles"]
         assert differ >= 2 or (valid, ready) == (Pattern.always(), Pattern.always())
 

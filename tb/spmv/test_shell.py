@@ -94,8 +94,7 @@ def test_shell_jobs(sim, cfg):
     assert sum(j["stall_in_any"] for j in records) > 0
     # the exact model of the two products before the empty job (whose end is no beat)
     patterns = {p: pat for p, _, pat in sources + sinks}
-    models = spmv_shell_cycle_model([tile_jobs(blocks, x) for x in xs[:2]], CFG, patterns,
-                                    [job["start_ack"] for job in records[:2]])
+    models = spmv_shell_cycle_model([tile_jobs(blocks, x) for x in xs[:2]], CFG, patterns)
     for k, (job, model) in enumerate(zip(records, models)):
         assert_record_is_model(job, model, f"(job {k})")
 
@@ -223,8 +222,7 @@ def test_shell_planned_blocks_backpressure(sim, cfg):
     assert sum(j["stall_out_any"] for j in records) > 0
     assert sum(j["stall_in_any"] for j in records) > 0
     patterns = {p: pat for p, _, pat in sources + sinks}
-    models = spmv_shell_cycle_model([tile_jobs(blocks, v) for v in xs], cfg, patterns,
-                                    [job["start_ack"] for job in records])
+    models = spmv_shell_cycle_model([tile_jobs(blocks, v) for v in xs], cfg, patterns)
     for k, (job, model) in enumerate(zip(records, models)):
         assert_record_is_model(job, model, f"(job {k})")
 
@@ -252,7 +250,8 @@ def test_shell_backpressure_model(sim, cfg):
     results at probabilities 0.2..0.9; periodic): every job's record (first input beat,
     last output beat, beats and stall clocks, the four counters) and the clock of every
     result beat equal :func:`gen.spmv.spmv_shell_cycle_model`'s, which reads only the
-    blocks, ``bus_words``, the config, the patterns and the start responses' clocks.  The
+    blocks, ``bus_words``, the config, the patterns and the bench's register writes per
+    job (the start responses' clocks are predicted and checked too).  The
     model with reseeded or rotated patterns must differ (the check can fail)."""
     w = _matrix(21)
     rng = np.random.default_rng(22)
@@ -265,10 +264,9 @@ def test_shell_backpressure_model(sim, cfg):
         records, beats = run_native_beats(
             SHELL, cfg, [axi_job(blocks, x, cfg) for x in xs], sources, sinks, sim,
             f"model-{cfg.drain_lanes}-{cfg.bus_words}-{i}", max_cycles=20_000)
-        starts = [job["start_ack"] for job in records]
-        models = spmv_shell_cycle_model(jobs, cfg, patterns, starts)
+        models = spmv_shell_cycle_model(jobs, cfg, patterns)
         other = {p: _other(v) for p, v in patterns.items()}
-        others = spmv_shell_cycle_model(jobs, cfg, other, starts) if i else models
+        others = spmv_shell_cycle_model(jobs, cfg, other) if i else models
         for k, (x, job, got, model) in enumerate(zip(xs, records, beats, models)):
             y = np.asarray(job["packets"]["m_axis_y"], dtype=np.int64)
             np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
