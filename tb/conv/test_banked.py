@@ -15,13 +15,13 @@ import pytest
 
 from gen.conv import ConvLayer, ref_conv
 from gen.conv.banked import (BankedConfig, assemble, descriptor_fields, feature_beats,
-                             make_job, run_cycles, steps, weight_beats)
+                             make_job, plan_layer, run_cycles, run_plan, steps, weight_beats)
 from gen.conv.twin import rtl_banked
 from gen.core.stimulus import Pattern, job_patterns
 
 CFG = BankedConfig(rows=8, cols=4, bus_words=4, feat_depth=64, weight_depth=64, out_depth=64)
-CFG_WIDE = BankedConfig(rows=8, cols=4, bus_words=8, feat_depth=64, weight_depth=64,
-                        out_depth=64)
+CFG_WIDE = BankedConfig(rows=8, cols=4, bus_words=16, copies=4, feat_depth=32,
+                        weight_depth=64, out_depth=32)
 CFG_NARROW = BankedConfig(rows=6, cols=4, bus_words=3, copies=1, feat_depth=64,
                           weight_depth=64, out_depth=64)
 
@@ -60,7 +60,8 @@ def random_item(rng, cfg):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(rs=4, segw=8), "strips 4x8 must divide the output map 6x8"),
     (dict(rs=2, segw=8, R=3), "R=3 must divide Oc=4"),
-    (dict(rs=2, segw=8, n=3), "n must be 1..2, not 3"),
+    (dict(rs=2, segw=8, n=3), "n must be one of 1, 2, 4 and at most 2, not 3"),
+    (dict(rs=2, segw=8, n=4), "n must be one of 1, 2, 4 and at most 2, not 4"),
 ])
 def test_job_limits(kwargs, message):
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
@@ -73,73 +74,74 @@ def test_job_limits_weights_and_outputs():
         make_job(big, CFG, rs=1, segw=4, icq=16)
     with pytest.raises(ValueError, match="resident weights need 144 words per row"):
         make_job(big, CFG, rs=1, segw=4, icq=4, resident=True)
-    with pytest.raises(ValueError, match="a step's features need 576 words"):
+    with pytest.raises(ValueError, match="a step's features need 858 words"):
         make_job(ConvLayer(4, 4, 10, 10, 3, 3, 1, 1), CFG, rs=10, segw=10, icq=4)
-    wide = ConvLayer(8, 1, 8, 8, 1, 1)
+    wide = ConvLayer(8, 1, 8, 9, 1, 1)
     with pytest.raises(ValueError, match="a strip's outputs need"):
-        make_job(wide, CFG, rs=8, segw=8, n=1)
+        make_job(wide, CFG, rs=8, segw=9, n=1)
 
 
 def _walk(x, w, job, cfg):
     """The array's arithmetic from the descriptor alone (independent of the RTL): each
-    round's per-copy feature windows, weight addresses and drain addresses."""
+    round's window of feature words (with the per-column rows below column 0), the weight
+    addresses of its beats and the drain addresses of its sums."""
     d = {k: v[0] for k, v in descriptor_fields(job, cfg).items()}
-    M, MO = (1 << cfg.fbits) - 1, (1 << cfg.obits) - 1
+    M, MO, MC = (1 << cfg.fbits) - 1, (1 << cfg.obits) - 1, (1 << cfg.count_width) - 1
+    nb, bw, cols, wd = cfg.nb, cfg.bus_words, cfg.cols, cfg.window
     fsets = [np.zeros(M + 1, np.int64) for _ in range(2)]
     wmem = np.zeros((cfg.rows, 2 * cfg.weight_depth), np.int64)
     osets = [np.zeros(MO + 1, np.int64) for _ in range(2)]
     xb, wb = iter(feature_beats(x, job, cfg)), iter(weight_beats(w, job))
-    n, R, Q, bw = d["n2"] + 1, d["R"], d["Q"], cfg.bus_words
+    n, R, Q = 1 << d["nl"], d["R"], d["Q"]
+    init = [(k % d["segw"], k // d["segw"] * d["mx"]) for k in range(wd)]
     out, ts = [], 0
-
-    def load_w(base, nbeats):
-        for a in range(nbeats // d["wg"]):
-            for j in range(d["wg"]):
-                for k, v in enumerate(next(wb)):
-                    if j * bw + k < d["nR"]:
-                        wmem[j * bw + k, base + a] = v
-
-    for i, _g, t, q in steps(job):
+    for i, g, t, q in steps(job):
         last = q == Q - 1
-        for bi in range(d["xbl"] if last else d["xbq"]):
-            for k, v in enumerate(next(xb)):
-                fsets[i % 2][(bi * bw + k) & M] = v
+        for r in range(((d["xbl"] if last else d["xbq"])) // d["bpr"]):
+            for j in range(d["bpr"]):
+                for k, v in enumerate(next(xb)):
+                    fsets[i % 2][(r * d["D"] + j * bw + k) & M] = v
         if d["res"]:
-            if t == 0 and q == 0:
-                load_w(0, d["wbr"])
             wbase = q * d["kq"]
         else:
             wbase = (i % 2) * cfg.weight_depth
-            load_w(wbase, d["wbl"] if last else d["wbq"])
-        walk = [[d["segw"], 0, 0], [d["r1"], d["f1"], d["e1"]]][:n]
+        if t == 0 or not d["res"]:
+            for a in range((d["wbl"] if last else d["wbq"]) // d["wg"]):
+                for j in range(d["wg"]):
+                    for k, v in enumerate(next(wb)):
+                        ch = j * bw + k
+                        if ch < R:
+                            wmem[ch * n:(ch + 1) * n, wbase + a] = v
+        f0, ox, xs = 0, [o for o, _x in init], [x for _o, x in init]
         for rd in range(d["rounds"]):
             if rd:
-                for c in range(n):
-                    rem, f, e = walk[c]
-                    wrap = rem <= d["rstep"]
-                    walk[c] = [rem - (d["rwrap"] if wrap else d["rstep"]) & 0xFFFF,
-                               (f + (d["fwrap"] if wrap else d["fstep"])) & M,
-                               (e + (d["ewrap"] if wrap else d["estep"])) & MO]
-            nact = n if rd < d["rounds"] - 1 else d["last_n2"] + 1
-            acc = np.zeros((cfg.rows, cfg.cols), np.int64)
-            off, kx, ky, ph = 0, 0, 0, 0
+                w0 = ox[0] >= d["thr"]
+                f0 = (f0 + (d["fwrap"] if w0 else d["fstep"])) & M
+                for k in range(wd):
+                    wk = ox[k] >= d["thr"]
+                    ox[k] = (ox[k] + (d["rwrap"] if wk else d["rstep"])) & MC
+                    xs[k] += (d["mx"] if wk and not w0 else -d["mx"] if w0 and not wk else 0)
+            nv = d["lastw"] if rd == d["rounds"] - 1 else d["W"]
+            acc = np.zeros((cfg.rows, cols), np.int64)
+            off, kx, ky, px, py = 0, 0, 0, 0, 0
             for b in range(d["kl"] if last else d["kq"]):
-                for c in range(nact):
-                    fa = walk[c][1] + off
-                    feats = fsets[i % 2][[(fa + col) & M for col in range(cfg.cols)]]
-                    acc[c * R:(c + 1) * R] += np.outer(wmem[c * R:(c + 1) * R, wbase + b], feats)
+                win = [fsets[i % 2][(f0 + off + k + nb * xs[k]) & M] for k in range(wd)]
+                for r in range(n * R):
+                    g_ = r % n
+                    acc[r] += wmem[r, wbase + b] * np.array(win[g_ * cols:(g_ + 1) * cols])
                 if kx < d["kw"] - 1:
-                    off += d["d_wrap"] if ph == d["s"] - 1 else d["d_in"]
-                    kx, ph = kx + 1, (ph + 1) % d["s"]
+                    off += d["d_xwrap"] if px == d["s"] - 1 else d["d_xin"]
+                    kx, px = kx + 1, (px + 1) % d["s"]
                 elif ky < d["kh"] - 1:
-                    kx, ph, ky, off = 0, 0, ky + 1, off + d["d_ky"]
+                    off += d["d_ywrap"] if py == d["s"] - 1 else d["d_yin"]
+                    kx, px, ky, py = 0, 0, ky + 1, (py + 1) % d["s"]
                 else:
-                    kx, ph, ky, off = 0, 0, 0, off + d["d_ic"]
-            for c in range(nact):
-                rem, _f, e = walk[c]
-                for r in range(R):
-                    idx = [(e + r * d["cp"] + col) & MO for col in range(min(cfg.cols, rem))]
-                    osets[ts % 2][idx] = acc[c * R + r, :len(idx)] + (osets[ts % 2][idx] if q else 0)
+                    kx, px, ky, py, off = 0, 0, 0, 0, off + d["d_ic"]
+            e0 = rd * d["W"]
+            for ch in range(R):
+                vals = np.concatenate([acc[ch * n + g_] for g_ in range(n)])[:nv]
+                idx = [(e0 + ch * d["cp"] + p) & MO for p in range(nv)]
+                osets[ts % 2][idx] = vals + (osets[ts % 2][idx] if q else 0)
         if last:
             out += list(osets[ts % 2][:d["obeats"] * bw])
             ts += 1
@@ -226,12 +228,13 @@ def test_rtl_saturating_values(sim):
 
 @pytest.mark.parametrize("where", ["loads", "compute", "stream"])
 def test_rtl_reset_mid_job(sim, where):
-    """``rst`` while the first job loads, computes, or streams its first strip out: the
+    """``rst`` while the first job loads, computes (just before its first sum leaves), or
+    streams its first strip out: the
     streams restart and the run after the reset is exact (sums and statistics)."""
     rng = np.random.default_rng(21)
     items = [random_item(rng, CFG) for _ in range(2)]
     model = run_cycles([job for _x, _w, job in items], CFG)
-    at = {"loads": 3, "compute": model["s"][0] - 4, "stream": model["o"][1] + 1}[where]
+    at = {"loads": 3, "compute": model["o"][0] - 3, "stream": model["o"][1] + 1}[where]
     outs, stats, result = rtl_banked(items, CFG, sim, reset_at=at, name=f"reset_{where}")
     before = result["before_reset"]
     assert result["resets"] and before["s"]["data"] == []
@@ -239,3 +242,26 @@ def test_rtl_reset_mid_job(sim, where):
     for (x, w, job), y in zip(items, outs):
         np.testing.assert_array_equal(y, golden(x, w, job.layer))
     assert stats == model["stats"]
+
+
+@pytest.mark.parametrize("layer, jobs", [(ConvLayer(11, 3, 9, 10, 3, 3, 1, 1), 2),
+                                         (ConvLayer(6, 5, 12, 7, 2, 2, 2, 0, 2), 1)])
+def test_rtl_planned_layer(sim, layer, jobs):
+    """Planned layers (one cut into a part of 8 channels and a remainder of 3 on more
+    copies; a batch of two at stride 2 in strips): the assembled output equals the golden
+    model's and the jobs' end-to-end clocks equal the plan's."""
+    rng = np.random.default_rng(layer.oc)
+    x = rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w))
+    w = rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw))
+    plan = plan_layer(layer, CFG)
+    assert len(plan.jobs) >= jobs
+    runs = []
+
+    def conv(items):
+        outs, _stats, result = rtl_banked(items, CFG, sim, name=f"plan{layer.oc}")
+        runs.append(result)
+        return outs
+    np.testing.assert_array_equal(run_plan(x, w, plan, conv), golden(x, w, layer))
+    res = runs[0]
+    first = min(res["sources"]["w"]["cycles"][0], res["sources"]["x"]["cycles"][0])
+    assert res["sinks"]["o"]["cycles"][-1] - first + 1 == plan.cycles

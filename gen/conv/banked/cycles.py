@@ -8,16 +8,19 @@ on ``c``, ``w``, ``x``, ``o`` and ``s`` and the statistics words.  Clocks are th
 (clock 0 is the first after reset).  The rules, each one a register of the RTL:
 
 * **Descriptor**: taken in clock ``T0`` when no job is active (``run`` low); the job's
-  counters restart at the end of ``T0`` and the loaders and the sequencer act from
-  ``T0 + 1``.
+  counters restart at the end of ``T0`` and the loaders act from ``T0 + 1``; the sequencer
+  first walks the ``copies x cols`` window columns' starting positions, one a clock, and
+  starts rounds from ``T0 + 1 + copies x cols``.
 * **Loaders** (weights, features; independent): blocks in order (a step's weights or
-  features, or with ``res`` one block of all chunks' weights per group), ``ready`` from the
+  features; with ``res`` the weights of chunk ``q`` of group ``g`` once), ``ready`` from the
   clock after the previous block's last beat, but not before the block's set is free: a
-  step ``l`` block needs ``fin >= l - 1`` (a resident group ``g`` block: ``fin >= g S Q``),
-  where ``fin`` counts a step two clocks after its last beat leaves the beat counters.
+  step ``l`` block needs ``fin >= l - 1`` (a resident block ``(g, q)``, ``g > 0``:
+  ``fin >= (g S - 1) Q + q + 1``, the previous group's last step of chunk ``q``), where
+  ``fin`` counts a step two clocks after its last beat leaves the beat counters.
 * **Rounds**: round ``j`` starts (``go``) in clock ``u_j``: its ``K`` beats are in the
   counters in ``u_j + 1 .. u_j + K``; ``u_j >= u_{j-1} + P_{j-1}`` with
-  ``P = K + max(0, dr - K_next)`` (``dr`` rows to drain: ``R`` per active copy); a step's
+  ``P = K + max(0, max(dr, 2) - K_next)`` (``dr = R`` channels to drain, one a clock; and a
+  sum that the next chunk reads back must be written first); a step's
   first round also waits for the clock after its weights' and features' last beats and,
   for a strip's first chunk, for the clock after the streamer's last read of the strip two
   before (its output set).
@@ -120,17 +123,9 @@ def _next(pattern: Pattern, c: int) -> int:
 
 def _rounds(job: BankedJob, cfg: BankedConfig, q: int):
     """``(K, dr, busy cells)`` of each round of a step of chunk ``q``."""
-    out = []
     K = job.k_of(q)
-    for j in range(job.rounds):
-        nact = job.last_n if j == job.rounds - 1 else job.n
-        cells = 0
-        for c in range(nact):
-            tile = j * job.n + c
-            xt = tile % job.tw
-            cells += min(cfg.cols, job.segw - xt * cfg.cols)
-        out.append((K, nact * job.R, job.R * cells))
-    return out
+    return [(K, job.R, job.R * (job.lastw if j == job.rounds - 1 else job.W))
+            for j in range(job.rounds)]
 
 
 def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None,
@@ -185,11 +180,15 @@ def _job_timeline(job, cfg, T0, src, ts_read_end, out):
     def perm(need_steps):
         return T0 + 1 if need_steps <= 0 else fin[need_steps - 1]
 
-    def load_w(upto):                   # weight blocks needed by step ``upto``
-        while wl["next"] <= (st[upto][1] if job.resident else upto):
+    def wblock(i):                      # the weight block step ``i`` reads
+        return st[i][1] * job.Q + st[i][3] if job.resident else i
+
+    def load_w(upto):                   # weight blocks up to the one step ``upto`` reads
+        while wl["next"] <= wblock(upto):
             b = wl["next"]
-            if job.resident:
-                n, need = job.wbeats_res, b * job.S * job.Q
+            if job.resident:            # chunk q of group g: after group g - 1's last read
+                g, q = divmod(b, job.Q)
+                n, need = job.wbeats(q), (0 if g == 0 else (g * job.S - 1) * job.Q + q + 1)
             else:
                 n, need = job.wbeats(st[b][3]), b - 1
             start = max(T0 + 1, wl["last"] + 1, perm(need))
@@ -209,7 +208,7 @@ def _job_timeline(job, cfg, T0, src, ts_read_end, out):
         load_w(i)
         load_x(i)
         gstrip = len(ts_read_end)             # strips before this one (all jobs)
-        u = max(T0 + 1, wdone[g if job.resident else i], xdone[i])
+        u = max(T0 + 1 + cfg.window, wdone[wblock(i)], xdone[i])
         if last_u is not None:
             u = max(u, last_u + last_P)
         if q == 0 and gstrip >= 2:
@@ -219,7 +218,7 @@ def _job_timeline(job, cfg, T0, src, ts_read_end, out):
             if j:
                 u = last_u + last_P
             knext = K if j < len(rounds) - 1 else job.k_of((q + 1) % job.Q)
-            last_u, last_P = u, K + max(0, dr - knext)
+            last_u, last_P = u, K + max(0, max(dr, 2) - knext)
             C = u + K + CAPTURE
             W = C + dr + 1
         fin[i] = u + K + 2

@@ -2,27 +2,34 @@
 """Config, jobs and stream layouts of the banked MAC array.
 
 A **job** is one descriptor: ``G`` channel groups x ``S`` strips x ``Q`` input-channel
-chunks, run as steps in that order (:func:`steps`).  A group is ``R`` output channels; with
-``n = 2`` copies both halves of the array compute the group's ``R`` channels on different
-tiles.  A strip is ``rs`` output rows x ``segw`` output columns of one image (the host cuts
-the input window with its halo); its tiles are ``cols`` consecutive output columns of one
-row (``tw = ceil(segw / cols)`` per row, ``T = rs tw`` per strip), taken ``n`` at a time
-(a **round**).  A chunk is ``icq`` input channels (the last ``icl``), ``K = icq kh kw``
-beats per tile in ``(ic, ky, kx)`` order.
+chunks, run as steps in that order (:func:`steps`).  A group is ``R`` output channels,
+computed by ``n`` copies (1, 2 or 4; ``n R`` array rows, physical row ``r n + g`` computes
+channel ``r`` for copy ``g``).  A strip is ``rs`` output rows x ``segw`` output columns of
+one image (the host cuts the input window with its halo); its ``P = rs segw`` positions, in
+raster order, run ``n cols`` at a time (a **round**: copy ``g`` takes the positions
+``p0 + g cols .. p0 + g cols + cols - 1``; only the strip's last round has idle columns).
+A chunk is ``icq`` input channels (the last ``icl``), ``K = icq kh kw`` beats per round in
+``(ic, ky, kx)`` order.
 
-Feature layout (per step, the stream ``x``): the strip's input window, ``icq`` channels x
-``rin = (rs - 1) s + kh`` rows x ``Wr`` words, each row *phase-ordered*: input column ``x``
-of the window at ``(x mod s) Ws + x div s`` (``Ws = ceil(segin / s)``, ``Wr = s Ws``), so that
-the ``cols`` columns of a tile read ``cols`` consecutive words at every beat, whatever the
-stride.  Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
+Feature layout (per step, the stream ``x``): the strip's input window, ``icq`` channels
+of ``s Hs`` rows, each row ``bpr = ceil(s Ws / bw)`` beats (a beat never spans two rows); in
+the banks a row takes ``D`` words.  Rows and columns are *phase-ordered*: window row ``y`` is
+row ``(y mod s) Hs + y div s`` (``Hs = ceil(rin / s)``, ``rin = (rs - 1) s + kh``), window
+column ``x`` is word ``(x mod s) Ws + x div s`` of its row (``Ws = ceil(segin / s)``,
+``segin = (segw - 1) s + kw``), and the row pitch ``D >= s Ws`` is the smallest with
+``D = segw (mod nb)``.  Then position ``p = (oy, ox)`` at beat ``(ic, ky, kx)`` reads flat
+word ``f(p) + off(ic, ky, kx)`` with ``f(p) = oy D + ox``, which lies in bank
+``(p + off) mod nb``: the ``n cols`` positions of a round always read ``n cols``
+different banks.  Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
 
-Weight layout (the stream ``w``): per step (or, with ``resident``, once per group for all
-chunks), per beat address ``a`` of the chunk (``(ic, ky, kx)`` order), ``ceil(n R / bw)``
-beats whose lane ``k`` of beat ``j`` is the weight of array row ``j bw + k`` (row ``r``
-computes channel ``r mod R`` of the group; the host repeats the weights for copy 1).
+Weight layout (the stream ``w``): per step (with ``resident``, only in a group's first
+strip: the group's chunks stay in the banks, chunk ``q`` at ``q K_q``), per beat address
+``a`` of the chunk (``(ic, ky, kx)`` order), ``ceil(R / bw)`` beats whose lane ``k`` of beat
+``j`` is the weight of the group's channel ``j bw + k``; the loader writes it into the rows
+of all ``n`` copies of that channel.
 
-Output layout (the stream ``o``): per strip, ``R x rs x segw`` sums in ``(channel, row,
-column)`` order, ``bw`` per beat, the strip's last beat padded.
+Output layout (the stream ``o``): per strip, ``R x P`` sums in ``(channel, position)``
+order, ``bw`` per beat, the strip's last beat padded.
 """
 
 from dataclasses import dataclass, replace
@@ -31,7 +38,7 @@ import numpy as np
 
 from gen.conv.config import ConvLayer
 
-__all__ = ["BankedConfig", "BankedJob", "make_job", "steps", "descriptor_fields",
+__all__ = ["BankedConfig", "BankedJob", "make_job", "feature_set_words", "steps", "descriptor_fields",
            "descriptor_widths",
            "descriptor_value", "weight_beats", "feature_beats", "assemble", "strip_origins"]
 
@@ -45,10 +52,10 @@ class BankedConfig:
     """Generator parameters of the banked array.
 
     ``bus_words`` words enter per clock on ``w`` and ``x`` and leave per clock on ``o``;
-    ``nb`` (the smallest power of two >= ``cols`` and ``bus_words``) feature banks and
-    output banks per set; ``feat_depth`` / ``out_depth`` words per bank and set,
+    ``nb`` (the smallest power of two >= ``copies x cols`` and ``bus_words``) feature banks
+    and output banks per set; ``feat_depth`` / ``out_depth`` words per bank and set,
     ``weight_depth`` words per row and set (two sets each: one computes while the other
-    loads); ``copies`` (1 or 2) read ports per feature bank.
+    loads); ``copies`` (1, 2 or 4) the most copies a job may use.
     """
 
     rows: int = 16
@@ -71,8 +78,8 @@ class BankedConfig:
         for name in ("feat_depth", "weight_depth", "out_depth"):
             if not _pow2(getattr(self, name)):
                 raise ValueError(f"{name} must be a power of two, not {getattr(self, name)}")
-        if self.copies not in (1, 2):
-            raise ValueError(f"copies must be 1 or 2, not {self.copies}")
+        if self.copies not in (1, 2, 4):
+            raise ValueError(f"copies must be 1, 2 or 4, not {self.copies}")
         if self.rows > 512 or self.cols > 64:
             raise ValueError(f"the array is at most 512 x 64, not {self.rows} x {self.cols}")
         if not 1 <= self.bus_words <= 32:
@@ -80,9 +87,10 @@ class BankedConfig:
 
     @property
     def nb(self) -> int:
-        """Banks per feature / output set: a power of two >= ``cols`` and ``bus_words``."""
+        """Banks per feature / output set: a power of two >= ``copies x cols`` and
+        ``bus_words``."""
         n = 1
-        while n < max(self.cols, self.bus_words):
+        while n < max(self.copies * self.cols, self.bus_words):
             n *= 2
         return n
 
@@ -110,6 +118,11 @@ class BankedConfig:
     def wbits(self) -> int:
         """Bits of a weight-bank address (both sets)."""
         return (2 * self.weight_depth - 1).bit_length()
+
+    @property
+    def window(self) -> int:
+        """Positions a round reads at most: ``copies x cols``."""
+        return self.copies * self.cols
 
     @property
     def module_name(self) -> str:
@@ -146,24 +159,28 @@ class BankedJob:
     def icl(self):
         return self.layer.ic - (self.Q - 1) * self.icq
 
-    @property
-    def tw(self):
-        return -(-self.segw // self.cols_)
-
     cols_: int = 0
     bw_: int = 0
+    nb_: int = 0
 
     @property
-    def T(self):
-        return self.rs * self.tw
+    def P(self):
+        """Output positions of one strip."""
+        return self.rs * self.segw
+
+    @property
+    def W(self):
+        """Positions per round."""
+        return self.n * self.cols_
 
     @property
     def rounds(self):
-        return -(-self.T // self.n)
+        return -(-self.P // self.W)
 
     @property
-    def last_n(self):
-        return self.T - (self.rounds - 1) * self.n
+    def lastw(self):
+        """Positions of a strip's last round."""
+        return self.P - (self.rounds - 1) * self.W
 
     @property
     def rin(self):
@@ -178,37 +195,48 @@ class BankedJob:
         return -(-self.segin // self.layer.stride)
 
     @property
-    def Wr(self):
-        return self.layer.stride * self.Ws
+    def Hs(self):
+        return -(-self.rin // self.layer.stride)
+
+    @property
+    def D(self):
+        """Row pitch: the smallest ``>= s Ws`` that equals ``segw`` modulo ``nb``."""
+        wr = self.layer.stride * self.Ws
+        return wr + (self.segw - wr) % self.nb_
+
+    @property
+    def CPf(self):
+        """Feature words of one input channel."""
+        return self.layer.stride * self.Hs * self.D
 
     def k_of(self, q: int) -> int:
         """Beats per tile of chunk ``q``."""
         ic = self.icq if q < self.Q - 1 else self.icl
         return ic * self.layer.kh * self.layer.kw
 
+    @property
+    def bpr(self):
+        """Beats per feature row on ``x`` (a beat never spans two rows)."""
+        return -(-self.layer.stride * self.Ws // self.bw_)
+
     def xbeats(self, q: int) -> int:
         """Feature beats of one step of chunk ``q``."""
         ic = self.icq if q < self.Q - 1 else self.icl
-        return -(-ic * self.rin * self.Wr // self.bw_)
+        return ic * self.layer.stride * self.Hs * self.bpr
 
     @property
     def wgroup(self):
-        """Weight beats per beat address (rows ``n R`` in ``bus_words`` lanes)."""
-        return -(-self.n * self.R // self.bw_)
+        """Weight beats per beat address (``R`` channels in ``bus_words`` lanes)."""
+        return -(-self.R // self.bw_)
 
     def wbeats(self, q: int) -> int:
         """Weight beats of one step of chunk ``q`` (not resident)."""
         return self.k_of(q) * self.wgroup
 
     @property
-    def wbeats_res(self):
-        """Weight beats of one group's resident load (all chunks)."""
-        return self.layer.ic * self.layer.kh * self.layer.kw * self.wgroup
-
-    @property
     def E(self):
         """Output words of one strip."""
-        return self.R * self.rs * self.segw
+        return self.R * self.P
 
     @property
     def obeats(self):
@@ -217,9 +245,8 @@ class BankedJob:
     @property
     def weight_beat_count(self):
         """Beats on ``w`` of the whole job."""
-        if self.resident:
-            return self.G * self.wbeats_res
-        return self.G * self.S * sum(self.wbeats(q) for q in range(self.Q))
+        per_group = sum(self.wbeats(q) for q in range(self.Q))
+        return self.G * per_group * (1 if self.resident else self.S)
 
     @property
     def feature_beat_count(self):
@@ -230,7 +257,7 @@ class BankedJob:
     def macs(self):
         """Multiply-accumulates of the job's outputs."""
         L = self.layer
-        return self.G * self.R * self.S * self.rs * self.segw * L.ic * L.kh * L.kw
+        return self.G * self.R * self.S * self.P * L.ic * L.kh * L.kw
 
     @property
     def ho(self):
@@ -239,6 +266,17 @@ class BankedJob:
     @property
     def wo(self):
         return self.layer.wo
+
+
+def feature_set_words(layer: ConvLayer, cfg: BankedConfig, rs: int, segw: int,
+                      icq: int) -> int:
+    """Words of a feature set that a step of ``icq`` channels of an ``rs x segw`` strip
+    occupies: its ``icq s Hs`` rows at a pitch of ``D`` words, the last one whole beats."""
+    s = layer.stride
+    rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
+    wr = s * -(-segin // s)
+    rows = icq * s * -(-rin // s)
+    return (rows - 1) * (wr + (segw - wr) % cfg.nb) + -(-wr // cfg.bus_words) * cfg.bus_words
 
 
 def strip_origins(layer: ConvLayer, rs: int, segw: int) -> tuple:
@@ -259,9 +297,9 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if not (0 <= oc0 and 1 <= oc and oc0 + oc <= layer.oc):
         raise ValueError(f"channels {oc0} .. {oc0 + oc - 1} are not within Oc={layer.oc}")
     if n is None:
-        n = 2 if cfg.copies == 2 and 2 * oc <= cfg.rows else 1
-    if n not in (1, 2) or n > cfg.copies:
-        raise ValueError(f"n must be 1..{cfg.copies}, not {n}")
+        n = max(k for k in (1, 2, 4) if k <= cfg.copies and (k == 1 or k * oc <= cfg.rows))
+    if n not in (1, 2, 4) or n > cfg.copies:
+        raise ValueError(f"n must be one of 1, 2, 4 and at most {cfg.copies}, not {n}")
     if R is None:
         R = min(oc, cfg.rows // n)
     if not 1 <= R <= cfg.rows // n or oc % R:
@@ -283,7 +321,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
         raise ValueError(f"icq must be 1..{layer.ic}, not {icq}")
     kk = layer.kh * layer.kw
     job = BankedJob(layer, n, R, oc // R, rs, segw, icq, False, strips, oc0=oc0,
-                    cols_=cfg.cols, bw_=cfg.bus_words)
+                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb)
     if resident is None:
         resident = layer.ic * kk <= 2 * cfg.weight_depth and job.G * job.S * job.Q > 1
     job = replace(job, resident=bool(resident))
@@ -293,7 +331,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if not resident and icq * kk > cfg.weight_depth:
         raise ValueError(f"a chunk of {icq} channels needs {icq * kk} weight words per row, "
                          f"more than weight_depth = {cfg.weight_depth}")
-    fw = job.xbeats(0) * cfg.bus_words
+    fw = feature_set_words(layer, cfg, rs, segw, icq)
     if fw > cfg.nb * cfg.feat_depth:
         raise ValueError(f"a step's features need {fw} words, more than one set's "
                          f"{cfg.nb} x {cfg.feat_depth}")
@@ -317,70 +355,57 @@ def steps(job: BankedJob):
                 i += 1
 
 
-def _kx_offsets(job):
-    s = job.layer.stride
-    return [(kx % s) * job.Ws + kx // s for kx in range(job.layer.kw)]
+def _offsets(job):
+    """``(offx(kx) for kx, offy(ky) for ky)``: a beat's feature offset within its channel
+    is ``offy(ky) + offx(kx)``."""
+    s, D = job.layer.stride, job.D
+    offx = [(kx % s) * job.Ws + kx // s for kx in range(job.layer.kw)]
+    offy = [((ky % s) * job.Hs + ky // s) * D for ky in range(job.layer.kh)]
+    return offx, offy
 
 
 def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
     """``name -> (value, width)`` of the descriptor, in payload order (first field in the
     LSBs).  Address deltas are modulo the address width (a negative delta wraps)."""
     L = job.layer
-    fb, ob = cfg.fbits, cfg.obits
-    offx = _kx_offsets(job)
-    s = L.stride
-    d_in = job.Ws
-    d_wrap = 1 - (s - 1) * job.Ws            # kx to kx + 1 when kx + 1 is a multiple of s
+    s, D = L.stride, job.D
+    offx, offy = _offsets(job)
     xl = offx[-1]
-    d_ky = job.Wr - xl
-    d_ic = job.rin * job.Wr - (L.kh - 1) * job.Wr - xl
-    rho = job.n if job.tw == 1 else 1         # output rows per walker wrap
-    nxt = job.n - job.tw * rho
-    m = (1 << fb) - 1
-    mo = (1 << ob) - 1
-    vals = {
-        "n2": job.n - 1, "R": job.R, "nR": job.n * job.R,
-        "G": job.G, "S": job.S, "Q": job.Q,
-        "rounds": job.rounds, "last_n2": job.last_n - 1,
-        "kq": job.k_of(0), "kl": job.k_of(job.Q - 1),
-        "icq": job.icq, "icl": job.icl, "kh": L.kh, "kw": L.kw,
-        "s": s,
-        "d_in": d_in & m, "d_wrap": d_wrap & m, "d_ky": d_ky & m,
-        "d_ic": d_ic & m,
-        "tw": job.tw, "segw": job.segw,
-        "fstep": (job.n * cfg.cols) & m,
-        "fwrap": ((nxt) * cfg.cols + rho * s * job.Wr) & m,
-        "estep": (job.n * cfg.cols) & mo,
-        "ewrap": (nxt * cfg.cols + rho * job.segw) & mo,
-        "rstep": job.n * cfg.cols, "rwrap": (nxt * cfg.cols) & ((1 << cfg.count_width) - 1),
-        "r1": job.segw - (cfg.cols if job.tw > 1 else 0),
-        "f1": (cfg.cols if job.tw > 1 else s * job.Wr) & m,
-        "e1": (cfg.cols if job.tw > 1 else job.segw) & mo,
-        "cp": job.rs * job.segw & mo,
-        "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1),
-        "wg": job.wgroup,
-        "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1),
-        "wbr": job.wbeats_res, "res": int(job.resident),
-        "obeats": job.obeats,
-        "drq": job.n * job.R, "drl": job.last_n * job.R,
-        "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
-    }
     widths = descriptor_widths(cfg)
-    return {k: (vals[k], widths[k]) for k in widths}
+    a, r = divmod(job.W, job.segw)
+    fstep = a * D + r
+    vals = {
+        "nl": job.n.bit_length() - 1, "R": job.R, "nR": job.n * job.R, "W": job.W,
+        "G": job.G, "S": job.S, "Q": job.Q, "rounds": job.rounds, "lastw": job.lastw,
+        "kq": job.k_of(0), "kl": job.k_of(job.Q - 1), "kh": L.kh, "kw": L.kw, "s": s,
+        "d_xin": job.Ws, "d_xwrap": 1 - (s - 1) * job.Ws,
+        "d_yin": job.Hs * D - xl, "d_ywrap": D - (s - 1) * job.Hs * D - xl,
+        "d_ic": job.CPf - offy[-1] - xl,
+        "segw": job.segw, "thr": job.segw - r, "rstep": r, "rwrap": r - job.segw,
+        "fstep": fstep, "fwrap": fstep + D - job.segw, "mx": (D - job.segw) // cfg.nb,
+        "cp": job.P,
+        "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1), "wg": job.wgroup,
+        "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1), "bpr": job.bpr, "D": job.D,
+        "res": int(job.resident), "obeats": job.obeats,
+        "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
+        "gq": job.G * job.Q,
+    }
+    wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap")
+    return {k: (vals[k] & ((1 << widths[k]) - 1) if k in wrap else vals[k], widths[k])
+            for k in widths}
 
 
 def descriptor_widths(cfg: BankedConfig) -> dict:
     """``name -> width`` of the descriptor fields (the config alone fixes them)."""
-    cw, fb, ob = cfg.count_width, cfg.fbits, cfg.obits
-    rb = cfg.rbits
-    widths = {"n2": 1, "R": rb, "nR": rb, "G": cw, "S": cw, "Q": cw, "rounds": cw, "last_n2": 1,
-              "kq": cw, "kl": cw, "icq": cw, "icl": cw, "kh": 4, "kw": 4, "s": 3}
-    widths.update({k: fb for k in ("d_in", "d_wrap", "d_ky", "d_ic")})
-    widths.update({"tw": cw, "segw": cw, "fstep": fb, "fwrap": fb, "estep": ob, "ewrap": ob,
-                   "rstep": cw, "rwrap": cw, "r1": cw, "f1": fb, "e1": ob, "cp": ob, "xbq": cw,
-                   "xbl": cw, "wg": 6, "wbq": cw + 6, "wbl": cw + 6, "wbr": cw + 6,
-                   "res": 1, "obeats": cw, "drq": rb, "drl": rb, "gs": cw, "nsteps": cw,
-                   "sq": cw})
+    cw, fb, ob, rb = cfg.count_width, cfg.fbits, cfg.obits, cfg.rbits
+    fab = (cfg.feat_depth - 1).bit_length()
+    widths = {"nl": 2, "R": rb, "nR": rb, "W": cw, "G": cw, "S": cw, "Q": cw, "rounds": cw,
+              "lastw": cw, "kq": cw, "kl": cw, "kh": 4, "kw": 4, "s": 3}
+    widths.update({k: fb for k in ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic")})
+    widths.update({"segw": cw, "thr": cw, "rstep": cw, "rwrap": cw, "fstep": fb, "fwrap": fb,
+                   "mx": max(fab, 1), "cp": ob, "xbq": cw, "xbl": cw, "wg": 6, "wbq": cw + 6,
+                   "wbl": cw + 6, "bpr": cw, "D": fb, "res": 1, "obeats": cw, "gs": cw,
+                   "nsteps": cw, "sq": cw, "gq": cw})
     return widths
 
 
@@ -407,18 +432,17 @@ def feature_beats(x, job: BankedJob, cfg: BankedConfig) -> list:
     L, bw = job.layer, cfg.bus_words
     xp = _padded(x, L)
     s = L.stride
-    perm = np.array([(c % s) * job.Ws + c // s for c in range(job.segin)])
+    cols = np.array([(c % s) * job.Ws + c // s for c in range(job.segin)])
+    rows = np.array([(y % s) * job.Hs + y // s for y in range(job.rin)])
     beats = []
     for _i, _g, t, q in steps(job):
         b, oy0, ox0 = job.strips[t]
         ic0 = q * job.icq
         ic1 = ic0 + (job.icq if q < job.Q - 1 else job.icl)
         win = xp[b, ic0:ic1, oy0 * s:oy0 * s + job.rin, ox0 * s:ox0 * s + job.segin]
-        rows = np.zeros((ic1 - ic0, job.rin, job.Wr), dtype=np.int64)
-        rows[:, :, perm] = win
-        flat = list(rows.reshape(-1))
-        flat += [0] * (-len(flat) % bw)
-        beats += [flat[k:k + bw] for k in range(0, len(flat), bw)]
+        block = np.zeros((ic1 - ic0, s * job.Hs, job.bpr * bw), dtype=np.int64)
+        block[:, rows[:, None], cols[None, :]] = win
+        beats += block.reshape(-1, bw).tolist()
     return beats
 
 
@@ -429,7 +453,7 @@ def _weight_rows(w, job, g, k0, k1):
     wf = np.asarray(w, dtype=np.int64)[c0:c0 + job.R].reshape(job.R, -1)
     beats = []
     for a in range(k0, k1):
-        col = [int(wf[r % job.R, a]) for r in range(job.n * job.R)]
+        col = [int(wf[r, a]) for r in range(job.R)]
         col += [0] * (job.wgroup * bw - len(col))
         beats += [col[j * bw:(j + 1) * bw] for j in range(job.wgroup)]
     return beats
@@ -440,10 +464,7 @@ def weight_beats(w, job: BankedJob) -> list:
     kk = job.layer.kh * job.layer.kw
     beats = []
     for _i, g, t, q in steps(job):
-        if job.resident:
-            if t == 0 and q == 0:
-                beats += _weight_rows(w, job, g, 0, job.layer.ic * kk)
-        else:
+        if t == 0 or not job.resident:
             k0 = q * job.icq * kk
             beats += _weight_rows(w, job, g, k0, k0 + job.k_of(q))
     return beats

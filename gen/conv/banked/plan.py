@@ -23,7 +23,7 @@ rows again for every strip); ``roofline`` = the larger bound.
 from dataclasses import dataclass
 
 from gen.conv.banked.cycles import run_cycles
-from gen.conv.banked.job import BankedConfig, make_job
+from gen.conv.banked.job import BankedConfig, feature_set_words, make_job
 from gen.conv.config import ConvLayer
 
 __all__ = ["BankedPlan", "plan_layer", "run_plan", "seed_banked"]
@@ -94,13 +94,14 @@ def _timing(jobs, cfg):
 def _parts(layer, cfg):
     """Channel splittings: ``[(oc0, oc, n, R)]`` each."""
     out = []
-    for n in ((1, 2) if cfg.copies == 2 else (1,)):
+    ns = [k for k in (1, 2, 4) if k <= cfg.copies]
+    for n in ns:
         R = min(layer.oc, cfg.rows // n)
         main = layer.oc // R * R
         parts = [(0, main, n, R)]
         rem = layer.oc - main
         if rem:
-            n2 = 2 if cfg.copies == 2 and 2 * rem <= cfg.rows else 1
+            n2 = max(k for k in ns if k * rem <= cfg.rows)
             parts.append((main, rem, n2, rem))
         if parts not in out:
             out.append(parts)
@@ -118,13 +119,6 @@ def _strips(layer, rs, segw):
     return shapes
 
 
-def _feature_words(layer, cfg, rs, segw, icq):
-    s = layer.stride
-    rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
-    wr = s * -(-segin // s)
-    return -(-icq * rin * wr // cfg.bus_words) * cfg.bus_words
-
-
 def _shapes(layer, cfg, R):
     """Candidate ``(rs, segw, icq, resident)`` of a part with ``R`` channels per group."""
     kk = layer.kh * layer.kw
@@ -133,7 +127,7 @@ def _shapes(layer, cfg, R):
     wmax = layer.ic if resident else cfg.weight_depth // kk
     if wmax < 1:
         return []
-    segws = [layer.wo] if R * layer.wo <= cap_o else []
+    segws = [layer.wo] if R * layer.wo <= cap_o else []     # whole output rows
     seg = cap_o // R // cfg.cols * cfg.cols
     if seg >= 1 and seg < layer.wo:
         segws.append(seg)
@@ -142,14 +136,15 @@ def _shapes(layer, cfg, R):
     out = []
     for segw in segws:
         rmax = min(layer.ho, cap_o // (R * segw))
-        while rmax >= 1 and _feature_words(layer, cfg, rmax, segw, 1) > cap_f:
+        while rmax >= 1 and feature_set_words(layer, cfg, rmax, segw, 1) > cap_f:
             rmax -= 1
         if rmax < 1:
             continue
-        cands = {rmax, -(-layer.ho // -(-layer.ho // rmax)), max(1, rmax // 2)}
+        cands = {rmax, -(-layer.ho // -(-layer.ho // rmax))}
+        cands |= {max(1, rmax // d) for d in (2, 3, 4, 6, 8, 12, 16)}
         for rs in sorted(cands):
             icq = min(layer.ic, wmax)
-            while icq > 1 and _feature_words(layer, cfg, rs, segw, icq) > cap_f:
+            while icq > 1 and feature_set_words(layer, cfg, rs, segw, icq) > cap_f:
                 icq -= 1
             q = -(-layer.ic // icq)
             out.append((rs, segw, -(-layer.ic // q), resident))

@@ -90,20 +90,19 @@ class BankedArray(wiring.Component):
                      seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed)]
         # loads into the banks
         m.d.comb += [wb.w_en.eq(wl.en), wb.w_addr.eq(wl.w_addr), wb.w_j.eq(wl.w_j),
-                     wb.w_data.eq(self.w.payload), wb.nR.eq(d.nR),
+                     wb.w_data.eq(self.w.payload), wb.nl.eq(d.nl), wb.R.eq(d.R),
                      fb.w_en.eq(xl.en), fb.w_set.eq(xl.w_set), fb.w_f.eq(xl.w_f),
                      fb.w_data.eq(self.x.payload)]
         # beats: issue registers (t + 1) -> bank data (t + 4) -> grid
-        m.d.comb += [fb.r_set.eq(seq.fset), fb.r_f.eq(seq.fa), wb.r_addr.eq(seq.wa)]
+        m.d.comb += [fb.r_set.eq(seq.fset), fb.r_f.eq(seq.fa), fb.r_x.eq(seq.fx),
+                     wb.r_addr.eq(seq.wa)]
         flags = [seq.v, seq.first, seq.last]
         for _ in range(3):
             nxt = [Signal() for _ in flags]
             m.d.sync += [n.eq(f) for n, f in zip(nxt, flags)]
             flags = nxt
-        sel = Signal(cfg.rows)
-        m.d.sync += [sel[r].eq(r >= d.R) for r in range(cfg.rows)]
         m.d.comb += [grid.v.eq(flags[0]), grid.first.eq(flags[1]), grid.last.eq(flags[2]),
-                     grid.feat.eq(fb.r_data), grid.wt.eq(wb.r_data), grid.sel.eq(sel),
+                     grid.feat.eq(fb.r_data), grid.wt.eq(wb.r_data), grid.nl.eq(d.nl),
                      grid.shift.eq(ob.shift)]
         # capture info travels with the last beat: issue registers (t + 1) -> cap (t + 6)
         info = seq.info
@@ -111,7 +110,7 @@ class BankedArray(wiring.Component):
             nxt = Signal(CaptureInfo(cfg))
             m.d.sync += nxt.eq(info)
             info = nxt
-        m.d.comb += [ob.cap.eq(grid.cap), ob.info.eq(info), ob.row0.eq(grid.row0),
+        m.d.comb += [ob.cap.eq(grid.cap), ob.info.eq(info), ob.taps.eq(grid.taps),
                      ob.obeats.eq(d.obeats), ob.oset_load.eq(seq.oset_load),
                      ob.oset.eq(seq.oset), ob.drained_total.eq(drained_total)]
         wiring.connect(m, ob.o, wiring.flipped(self.o))

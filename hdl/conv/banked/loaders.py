@@ -17,45 +17,57 @@ def desc_layout(cfg: BankedConfig):
 
 
 class _Loader(wiring.Component):
-    """Loads ``total`` blocks of beats from ``src`` in order; block ``l`` may start once
-    ``fin >= need(l)`` (steps whose reads are over) and counts in ``done`` when its last
-    beat is taken.  ``ready`` is ``run``, a block pending and its permission."""
+    """Loads ``total`` blocks of beats from ``src`` in order; a block may start once ``fin
+    >= need`` (``fin``: steps whose bank reads are over) and counts in ``done`` when its
+    last beat is taken.  ``src.ready`` is ``run``, a block pending and its permission.
 
-    def __init__(self, cfg, word, lanes):
+    Members
+    -------
+    src : In(stream.Signature(ArrayLayout(signed(word), bus_words)))
+    start, run : In(1)
+        A descriptor is taken (the counters restart) / a job is active.
+    d : In(desc_layout(cfg))
+    fin : In(unsigned(count_width))
+    done : Out(unsigned(count_width))
+        Blocks loaded in this job.
+    en : Out(1)
+        A beat is taken this clock (its bank write follows, see the subclasses).
+    """
+
+    def __init__(self, cfg, word):
         self.cfg = cfg
         super().__init__({
-            "src": In(stream.Signature(data.ArrayLayout(signed(word), lanes))),
+            "src": In(stream.Signature(data.ArrayLayout(signed(word), cfg.bus_words))),
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)),
-            "fin": In(unsigned(cfg.count_width)),
-            "done": Out(unsigned(cfg.count_width)),
-            "en": Out(1), "beat": Out(unsigned(cfg.count_width + 6)),
+            "fin": In(unsigned(cfg.count_width)), "done": Out(unsigned(cfg.count_width)),
+            "en": Out(1),
         })
 
-    def _counts(self, m, total, size, need_next):
+    def _counts(self, m, total, size, need):
+        """The beat counter of the block in flight; returns it."""
         cfg = self.cfg
-        need = Signal(cfg.count_width)
         bc = Signal(cfg.count_width + 6)
-        pending = Signal()
-        m.d.comb += [pending.eq(self.done != total),
-                     self.src.ready.eq(self.run & pending & (self.fin >= need)),
-                     self.en.eq(self.src.valid & self.src.ready), self.beat.eq(bc)]
+        m.d.comb += [self.src.ready.eq(self.run & (self.done != total) & (self.fin >= need)),
+                     self.en.eq(self.src.valid & self.src.ready)]
         with m.If(self.start):
-            m.d.sync += [self.done.eq(0), need.eq(0), bc.eq(0)]
+            m.d.sync += [self.done.eq(0), bc.eq(0)]
         with m.Elif(self.en):
             m.d.sync += bc.eq(bc + 1)
             with m.If(bc == size - 1):
-                m.d.sync += [bc.eq(0), self.done.eq(self.done + 1), need.eq(need_next(need))]
+                m.d.sync += [bc.eq(0), self.done.eq(self.done + 1)]
         return bc
 
 
 class WeightLoader(_Loader):
-    """Weights: per step (``res`` = 0, set ``step mod 2``, block ``l`` needs ``fin >= l - 1``)
-    or once per group for all chunks (``res``, block ``g`` needs ``fin >= g S Q``).
+    """Weights: per step (``res`` = 0: set ``step mod 2``, block ``l`` needs ``fin >= l -
+    1``) or, ``res``, chunk ``q`` of group ``g`` once at ``q K_q`` (needs the previous
+    group's last step of chunk ``q`` over: ``fin >= (g S - 1) Q + q + 1``).
 
-    Extra members: ``w_addr`` (bank address), ``w_j`` (row group) Out, valid with ``en``."""
+    Extra outputs (valid with ``en``): ``w_addr`` (bank address), ``w_j`` (channel group
+    of the beat)."""
 
     def __init__(self, cfg):
-        super().__init__(cfg, cfg.weight_width, cfg.bus_words)
+        super().__init__(cfg, cfg.weight_width)
         self.w_addr = Signal(cfg.wbits)
         self.w_j = Signal(6)
 
@@ -63,34 +75,41 @@ class WeightLoader(_Loader):
         cfg = self.cfg
         m = Module()
         d = self.d
-        q = Signal(cfg.count_width)
+        cw = cfg.count_width
+        q, g = Signal(cw), Signal(cw)
+        gsq = Signal(cw)                 # g S Q
+        wres = Signal(cfg.wbits)         # q K_q
         lastq = q == d.Q - 1
-        size = Mux(d.res, d.wbr, Mux(lastq, d.wbl, d.wbq))
-        total = Mux(d.res, d.G, d.nsteps)
-        bc = self._counts(m, total, size,
-                          lambda need: Mux(d.res, need + d.sq, self.done))
+        size = Mux(lastq, d.wbl, d.wbq)
+        need = Mux(d.res, Mux(g == 0, 0, gsq - d.Q + q + 1),
+                   Mux(self.done == 0, 0, self.done - 1))
+        bc = self._counts(m, Mux(d.res, d.gq, d.nsteps), size, need)
         a = Signal(cfg.wbits)
         j = Signal(6)
         with m.If(self.start):
-            m.d.sync += [q.eq(0), a.eq(0), j.eq(0)]
+            m.d.sync += [q.eq(0), g.eq(0), gsq.eq(0), wres.eq(0), a.eq(0), j.eq(0)]
         with m.Elif(self.en):
             m.d.sync += j.eq(Mux(j == d.wg - 1, 0, j + 1))
             with m.If(j == d.wg - 1):
                 m.d.sync += a.eq(a + 1)
             with m.If(bc == size - 1):
-                m.d.sync += [a.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1))]
-        base = Mux(d.res, 0, self.done[0] << (cfg.wbits - 1))
+                m.d.sync += [a.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1)),
+                             wres.eq(Mux(lastq, 0, wres + d.kq))]
+                with m.If(lastq):
+                    m.d.sync += [g.eq(g + 1), gsq.eq(gsq + d.sq)]
+        base = Mux(d.res, wres, self.done[0] << (cfg.wbits - 1))
         m.d.comb += [self.w_addr.eq(base + a), self.w_j.eq(j)]
         return m
 
 
 class FeatureLoader(_Loader):
-    """Features: per step into set ``step mod 2`` (block ``l`` needs ``fin >= l - 1``).
+    """Features: per step into set ``step mod 2`` (block ``l`` needs ``fin >= l - 1``), row
+    by row: ``bpr`` beats a row, row ``r`` from flat word ``r D``.
 
-    Extra members: ``w_f`` (flat index of lane 0), ``w_set`` Out, valid with ``en``."""
+    Extra outputs (valid with ``en``): ``w_f`` (flat index of lane 0), ``w_set``."""
 
     def __init__(self, cfg):
-        super().__init__(cfg, cfg.data_width, cfg.bus_words)
+        super().__init__(cfg, cfg.data_width)
         self.w_f = Signal(cfg.fbits)
         self.w_set = Signal()
 
@@ -101,13 +120,17 @@ class FeatureLoader(_Loader):
         q = Signal(cfg.count_width)
         lastq = q == d.Q - 1
         size = Mux(lastq, d.xbl, d.xbq)
-        bc = self._counts(m, d.nsteps, size, lambda need: self.done)
-        f = Signal(cfg.fbits)
+        bc = self._counts(m, d.nsteps, size, Mux(self.done == 0, 0, self.done - 1))
+        row, f = Signal(cfg.fbits), Signal(cfg.fbits)
+        j = Signal(cfg.count_width)
         with m.If(self.start):
-            m.d.sync += [q.eq(0), f.eq(0)]
+            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0)]
         with m.Elif(self.en):
-            m.d.sync += f.eq(f + cfg.bus_words)
+            with m.If(j == d.bpr - 1):
+                m.d.sync += [j.eq(0), row.eq(row + d.D), f.eq(row + d.D)]
+            with m.Else():
+                m.d.sync += [j.eq(j + 1), f.eq(f + cfg.bus_words)]
             with m.If(bc == size - 1):
-                m.d.sync += [f.eq(0), q.eq(Mux(lastq, 0, q + 1))]
+                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1))]
         m.d.comb += [self.w_f.eq(f), self.w_set.eq(self.done[0])]
         return m

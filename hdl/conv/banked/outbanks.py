@@ -16,15 +16,13 @@ OUT_FIFO_DEPTH = 8
 
 
 def CaptureInfo(cfg: BankedConfig):
-    """What the drain needs of one round: per copy the output index of its column 0 and its
-    valid columns, the rows to drain, ``R``, the channel pitch, the output set, whether it
-    is the chunk that starts the sums and whether it ends a strip."""
+    """What the drain needs of one round: the output index of its first position, its
+    valid positions, ``R`` (channels to drain), the channel pitch, the output set, whether
+    it is the chunk that starts the sums and whether it ends a strip."""
     cw, ob = cfg.count_width, cfg.obits
     return data.StructLayout({
-        "e": data.ArrayLayout(unsigned(ob), cfg.copies),
-        "nv": data.ArrayLayout(unsigned(cw), cfg.copies),
-        "dr": unsigned(cfg.rbits), "R": unsigned(cfg.rbits), "cp": unsigned(ob), "oset": unsigned(1),
-        "first": unsigned(1), "strip_end": unsigned(1)})
+        "e": unsigned(ob), "nv": unsigned(cw), "R": unsigned(cfg.rbits), "cp": unsigned(ob),
+        "oset": unsigned(1), "first": unsigned(1), "strip_end": unsigned(1)})
 
 
 class OutputBanks(wiring.Component):
@@ -35,12 +33,14 @@ class OutputBanks(wiring.Component):
     cap : In(1)
         The grid loads its shadow rows at the end of this clock; ``info`` describes them.
     info : In(CaptureInfo(cfg))
-    row0 : In(ArrayLayout(signed(acc_width), cols))
-        The grid's shadow row 0.
+    taps : In(ArrayLayout(signed(acc_width), copies x cols))
+        The grid's shadow rows ``0 .. copies - 1``: one channel's sums of the round's
+        positions.
     shift : Out(1)
-        Row 0 drained this clock (cycles ``C .. C + dr - 1`` after a capture at ``C - 1``).
+        A channel drained this clock (cycles ``C .. C + R - 1`` after a capture at
+        ``C - 1``).
     drained : Out(1)
-        Strobe in the clock of a strip's last bank write (``C + dr + 1``).
+        Strobe in the clock of a strip's last bank write (``C + R + 1``).
     obeats : In(unsigned(count_width))
         Beats of a strip, latched per output set when ``oset_load`` (at a strip's start).
     oset_load, oset : In(1)
@@ -57,7 +57,7 @@ class OutputBanks(wiring.Component):
         acc = signed(cfg.acc_width)
         super().__init__({
             "cap": In(1), "info": In(CaptureInfo(cfg)),
-            "row0": In(data.ArrayLayout(acc, cfg.cols)), "shift": Out(1), "drained": Out(1),
+            "taps": In(data.ArrayLayout(acc, cfg.window)), "shift": Out(1), "drained": Out(1),
             "obeats": In(unsigned(cfg.count_width)), "oset_load": In(1), "oset": In(1),
             "drained_total": In(unsigned(cfg.count_width)),
             "streamed": Out(unsigned(cfg.count_width)),
@@ -86,37 +86,34 @@ class OutputBanks(wiring.Component):
         return m
 
     def _drain(self, m, nb, lg, abits, wports, rports):
-        """Rows ``C .. C + dr - 1``: bank addresses and data registered (``+1``), the old sums
-        read (``+2``) and the new ones written at the end of ``+2``."""
+        """Channels ``k = 0 .. R - 1`` in clocks ``C + k``: the window's bank addresses and
+        sums registered (``+1``), the old sums read (``+2``), the new ones written at the end
+        of ``+2``."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
         info = Signal(CaptureInfo(cfg))
         busy = Signal()
         k = Signal(cfg.rbits)
         e = Signal(cfg.obits)
+        last = busy & (k + 1 == info.R)
         with m.If(self.cap):
-            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e[0])]
+            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e)]
         with m.Elif(busy):
-            m.d.sync += k.eq(k + 1)
-            nxt = e + info.cp
-            if cfg.copies == 2:
-                nxt = Mux(k + 1 == info.R, info.e[1], nxt)
-            m.d.sync += e.eq(nxt)
-            with m.If(k + 1 == info.dr):
+            m.d.sync += [k.eq(k + 1), e.eq(e + info.cp)]
+            with m.If(last):
                 m.d.sync += busy.eq(0)
         m.d.comb += self.shift.eq(busy)
-        copy1 = (k >= info.R) if cfg.copies == 2 else 0
-        nv = Mux(copy1, info.nv[1], info.nv[0]) if cfg.copies == 2 else info.nv[0]
         first = e[:lg] if lg else 0
         base = e[lg:]
-        busy1, set1, first1, busy2, set2, first2 = (Signal(name=n) for n in
-                                                    ("busy1", "set1", "first1", "busy2",
-                                                     "set2", "first2"))
-        end1, end2 = Signal(), Signal()
+        busy1, set1, first1, busy2, set2, first2, end1, end2 = (
+            Signal(name=n) for n in ("busy1", "set1", "first1", "busy2", "set2", "first2",
+                                     "end1", "end2"))
         m.d.sync += [busy1.eq(busy), set1.eq(info.oset), first1.eq(info.first),
                      busy2.eq(busy1), set2.eq(set1), first2.eq(first1),
-                     end1.eq(busy & (k + 1 == info.dr) & info.strip_end), end2.eq(end1)]
+                     end1.eq(last & info.strip_end), end2.eq(end1)]
         m.d.comb += self.drained.eq(end2)
+        win = Signal(data.ArrayLayout(acc, nb))
+        m.d.comb += [win[i].eq(self.taps[i]) for i in range(cfg.window)]
         addr1 = []
         for b in range(nb):
             lane = Signal(range(nb), name=f"dl{b}")
@@ -124,11 +121,9 @@ class OutputBanks(wiring.Component):
             en1, en2 = Signal(name=f"de1_{b}"), Signal(name=f"de2_{b}")
             a1, a2 = Signal(abits, name=f"da1_{b}"), Signal(abits, name=f"da2_{b}")
             v1, v2 = Signal(acc, name=f"dv1_{b}"), Signal(acc, name=f"dv2_{b}")
-            row = Signal(data.ArrayLayout(acc, nb), name=f"drow{b}")
-            m.d.comb += [row[c].eq(self.row0[c]) for c in range(cfg.cols)]
-            m.d.sync += [en1.eq(busy & (lane < cfg.cols) & (lane < nv)),
+            m.d.sync += [en1.eq(busy & (lane < info.nv)),
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
-                         v1.eq(row[lane] if nb > 1 else row[0]),
+                         v1.eq(win[lane] if nb > 1 else win[0]),
                          en2.eq(en1), a2.eq(a1), v2.eq(v1)]
             for s in range(2):
                 old = rports[s][b].data

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The sequencer of the banked array: steps, rounds, beats, the copies' tile walkers and
-the issue registers."""
+"""The sequencer of the banked array: steps, rounds, beats, the window walker and the issue
+registers."""
 
 from amaranth.hdl import Module, Mux, Signal, unsigned
 from amaranth.lib import data, wiring
@@ -15,14 +15,19 @@ __all__ = ["Sequencer"]
 
 class Sequencer(wiring.Component):
     """Runs the job's steps (``(group, strip, chunk)``), each as ``rounds`` rounds of ``K``
-    beats; copy ``g`` of round ``j`` computes tile ``j n + g`` of the strip.
+    beats; round ``j`` computes the strip's positions ``j W .. j W + W - 1`` (``W = n
+    cols``).
 
-    A round starts (``go`` in cycle ``u``; its beats are in the counters in cycles
-    ``u + 1 .. u + K``) once ``P = K + max(0, dr - K_next)`` clocks have passed since the
-    previous round's ``go`` (so that each capture finds the shadow rows drained) and, for a
-    step's first round, once the step's weights and features are loaded and, for a strip's
-    first chunk, once its output set has been streamed out.  ``fin`` counts the steps whose
-    bank reads are over; it counts a step two clocks after its last beat left the counters.
+    After a descriptor the sequencer walks the window's ``copies x cols`` columns once (one
+    a clock: each column's starting position in its output row and the rows it is below
+    column 0).  A round starts (``go`` in cycle ``u``; its beats are in the counters in
+    cycles ``u + 1 .. u + K``) once ``P = K + max(0, max(R, 2) - K_next)`` clocks have passed
+    since the previous round's ``go`` (so that each capture finds the shadow rows drained,
+    and a sum that the next chunk reads back is written first) and,
+    for a step's first round, once the step's weights and features are loaded and, for a
+    strip's first chunk, once its output set has been streamed out.  ``fin`` counts the
+    steps whose bank reads are over; it counts a step two clocks after its last beat left
+    the counters.
 
     Members
     -------
@@ -36,8 +41,10 @@ class Sequencer(wiring.Component):
     fin : Out(unsigned(count_width))
     v, first, last : Out(1)
         Issue registers (cycle ``t + 1`` for a beat in the counters in cycle ``t``).
-    fa : Out(ArrayLayout(unsigned(fbits), copies))
-        Per copy the flat feature index of its column 0.
+    fa : Out(unsigned(fbits))
+        Flat feature index of window column 0.
+    fx : Out(ArrayLayout(unsigned(abits), copies x cols))
+        Per window column the rows it is below column 0, in bank addresses.
     fset : Out(1)
         The feature set the beat reads.
     wa : Out(unsigned(wbits))
@@ -55,11 +62,13 @@ class Sequencer(wiring.Component):
     def __init__(self, cfg: BankedConfig):
         self.cfg = cfg
         cw = cfg.count_width
+        self.abits = max((cfg.feat_depth - 1).bit_length(), 1)
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)),
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
             "fin": Out(unsigned(cw)), "v": Out(1), "first": Out(1), "last": Out(1),
-            "fa": Out(data.ArrayLayout(unsigned(cfg.fbits), cfg.copies)), "fset": Out(1),
+            "fa": Out(unsigned(cfg.fbits)),
+            "fx": Out(data.ArrayLayout(unsigned(self.abits), cfg.window)), "fset": Out(1),
             "wa": Out(unsigned(cfg.wbits)), "busy": Out(unsigned(cfg.busy_bits)),
             "info": Out(CaptureInfo(cfg)), "oset_load": Out(1), "oset": Out(1),
             "ts": Out(unsigned(cw)),
@@ -70,7 +79,7 @@ class Sequencer(wiring.Component):
         m = Module()
         d = self.d
         cw = cfg.count_width
-        i, q, rd, g, sc = (Signal(cw, name=n) for n in ("i", "q", "rd", "grp", "sc"))
+        i, q, rd, sc, gq = (Signal(cw, name=n) for n in ("i", "q", "rd", "sc", "gq"))
         cd = Signal(cw + 1)
         wres = Signal(cfg.wbits)
         lastq = q == d.Q - 1
@@ -78,112 +87,147 @@ class Sequencer(wiring.Component):
         K = Mux(lastq, d.kl, d.kq)
         qn = Mux(lastq, 0, q + 1)
         knext = Mux(lastrd, Mux(qn == d.Q - 1, d.kl, d.kq), K)
-        dr = Mux(lastrd, d.drl, d.drq)
-        ready = ((self.wdone >= Mux(d.res, g + 1, i + 1)) & (self.xdone >= i + 1)
+        init_done = self._init_walk(m)
+        # captures at least R clocks apart (the drain), and 2 (a sum read back for the next
+        # chunk of a one-round strip must have been written)
+        rgap = Mux(d.R < 2, 2, d.R)
+        ready = ((self.wdone >= Mux(d.res, gq + q + 1, i + 1)) & (self.xdone >= i + 1)
                  & ((q != 0) | ((self.ts - self.streamed)[:cw] <= 1)))
         go = Signal()
-        m.d.comb += go.eq(self.run & (i != d.nsteps) & (cd == 0) & ((rd != 0) | ready))
+        m.d.comb += go.eq(self.run & init_done & (i != d.nsteps) & (cd == 0)
+                          & ((rd != 0) | ready))
         with m.If(self.start):
-            m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), g.eq(0), sc.eq(0), cd.eq(0), wres.eq(0)]
+            m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
+                         wres.eq(0)]
         with m.Elif(go):
-            m.d.sync += [cd.eq(K - 1 + Mux(dr > knext, dr - knext, 0)),
+            m.d.sync += [cd.eq(K - 1 + Mux(rgap > knext, rgap - knext, 0)),
                          rd.eq(Mux(lastrd, 0, rd + 1))]
             with m.If(lastrd):
                 m.d.sync += [i.eq(i + 1), q.eq(qn), wres.eq(Mux(lastq, 0, wres + d.kq))]
                 with m.If(lastq):
                     m.d.sync += [self.ts.eq(self.ts + 1), sc.eq(Mux(sc == d.S - 1, 0, sc + 1))]
                     with m.If(sc == d.S - 1):
-                        m.d.sync += g.eq(g + 1)
+                        m.d.sync += gq.eq(gq + d.Q)
         with m.Elif(cd != 0):
             m.d.sync += cd.eq(cd - 1)
         m.d.comb += [self.oset_load.eq(go & (rd == 0) & (q == 0)), self.oset.eq(self.ts[0])]
-        fw, info, busy, round_last = self._round(m, go, rd, dr, lastrd, lastq, q, i, wres)
+        f0, xs = self._walker(m, go, rd)
+        info, busy, round_last = self._round(m, go, rd, lastrd, lastq, q, i, wres)
         b, off, kcur, issuing = self._beats(m, go, K)
-        self._issue(m, fw, info, busy, round_last, b, off, kcur, issuing)
+        self._issue(m, f0, xs, info, busy, round_last, b, off, kcur, issuing)
         return m
 
-    def _round(self, m, go, rd, dr, lastrd, lastq, q, i, wres):
-        """At ``go``: the copies' tiles (walkers: output columns left in the row, feature and
-        output index of column 0), the round's capture info, its busy cells per beat, the
-        weight base and the feature set."""
+    def _init_walk(self, m):
+        """After a descriptor: per window column ``k`` its position in its output row
+        (``k mod segw``) and ``mx (k div segw)``, one column a clock."""
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
-        nc = cfg.copies
-        rem = [Signal(cw, name=f"rem{c}") for c in range(nc)]
-        fw = [Signal(cfg.fbits, name=f"fw{c}") for c in range(nc)]
-        ew = [Signal(cfg.obits, name=f"ew{c}") for c in range(nc)]
-        init = [(d.segw, 0, 0), (d.r1, d.f1, d.e1)]
-        nxt = []
-        for c in range(nc):
-            wrap = rem[c] <= d.rstep
-            adv = (rem[c] - Mux(wrap, d.rwrap, d.rstep), fw[c] + Mux(wrap, d.fwrap, d.fstep),
-                   ew[c] + Mux(wrap, d.ewrap, d.estep))
-            nxt.append([Mux(rd == 0, init[c][k], adv[k]) for k in range(3)])
-        act1 = ~lastrd & d.n2 | lastrd & d.last_n2
-        nv = []
-        for c in range(nc):
-            v = Signal(cw, name=f"nv{c}")
-            left = nxt[c][0][:cw]
-            m.d.comb += v.eq(Mux(left < cfg.cols, left, cfg.cols))
-            nv.append(Mux(act1, v, 0) if c else v)
+        self.init_ox = [Signal(cw, name=f"iox{k}") for k in range(cfg.window)]
+        self.init_x = [Signal(self.abits, name=f"ix{k}") for k in range(cfg.window)]
+        k = Signal(range(cfg.window + 1))
+        ox, x = Signal(cw), Signal(self.abits)
+        done = Signal()
+        with m.If(self.start):
+            m.d.sync += [k.eq(0), ox.eq(0), x.eq(0), done.eq(0)]
+        with m.Elif(~done & self.run):
+            for c in range(cfg.window):
+                with m.If(k == c):
+                    m.d.sync += [self.init_ox[c].eq(ox), self.init_x[c].eq(x)]
+            wrap = ox == d.segw - 1
+            m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1)), x.eq(Mux(wrap, x + d.mx, x))]
+            with m.If(k == cfg.window - 1):
+                m.d.sync += done.eq(1)
+        return done
+
+    def _walker(self, m, go, rd):
+        """At ``go``: the round's first position (flat feature index ``f0``, column ``ox0``)
+        and per window column its column and rows below column 0 (``xs``); a round
+        advances them by ``W`` positions (``fstep``, or ``fwrap`` when column 0 passes the
+        row end; a column that passes it while column 0 does not is one row further below,
+        and the other way round)."""
+        cfg = self.cfg
+        d = self.d
+        f0 = Signal(cfg.fbits)
+        oxs = [Signal(cfg.count_width, name=f"ox{k}") for k in range(cfg.window)]
+        xs = [Signal(self.abits, name=f"x{k}") for k in range(cfg.window)]
+        wraps = [ox >= d.thr for ox in oxs]
+        with m.If(go):
+            with m.If(rd == 0):
+                m.d.sync += f0.eq(0)
+                for k in range(cfg.window):
+                    m.d.sync += [oxs[k].eq(self.init_ox[k]), xs[k].eq(self.init_x[k])]
+            with m.Else():
+                m.d.sync += f0.eq(f0 + Mux(wraps[0], d.fwrap, d.fstep))
+                for k in range(cfg.window):
+                    m.d.sync += oxs[k].eq(oxs[k] + Mux(wraps[k], d.rwrap, d.rstep))
+                    with m.If(wraps[k] & ~wraps[0]):
+                        m.d.sync += xs[k].eq(xs[k] + d.mx)
+                    with m.Elif(~wraps[k] & wraps[0]):
+                        m.d.sync += xs[k].eq(xs[k] - d.mx)
+        return f0, xs
+
+    def _round(self, m, go, rd, lastrd, lastq, q, i, wres):
+        """At ``go``: the round's capture info, its busy cells per beat, the weight base and
+        the feature set."""
+        cfg = self.cfg
+        d = self.d
         info = Signal(CaptureInfo(cfg))
         busy = Signal(cfg.busy_bits)
         round_last = Signal()
-        wa_base = Signal(cfg.wbits)
-        fset = Signal()
+        e0 = Signal(cfg.obits)
+        nv = Mux(lastrd, d.lastw, d.W)
+        self._wa_base, self._fset = Signal(cfg.wbits), Signal()
         with m.If(go):
-            for c in range(nc):
-                m.d.sync += [rem[c].eq(nxt[c][0]), fw[c].eq(nxt[c][1]), ew[c].eq(nxt[c][2]),
-                             info.e[c].eq(nxt[c][2]), info.nv[c].eq(nv[c])]
-            m.d.sync += [info.dr.eq(dr), info.R.eq(d.R), info.cp.eq(d.cp),
-                         info.oset.eq(self.ts[0]), info.first.eq(q == 0),
+            e = Mux(rd == 0, 0, e0 + d.W)
+            m.d.sync += [e0.eq(e), info.e.eq(e), info.nv.eq(nv), info.R.eq(d.R),
+                         info.cp.eq(d.cp), info.oset.eq(self.ts[0]), info.first.eq(q == 0),
                          info.strip_end.eq(lastq & lastrd), round_last.eq(lastrd),
-                         busy.eq(d.R * (nv[0] + nv[1] if nc == 2 else nv[0]))]
+                         busy.eq(d.R * nv)]
             with m.If(rd == 0):
-                m.d.sync += [wa_base.eq(Mux(d.res, wres, i[0] << (cfg.wbits - 1))),
-                             fset.eq(i[0])]
-        self._wa_base, self._fset = wa_base, fset
-        return fw, info, busy, round_last
+                m.d.sync += [self._wa_base.eq(Mux(d.res, wres, i[0] << (cfg.wbits - 1))),
+                             self._fset.eq(i[0])]
+        return info, busy, round_last
 
     def _beats(self, m, go, K):
         """Beat counters of the round in flight: ``b`` and the feature offset ``off`` over
-        ``(ic, ky, kx)`` (``ph`` counts ``kx`` modulo the stride)."""
+        ``(ic, ky, kx)``; ``px`` / ``py`` count ``kx`` / ``ky`` modulo the stride (the
+        phase-ordered rows and columns)."""
         cfg = self.cfg
         d = self.d
         b, kcur = Signal(cfg.count_width), Signal(cfg.count_width)
         off = Signal(cfg.fbits)
         issuing = Signal()
-        kx, ky, ph = Signal(4), Signal(4), Signal(3)
+        kx, ky, px, py = Signal(4), Signal(4), Signal(3), Signal(3)
         with m.If(self.start):
             m.d.sync += issuing.eq(0)
         with m.Elif(go):
-            m.d.sync += [issuing.eq(1), b.eq(0), off.eq(0), kx.eq(0), ky.eq(0), ph.eq(0),
-                         kcur.eq(K)]
+            m.d.sync += [issuing.eq(1), b.eq(0), off.eq(0), kx.eq(0), ky.eq(0), px.eq(0),
+                         py.eq(0), kcur.eq(K)]
         with m.Elif(issuing):
             m.d.sync += b.eq(b + 1)
             with m.If(b == kcur - 1):
                 m.d.sync += issuing.eq(0)
             with m.If(kx != d.kw - 1):
-                m.d.sync += [kx.eq(kx + 1), ph.eq(Mux(ph == d.s - 1, 0, ph + 1)),
-                             off.eq(off + Mux(ph == d.s - 1, d.d_wrap, d.d_in))]
+                m.d.sync += [kx.eq(kx + 1), px.eq(Mux(px == d.s - 1, 0, px + 1)),
+                             off.eq(off + Mux(px == d.s - 1, d.d_xwrap, d.d_xin))]
             with m.Else():
-                m.d.sync += [kx.eq(0), ph.eq(0)]
+                m.d.sync += [kx.eq(0), px.eq(0)]
                 with m.If(ky != d.kh - 1):
-                    m.d.sync += [ky.eq(ky + 1), off.eq(off + d.d_ky)]
+                    m.d.sync += [ky.eq(ky + 1), py.eq(Mux(py == d.s - 1, 0, py + 1)),
+                                 off.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
                 with m.Else():
-                    m.d.sync += [ky.eq(0), off.eq(off + d.d_ic)]
+                    m.d.sync += [ky.eq(0), py.eq(0), off.eq(off + d.d_ic)]
         return b, off, kcur, issuing
 
-    def _issue(self, m, fw, info, busy, round_last, b, off, kcur, issuing):
+    def _issue(self, m, f0, xs, info, busy, round_last, b, off, kcur, issuing):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
         last = issuing & (b == kcur - 1)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
                      self.fset.eq(self._fset), self.wa.eq(self._wa_base + b),
-                     self.busy.eq(Mux(issuing, busy, 0))]
-        for c in range(cfg.copies):
-            m.d.sync += self.fa[c].eq(fw[c] + off)
+                     self.busy.eq(Mux(issuing, busy, 0)), self.fa.eq(f0 + off)]
+        m.d.sync += [self.fx[k].eq(xs[k]) for k in range(cfg.window)]
         with m.If(last):
             m.d.sync += self.info.eq(info)
         fin_pre = Signal()
