@@ -14,6 +14,7 @@ every hand-shake of the block together with the twins here:
   :class:`AxisToWordsTwin` (:class:`hdl.lib.axis.AxisToWords`: a packed input port's two
   beat slots), :class:`WordsToAxisTwin` (:class:`hdl.lib.axis.WordsToAxis`: a packed output
   port's packer);
+* :class:`RequantTwin`: :class:`hdl.lib.requant.RequantStage` on a block's results;
 * :class:`ShellInput`, :class:`ShellOutput`, :class:`ShellRegister`: one port of
   :class:`hdl.lib.axi_shell.AxiShell` (bench end, adapter, job gate and framing), seen from
   the block's model as a source (``drive``, ``valid``, ``take``) or a sink (``at``,
@@ -42,7 +43,8 @@ from gen.core.stimulus import Pattern
 
 __all__ = ["BenchSource", "bench_ready", "packet_beats", "Skid", "AxisToWordsTwin",
            "WordsToAxisTwin", "Monitor", "BENCH_BEFORE", "bench_after", "bench_window_end",
-           "bench_start", "ShellInput", "ShellOutput", "ShellRegister", "run_shell_jobs"]
+           "bench_start", "ShellInput", "ShellOutput", "ShellRegister", "RequantTwin",
+           "run_shell_jobs"]
 
 
 def bench_ready(pattern: Pattern, cycle: int) -> bool:
@@ -548,6 +550,84 @@ class ShellRegister:
     @property
     def ok(self) -> bool:
         return not self.pending or self._moved
+
+
+class RequantTwin:
+    """:class:`hdl.lib.requant.RequantStage` between a block's result stream and its
+    output port (``rq_width`` > 0): the block's model sees it as a sink (:meth:`at`,
+    :meth:`put`), the shell's output port as its source; it persists from job to job.
+
+    Rules: ``i.ready = ~waiting & (held < LATENCY + 2)``, ``held`` counting the sums in
+    flight and the results waiting; a sum taken in clock ``t`` is written into the output
+    FIFO (:class:`amaranth.lib.fifo.SyncFIFOBuffered`) in clock ``t + LATENCY - 2`` and
+    offered from ``t + LATENCY`` at the earliest (the FIFO's output register loads when it
+    is empty or read, from the words written before the clock); the parameters (a
+    descriptor port, always ready) are taken in the clock after the start and set
+    ``waiting`` when the job loads biases, which the last of its ``channels`` bias words
+    clears; a bias word is taken whenever the parameters are not on offer.
+
+    Each clock, after the block's model: :meth:`clock` (parameters, biases, the output
+    hand-shake with the shell's port, then the rising edge).
+    """
+
+    def __init__(self, latency: int):
+        self.latency, self.depth = latency, latency + 2
+        self.waiting, self.held, self.b_addr, self.ch_last = False, 0, 0, 0
+        self.pipe = [False] * (latency - 2)        # the valid chain v1 .. v9
+        self.inner, self.out_valid = 0, False      # the output FIFO: RAM words, head
+        self.out = self.q = self.b = None
+        self.bias, self.channels = False, 1
+        self._take = False
+
+    def attach(self, out, q, b, bias: bool, channels: int):
+        """A job's ports: the shell's output port ``out``, the parameters' descriptor port
+        ``q``, the bias port ``b`` (a :class:`ShellInput`); whether the job loads its
+        ``channels`` biases."""
+        self.out, self.q, self.b = out, q, b
+        self.bias, self.channels = bias, channels
+
+    def at(self, cycle: int) -> bool:
+        """The stage's ``i.ready`` (registers)."""
+        return not self.waiting and self.held < self.depth
+
+    def put(self, cycle: int):
+        self._take = True
+
+    def ports(self, k, start, before, out, pattern: Pattern, words: int, bias: bool,
+              channels: int):
+        """Job ``k``'s parameter and bias ports (:func:`run_shell_jobs`' ``make_ports``;
+        ``k`` None: before the first start), attached with the output port ``out``: the
+        bias port ``s_axis_b`` packed at ``words`` a beat, enabled when the job loads its
+        ``channels`` biases.  Returns ``(("s_axis_b", b), q)``."""
+        b = ShellInput(packet_beats(channels, words) if bias else [], pattern, start or 0,
+                       packed=True, enabled=bias, adapter=before and before["b"].adapter)
+        q = ShellRegister(pending=k is not None)
+        self.attach(out, q, b, bias, channels)
+        return ("s_axis_b", b), q
+
+    def clock(self, cycle: int):
+        """The stage's hand-shakes in clock ``cycle`` and its rising edge."""
+        self.q.drive(cycle)
+        q_valid = self.q.valid
+        took_q = self.q.take(True, cycle)
+        took_b = self.b.take(not q_valid, cycle)
+        give = self.out_valid and self.out.at(cycle)
+        if give:
+            self.out.put(cycle)
+        w_en = self.pipe[-1]
+        self.held += int(self._take) - int(give)
+        if not self.out_valid or self.out.at(cycle):
+            self.out_valid = self.inner > 0
+            self.inner -= self.out_valid
+        self.inner += w_en
+        self.pipe = [self._take] + self.pipe[:-1]
+        self._take = False
+        if took_q:
+            self.waiting, self.b_addr, self.ch_last = self.bias, 0, self.channels - 1
+        if took_b:
+            if self.b_addr == self.ch_last:
+                self.waiting = False
+            self.b_addr += 1
 
 
 def _watcher(c, starts, mons, window_end):

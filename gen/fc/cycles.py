@@ -321,7 +321,8 @@ def fc_cycle_model(fd, cfg: FcConfig, patterns=None, *, reset_at=None,
             "jobs": out_jobs, "cycles": y[-1] - cmd[0] + 1, "end": m.end}
 
 
-def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, k, start, before):
+def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, stage, bias_loads, k,
+                 start, before):
     """Job ``k``'s :class:`hdl.fc.FcShell` ports (:mod:`gen.core.flow` twins; ``k`` None:
     the idle ports before the first start), attached to the engine's model ``engine``
     (read for the direct outputs' ``valid``); the adapters carry over from ``before``."""
@@ -357,7 +358,8 @@ def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, k, start, bef
         "vaddr": ShellOutput(patterns["m_axis_vaddr"], None,
                              valid=lambda: engine.vskid.main is not None),
         "y": ShellOutput(patterns["m_axis_y"], target, words=rows if packed else 0,
-                         valid=lambda: engine.y_valid,
+                         valid=(lambda: engine.y_valid) if stage is None else
+                         (lambda: stage.out_valid),
                          packer=None if before is None else before["y"].packer),
     }
     engine.src = {p: ports[p] for p in FC_SOURCES}
@@ -366,11 +368,19 @@ def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, k, start, bef
                     ("s_axis_vdata", ports["vdata"])]
     ports["outs"] = [("m_axis_vaddr", ports["vaddr"]), ("m_axis_y", ports["y"])]
     ports["regs"] = [ports["cmd"]]
+    if stage is not None:          # the requantisation stage between y and its port
+        engine.sink_pat["y"] = stage
+        b, q = stage.ports(k, start, before, ports["y"], patterns["s_axis_b"],
+                           max(1, cfg.bus_words), k is not None and bool(bias_loads[k]),
+                           1 if fd is None else fd.rows)
+        ports["b"] = b[1]
+        ports["ins"].append(b)
+        ports["regs"].append(q)
     return ports
 
 
 def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, writes=None,
-                         reads: int = 0, max_cycles: int = 1_000_000):
+                         bias_loads=None, reads: int = 0, max_cycles: int = 1_000_000):
     """Exact cycle model of jobs of the FC shell (:class:`hdl.fc.FcShell`) under the
     bench's per-port patterns.
 
@@ -396,7 +406,10 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, wri
     unframed ``s_axis_vdata`` is ready (and idle) in every clock outside a job, which the
     bench counts as ``stall_in``.
 
-    Not modelled: the requantisation stage (``rq_width`` > 0, a ``ValueError``).
+    With ``rq_width`` > 0 the requantisation stage sits between the engine's ``y`` and its
+    port (:class:`gen.core.flow.RequantTwin`: one channel per row, its parameters taken the
+    clock after the start, the rows' biases on ``s_axis_b`` at ``bus_words`` a beat when the
+    job loads them, no row into the stage before the last of them).
 
     Parameters
     ----------
@@ -412,6 +425,9 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, wri
         None: predicted from ``writes`` (:func:`gen.core.flow.bench_start`).
     writes : int or sequence of int, optional
         Per job the registers the bench writes before its start (its ``regs``).
+    bias_loads : sequence of bool, optional
+        ``rq_width`` > 0: per job whether it loads the rows' biases (``RQ_SCALE.bias``,
+        ``JOB_INPUTS.b_en``; default none does); the patterns then name ``s_axis_b``.
     reads : int
         Registers the bench reads after each job besides the counters (its ``read``).
     max_cycles : int
@@ -424,9 +440,8 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, wri
         counts, ``counters``, ``job_end``, ``out_cycles`` (``{"m_axis_vaddr": ...,
         "m_axis_y": ...}``, every beat's clock in the bench's window).
     """
-    from gen.core.flow import run_shell_jobs
-    if cfg.rq_width:
-        raise ValueError("fc_shell_cycle_model: the requantisation stage is not modelled")
+    from gen.core.fixed import REQUANT_LATENCY
+    from gen.core.flow import RequantTwin, run_shell_jobs
     one = isinstance(fds, FdCsr)
     fds = [fds] if one else list(fds)
     if starts is not None:
@@ -435,11 +450,19 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, wri
         writes = [writes] * len(fds) if isinstance(writes, int) else list(writes)
     jobs = [_model_job(fd, cfg) for fd in fds]
     engine = _FcModel(jobs, cfg, None, ports={})
+    stage = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
+    bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(fds)
 
     def make_ports(k, start, before):
-        return _shell_ports(cfg, jobs, fds, patterns, engine, k, start, before)
+        return _shell_ports(cfg, jobs, fds, patterns, engine, stage, bias_loads, k, start,
+                            before)
 
-    mons = run_shell_jobs(starts, make_ports, engine.clock, writes=writes, reads=reads,
+    def clock(cycle):
+        engine.clock(cycle)
+        if stage is not None:
+            stage.clock(cycle)
+
+    mons = run_shell_jobs(starts, make_ports, clock, writes=writes, reads=reads,
                           max_cycles=max_cycles)
     out = [mon.record() for mon in mons]
     return out[0] if one else out

@@ -276,7 +276,8 @@ def shell_cycles(plan: LstmPlan, seqs) -> int:
     return cycle_model(plan, seqs)["o"][-1] + 4 + rq
 
 
-def _shell_ports(plan: LstmPlan, jobs, xwords, patterns: dict, engine, k, start, before):
+def _shell_ports(plan: LstmPlan, jobs, xwords, patterns: dict, engine, stage, bias_loads, k,
+                 start, before):
     """Job ``k``'s :class:`hdl.lstm.LstmShell` ports (:mod:`gen.core.flow` twins; ``k``
     None: the idle ports before the first start), attached to the engine's model; the
     adapters carry over from ``before``."""
@@ -298,12 +299,21 @@ def _shell_ports(plan: LstmPlan, jobs, xwords, patterns: dict, engine, k, start,
     h = ShellOutput(patterns["m_axis_h"], None if k is None else steps * plan.hidden,
                     words=cfg.bus_words, packer=before and before["h"].packer)
     engine.wsrc, engine.xsrc, engine.osink = w, x, h
-    return {"w": w, "x": x, "h": h, "ins": [("s_axis_w", w), ("s_axis_x", x)],
-            "outs": [("m_axis_h", h)], "regs": []}
+    ports = {"w": w, "x": x, "h": h, "ins": [("s_axis_w", w), ("s_axis_x", x)],
+             "outs": [("m_axis_h", h)], "regs": []}
+    if stage is not None:          # the requantisation stage between o and its port
+        engine.osink = stage
+        b, q = stage.ports(k, start, before, h, patterns["s_axis_b"], cfg.bus_words,
+                           k is not None and bool(bias_loads[k]), plan.hidden)
+        ports["b"] = b[1]
+        ports["ins"].append(b)
+        ports["regs"].append(q)
+    return ports
 
 
 def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *, writes=3,
-                           reads: int = 0, max_cycles: int = 10_000_000) -> list:
+                           bias_loads=None, reads: int = 0,
+                           max_cycles: int = 10_000_000) -> list:
     """Exact cycle model of jobs of the LSTM shell (:class:`hdl.lstm.LstmShell`) under the
     bench's per-port patterns.
 
@@ -319,7 +329,9 @@ def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *,
     ``start + 2``; its sink is ready by its pattern one clock late; after a job without
     results it polls ``STATUS`` (:func:`gen.core.flow.bench_window_end`).
 
-    Not modelled: the requantisation stage (``rq_width`` > 0, a ``ValueError``).
+    With ``rq_width`` > 0 the requantisation stage sits between the engine's ``h`` and
+    ``m_axis_h`` (:class:`gen.core.flow.RequantTwin`: one channel per hidden unit, the
+    biases on ``s_axis_b`` when the job loads them).
 
     Parameters
     ----------
@@ -336,6 +348,8 @@ def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *,
     writes : int or sequence of int
         Per job the registers the bench writes before its start (3: those of
         :func:`gen.lstm.twin.axi_jobs`, JOB_INPUTS, H_WORDS, IRQ_ENABLE).
+    bias_loads : sequence of bool, optional
+        ``rq_width`` > 0: per job whether it loads the biases (default none does).
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -348,18 +362,24 @@ def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *,
         counts, ``counters``, ``job_end``, ``out_cycles`` (``{"m_axis_h": every beat's
         clock}``).
     """
-    from gen.core.flow import run_shell_jobs
-    if plan.cfg.rq_width:
-        raise ValueError("lstm_shell_cycle_model: the requantisation stage is not modelled")
+    from gen.core.flow import RequantTwin, run_shell_jobs
     seqs = [seq for _, job in jobs for seq in job]
     xwords = _x_words(plan, seqs)
     engine = _LstmModel(plan, seqs, None, None, None)
+    stage = RequantTwin(REQUANT_LATENCY) if plan.cfg.rq_width else None
+    bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(jobs)
 
     def make_ports(k, start, before):
-        return _shell_ports(plan, jobs, xwords, patterns, engine, k, start, before)
+        return _shell_ports(plan, jobs, xwords, patterns, engine, stage, bias_loads, k,
+                            start, before)
+
+    def clock(cycle):
+        engine.clock(cycle)
+        if stage is not None:
+            stage.clock(cycle)
 
     if isinstance(writes, int):
         writes = [writes] * len(jobs)
-    mons = run_shell_jobs(None if starts is None else list(starts), make_ports,
-                          engine.clock, writes=writes, reads=reads, max_cycles=max_cycles)
+    mons = run_shell_jobs(None if starts is None else list(starts), make_ports, clock,
+                          writes=writes, reads=reads, max_cycles=max_cycles)
     return [mon.record() for mon in mons]

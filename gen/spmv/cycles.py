@@ -257,7 +257,8 @@ def shell_cycles(jobs, cfg: SpmvConfig) -> int:
     return cycle_model(jobs, cfg)["o"][-1] + 2 + (2 if cfg.drain_lanes == 1 else 0) + rq
 
 
-def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, k, start, before):
+def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, stage, bias_loads, k, start,
+                 before):
     """Job ``k``'s :class:`hdl.spmv.SpmvShell` ports (:mod:`gen.core.flow` twins; ``k``
     None: the idle ports before the first start), attached to the engine's model; the
     adapters carry over from ``before``."""
@@ -280,12 +281,21 @@ def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, k, start, before
         y = ShellOutput(patterns["m_axis_y"], target, valid=lambda: engine.o_valid,
                         steps=steps)
     engine.wsrc, engine.xsrc, engine.osink = w, x, y
-    return {"w": w, "x": x, "y": y, "ins": [("s_axis_w", w), ("s_axis_x", x)],
-            "outs": [("m_axis_y", y)], "regs": []}
+    ports = {"w": w, "x": x, "y": y, "ins": [("s_axis_w", w), ("s_axis_x", x)],
+             "outs": [("m_axis_y", y)], "regs": []}
+    if stage is not None:          # the requantisation stage between o and its port
+        engine.osink = stage
+        b, q = stage.ports(k, start, before, y, patterns["s_axis_b"], cfg.bus_words,
+                           k is not None and bool(bias_loads[k]), max(1, target or 0))
+        ports["b"] = b[1]
+        ports["ins"].append(b)
+        ports["regs"].append(q)
+    return ports
 
 
 def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *,
-                           writes=2, reads: int = 0, max_cycles: int = 1_000_000) -> list:
+                           writes=2, bias_loads=None, reads: int = 0,
+                           max_cycles: int = 1_000_000) -> list:
     """Exact cycle model of jobs of the SpMV shell (:class:`hdl.spmv.SpmvShell`) under the
     bench's per-port patterns.
 
@@ -301,8 +311,10 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     ``tlast`` result beat.  The bench's sources open at ``start + 2``; its sink is ready by
     its pattern one clock late.
 
-    Not modelled: the requantisation stage (``rq_width`` > 0, a ``ValueError``); jobs that
-    split a product with ``JOB_INPUTS`` or expect no result (their end is no output beat).
+    With ``rq_width`` > 0 the requantisation stage sits between the engine's results and
+    ``m_axis_y`` (:class:`gen.core.flow.RequantTwin`: one channel per row, the rows'
+    biases on ``s_axis_b`` when the job loads them).  Not modelled: jobs that split a product
+    with ``JOB_INPUTS``.
 
     Parameters
     ----------
@@ -318,6 +330,8 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     writes : int or sequence of int
         Per job the registers the bench writes before its start (2: those of
         :func:`gen.spmv.twin.axi_job`, Y_WORDS, IRQ_ENABLE).
+    bias_loads : sequence of bool, optional
+        ``rq_width`` > 0: per job whether it loads the rows' biases (default none does).
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -330,17 +344,22 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
         counts, ``counters``, ``job_end``, ``out_cycles`` (``{"m_axis_y": every beat's
         clock}``).
     """
-    from gen.core.flow import run_shell_jobs
-    if cfg.rq_width:
-        raise ValueError("spmv_shell_cycle_model: the requantisation stage is not modelled")
+    from gen.core.flow import RequantTwin, run_shell_jobs
     blocks = [block for job in jobs for block in job]
     engine = _SpmvModel(blocks, cfg, None, None, None)
+    stage = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
+    bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(jobs)
 
     def make_ports(k, start, before):
-        return _shell_ports(cfg, jobs, patterns, engine, k, start, before)
+        return _shell_ports(cfg, jobs, patterns, engine, stage, bias_loads, k, start, before)
+
+    def clock(cycle):
+        engine.clock(cycle)
+        if stage is not None:
+            stage.clock(cycle)
 
     if isinstance(writes, int):
         writes = [writes] * len(jobs)
-    mons = run_shell_jobs(None if starts is None else list(starts), make_ports,
-                          engine.clock, writes=writes, reads=reads, max_cycles=max_cycles)
+    mons = run_shell_jobs(None if starts is None else list(starts), make_ports, clock,
+                          writes=writes, reads=reads, max_cycles=max_cycles)
     return [mon.record() for mon in mons]

@@ -190,3 +190,50 @@ def test_shell_requant(sim, valid_prob, ready_prob, bus_words):
         np.testing.assert_array_equal(y, want)
         sat += int((np.abs(want) >= 127).sum())
     assert sat > 0 and (ys[0] >= 0).all() and (ys[0] == 0).any()
+    sources, sinks = axi_ports(*shell_ports(cfg), valid=valid_prob, ready=ready_prob, seed=2)
+    models = fc_shell_cycle_model([fc_job(w, x, cfg)[2] for w, x in zip(ws, xs)], cfg,
+                                  {p: pat for p, _, pat in sources + sinks},
+                                  writes=[len(axi_job(w, x, cfg, rq)["regs"])
+                                          for w, x, rq in zip(ws, xs, rqs)],
+                                  bias_loads=[rq.bias is not None for rq in rqs])
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
+
+
+# a bias port idle for 60 clocks out of 61: the biases arrive late and hold the results back
+LATE = Pattern.bits((0,) * 60 + (1,))
+
+
+@pytest.mark.parametrize("bus_words", [1, 6])
+def test_shell_requant_backpressure_model(sim, bus_words):
+    """Exact back-pressure model with the requantisation stage (8-bit results): three
+    layers, the first two loading their rows' biases, under five sets of per-port patterns
+    (full rate; idle inputs, side channels and biases, back-pressured results; biases 60
+    clocks late a word): every record and every ``m_axis_y`` beat's clock equal
+    :func:`gen.fc.fc_shell_cycle_model`'s (the stage's credit counter, pipeline and output
+    FIFO, the wait for the biases, :class:`gen.core.flow.RequantTwin`)."""
+    from gen.core.fixed import Requant
+    cfg = dataclasses.replace(CFG, bus_words=bus_words, rq_width=8, rq_depth=32)
+    rng = np.random.default_rng(36)
+    cases = [_case(rng, 9, 37, 2, 0.3), _case(rng, 20, 17, 2, 0.4), _case(rng, 5, 8, 1, 0.5)]
+    rqs = [Requant(mult=3, shift=20, relu=True, bias=tuple(range(-4 << 18, 5 << 18, 1 << 18))),
+           Requant(mult=1, shift=18, bias=tuple(range(20))), Requant(mult=200, shift=25)]
+    jobs = [axi_job(w, x, cfg, rq) for (w, x), rq in zip(cases, rqs)]
+    for job in jobs:
+        job.pop("cycles")
+    fds = [fc_job(w, x, cfg)[2] for w, x in cases]
+    sets = [{}, {"x": 0.6, "meta": 0.5, "vdata": 0.7, "vaddr": 0.6, "y": 0.5, "b": 0.4},
+            {"x": 0.9, "meta": 0.9, "b": 0.3, "y": 0.2}, {"b": LATE},
+            {"x": 0.5, "b": LATE, "y": Pattern.bits((1, 0, 0))}]
+    for i, probs in enumerate(sets):
+        sources, sinks = axi_ports(*shell_ports(cfg), seed=50 + i, patterns=probs)
+        patterns = {p: pat for p, _, pat in sources + sinks}
+        records, beats = run_native_beats(SHELL, cfg, jobs, sources, sinks, sim,
+                                          f"rq-model-{bus_words}-{i}", max_cycles=20_000)
+        models = fc_shell_cycle_model(fds, cfg, patterns, writes=[len(j["regs"]) for j in jobs],
+                                      bias_loads=[rq.bias is not None for rq in rqs])
+        for k, (job, got, model) in enumerate(zip(records, beats, models)):
+            assert_record_is_model(job, model, f"(patterns {i}, job {k})")
+            assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
+        if i == 3:                 # the late biases hold the first results back
+            assert records[0]["end"] > 60 * -(-fds[0].rows // max(1, bus_words))

@@ -278,3 +278,47 @@ def test_shell_requant(sim, full):
     if full:
         job = records[0]
         assert job["end"] - job["first_in"] + 1 == shell_cycles(plan, seqs)
+    sources, sinks = axi_ports(CFG_RQ, p, p, p, 4)
+    jobs = jobs or axi_jobs(plan, seqs, rq=rq)
+    model_jobs = ([(True, seqs)] if full else
+                  [(True, [])] + [(False, [s]) for s in seqs])
+    models = lstm_shell_cycle_model(plan, model_jobs, {q: pat for q, _, pat in sources + sinks},
+                                    writes=[len(j["regs"]) for j in jobs],
+                                    bias_loads=["s_axis_b" in j["packets"] for j in jobs])
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
+
+
+def test_shell_requant_backpressure_model(sim):
+    """Exact back-pressure model with the requantisation stage: the weights alone, then two
+    sequences (the first loading the biases), under five sets of per-port patterns (full
+    rate; idle weights, sequence words and biases, back-pressured h; biases 60 clocks late
+    a word): every record and every h beat's clock equal
+    :func:`gen.lstm.lstm_shell_cycle_model`'s (:class:`gen.core.flow.RequantTwin`)."""
+    from gen.core.fixed import Requant
+    from gen.core.sim import axi_ports as sim_axi_ports
+    from hdl.lstm.shell import shell_ports
+    rng = np.random.default_rng(32)
+    q = quantise_lstm(random_layer(rng, 10, 3), CFG_RQ)
+    plan = compile_lstm(q, CFG_RQ)
+    seqs = _seqs(rng, 10, 3, [4, 3])
+    rq = Requant(mult=3, shift=7, relu=True,
+                 bias=tuple(int(v) for v in rng.integers(-600, 600, 10)))
+    jobs = axi_jobs(plan, seqs, rq=rq)
+    model_jobs = [(True, [])] + [(False, [s]) for s in seqs]
+    late = Pattern.bits((0,) * 60 + (1,))
+    sets = [{}, {"w": 0.7, "x": 0.6, "h": 0.5, "b": 0.4}, {"w": 0.9, "b": 0.3, "h": 0.2},
+            {"b": late}, {"x": 0.5, "b": late, "h": Pattern.bits((1, 0, 0))}]
+    for i, probs in enumerate(sets):
+        sources, sinks = sim_axi_ports(*shell_ports(CFG_RQ), seed=70 + i, patterns=probs)
+        records, beats = run_native_beats(SHELL, CFG_RQ, jobs, sources, sinks, sim,
+                                          f"rq-model-{i}", max_cycles=50_000)
+        models = lstm_shell_cycle_model(plan, model_jobs,
+                                        {p: pat for p, _, pat in sources + sinks},
+                                        writes=[len(j["regs"]) for j in jobs],
+                                        bias_loads=["s_axis_b" in j["packets"] for j in jobs])
+        for k, (job, got, model) in enumerate(zip(records, beats, models)):
+            assert_record_is_model(job, model, f"(patterns {i}, job {k})")
+            assert got["m_axis_h"] == model["out_cycles"].get("m_axis_h", [])
+        if i == 3:                 # the late biases hold the first results back
+            assert records[1]["end"] - records[1]["start_ack"] > 60 * -(-10 // CFG.bus_words)

@@ -376,3 +376,44 @@ def test_shell_requant(sim, full):
             assert job["end"] - job["first_in"] + 1 == shell_cycles(tile_jobs(blocks, x),
                                                                     CFG_RQ)
     assert (ys[0] == 0).any() and (ys[0] >= 0).all() and (np.abs(ys[1]) >= 127).any()
+    sources, sinks = axi_ports(CFG_RQ, p, p, p, 3)
+    models = spmv_shell_cycle_model(
+        [tile_jobs(blocks, x) for x in xs], CFG_RQ, {q: pat for q, _, pat in sources + sinks},
+        writes=[len(axi_job(blocks, x, CFG_RQ, rq)["regs"]) for x, rq in zip(xs, rqs)],
+        bias_loads=[rq.bias is not None for rq in rqs])
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
+
+
+def test_shell_requant_backpressure_model(sim):
+    """Exact back-pressure model with the requantisation stage: a tiled product loading the
+    rows' biases, then one reusing them, under five sets of per-port patterns (full rate;
+    idle weights, activations and biases, back-pressured results; biases 60 clocks late a
+    word): every record and every result beat's clock equal
+    :func:`gen.spmv.spmv_shell_cycle_model`'s (:class:`gen.core.flow.RequantTwin`)."""
+    from gen.core.fixed import Requant
+    from gen.core.sim import axi_ports as sim_axi_ports
+    from hdl.spmv.shell import shell_ports
+    w = _matrix(23)
+    rng = np.random.default_rng(24)
+    xs = [rng.integers(-2048, 2048, w.shape[1]) for _ in range(2)]
+    bias = tuple(int(v) for v in rng.integers(-20000, 20000, w.shape[0]))
+    rqs = [Requant(shift=9, relu=True, bias=bias), Requant(mult=40, shift=12)]
+    blocks = compile_tiled(w, CFG_RQ, "balanced")
+    jobs = [axi_job(blocks, x, CFG_RQ, rq) for x, rq in zip(xs, rqs)]
+    late = Pattern.bits((0,) * 60 + (1,))
+    sets = [{}, {"w": 0.7, "x": 0.6, "y": 0.5, "b": 0.4}, {"w": 0.9, "b": 0.3, "y": 0.2},
+            {"b": late}, {"x": 0.5, "b": late, "y": Pattern.bits((1, 0, 0))}]
+    for i, probs in enumerate(sets):
+        sources, sinks = sim_axi_ports(*shell_ports(CFG_RQ), seed=60 + i, patterns=probs)
+        records, beats = run_native_beats(SHELL, CFG_RQ, jobs, sources, sinks, sim,
+                                          f"rq-model-{i}", max_cycles=20_000)
+        models = spmv_shell_cycle_model(
+            [tile_jobs(blocks, x) for x in xs], CFG_RQ,
+            {q: pat for q, _, pat in sources + sinks}, writes=[len(j["regs"]) for j in jobs],
+            bias_loads=[rq.bias is not None for rq in rqs])
+        for k, (job, got, model) in enumerate(zip(records, beats, models)):
+            assert_record_is_model(job, model, f"(patterns {i}, job {k})")
+            assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
+        if i == 3:                 # the late biases hold the first results back
+            assert records[0]["end"] > 60 * -(-w.shape[0] // CFG_RQ.bus_words)
