@@ -208,8 +208,8 @@ LATE = Pattern.bits((0,) * 60 + (1,))
 def test_shell_requant_backpressure_model(sim, bus_words):
     """Exact back-pressure model with the requantisation stage (8-bit results): three
     layers, the first two loading their rows' biases, under five sets of per-port patterns
-    (full rate; idle inputs, side channels and biases, back-pressured results; biases 60
-    clocks late a word): every record and every ``m_axis_y`` beat's clock equal
+    (full rate; idle inputs, side channels and biases, back-pressured results; a bias
+    beat once in 61 clocks): every record and every ``m_axis_y`` beat's clock equal
     :func:`gen.fc.fc_shell_cycle_model`'s (the stage's credit counter, pipeline and output
     FIFO, the wait for the biases, :class:`gen.core.flow.RequantTwin`)."""
     from gen.core.fixed import Requant
@@ -237,3 +237,6 @@ def test_shell_requant_backpressure_model(sim, bus_words):
             assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
         if i == 3:                 # the late biases hold the first results back
             assert records[0]["end"] > 60 * -(-fds[0].rows // max(1, bus_words))
+            unaware = fc_shell_cycle_model(fds, cfg, patterns,
+                                           writes=[len(j["regs"]) for j in jobs])
+            assert unaware[0]["end"] < records[0]["end"]

@@ -388,8 +388,8 @@ def test_shell_requant(sim, full):
 def test_shell_requant_backpressure_model(sim):
     """Exact back-pressure model with the requantisation stage: a tiled product loading the
     rows' biases, then one reusing them, under five sets of per-port patterns (full rate;
-    idle weights, activations and biases, back-pressured results; biases 60 clocks late a
-    word): every record and every result beat's clock equal
+    idle weights, activations and biases, back-pressured results; a bias beat once in 61
+    clocks): every record and every result beat's clock equal
     :func:`gen.spmv.spmv_shell_cycle_model`'s (:class:`gen.core.flow.RequantTwin`)."""
     from gen.core.fixed import Requant
     from gen.core.sim import axi_ports as sim_axi_ports
@@ -417,3 +417,7 @@ def test_shell_requant_backpressure_model(sim):
             assert got["m_axis_y"] == model["out_cycles"]["m_axis_y"]
         if i == 3:                 # the late biases hold the first results back
             assert records[0]["end"] > 60 * -(-w.shape[0] // CFG_RQ.bus_words)
+            unaware = spmv_shell_cycle_model(
+                [tile_jobs(blocks, x) for x in xs], CFG_RQ,
+                {q: pat for q, _, pat in sources + sinks}, writes=[len(j["regs"]) for j in jobs])
+            assert unaware[0]["end"] < records[0]["end"]
