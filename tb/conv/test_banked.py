@@ -245,11 +245,13 @@ def test_rtl_reset_mid_job(sim, where):
 
 
 @pytest.mark.parametrize("layer, jobs", [(ConvLayer(11, 3, 9, 10, 3, 3, 1, 1), 2),
-                                         (ConvLayer(6, 5, 12, 7, 2, 2, 2, 0, 2), 1)])
+                                         (ConvLayer(6, 5, 12, 7, 2, 2, 2, 0, 2), 1),
+                                         (ConvLayer(5, 4, 9, 8, 1, 1, 2, 0), 1)])
 def test_rtl_planned_layer(sim, layer, jobs):
     """Planned layers (one cut into a part of 8 channels and a remainder of 3 on more
-    copies; a batch of two at stride 2 in strips): the assembled output equals the golden
-    model's and the jobs' end-to-end clocks equal the plan's."""
+    copies; a batch of two at stride 2 in strips; a 1 x 1 kernel at stride 2, run on the
+    subsampled input): the assembled output equals the golden model's and the jobs'
+    end-to-end clocks equal the plan's."""
     rng = np.random.default_rng(layer.oc)
     x = rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w))
     w = rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw))

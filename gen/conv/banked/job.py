@@ -254,6 +254,12 @@ class BankedJob:
         return self.G * self.S * sum(self.xbeats(q) for q in range(self.Q))
 
     @property
+    def feature_words(self):
+        """Input words the job's strips need (every group again, each strip's halo rows
+        again), without the phase order's and the beats' padding."""
+        return self.G * self.S * self.layer.ic * self.rin * self.segin
+
+    @property
     def macs(self):
         """Multiply-accumulates of the job's outputs."""
         L = self.layer

@@ -61,6 +61,7 @@ class BankedPlan:
     cycles: int
     beats: dict
     bandwidth_bound: int
+    subsample: int = 1
 
     @property
     def macs(self) -> int:
@@ -87,8 +88,11 @@ class BankedPlan:
 
 
 def _timing(jobs, cfg):
+    """End-to-end clocks and per-port traffic of ``jobs`` back to back; the ``x`` traffic of
+    the bound counts the input words the strips need (no padding)."""
     t = run_cycles(jobs, cfg, record=False)
-    return t["last_out"] - t["first_in"] + 1, t["beats"]
+    least = dict(t["beats"], x=-(-sum(j.feature_words for j in jobs) // cfg.bus_words))
+    return t["last_out"] - t["first_in"] + 1, t["beats"], least
 
 
 def _parts(layer, cfg):
@@ -161,7 +165,14 @@ def _part_jobs(layer, cfg, part, shape):
 
 def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
     """The fastest plan the planner finds for ``layer`` (module docstring); raises
-    ``ValueError`` when no strip of one output row segment fits the buffers."""
+    ``ValueError`` when no strip of one output row segment fits the buffers.  A 1 x 1
+    kernel at stride ``s`` without padding reads only every ``s``-th input row and
+    column: the host sends just those (``subsample``) and the jobs run at stride 1."""
+    if layer.kh == layer.kw == 1 and layer.stride > 1 and layer.pad == 0:
+        sub = ConvLayer(layer.oc, layer.ic, layer.ho, layer.wo, 1, 1, 1, 0, layer.batch)
+        p = plan_layer(sub, cfg)
+        return BankedPlan(layer, cfg, p.jobs, p.cycles, p.beats, p.bandwidth_bound,
+                          layer.stride)
     best, bound = None, None
     for parts in _parts(layer, cfg):
         jobs, least = [], {"w": 0, "x": 0, "o": 0}
@@ -176,9 +187,9 @@ def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
             if not scored:
                 raise ValueError(f"no strip of {layer} fits the buffers of {cfg.module_name}")
             for port in least:
-                least[port] += min(beats[port] for _c, beats, _j in scored)
-            jobs += min(scored, key=lambda e: e[0])[2]
-        cycles, beats = _timing(jobs, cfg)
+                least[port] += min(bound[port] for _c, _b, bound, _j in scored)
+            jobs += min(scored, key=lambda e: e[0])[3]
+        cycles, beats, _bound = _timing(jobs, cfg)
         if best is None or cycles < best[0]:
             best = (cycles, tuple(jobs), beats)
         traffic = max(least.values())
@@ -188,10 +199,16 @@ def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
 
 def run_plan(x, w, plan: BankedPlan, conv):
     """Run ``plan``'s jobs with ``conv(items)`` (a list of ``(x, w, job)`` -> their outputs,
-    e.g. the RTL twin) and return the layer's ``(B, Oc, Ho, Wo)`` sums assembled."""
+    e.g. :func:`gen.conv.twin.rtl_banked`'s first item) and return the layer's ``(B, Oc,
+    Ho, Wo)`` sums assembled (``x``: ``(Ic, H, W)`` or ``(B, Ic, H, W)``)."""
     import numpy as np
     L = plan.layer
     y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
+    x = np.asarray(x)
+    if x.ndim == 3:
+        x = x[None]
+    if plan.subsample > 1:
+        x = x[:, :, ::plan.subsample, ::plan.subsample]
     outs = conv([(x, w, job) for job in plan.jobs])
     for job, part in zip(plan.jobs, outs):
         for b, oy0, ox0 in job.strips:
