@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The FC engine's exact clock-by-clock cycle model under any per-port stimulus
 (:func:`fc_cycle_model`): the registers of :class:`hdl.fc.FcEngine` that decide every
-hand-shake, stepped against the testbench's sources and sinks."""
+hand-shake, stepped against the testbench's sources and sinks; and the same registers inside
+the accelerator shell's ports (:func:`fc_shell_cycle_model`, on :mod:`gen.core.flow`)."""
 
 from collections import deque
 
 import numpy as np
 
+from gen.core.flow import Skid as _Skid
 from gen.core.stimulus import ModelSource, Pattern, job_patterns
 from gen.fc.config import FcConfig
 from gen.fc.fdcsr import FdCsr
@@ -17,34 +19,6 @@ __all__ = ["fc_cycle_model", "fc_shell_cycle_model"]
 
 FC_SOURCES = ("cmd", "x", "meta", "vdata")
 FC_SINKS = ("vaddr", "y")
-
-
-class _Skid:
-    """:class:`hdl.skid.SkidBuffer`: the main entry (offered on ``o``) and the spare entry;
-    ``i.ready`` is "the spare entry is free".  Entries are payloads, ``None`` when empty."""
-
-    __slots__ = ("main", "spare")
-
-    def __init__(self):
-        self.main = self.spare = None
-
-    @property
-    def ready(self) -> bool:
-        return self.spare is None
-
-    def clock(self, push, out_ready):
-        """One rising edge: ``push`` is the payload transferred on ``i`` this clock (or
-        ``None``), ``out_ready`` the consumer's ``o.ready``."""
-        if self.main is not None and out_ready:
-            if self.spare is not None:
-                self.main, self.spare = self.spare, None
-            else:
-                self.main = push
-        elif push is not None:
-            if self.main is None:
-                self.main = push
-            else:
-                self.spare = push
 
 
 class _FcModel:

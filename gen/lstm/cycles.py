@@ -7,6 +7,8 @@ Cycle model
 bias initialisation, feeders, per-PE FIFOs and MAC pipelines, element-wise sweep,
 output drain), reading each port's own handshake pattern (:mod:`gen.core.stimulus`: idle
 inputs and back-pressure), so it predicts the cycle of every transfer exactly.
+:func:`lstm_shell_cycle_model` steps the same registers inside the accelerator shell's ports
+(:mod:`gen.core.flow`) under the AXI bench's per-port patterns.
 """
 
 from collections import deque

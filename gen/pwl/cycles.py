@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The PWL unit's exact cycle model: transfer clocks under any handshake patterns."""
+"""The PWL unit's exact cycle model: transfer clocks under any handshake patterns, for the
+bare unit (:func:`cycle_model`) and its accelerator shell (:func:`shell_cycle_model`)."""
 
 from gen.pwl.config import PwlConfig
 

@@ -9,6 +9,8 @@ result drain) clock by clock, reading each port's own handshake pattern
 (:mod:`gen.core.stimulus`: idle inputs and back-pressure; ``w_valid_prob`` is the
 weight-bandwidth model: random gaps, ``w_lanes * w_valid_prob`` words per clock on
 average), and so predicts the cycle number of every transfer exactly.
+:func:`spmv_shell_cycle_model` steps the same registers inside the accelerator shell's ports
+(:mod:`gen.core.flow`) under the AXI bench's per-port patterns.
 """
 
 from collections import deque
