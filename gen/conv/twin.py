@@ -8,14 +8,15 @@ from gen.core.lanes import pack_beat
 from gen.core.regmap import requant_regs
 from gen.core.sim import axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
-from hdl.conv import BANKED, GATEWARE, SHELL
+from hdl.conv import BANKED, BANKED_SHELL, GATEWARE, SHELL
+from hdl.conv.banked.shell import banked_desc_registers, banked_regmap, banked_shell_ports
 from hdl.conv.shell import desc_registers, regmap_for, shell_ports
 
 from gen.conv import ConvConfig, banked, check_fits, layer_cycles, pack_descriptor, weight_beats
 from gen.conv.descriptor import descriptor
 
 __all__ = ["rtl_conv", "layer_data", "axi_job", "rtl_conv_axi", "requant_conv", "rtl_banked",
-           "banked_stream_job"]
+           "banked_stream_job", "banked_axi_job", "rtl_banked_axi"]
 
 
 def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_prob=1.0,
@@ -203,3 +204,47 @@ def rtl_banked(items, cfg, sim="verilator", *, valid=None, ready=None, seed=0, r
         at += n
     stats = [(d & ((1 << 48) - 1), d >> 48) for d in result["sinks"]["s"]["data"]]
     return outputs, stats, result
+
+
+def banked_axi_job(x, w, job, cfg) -> dict:
+    """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one banked-array job: its
+    descriptor in the ``DESC_k`` registers, ``O_WORDS``, the weights and features as one
+    packet each; the statistics registers read back after it."""
+    regmap = banked_regmap(cfg)
+    fields = {k: v for k, (v, _w) in banked.descriptor_fields(job, cfg).items()}
+    regs = banked_desc_registers(cfg, fields)
+    regs += [[regmap.offset("O_WORDS"), job.G * job.S * job.E],
+             [regmap.offset("IRQ_ENABLE"), 1]]
+    wd = [v for b in banked.weight_beats(w, job) for v in to_unsigned(b, cfg.weight_width)]
+    xd = [v for b in banked.feature_beats(x, job, cfg) for v in to_unsigned(b, cfg.data_width)]
+    return {"regs": regs, "packets": {"s_axis_w": wd, "s_axis_x": xd},
+            "read": [regmap.offset(n) for n in ("MAC_BUSY_LO", "MAC_BUSY_HI",
+                                                 "COMPUTE_CYCLES")]}
+
+
+def rtl_banked_axi(items, cfg, sim="verilator", *, valid=1.0, ready=1.0, seed=0,
+                   name="banked-axi", reset_after=None):
+    """Banked-array jobs through the accelerator shell (:class:`hdl.conv.banked.shell.
+    BankedShell`), one AXI job each, back to back.  Returns ``(outputs, stats, records)``:
+    per item the ``(B, Oc, Ho, Wo)`` sums of its strips, per job ``(busy MAC-cycles, beats
+    issued)`` read from the registers, and the bench's per-job records.  ``reset_after``:
+    hold ``aresetn`` low that many clocks into the first job (its record says so)."""
+    jobs = [banked_axi_job(x, w, job, cfg) for x, w, job in items]
+    if reset_after is not None:
+        jobs[0] = dict(jobs[0], reset_after=int(reset_after))
+    sources, sinks = axi_ports(*banked_shell_ports(cfg), valid=valid, ready=ready, seed=seed)
+    full = banked.run_cycles([job for _x, _w, job in items], cfg)
+    slow = max(min(rate_of(valid), rate_of(ready)), 0.05)
+    records = run_axi_jobs(BANKED_SHELL, cfg, jobs, sources, sinks, sim=sim, name=name,
+                           max_cycles=int(5000 * len(jobs) + 2 * full["last_out"] / slow))
+    outs, stats = [], []
+    for (_x, _w, job), rec in zip(items, records):
+        if rec.get("reset"):
+            outs.append(None)
+            stats.append(None)
+            continue
+        words = to_signed(np.array(rec["packets"]["m_axis_o"], dtype=np.int64), cfg.acc_width)
+        outs.append(banked.assemble(words, job, padded=False))
+        lo, hi, beats = rec["reads"]
+        stats.append((lo | hi << 32, beats))
+    return outs, stats, records

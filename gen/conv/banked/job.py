@@ -125,6 +125,11 @@ class BankedConfig:
         return self.copies * self.cols
 
     @property
+    def shell_name(self) -> str:
+        """Verilog module name of the accelerator shell."""
+        return self.module_name.replace("conv_banked_", "conv_banked_axi_", 1)
+
+    @property
     def module_name(self) -> str:
         return (f"conv_banked_{self.rows}x{self.cols}_b{self.bus_words}_c{self.copies}"
                 f"_d{self.data_width}w{self.weight_width}a{self.acc_width}"
@@ -394,7 +399,7 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1), "bpr": job.bpr, "D": job.D,
         "res": int(job.resident), "obeats": job.obeats,
         "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
-        "gq": job.G * job.Q,
+        "gq": job.G * job.Q, "olast": job.E - (job.obeats - 1) * cfg.bus_words,
     }
     wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap")
     return {k: (vals[k] & ((1 << widths[k]) - 1) if k in wrap else vals[k], widths[k])
@@ -411,7 +416,7 @@ def descriptor_widths(cfg: BankedConfig) -> dict:
     widths.update({"segw": cw, "thr": cw, "rstep": cw, "rwrap": cw, "fstep": fb, "fwrap": fb,
                    "mx": max(fab, 1), "cp": ob, "xbq": cw, "xbl": cw, "wg": 6, "wbq": cw + 6,
                    "wbl": cw + 6, "bpr": cw, "D": fb, "res": 1, "obeats": cw, "gs": cw,
-                   "nsteps": cw, "sq": cw, "gq": cw})
+                   "nsteps": cw, "sq": cw, "gq": cw, "olast": 6})
     return widths
 
 
@@ -476,14 +481,16 @@ def weight_beats(w, job: BankedJob) -> list:
     return beats
 
 
-def assemble(words, job: BankedJob, y=None):
+def assemble(words, job: BankedJob, y=None, padded: bool = True):
     """The layer's output ``(B, Oc, Ho, Wo)`` from the ``o`` stream's words of ``job`` (every
-    beat's ``bus_words`` words, in order), written into ``y`` (default zeros)."""
+    beat's ``bus_words`` words, in order; with ``padded`` False only the strips' ``R P``
+    words each, as the shell's ``m_axis_o`` delivers them), written into ``y`` (default
+    zeros)."""
     L = job.layer
     if y is None:
         y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
     words = list(words)
-    per = job.obeats * job.bw_
+    per = job.obeats * job.bw_ if padded else job.E
     k = 0
     for g in range(job.G):
         for b, oy0, ox0 in job.strips:

@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The banked array's accelerator shell: the job descriptor and statistics in AXI4-Lite
+registers (``hdl/conv/regs.rdl``, descriptor registers ``DESC_k`` generated from
+:func:`gen.conv.banked.descriptor_widths`), weights, features and sums over AXI4-Stream at
+``bus_words`` words per beat."""
+
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from gen.conv.banked import BankedConfig, descriptor_widths
+from hdl.conv.banked.array import STAT_LAYOUT, BankedArray
+from hdl.conv.banked.loaders import desc_layout
+from hdl.conv.shell import _compiled
+from hdl.lib.axi_shell import AxiShell, AxisPort, RegPort, RegSink
+
+__all__ = ["BankedShell", "banked_desc_layout", "banked_regmap", "banked_desc_registers",
+           "banked_shell_ports"]
+
+STATS = ("mac_busy_lo_value", "mac_busy_hi_value", "compute_cycles_value")
+# register field names for the descriptor fields whose names differ only in case
+# (register-map names are lower case)
+RDL_NAMES = {"G": "groups", "S": "strips", "Q": "chunks", "R": "channels", "nR": "rows",
+             "W": "positions", "D": "pitch"}
+
+
+def banked_desc_layout(cfg: BankedConfig) -> tuple:
+    """``((register, field, lsb, width), ...)``: the descriptor's fields in payload order
+    (register names: :data:`RDL_NAMES` for those that differ only in case) packed into the
+    32-bit registers ``DESC_0 ..`` from bit 0, a field that would cross a register boundary
+    moved to the next register."""
+    out, reg, at = [], 0, 0
+    for name, width in descriptor_widths(cfg).items():
+        if at + width > 32:
+            reg, at = reg + 1, 0
+        out.append((reg, RDL_NAMES.get(name, name), at, width))
+        at += width
+    return tuple(out)
+
+
+def banked_regmap(cfg: BankedConfig):
+    """The shell's register map (the conv shell's, with this array's ``DESC_k``)."""
+    return _compiled(banked_desc_layout(cfg), False)
+
+
+def banked_desc_registers(cfg: BankedConfig, fields: dict) -> list:
+    """``[[offset, value], ...]``: the ``DESC_k`` registers holding the descriptor
+    (:func:`gen.conv.banked.descriptor_fields` values by field name)."""
+    layout = banked_desc_layout(cfg)
+    regmap, words = banked_regmap(cfg), [0] * (layout[-1][0] + 1)
+    values = {RDL_NAMES.get(k, k): v for k, v in fields.items()}
+    for reg, name, lsb, width in layout:
+        words[reg] |= (int(values[name]) & ((1 << width) - 1)) << lsb
+    return [[regmap.offset(f"DESC_{k}"), v] for k, v in enumerate(words)]
+
+
+def banked_shell_ports(cfg: BankedConfig):
+    """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s."""
+    bw = cfg.bus_words
+    return ((AxisPort("w", "w", cfg.weight_width, bw, packed=False),
+             AxisPort("x", "x", cfg.data_width, bw, packed=False)),
+            (AxisPort("o", "o", cfg.acc_width, bw, packed=False, partial=True),))
+
+
+class _Framed(wiring.Component):
+    """:class:`BankedArray` whose ``o`` beats say how many of their words are sums: all
+    but a strip's last beat (``olast`` words; the strip's padding stays off the bus).
+
+    Members: ``c``, ``w``, ``x``, ``s`` as the array's; ``o`` : Out(stream.Signature({data:
+    ArrayLayout(signed(acc_width), bus_words), n: unsigned(6)})).
+    """
+
+    def __init__(self, cfg: BankedConfig):
+        self.cfg = cfg
+        bw = cfg.bus_words
+        self.array = BankedArray(cfg)
+        sig = self.array.signature.members
+        super().__init__({
+            "c": sig["c"], "w": sig["w"], "x": sig["x"], "s": sig["s"],
+            "o": Out(stream.Signature(data.StructLayout({
+                "data": data.ArrayLayout(signed(cfg.acc_width), bw), "n": unsigned(6)}))),
+        })
+
+    def elaborate(self, platform):
+        cfg = self.cfg
+        m = Module()
+        m.submodules.array = arr = self.array
+        for name in ("c", "w", "x"):
+            wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(arr, name))
+        wiring.connect(m, arr.s, wiring.flipped(self.s))
+        obeats, olast = Signal(cfg.count_width), Signal(6)
+        with m.If(self.c.valid & self.c.ready):
+            m.d.sync += [obeats.eq(self.c.payload.obeats), olast.eq(self.c.payload.olast)]
+        k = Signal(cfg.count_width)
+        last = k == obeats - 1
+        with m.If(arr.o.valid & arr.o.ready):
+            m.d.sync += k.eq(Mux(last, 0, k + 1))
+        m.d.comb += [self.o.valid.eq(arr.o.valid), arr.o.ready.eq(self.o.ready),
+                     self.o.payload.data.eq(arr.o.payload),
+                     self.o.payload.n.eq(Mux(last, olast, cfg.bus_words))]
+        return m
+
+
+class BankedShell(AxiShell):
+    """The banked array behind AXI4-Stream and AXI4-Lite: one job per AXI job.
+
+    Parameters
+    ----------
+    cfg : gen.conv.banked.BankedConfig
+        The array; ``bus_words`` words per beat on every stream.
+
+    Attributes
+    ----------
+    aclk, aresetn : In(1)
+        Clock; synchronous reset while low.
+    s_axis_w_tdata, _tkeep, _tlast, _tvalid, _tready :
+        The job's weights (:func:`gen.conv.banked.weight_beats`), ``bus_words`` words of
+        ``ceil(weight_width / 8)`` bytes a beat, every word kept; ``tlast`` on the last.
+    s_axis_x_tdata, _tkeep, _tlast, _tvalid, _tready :
+        The job's features (:func:`gen.conv.banked.feature_beats`), likewise.
+    m_axis_o_tdata, _tkeep, _tlast, _tvalid, _tready :
+        The sums (``acc_width`` codes, zero-padded to whole bytes), strip by strip ``R x
+        P`` in ``(channel, position)`` order (:func:`gen.conv.banked.assemble` with
+        ``padded=False``); a strip's last beat holds its remaining words (``tkeep``);
+        ``tlast`` on the ``O_WORDS``-th.
+    s_axi_*, irq :
+        Control (``hdl/conv/regs.rdl``: the descriptor ``DESC_k``, ``O_WORDS``, the job's
+        statistics ``MAC_BUSY_*`` and ``COMPUTE_CYCLES`` = beats issued) and its
+        interrupt.
+    """
+
+    def __init__(self, cfg: BankedConfig):
+        self.cfg = cfg
+        inputs, outputs = banked_shell_ports(cfg)
+        regmap = banked_regmap(cfg)
+        fields = tuple(f"desc_{reg}_{name}" for reg, name, _, _ in banked_desc_layout(cfg))
+        assert desc_layout(cfg).size == sum(w for *_, w in banked_desc_layout(cfg))
+        super().__init__(_Framed(cfg), regmap, inputs, outputs,
+                         registers=(RegPort("c", fields),),
+                         sinks=(RegSink("s", STATS),))
+        assert STAT_LAYOUT.size == 80
