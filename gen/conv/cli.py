@@ -9,6 +9,7 @@ import numpy as np
 from gen.core.config import SpnnError
 from gen.conv import (ConvConfig, ConvLayer, MAPPINGS, check_fits, chunk_weight_beats,
                       layer_cycles, plan, ref_conv, shell_cycles)
+from gen.conv.cli_banked import run_banked
 from gen.conv.twin import layer_data, requant_conv, rtl_conv, rtl_conv_axi
 from gen.core.runutil import (add_common_arguments, add_requant_arguments, check_common,
                               check_not_empty, config_or_error, int_arg, int_codes, load_npy,
@@ -36,8 +37,15 @@ the roofline bound.  --requant BITS builds the shell's requantisation stage: the
 --bias (one per output channel), times --mult, shifted right by --shift (round half up),
 saturated to BITS-bit codes, clamped at 0 with --relu (docs/axi.md).
 
+--banked runs the banked array's accelerator shell instead (docs/conv.md, "The banked
+array"): any layer size, planned into jobs (channel parts, strips, input-channel chunks) on
+buffers of the seed's size scaled to --array, --bus-words words per beat (default 4),
+up to --copies copies; the report gives the end-to-end cycles summed over the jobs, the
+roofline bound and the plan.
+
 Examples:
   spnn run conv --weights w.npy --input x.npy --out y.npy --report r.json
+  spnn run conv --weights w.npy --input x.npy --banked --array 16x4 --bus-words 4
   spnn run conv --weights w.npy --input x.npy --bus-words 16 --report r.json
   spnn run conv --weights w.npy --input x.npy --stride 2 --pad 0 --array 8x4 \\
       --mapping naive --sim icarus
@@ -71,6 +79,13 @@ def add_arguments(parser):
     parser.add_argument("--w-lanes", default=None, metavar="L",
                         help="weights per clock, a power of two 1..32 (default 1, with "
                         "--bus-words N: the largest power of two up to N)")
+    parser.add_argument("--banked", action="store_true",
+                        help="run the banked array's accelerator shell instead (any layer "
+                        "size: planned into jobs on the seed's buffer sizes scaled to "
+                        "--array; --bus-words default 4; docs/conv.md 'The banked array')")
+    parser.add_argument("--copies", default="2", metavar="N",
+                        help="with --banked: the most copies a round may use, 1, 2 or 4 "
+                        "(default 2)")
     add_requant_arguments(parser, "output channel")
     add_common_arguments(parser)
 
@@ -156,6 +171,10 @@ def _setup(args):
 
 
 def run(args) -> int:
+    if args.banked:
+        return run_banked(args)
+    if args.copies != "2":
+        raise SpnnError("--copies needs --banked")
     cfg, layer, sched, x, w, outputs, rq = _setup(args)
     if args.bus_words is not None:
         return _run_axi(args, cfg, layer, sched, x, w, outputs, rq)

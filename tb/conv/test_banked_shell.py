@@ -79,3 +79,54 @@ def test_shell_ports_are_vivado_names():
     for port in ("aclk", "aresetn", "s_axis_w_tdata", "s_axis_x_tkeep", "m_axis_o_tlast",
                  "m_axis_o_tkeep", "s_axi_awaddr", "irq"):
         assert port in head, port
+
+
+@pytest.mark.rtl
+def test_cli_run_banked(tmp_path):
+    """``spnn run conv --banked``: a layer the planner cuts into jobs (a remainder channel
+    part), the exact sums, the report's end-to-end cycles beside the roofline."""
+    import json
+    from gen.cli import main
+    from gen.core.sim import sim_available
+    sim = "icarus" if sim_available("icarus") else "verilator"
+    rng = np.random.default_rng(8)
+    w, x = rng.integers(-128, 128, (10, 3, 3, 3)), rng.integers(-128, 128, (3, 9, 7))
+    np.save(tmp_path / "w.npy", w)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", "conv", "--weights", str(tmp_path / "w.npy"), "--input",
+                 str(tmp_path / "x.npy"), "--array", "8x4", "--banked", "--bus-words", "4",
+                 "--sim", sim, "--out", str(tmp_path / "y.npy"),
+                 "--report", str(tmp_path / "r.json")]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref_conv(x, w, 1, 1))
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["array_kind"] == "banked" and r["interface"] == "axi" and r["jobs"] >= 2
+    assert r["compute_bound_cycles"] == -(-10 * 27 * 63 // 32)
+    assert r["end_to_end_cycles"] == r["cycles"] >= r["roofline_cycles"]
+    assert r["utilisation"] == 10 * 27 * 63 / (32 * r["cycles"]) < r["compute_utilisation"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--mapping", "seed"], "--mapping does not apply to --banked"),
+    (["--copies", "3"], "--copies must be 1, 2 or 4, not 3"),
+    (["--bus-words", "33"], "--bus-words"),
+    (["--stride", "8"], "--stride"),
+])
+def test_cli_banked_errors(tmp_path, capsys, extra, message):
+    from gen.cli import main
+    np.save(tmp_path / "w.npy", np.ones((2, 1, 3, 3), dtype=np.int64))
+    np.save(tmp_path / "x.npy", np.ones((1, 5, 5), dtype=np.int64))
+    out = tmp_path / "y.npy"
+    assert main(["run", "conv", "--weights", str(tmp_path / "w.npy"), "--input",
+                 str(tmp_path / "x.npy"), "--banked", "--out", str(out)] + extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()
+
+
+def test_cli_copies_needs_banked(tmp_path, capsys):
+    from gen.cli import main
+    np.save(tmp_path / "w.npy", np.ones((2, 1, 3, 3), dtype=np.int64))
+    np.save(tmp_path / "x.npy", np.ones((1, 5, 5), dtype=np.int64))
+    assert main(["run", "conv", "--weights", str(tmp_path / "w.npy"), "--input",
+                 str(tmp_path / "x.npy"), "--copies", "4"]) == 2
+    assert "--copies needs --banked" in capsys.readouterr().err
