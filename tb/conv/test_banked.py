@@ -267,3 +267,30 @@ def test_rtl_planned_layer(sim, layer, jobs):
     res = runs[0]
     first = min(res["sources"]["w"]["cycles"][0], res["sources"]["x"]["cycles"][0])
     assert res["sinks"]["o"]["cycles"][-1] - first + 1 == plan.cycles
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"copies": 3}, "copies must be 1, 2 or 4, not 3"),
+    ({"feat_depth": 100}, "feat_depth must be a power of two, not 100"),
+    ({"bus_words": 33}, "bus_words must be 1..32, not 33"),
+    ({"data_width": 1}, "data_width must be 2..18, not 1"),
+    ({"rows": 0}, "rows must be a positive integer, not 0"),
+    ({"rows": 1024}, "the array is at most 512 x 64, not 1024 x 4"),
+])
+def test_config_limits(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+        BankedConfig(**kwargs)
+
+
+def test_model_without_records_agrees():
+    """``record=False`` (the planner's fast path) gives the same figures as the full
+    per-transfer model."""
+    rng = np.random.default_rng(4)
+    jobs = [random_item(rng, CFG)[2] for _ in range(4)]
+    full, fast = run_cycles(jobs, CFG), run_cycles(jobs, CFG, record=False)
+    for key in ("c", "s", "stats", "jobs", "first_in", "last_out", "beats"):
+        assert full[key] == fast[key], key
+    assert full["last_out"] == full["o"][-1] and full["first_in"] == min(full["w"][0],
+                                                                        full["x"][0])
+    assert fast["o"] == fast["w"] == fast["x"] == []
+    assert full["beats"] == {"w": len(full["w"]), "x": len(full["x"]), "o": len(full["o"])}

@@ -80,6 +80,11 @@ class BankedConfig:
                 raise ValueError(f"{name} must be a power of two, not {getattr(self, name)}")
         if self.copies not in (1, 2, 4):
             raise ValueError(f"copies must be 1, 2 or 4, not {self.copies}")
+        for name, lo, hi in (("data_width", 2, 18), ("weight_width", 2, 18),
+                             ("acc_width", 8, 64), ("count_width", 8, 32)):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not lo <= v <= hi:
+                raise ValueError(f"{name} must be {lo}..{hi}, not {v!r}")
         if self.rows > 512 or self.cols > 64:
             raise ValueError(f"the array is at most 512 x 64, not {self.rows} x {self.cols}")
         if not 1 <= self.bus_words <= 32:
