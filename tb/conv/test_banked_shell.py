@@ -184,6 +184,14 @@ def test_shell_reset_mid_job(sim):
     for (x, w, job), y, st, job_model in list(zip(items, outs, stats, model["stats"]))[1:]:
         np.testing.assert_array_equal(y, golden(x, w, job.layer))
         assert st == job_model
+    # the jobs after the reset start from a reset shell: the shell model from their start
+    # responses (the patterns run on from clock 0) is exact
+    sources, sinks = axi_ports(*banked_shell_ports(CFG), ready=0.7, seed=0)
+    after = banked_shell_cycle_model([job for _x, _w, job in items[1:]], CFG,
+                                     {p: pat for p, _, pat in sources + sinks},
+                                     starts=[r["start_ack"] for r in records[1:]])
+    for k, (rec, pred) in enumerate(zip(records[1:], after)):
+        assert_record_is_model(rec, pred, f"(job {k + 1}, after the reset)")
 
 
 def test_shell_ports_are_vivado_names():
