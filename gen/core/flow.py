@@ -35,16 +35,18 @@ Clocks are the bench's: clock 0 is the first after the initial reset (as the pat
 ``start_ack``), which the bench's AXI4-Lite sequence decides: it writes the job's registers
 and ``CTRL.start`` from clock 0, or from the clock after its record of the job before
 (:func:`bench_start`, :func:`bench_window_end`), so the models predict it from the number of
-register writes per job; a caller may give the starts instead.  The models read only the
-jobs and the patterns, never a simulation's results.
+register writes per job; a caller may give the starts instead.  A job the bench cuts with
+``aresetn`` (:func:`bench_reset`) stops there; the shell and the block's model restart from
+their reset state.  The models read only the jobs and the patterns, never a simulation's
+results.
 """
 
 from gen.core.stimulus import Pattern
 
 __all__ = ["BenchSource", "bench_ready", "packet_beats", "Skid", "AxisToWordsTwin",
            "WordsToAxisTwin", "Monitor", "BENCH_BEFORE", "bench_after", "bench_window_end",
-           "bench_start", "ShellInput", "ShellOutput", "ShellRegister", "RequantTwin",
-           "run_shell_jobs"]
+           "bench_start", "bench_reset", "RESET_CLOCKS", "ShellInput", "ShellOutput",
+           "ShellRegister", "RequantTwin", "run_shell_jobs"]
 
 
 def bench_ready(pattern: Pattern, cycle: int) -> bool:
@@ -267,7 +269,8 @@ class Monitor:
     def __init__(self, start: int):
         self.start = int(start)
         self.counters = {"cycles": 0, "busy": 0, "stall_in": 0, "stall_out": 0}
-        self.first_in = self.end = self.job_end = None
+        self.first_in = self.end = self.job_end = self.reset_at = None
+        self.beats_out_before_reset = None
         self.beats_in = self.beats_out = self.stall_in = self.stall_out = 0
         self.stall_in_any = self.stall_out_any = 0
         self._starving = self._blocked = False
@@ -308,7 +311,14 @@ class Monitor:
         """The job's predicted record: the bench's keys (``start_ack``, ``first_in``,
         ``end``: the last output ``tlast`` beat, beats and stall clocks, ``counters``, whose
         ``cycles`` is ``job_end - start``), ``job_end`` (the shell's end, set by the model)
-        and ``out_cycles`` (``{port: clock of every output beat}``)."""
+        and ``out_cycles`` (``{port: clock of every output beat}``).  A job cut by a reset
+        (:attr:`reset_at` set): the bench's record of it (``reset``, the registers' reset
+        values, ``beats_out_before_reset``, ``beats_in``) and ``reset_at``."""
+        if self.reset_at is not None:
+            return {"reset": True, "start_ack": self.start, "reset_at": self.reset_at,
+                    "counters": {name: 0 for name in self.counters}, "status": 0, "irq": 0,
+                    "irq_status": 0, "beats_out_before_reset": self.beats_out_before_reset,
+                    "beats_in": self.beats_in, "out_cycles": self.out_cycles}
         self.counters["cycles"] = int(self.job_end) - self.start
         return {"start_ack": self.start, "first_in": self.first_in, "end": self.end,
                 "job_end": int(self.job_end),
@@ -638,6 +648,22 @@ def _watcher(c, starts, mons, window_end):
     return None
 
 
+# aresetn is held low for RESET_CLOCKS clocks; the shell and its block work again from the
+# clock after (their first clock after the reset)
+RESET_CLOCKS = 4
+
+
+def bench_reset(start: int, reset_after: int) -> tuple:
+    """``(clock aresetn falls, last clock of the bench's window)`` of a job the bench cuts
+    ``reset_after`` clocks after its start (``reset_after`` >= 1): it waits that many
+    clocks from the clock after the start response, holds ``aresetn`` low for
+    :data:`RESET_CLOCKS` clocks (its sources drop their beats, its sinks are not ready),
+    waits two clocks and reads ten registers (the counters, ``STATUS``, ``IRQ_STATUS``:
+    five clocks each)."""
+    fall = int(start) + 1 + int(reset_after)
+    return fall, fall + RESET_CLOCKS + 2 + 5 * 10 - 1
+
+
 def bench_start(writes: int, after=None) -> int:
     """The clock of a job's start response: the bench writes the job's ``writes``
     registers, then ``CTRL.start``, one access after the other (four clocks a write: issued,
@@ -647,8 +673,8 @@ def bench_start(writes: int, after=None) -> int:
     return (0 if after is None else int(after) + 1) + 4 * int(writes) + 3
 
 
-def run_shell_jobs(starts, make_ports, clock, *, writes=None, reads: int = 0,
-                   max_cycles: int = 1_000_000) -> list:
+def run_shell_jobs(starts, make_ports, clock, *, writes=None, resets=None, rebuild=None,
+                   reads: int = 0, max_cycles: int = 1_000_000) -> list:
     """Step a shell's jobs clock by clock from clock 0 to the last job's bench window.
 
     Parameters
@@ -660,14 +686,20 @@ def run_shell_jobs(starts, make_ports, clock, *, writes=None, reads: int = 0,
         ``make_ports(k, start, before)`` returns job ``k``'s ports ``{"ins": [(bus name,
         ShellInput)], "outs": [(bus name, ShellOutput)], "regs": [ShellRegister]}`` and
         attaches them to the block's model; ``before`` is the job before's (``k`` and
-        ``start`` are None, ``before`` None: the idle ports before the first start).  A
-        job's ports take over at ``start + 1``, its first busy clock.
+        ``start`` are None, ``before`` None: the idle ports before the first start or
+        after a reset).  A job's ports take over at ``start + 1``, its first busy clock.
     clock : callable
         ``clock(cycle)``: one clock of the block's model, which reads and moves the
         attached ports' block side.
     writes : sequence of int, optional
         With ``starts`` None: per job the registers the bench writes before its start
         (the job's ``regs``).
+    resets : sequence, optional
+        Per job its ``reset_after`` (None: not cut): the bench cuts the job with ``aresetn``
+        (:func:`bench_reset`); nothing moves while it is low.
+    rebuild : callable, optional
+        With ``resets``: ``rebuild(k)`` returns the ``clock`` of a block model in its reset
+        state for the jobs after job ``k``, called in the first clock after the reset.
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -676,46 +708,69 @@ def run_shell_jobs(starts, make_ports, clock, *, writes=None, reads: int = 0,
     Returns
     -------
     list of Monitor
-        One per job, ``job_end`` set; :meth:`Monitor.record` gives its record.
+        One per job, ``job_end`` (or ``reset_at``) set; :meth:`Monitor.record` gives its
+        record.
     """
     n = len(writes) if starts is None else len(starts)
+    resets = list(resets) if resets is not None else [None] * n
     known = [bench_start(writes[0])] if starts is None else [int(v) for v in starts]
     mons = [Monitor(v) for v in known]
     window_end = [None] * len(known)
-    ports, k, busy, cycle = make_ports(None, None, None), -1, False, 0
+    ports, k, busy, cycle, fall = make_ports(None, None, None), -1, False, 0, None
+
+    def next_start(after):
+        if starts is None and k + 1 < n:
+            known.append(bench_start(writes[k + 1], after))
+            mons.append(Monitor(known[-1]))
+            window_end.append(None)
+
     while k < n - 1 or busy or cycle <= window_end[k]:
         if k + 1 < len(known) and cycle == known[k + 1] + 1:
             k += 1
             ports, busy = make_ports(k, known[k], ports), True
+            if resets[k] is not None:
+                fall, window_end[k] = bench_reset(known[k], resets[k])
+                mons[k].reset_at = fall
+                next_start(window_end[k])
+        if fall is not None and cycle >= fall:          # aresetn low: nothing moves
+            if cycle == fall:
+                mons[k].beats_out_before_reset, busy = mons[k].beats_out, False
+            if cycle == fall + RESET_CLOCKS - 1:
+                clock, ports, fall = rebuild(k), make_ports(None, None, None), None
+            cycle += 1
+            continue
         if busy and cycle - known[k] > max_cycles:
             raise RuntimeError(f"shell cycle model: job {k} not done after {max_cycles} "
                                f"clocks")
-        ins, outs = ports["ins"], ports["outs"]
-        for _, port in ins:
-            port.bus(cycle, busy)
-        for _, port in outs:
-            port.bus(cycle)
-        clock(cycle)
-        watch = _watcher(cycle, known, mons, window_end)
-        if watch is not None:
-            for _, port in ins:
-                watch.source(port.tvalid, port.tready, cycle)
-            for name, port in outs:
-                watch.sink(name, port.tvalid, port.tready, port.tlast, cycle)
-            watch.tick()
+        _shell_clock(cycle, ports, clock, busy, _watcher(cycle, known, mons, window_end))
         if busy:
             mon = mons[k]
-            every = [p for _, p in ins + outs] + ports["regs"]
-            mon.clock(any(p.moved for p in every), any(p.stall for _, p in ins),
-                      any(p.stall for _, p in outs))
+            every = [p for _, p in ports["ins"] + ports["outs"]] + ports["regs"]
+            mon.clock(any(p.moved for p in every), any(p.stall for _, p in ports["ins"]),
+                      any(p.stall for _, p in ports["outs"]))
             if all(p.ok for p in every):
                 mon.job_end, busy = cycle, False
-                window_end[k] = bench_window_end(known[k], mon.end, cycle, reads)
-                if starts is None and k + 1 < n:
-                    known.append(bench_start(writes[k + 1], window_end[k]))
-                    mons.append(Monitor(known[-1]))
-                    window_end.append(None)
-        for _, port in ins + outs:
+                if resets[k] is None:       # (a cut job's window is the reset's)
+                    window_end[k] = bench_window_end(known[k], mon.end, cycle, reads)
+                    next_start(window_end[k])
+        for _, port in ports["ins"] + ports["outs"]:
             port.edge()
         cycle += 1
     return mons
+
+
+def _shell_clock(cycle, ports, clock, busy, watch):
+    """One clock of :func:`run_shell_jobs` up to the rising edge: the buses, the block's
+    model, the bench's port monitor (``watch``, None outside every window)."""
+    ins, outs = ports["ins"], ports["outs"]
+    for _, port in ins:
+        port.bus(cycle, busy)
+    for _, port in outs:
+        port.bus(cycle)
+    clock(cycle)
+    if watch is not None:
+        for _, port in ins:
+            watch.source(port.tvalid, port.tready, cycle)
+        for name, port in outs:
+            watch.sink(name, port.tvalid, port.tready, port.tlast, cycle)
+        watch.tick()

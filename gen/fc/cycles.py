@@ -354,7 +354,8 @@ def _shell_ports(cfg: FcConfig, jobs, fds, patterns: dict, engine, stage, bias_l
 
 
 def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, writes=None,
-                         bias_loads=None, reads: int = 0, max_cycles: int = 1_000_000):
+                         bias_loads=None, resets=None, reads: int = 0,
+                         max_cycles: int = 1_000_000):
     """Exact cycle model of jobs of the FC shell (:class:`hdl.fc.FcShell`) under the
     bench's per-port patterns.
 
@@ -402,6 +403,10 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, wri
     bias_loads : sequence of bool, optional
         ``rq_width`` > 0: per job whether it loads the rows' biases (``RQ_SCALE.bias``,
         ``JOB_INPUTS.b_en``; default none does); the patterns then name ``s_axis_b``.
+    resets : sequence, optional
+        Per job the bench's ``reset_after`` (None: not cut): the shell and the engine
+        restart from their reset state (:func:`gen.core.flow.run_shell_jobs`); the job's
+        record is the bench's record of a cut job.
     reads : int
         Registers the bench reads after each job besides the counters (its ``read``).
     max_cycles : int
@@ -423,20 +428,25 @@ def fc_shell_cycle_model(fds, cfg: FcConfig, patterns: dict, starts=None, *, wri
     else:
         writes = [writes] * len(fds) if isinstance(writes, int) else list(writes)
     jobs = [_model_job(fd, cfg) for fd in fds]
-    engine = _FcModel(jobs, cfg, None, ports={})
-    stage = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
     bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(fds)
+    box = {}
+
+    def rebuild(k=None):
+        """The engine and the stage in their reset state (the ports index every job)."""
+        box["engine"] = _FcModel(jobs, cfg, None, ports={})
+        box["stage"] = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
+        return clock
 
     def make_ports(k, start, before):
-        return _shell_ports(cfg, jobs, fds, patterns, engine, stage, bias_loads, k, start,
-                            before)
+        return _shell_ports(cfg, jobs, fds, patterns, box["engine"], box["stage"],
+                            bias_loads, k, start, before)
 
     def clock(cycle):
-        engine.clock(cycle)
-        if stage is not None:
-            stage.clock(cycle)
+        box["engine"].clock(cycle)
+        if box["stage"] is not None:
+            box["stage"].clock(cycle)
 
-    mons = run_shell_jobs(starts, make_ports, clock, writes=writes, reads=reads,
-                          max_cycles=max_cycles)
+    mons = run_shell_jobs(starts, make_ports, rebuild(), writes=writes, resets=resets,
+                          rebuild=rebuild, reads=reads, max_cycles=max_cycles)
     out = [mon.record() for mon in mons]
     return out[0] if one else out

@@ -314,7 +314,7 @@ def _shell_ports(plan: LstmPlan, jobs, xwords, patterns: dict, engine, stage, bi
 
 
 def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *, writes=3,
-                           bias_loads=None, reads: int = 0,
+                           bias_loads=None, resets=None, reads: int = 0,
                            max_cycles: int = 10_000_000) -> list:
     """Exact cycle model of jobs of the LSTM shell (:class:`hdl.lstm.LstmShell`) under the
     bench's per-port patterns.
@@ -352,6 +352,10 @@ def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *,
         :func:`gen.lstm.twin.axi_jobs`, JOB_INPUTS, H_WORDS, IRQ_ENABLE).
     bias_loads : sequence of bool, optional
         ``rq_width`` > 0: per job whether it loads the biases (default none does).
+    resets : sequence, optional
+        Per job the bench's ``reset_after`` (None: not cut): the shell and the engine
+        restart from their reset state (the weights must be streamed again); the job's
+        record is the bench's record of a cut job.
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -365,23 +369,30 @@ def lstm_shell_cycle_model(plan: LstmPlan, jobs, patterns: dict, starts=None, *,
         clock}``).
     """
     from gen.core.flow import RequantTwin, run_shell_jobs
-    seqs = [seq for _, job in jobs for seq in job]
-    xwords = _x_words(plan, seqs)
-    engine = _LstmModel(plan, seqs, None, None, None)
-    stage = RequantTwin(REQUANT_LATENCY) if plan.cfg.rq_width else None
+    xwords = _x_words(plan, [seq for _, job in jobs for seq in job])
     bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(jobs)
+    box = {}
+
+    def rebuild(k=-1):
+        """The engine (for the sequences of the jobs after job ``k``) and the stage in
+        their reset state."""
+        seqs = [seq for _, job in jobs[k + 1:] for seq in job]
+        box["engine"] = _LstmModel(plan, seqs, None, None, None)
+        box["stage"] = RequantTwin(REQUANT_LATENCY) if plan.cfg.rq_width else None
+        return clock
 
     def make_ports(k, start, before):
-        return _shell_ports(plan, jobs, xwords, patterns, engine, stage, bias_loads, k,
-                            start, before)
+        return _shell_ports(plan, jobs, xwords, patterns, box["engine"], box["stage"],
+                            bias_loads, k, start, before)
 
     def clock(cycle):
-        engine.clock(cycle)
-        if stage is not None:
-            stage.clock(cycle)
+        box["engine"].clock(cycle)
+        if box["stage"] is not None:
+            box["stage"].clock(cycle)
 
     if isinstance(writes, int):
         writes = [writes] * len(jobs)
-    mons = run_shell_jobs(None if starts is None else list(starts), make_ports, clock,
-                          writes=writes, reads=reads, max_cycles=max_cycles)
+    mons = run_shell_jobs(None if starts is None else list(starts), make_ports, rebuild(),
+                          writes=writes, resets=resets, rebuild=rebuild, reads=reads,
+                          max_cycles=max_cycles)
     return [mon.record() for mon in mons]

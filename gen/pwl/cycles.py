@@ -35,7 +35,8 @@ def cycle_model(n: int, cfg: PwlConfig, *, valid=None, ready=None, seed=0) -> di
     return {"i": src.cycles, "o": out}
 
 
-def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start=None, *, writes=1):
+def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start=None, *, writes=1,
+                      resets=None):
     """Exact cycle model of jobs of the PWL shell (:class:`hdl.pwl.PwlShell`) under the
     bench's patterns: :func:`_shell_job` for each.
 
@@ -43,23 +44,31 @@ def shell_cycle_model(words, cfg: PwlConfig, valid, ready, start=None, *, writes
     one job each (``start`` a list or None); ``start`` None: the start responses'
     clocks predicted from the bench's ``writes`` registers per job (1:
     :func:`gen.pwl.twin.axi_job`'s ``IRQ_ENABLE``; :func:`gen.core.flow.bench_start`) and
-    each job's window (:func:`gen.core.flow.bench_window_end`).  Returns one record (see
+    each job's window (:func:`gen.core.flow.bench_window_end`).  ``resets``: per job the
+    bench's ``reset_after`` (None: not cut; :func:`gen.core.flow.bench_reset`): the job
+    stops when ``aresetn`` falls (the shell empties; every job starts from an empty pipeline
+    anyway) and its record is the bench's record of a cut job.  Returns one record (see
     :func:`_shell_job`) or a list.
     """
-    from gen.core.flow import bench_start, bench_window_end
+    from gen.core.flow import bench_reset, bench_start, bench_window_end
     one = not isinstance(words, (list, tuple))
     jobs = [words] if one else list(words)
     starts = None if start is None else ([start] if one else list(start))
+    resets = [None] * len(jobs) if resets is None else list(resets)
     out, after = [], None
     for k, n in enumerate(jobs):
         at = bench_start(writes, after) if starts is None else starts[k]
-        record = _shell_job(n, cfg, valid, ready, at)
-        after = bench_window_end(at, record["end"], record["job_end"])
+        if resets[k] is None:
+            record = _shell_job(n, cfg, valid, ready, at)
+            after = bench_window_end(at, record["end"], record["job_end"])
+        else:
+            fall, after = bench_reset(at, resets[k])
+            record = _shell_job(n, cfg, valid, ready, at, stop=fall)
         out.append(record)
     return out[0] if one else out
 
 
-def _shell_job(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
+def _shell_job(words, cfg: PwlConfig, valid, ready, start: int, stop=None) -> dict:
     """Exact cycle model of one job of the PWL shell (:class:`hdl.pwl.PwlShell`) under the
     bench's patterns.
 
@@ -91,8 +100,9 @@ def _shell_job(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
         The bench's patterns of ``s_axis_x`` (valid) and ``m_axis_y`` (ready), as
         :func:`gen.pwl.twin.axi_ports` gives them.
     start : int
-        The clock of the start write's response (the bench record's ``start_ack``;
-        software's choice, see :mod:`gen.core.flow`).
+        The clock of the start write's response (the bench record's ``start_ack``).
+    stop : int, optional
+        The clock ``aresetn`` falls (a job cut by the bench): the record is a cut job's.
 
     Returns
     -------
@@ -111,7 +121,7 @@ def _shell_job(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
     mon = Monitor(start)
     pipe = [None] * cfg.latency          # each stage: None or the beat's tlast
     in_done, cycle = False, start + 1
-    while mon.end is None:
+    while mon.end is None and cycle != stop:
         src.drive(cycle)
         o_ready = bench_ready(ready, cycle)
         o_valid = pipe[-1] is not None
@@ -128,6 +138,8 @@ def _shell_job(words, cfg: PwlConfig, valid, ready, start: int) -> dict:
         if advance:
             pipe = [beat[1] if took else None] + pipe[:-1]
         cycle += 1
+    if stop is not None:            # (a job ending before the reset is cut all the same)
+        mon.reset_at, mon.beats_out_before_reset = stop, mon.beats_out
     mon.job_end = mon.end           # (the ports are closed outside the job)
     out = mon.record()
     out["in_cycles"] = list(src.cycles)

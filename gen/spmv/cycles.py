@@ -296,7 +296,7 @@ def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, stage, bias_load
 
 
 def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *,
-                           writes=2, bias_loads=None, reads: int = 0,
+                           writes=2, bias_loads=None, resets=None, reads: int = 0,
                            max_cycles: int = 1_000_000) -> list:
     """Exact cycle model of jobs of the SpMV shell (:class:`hdl.spmv.SpmvShell`) under the
     bench's per-port patterns.
@@ -334,6 +334,10 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
         :func:`gen.spmv.twin.axi_job`, Y_WORDS, IRQ_ENABLE).
     bias_loads : sequence of bool, optional
         ``rq_width`` > 0: per job whether it loads the rows' biases (default none does).
+    resets : sequence, optional
+        Per job the bench's ``reset_after`` (None: not cut): the shell and the engine
+        restart from their reset state (the accumulator clear again); the job's record is
+        the bench's record of a cut job.
     reads : int
         Registers the bench reads after each job besides the counters.
     max_cycles : int
@@ -347,21 +351,29 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
         clock}``).
     """
     from gen.core.flow import RequantTwin, run_shell_jobs
-    blocks = [block for job in jobs for block in job]
-    engine = _SpmvModel(blocks, cfg, None, None, None)
-    stage = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
     bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(jobs)
+    box = {}
+
+    def rebuild(k=-1):
+        """The engine (for the blocks of the jobs after job ``k``) and the stage in their
+        reset state."""
+        blocks = [block for job in jobs[k + 1:] for block in job]
+        box["engine"] = _SpmvModel(blocks, cfg, None, None, None)
+        box["stage"] = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
+        return clock
 
     def make_ports(k, start, before):
-        return _shell_ports(cfg, jobs, patterns, engine, stage, bias_loads, k, start, before)
+        return _shell_ports(cfg, jobs, patterns, box["engine"], box["stage"], bias_loads, k,
+                            start, before)
 
     def clock(cycle):
-        engine.clock(cycle)
-        if stage is not None:
-            stage.clock(cycle)
+        box["engine"].clock(cycle)
+        if box["stage"] is not None:
+            box["stage"].clock(cycle)
 
     if isinstance(writes, int):
         writes = [writes] * len(jobs)
-    mons = run_shell_jobs(None if starts is None else list(starts), make_ports, clock,
-                          writes=writes, reads=reads, max_cycles=max_cycles)
+    mons = run_shell_jobs(None if starts is None else list(starts), make_ports, rebuild(),
+                          writes=writes, resets=resets, rebuild=rebuild, reads=reads,
+                          max_cycles=max_cycles)
     return [mon.record() for mon in mons]

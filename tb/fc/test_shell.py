@@ -141,6 +141,11 @@ def test_shell_reset_mid_job(sim):
     y = to_signed(after["packets"]["m_axis_y"], CFG.acc_width).reshape(-1, CFG.batch)
     np.testing.assert_array_equal(y, ref_fc(*cases[1], CFG))
     assert after["counters"]["cycles"] == after["end"] - after["start_ack"]
+    models = fc_shell_cycle_model([fc_job(w, x, CFG)[2] for w, x in cases], CFG,
+                                  {p: pat for p, _, pat in sources + sinks}, writes=4,
+                                  resets=[40, None])
+    for k, (job, model) in enumerate(zip((cut, after), models)):
+        assert_record_is_model(job, model, f"(job {k})")
 
 
 def test_regmap_and_ports():

@@ -204,6 +204,11 @@ def test_shell_reset_mid_job(sim):
     h = np.where(h >= 1 << 15, h - (1 << 16), h).reshape(-1, 7)
     assert_array_equal(h, ref_lstm(q, xs, CFG, h0, c0)[0])
     _check_counters(records[4])
+    models = lstm_shell_cycle_model(
+        plan, [(True, []), (True, []), (False, seqs[:1]), (True, []), (False, seqs[1:])],
+        {p: pat for p, _, pat in sources + sinks}, resets=[20, None, 80, None, None])
+    for k, (job, model) in enumerate(zip(records, models)):
+        assert_record_is_model(job, model, f"(job {k})")
 
 
 def test_regmap_and_ports():

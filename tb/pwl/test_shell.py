@@ -112,13 +112,19 @@ def test_shell_reset_mid_job(sim):
     rng = np.random.default_rng(9)
     xs = [rng.integers(-32768, 32768, n) for n in (200, 23)]
     jobs = [dict(axi_job(xs[0], cfg), reset_after=30), axi_job(xs[1], cfg)]
-    cut, after = run_axi_jobs(SHELL, cfg, jobs, *axi_ports(cfg, 0.8, 0.6, seed=3), sim=sim,
+    sources, sinks = axi_ports(cfg, 0.8, 0.6, seed=3)
+    cut, after = run_axi_jobs(SHELL, cfg, jobs, sources, sinks, sim=sim,
                               name="shell-reset", max_cycles=5000)
     assert_cleared_by_reset(cut)
     assert cut["beats_out_before_reset"] < -(-200 // 4)
     np.testing.assert_array_equal(to_signed(after["packets"]["m_axis_y"], 16),
                                   ref_pwl(xs[1], fit_table(cfg)))
     assert after["counters"]["cycles"] == after["end"] - after["start_ack"]
+    # the exact model: the cut job up to the reset, the next job from the bench's reset
+    # sequence on
+    models = shell_cycle_model([200, 23], cfg, sources[0][2], sinks[0][2], resets=[30, None])
+    for k, (job, model) in enumerate(zip((cut, after), models)):
+        assert_record_is_model(job, model, f"(job {k})")
 
 
 def test_shell_ports_are_vivado_names():

@@ -343,6 +343,11 @@ def test_shell_reset_mid_job(sim, cfg):
     np.testing.assert_array_equal(np.where(y >= 1 << 23, y - (1 << 24), y),
                                   ref_spmv(w, xs[1], CFG))
     assert after["counters"]["cycles"] == after["end"] - after["start_ack"]
+    models = spmv_shell_cycle_model([tile_jobs(blocks, x) for x in xs], CFG,
+                                    {p: pat for p, _, pat in sources + sinks},
+                                    resets=[60, None])
+    for k, (job, model) in enumerate(zip((cut, after), models)):
+        assert_record_is_model(job, model, f"(job {k})")
 
 
 # the requantisation stage on the results: one bias per row, 8-bit results
