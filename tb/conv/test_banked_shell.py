@@ -13,7 +13,8 @@ import pytest
 
 from gen.conv import ConvLayer, ref_conv
 from gen.conv.banked import BankedConfig, assemble, make_job, run_cycles
-from gen.conv.banked.shell_cycles import array_cycle_model, banked_shell_cycle_model
+from gen.conv.banked.shell_cycles import (array_cycle_model, banked_shell_cycle_model,
+                                          banked_shell_writes)
 from gen.conv.twin import banked_axi_job, rtl_banked_axi
 from gen.core.emit import to_verilog
 from gen.core.fixed import to_signed
@@ -147,6 +148,7 @@ def test_shell_backpressure_model(sim, cfg):
     jobs = [job for _x, _w, job in items]
     assert any(job.E % cfg.bus_words for job in jobs)           # partial last beats
     axi = [banked_axi_job(x, w, job, cfg) for x, w, job in items]
+    assert all(len(a["regs"]) == banked_shell_writes(cfg) for a in axi)
     for i, (wv, xv, orr) in enumerate(SHELL_PATTERNS):
         sources, sinks = axi_ports(*banked_shell_ports(cfg), seed=40 + i,
                                    patterns={"w": wv, "x": xv, "o": orr})

@@ -42,7 +42,7 @@ from collections import defaultdict, deque
 from gen.core.stimulus import ModelSource, Pattern
 
 from gen.conv.banked.cycles import CAPTURE, FIFO_DEPTH, STREAM_OFFER
-from gen.conv.banked.job import BankedConfig, steps
+from gen.conv.banked.job import BankedConfig, descriptor_widths, steps
 
 __all__ = ["ArrayModel", "array_cycle_model", "banked_shell_cycle_model",
            "banked_shell_writes", "BANKED_SHELL_READS"]
@@ -312,9 +312,15 @@ def array_cycle_model(jobs, cfg: BankedConfig, patterns: dict | None = None,
 
 def banked_shell_writes(cfg: BankedConfig) -> int:
     """Registers the bench writes before a job's start (:func:`gen.conv.twin.banked_axi_job`:
-    the ``DESC_k``, ``O_WORDS``, ``IRQ_ENABLE``)."""
-    from hdl.conv.banked.shell import banked_desc_layout
-    return banked_desc_layout(cfg)[-1][0] + 1 + 2
+    the ``DESC_k``, ``O_WORDS``, ``IRQ_ENABLE``).  The descriptor's fields fill 32-bit
+    registers from bit 0, a field that would cross a register boundary moved to the next
+    (:func:`hdl.conv.banked.shell.banked_desc_layout`)."""
+    regs, at = 1, 0
+    for width in descriptor_widths(cfg).values():
+        if at + width > 32:
+            regs, at = regs + 1, 0
+        at += width
+    return regs + 2
 
 
 def _shell_ports(cfg, jobs, patterns, arr, k, start, before):
