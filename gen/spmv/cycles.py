@@ -273,9 +273,10 @@ def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, stage, bias_load
     dl = cfg.drain_lanes
     steps = [min(dl, r - i * dl) for r in rows for i in range(cfg.out_transfers(r))]
     w = ShellInput([(1, i == n_w - 1) for i in range(n_w)], patterns["s_axis_w"],
-                   start or 0, packed=False, adapter=before and before["w"].adapter)
+                   start or 0, packed=False, enabled=bool(blocks),
+                   adapter=before and before["w"].adapter)
     x = ShellInput(packet_beats(n_x, cfg.bus_words), patterns["s_axis_x"], start or 0,
-                   packed=True, adapter=before and before["x"].adapter)
+                   packed=True, enabled=bool(blocks), adapter=before and before["x"].adapter)
     if dl == 1:
         y = ShellOutput(patterns["m_axis_y"], target, words=cfg.bus_words,
                         packer=before and before["y"].packer)
@@ -310,7 +311,8 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     a beat (``tkeep`` on its rows, ``tlast`` on the transfer reaching ``Y_WORDS``).  Each
     job sends all its blocks' weight beats and activations and takes every result
     (``Y_WORDS`` = the rows of its last blocks, both inputs enabled); it ends with its
-    ``tlast`` result beat.  The bench's sources open at ``start + 2``; its sink is ready by
+    ``tlast`` result beat.  A job of no blocks enables no input and expects no result
+    (``JOB_INPUTS`` 0, ``Y_WORDS`` 0): it ends in its first clock.  The bench's sources open at ``start + 2``; its sink is ready by
     its pattern one clock late.
 
     With ``rq_width`` > 0 the requantisation stage sits between the engine's results and
