@@ -7,7 +7,7 @@ result dict, transfer for transfer and cycle for cycle (``tb/core/test_native.py
 jobs with idle inputs, back-pressure and a reset mid-job through both and compares).  The
 difference is where the per-clock work happens: here a testbench generated from the
 module's ports (:func:`testbench`) reads each source's words and every port's handshake
-pattern from files and writes every transfer with its cycle number to one event file, all
+pattern from files and writes every transfer with its cycle number to event files, all
 inside the simulator.
 
 The testbench is plain Verilog-2005 (file I/O system tasks only) in a ``.sv`` file: Icarus
@@ -15,7 +15,15 @@ compiles it with ``-g2012``, Verilator with ``--binary --timing`` (its clock is
 ``always #5``).  Its timing discipline is the cocotb bench's: inputs change at the falling
 edge and handshakes are sampled one time unit before the next rising edge (everything
 settled, nothing racing the edge), so a transfer is recorded in the clock whose rising edge
-completes it.
+completes it.  Under Icarus the design is compiled from the netlist of
+:mod:`gen.core.icarus_net` (the same behaviour, 2-4x cheaper to simulate;
+``$SPNN_ICARUS_NETLIST=amaranth`` compiles Amaranth's text instead).
+
+Its per-clock work is kept small, as under Icarus every variable it reads costs (a
+``dynamic_cast`` per ``%load``): clock and word indices are split with bit-selects, not
+``%`` and ``/`` (signed division was ~5 % of a PWL run), and transfers are buffered in
+arrays and written ``EVENT_CHUNK`` at a time with ``$writememh`` (a ``$fwrite`` per
+transfer was ~1 us, ~25 % of the testbench's time on the PWL unit).
 
 Files of one run (in its folder, the simulator's working directory):
 
@@ -28,12 +36,14 @@ Files of one run (in its folder, the simulator's working directory):
 * ``s<k>.pat`` / ``k<k>.pat``: the port's pattern for clocks 0 .. max_cycles - 1, 32 clocks
   a line as a hex word (clock ``32 i + b`` is bit ``b`` of line ``i``); absent when the
   port transfers on every clock;
-* ``events.txt`` (written by the testbench): ``S<k> <cycle>`` a source transfer, ``K<k>
-  <cycle> <hex>`` a sink transfer, ``R <cycle>`` a reset begins, ``D <cycles_run>
-  <timeout>`` the end.
+* ``s<k>_<c>.ev`` / ``k<k>_<c>.ev`` (written by the testbench): chunk ``c`` of the port's
+  transfers (``EVENT_CHUNK`` a file), one hex number a line: a source transfer's cycle, a
+  sink transfer's ``{payload, cycle}`` (the cycle in the low 32 bits);
+* ``events.txt`` (written by the testbench): ``R <cycle>`` a reset begins (the transfers of
+  cycle ``reset_at`` and later come after it), ``D <cycles_run> <timeout>`` the end.
 
 Builds (the design's Verilog + the testbench) are cached under ``<build>/native/`` by a
-hash of both texts and the build flags.
+hash of both texts and the build flags (and, under Icarus, the netlist rewrite's source).
 """
 
 import hashlib
@@ -49,16 +59,26 @@ import numpy as np
 
 from gen.core.config import SpnnError
 from gen.core.emit import verilog_ports
+from gen.core import icarus_net
+from gen.core.icarus_net import icarus_netlist
 from gen.core.simbase import SimError, _locked, _say
 from gen.core.stimulus import normalise_job, sink_pattern, source_pattern
 
 __all__ = ["stream_ports", "testbench", "run_native", "native_build", "build_testbench",
-           "run_dir_for", "finish_run", "NATIVE_TOP", "VERILATOR_ARGS", "SOURCE_CHUNK"]
+           "run_dir_for", "finish_run", "icarus_netlist_kind", "NATIVE_TOP", "VERILATOR_ARGS",
+           "SOURCE_CHUNK", "EVENT_CHUNK"]
 
 NATIVE_TOP = "spnn_native_tb"
 
-# Source words per ``$readmemh`` chunk file (the testbench holds one chunk per source).
+# Source words per ``$readmemh`` chunk file (the testbench holds one chunk per source); a
+# power of two (the testbench splits a word's index with bit operations).
 SOURCE_CHUNK = 4096
+_CHUNK_BITS = SOURCE_CHUNK.bit_length() - 1
+assert SOURCE_CHUNK == 1 << _CHUNK_BITS
+
+# Transfers per event chunk file (``$writememh``): a port's transfers are buffered in the
+# testbench and written a chunk at a time.
+EVENT_CHUNK = 4096
 
 # Verilator flags of the native build.  The C++ is compiled at -O1: on the 32-PE SpMV
 # engine -O1 builds in about half the time of -O2/-O3 and simulates within a few percent
@@ -67,6 +87,24 @@ SOURCE_CHUNK = 4096
 VERILATOR_ARGS = ["--binary", "--timing", "-CFLAGS", "-fcoroutines", "--x-assign", "fast",
                   "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-CASEINCOMPLETE",
                   "-Wno-STMTDLY", "-Wno-INITIALDLY", "-Wno-lint", "-Wno-fatal"]
+
+
+# The design's Verilog of a native Icarus build: ``icarus`` (default), Amaranth's text
+# rewritten by :func:`gen.core.icarus_net.icarus_netlist` (the same behaviour, 2-4x less
+# simulation time: docs/sim.md), or ``amaranth``, the text as converted.  Verilator (which
+# compiles the design to C++ itself) always gets Amaranth's text.
+_NETLISTS = ("icarus", "amaranth")
+_NETLIST_VERSION = hashlib.sha256(
+    (Path(__file__).parent / "icarus_net.py").read_bytes()).hexdigest()[:16]
+
+
+def icarus_netlist_kind() -> str:
+    """``$SPNN_ICARUS_NETLIST`` (``icarus`` or ``amaranth``; default ``icarus``)."""
+    kind = os.environ.get("SPNN_ICARUS_NETLIST", "") or "icarus"
+    if kind not in _NETLISTS:
+        raise SpnnError(f"SPNN_ICARUS_NETLIST must be one of {', '.join(_NETLISTS)}, "
+                        f"not {kind!r}")
+    return kind
 
 
 def _verilator_args():
@@ -103,14 +141,40 @@ def _source_decl(k, w):
             + (f"  reg {_vec(w)}s{k}_payload;\n  reg {_vec(w)}s{k}_next;\n"
                f"  reg {_vec(w)}s{k}_mem [0:{SOURCE_CHUNK - 1}];\n" if w else "")
             + f"  integer s{k}_n, s{k}_idx, s{k}_chunk, s{k}_pfd, s{k}_always;\n"
-              f"  reg s{k}_hold = 1'b0;\n  reg [31:0] s{k}_pw = 32'd0;\n")
+              f"  reg s{k}_hold = 1'b0;\n  reg [31:0] s{k}_pw = 32'd0;\n"
+              f"  reg [31:0] s{k}_ev [0:{EVENT_CHUNK - 1}];\n  integer s{k}_en, s{k}_ef;\n")
 
 
 def _sink_decl(k, w):
     return (f"  reg k{k}_ready;\n  wire k{k}_valid;\n"
             + (f"  wire {_vec(w)}k{k}_payload;\n" if w else "")
             + f"  integer k{k}_n, k{k}_cnt, k{k}_pfd, k{k}_always;\n"
-              f"  reg [31:0] k{k}_pw = 32'd0;\n")
+              f"  reg [31:0] k{k}_pw = 32'd0;\n"
+              f"  reg [{w + 31}:0] k{k}_ev [0:{EVENT_CHUNK - 1}];\n  integer k{k}_en, k{k}_ef;\n")
+
+
+def _record(tag, k, value):
+    """Statements that append ``value`` to port ``tag k``'s event buffer, written out with
+    ``$writememh`` as ``<tag><k>_<c>.ev`` when full (module docstring)."""
+    return (f"{tag}{k}_ev[{tag}{k}_en] = {value}; {tag}{k}_en = {tag}{k}_en + 1;\n"
+            f"        if ({tag}{k}_en == {EVENT_CHUNK}) begin "
+            f"$sformat(fname, \"{tag}{k}_%0d.ev\", {tag}{k}_ef); $writememh(fname, {tag}{k}_ev); "
+            f"{tag}{k}_ef = {tag}{k}_ef + 1; {tag}{k}_en = 0; end\n")
+
+
+def _event_init(sources, sinks):
+    return "".join(f"    {tag}{k}_en = 0; {tag}{k}_ef = 0;\n"
+                   for tag, ports in (("s", sources), ("k", sinks)) for k in range(len(ports)))
+
+
+def _flush(sources, sinks):
+    """The end of the run: every port's last, partial event chunk."""
+    out = []
+    for tag, ports in (("s", sources), ("k", sinks)):
+        for k in range(len(ports)):
+            out.append(f"    if ({tag}{k}_en > 0) begin $sformat(fname, \"{tag}{k}_%0d.ev\", "
+                       f"{tag}{k}_ef); $writememh(fname, {tag}{k}_ev, 0, {tag}{k}_en - 1); end\n")
+    return "".join(out)
 
 
 def _tasks(sources, sinks):
@@ -118,34 +182,34 @@ def _tasks(sources, sinks):
     patterns, drive, sample, all done)."""
     rs, rk, load, drive, sample, done = [], [], [], [], [], []
     for k, (_, w) in enumerate(sources):
-        read = (f"begin if (s{k}_idx / {SOURCE_CHUNK} != s{k}_chunk) begin "
-                f"s{k}_chunk = s{k}_idx / {SOURCE_CHUNK}; "
+        read = (f"begin if ((s{k}_idx >> {_CHUNK_BITS}) != s{k}_chunk) begin "
+                f"s{k}_chunk = s{k}_idx >> {_CHUNK_BITS}; "
                 f"$sformat(fname, \"s{k}_%0d.hex\", s{k}_chunk); "
                 f"$readmemh(fname, s{k}_mem); end "
-                f"s{k}_next = s{k}_mem[s{k}_idx % {SOURCE_CHUNK}]; end" if w else "")
+                f"s{k}_next = s{k}_mem[s{k}_idx[{_CHUNK_BITS - 1}:0]]; end" if w else "")
         rs.append(f"      s{k}_idx = 0; s{k}_hold = 1'b0; s{k}_valid = 1'b0;\n"
                   + (f"      if (s{k}_n > 0) {read}\n" if w else ""))
-        load.append(f"      if (!s{k}_always && cycle % 32 == 0) "
+        load.append(f"      if (!s{k}_always && new_word) "
                     f"rc = $fscanf(s{k}_pfd, \"%h\\n\", s{k}_pw);\n")
         take = f"s{k}_payload = s{k}_next; " if w else ""
         drive.append(f"      if (!s{k}_hold) begin\n"
-                     f"        if (s{k}_idx < s{k}_n && (s{k}_always || s{k}_pw[cycle % 32]))"
+                     f"        if (s{k}_idx < s{k}_n && (s{k}_always || s{k}_pw[pbit]))"
                      f" begin\n          {take}s{k}_valid = 1'b1; s{k}_hold = 1'b1;\n"
                      f"        end else s{k}_valid = 1'b0;\n      end\n")
         sample.append(f"      if (s{k}_hold && s{k}_ready) begin\n"
-                      f"        $fwrite(fev, \"S{k} %0d\\n\", cycle);\n"
+                      f"        {_record('s', k, 'cycle')}"
                       f"        s{k}_idx = s{k}_idx + 1; s{k}_hold = 1'b0;\n"
                       + (f"        if (s{k}_idx < s{k}_n) {read}\n" if w else "")
                       + "      end\n")
         done.append(f"s{k}_idx >= s{k}_n")
     for k, (_, w) in enumerate(sinks):
         rk.append(f"      k{k}_cnt = 0;\n")
-        load.append(f"      if (!k{k}_always && cycle % 32 == 0) "
+        load.append(f"      if (!k{k}_always && new_word) "
                     f"rc = $fscanf(k{k}_pfd, \"%h\\n\", k{k}_pw);\n")
-        drive.append(f"      k{k}_ready = k{k}_always || k{k}_pw[cycle % 32];\n")
-        data = f" %h\\n\", cycle, k{k}_payload" if w else "\\n\", cycle"
+        drive.append(f"      k{k}_ready = k{k}_always || k{k}_pw[pbit];\n")
+        value = f"{{k{k}_payload, cycle}}" if w else "cycle"
         sample.append(f"      if (k{k}_ready && k{k}_valid) begin\n"
-                      f"        $fwrite(fev, \"K{k} %0d{data});\n"
+                      f"        {_record('k', k, value)}"
                       f"        k{k}_cnt = k{k}_cnt + 1;\n      end\n")
         done.append(f"k{k}_cnt >= k{k}_n")
     return ["".join(x) for x in (rs, rk, load, drive, sample)] + [" && ".join(done) or "1"]
@@ -205,6 +269,8 @@ module {NATIVE_TOP};
   reg clk, rst;
   integer cycle, rc, fcfg, fev, max_cycles, reset_at, reset_cycles, drain;
   integer finished, fin_at, stop, timeout, r, progress;
+  reg [4:0] pbit;
+  reg new_word;
   reg [8*32-1:0] fname;
 {"".join(_source_decl(k, w) for k, (_, w) in enumerate(sources))}\
 {"".join(_sink_decl(k, w) for k, (_, w) in enumerate(sinks))}\
@@ -223,6 +289,7 @@ module {NATIVE_TOP};
     $fclose(fcfg);
     fev = $fopen("events.txt", "w");
     cycle = 0; finished = 0; fin_at = 0; stop = 0; timeout = 0;
+{_event_init(sources, sinks)}\
 {rs}{rk}\
     for (r = 0; r < reset_cycles; r = r + 1) @(posedge clk);
     @(negedge clk);
@@ -237,11 +304,12 @@ module {NATIVE_TOP};
         rst = 1'b0;
 {rs}{rk}\
       end
+      pbit = cycle[4:0]; new_word = pbit == 5'd0;
 {load}{drive}\
       #4;
 {sample}\
       cycle = cycle + 1;
-      if (progress && cycle % 16384 == 0) begin
+      if (progress) if (cycle[13:0] == 14'd0) begin
         $display("P %0d{_progress_fmt(sources, sinks)}", cycle{_progress_args(sources, sinks)});
         $fflush;
       end
@@ -250,6 +318,7 @@ module {NATIVE_TOP};
       else if (cycle >= max_cycles) begin timeout = 1; stop = 1; end
       if (!stop) @(negedge clk);
     end
+{_flush(sources, sinks)}\
     $fwrite(fev, "D %0d %0d\\n", cycle, timeout);
     $fclose(fev);
     $finish;
@@ -272,6 +341,10 @@ def build_testbench(module: str, verilog: str, tb: str, sim: str, root: Path):
     design for ``sim``, cached under ``root/native/<module>-<hash>/<sim>/``; returns
     ``(command to run, build seconds: 0.0 when cached)``."""
     flags = " ".join(_verilator_args()) + os.environ.get("SPNN_NATIVE_OPT", "-O1")
+    netlist = icarus_netlist_kind() if sim == "icarus" else "amaranth"
+    if netlist == "icarus":     # the rewrite's source and its knobs (tests force packing)
+        flags += (f" netlist={_NETLIST_VERSION},{icarus_net.PACK_MIN_FLOPS},"
+                  f"{icarus_net.PACK_BITS}")
     digest = hashlib.sha256("\0".join((verilog, tb, sim, flags)).encode()).hexdigest()[:16]
     folder = root / "native" / f"{module}-{digest}" / sim
     exe = folder / ("native.vvp" if sim == "icarus" else f"obj/V{NATIVE_TOP}")
@@ -281,7 +354,8 @@ def build_testbench(module: str, verilog: str, tb: str, sim: str, root: Path):
             _say(f"building the native {sim} simulator of {module}")
             t0 = time.perf_counter()
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / f"{module}.v").write_text(verilog)
+            (folder / f"{module}.v").write_text(
+                icarus_netlist(verilog) if netlist == "icarus" else verilog)
             (folder / f"{NATIVE_TOP}.sv").write_text(tb)
             _compile(sim, module, folder)
             (folder / ".built").write_text("ok\n")
@@ -353,51 +427,56 @@ def _write_job(job, sources, sinks, folder: Path) -> None:
     (folder / "job.txt").write_text("\n".join(lines) + "\n")
 
 
-_SOURCE_EVENT = re.compile(r"^S(\d+) (\d+)$", re.M)
-_SINK_EVENT = re.compile(r"^K(\d+) (\d+) ?([0-9a-fA-F]*)$", re.M)
+_COMMENT = re.compile(r"//[^\n]*")
 
 
-def _events(pattern, segment):
-    """The ``(port index, cycle)`` columns of one event kind in a segment of the file
-    (regular expressions and numpy: the file holds a line per transfer, millions on long
-    jobs, so no Python per line)."""
-    found = pattern.findall(segment)
-    if not found:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
-    cols = list(zip(*found))
-    return (np.array(cols[0], dtype=np.int64), np.array(cols[1], dtype=np.int64),
-            cols[2] if len(cols) > 2 else [])
+def _port_events(run_dir: Path, tag: str, k: int) -> list:
+    """Port ``tag k``'s event values in order, from its ``$writememh`` chunk files (Icarus
+    heads each with an address comment)."""
+    values, c = [], 0
+    while (path := run_dir / f"{tag}{k}_{c}.ev").exists():
+        values += [int(v, 16) for v in _COMMENT.sub("", path.read_text()).split()]
+        c += 1
+    return values
 
 
-def _parse(job, sources, sinks, text: str) -> dict:
-    """The cocotb bench's result dict from the event file: ``S<k> <cycle>`` per source
-    transfer, ``K<k> <cycle> <hex>`` per sink transfer, ``R <cycle>`` at a reset (the
-    transfers start again), ``D <cycles run> <timeout>`` at the end."""
+def _parse(job, sources, sinks, text: str, run_dir: Path) -> dict:
+    """The cocotb bench's result dict from the event files: per source its transfers'
+    cycles, per sink ``{payload, cycle}`` per transfer (``<tag><k>_<c>.ev``), and in
+    ``events.txt`` ``R <cycle>`` at a reset (the transfers start again; a transfer of
+    cycle ``c`` came after every reset at a cycle <= ``c``), ``D <cycles run> <timeout>``
+    at the end."""
     data = {s["port"]: s["data"] for s in job["sources"]}
     counts = {s["port"]: s["count"] for s in job["sinks"]}
     src = [{"cycles": [], "log": []} for _ in sources]
     snk = [{"data": [], "cycles": [], "log": []} for _ in sinks]
-    before, resets, cycles_run, timeout = None, [], 0, 0
+    before, cycles_run, timeout = None, 0, 0
     done = re.search(r"^D (\d+) (\d+)$", text, re.M)
     if done:
         cycles_run, timeout = int(done.group(1)), int(done.group(2))
-    pieces = re.split(r"^R (\d+)\n", text, flags=re.M)
-    for k, segment in enumerate(pieces[0::2]):
+    resets = [int(v) for v in re.findall(r"^R (\d+)$", text, re.M)]
+    mask = (1 << 32) - 1
+    src_events = [np.array(_port_events(run_dir, "s", i), dtype=np.int64)
+                  for i in range(len(sources))]
+    snk_events = []
+    for i in range(len(sinks)):
+        values = _port_events(run_dir, "k", i)
+        snk_events.append((np.array([v & mask for v in values], dtype=np.int64),
+                           np.array([v >> 32 for v in values], dtype=object)))
+    src_seg = [np.searchsorted(resets, c, side="right") for c in src_events]
+    snk_seg = [np.searchsorted(resets, c, side="right") for c, _ in snk_events]
+    for k in range(len(resets) + 1):
         if k:
             before = {name: {"data": s["data"], "cycles": s["cycles"]}
                       for (name, _), s in zip(sinks, snk) if name in counts}
-            resets.append(int(pieces[2 * k - 1]))
-        ports, cycles, _ = _events(_SOURCE_EVENT, segment)
         for i, s in enumerate(src):
-            c = cycles[ports == i].tolist()
+            c = src_events[i][src_seg[i] == k].tolist()
             words = data.get(sources[i][0], [])
             s["cycles"] = c
             s["log"] += [[cy, w] for cy, w in zip(c, words)]
-        ports, cycles, values = _events(_SINK_EVENT, segment)
-        values = np.array([int(v, 16) if v else 0 for v in values], dtype=object)
         for i, s in enumerate(snk):
-            pick = ports == i
-            c, v = cycles[pick].tolist(), values[pick].tolist()
+            pick = snk_seg[i] == k
+            c, v = snk_events[i][0][pick].tolist(), snk_events[i][1][pick].tolist()
             s["cycles"], s["data"] = c, v
             s["log"] += [[cy, w] for cy, w in zip(c, v)]
     error = f"timeout after {job.get('max_cycles', 100_000)} cycles" if timeout else None
@@ -511,7 +590,7 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
         proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
     sim_seconds = time.perf_counter() - t0
     run_dir, events = finish_run(proc, run_dir, folder / "runs" / name, sim, module)
-    result = _parse(job, sources, sinks, events)
+    result = _parse(job, sources, sinks, events, run_dir)
     result.update(engine="native", build_seconds=build_seconds, sim_seconds=sim_seconds,
                   test_dir=str(run_dir))
     return result

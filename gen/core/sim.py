@@ -162,6 +162,18 @@ def verilog_for(gateware, cfg):
     return _VERILOG[key]
 
 
+def cocotb_icarus_netlist() -> str:
+    """The design's Verilog of a cocotb Icarus build: ``$SPNN_COCOTB_ICARUS_NETLIST``,
+    ``amaranth`` (default: the verification suite runs Amaranth's text) or ``icarus`` (the
+    native engine's rewritten netlist, :mod:`gen.core.icarus_net`; scripts/bench_sim.py
+    measures both)."""
+    kind = os.environ.get("SPNN_COCOTB_ICARUS_NETLIST", "") or "amaranth"
+    if kind not in ("amaranth", "icarus"):
+        raise SpnnError("SPNN_COCOTB_ICARUS_NETLIST must be amaranth or icarus, "
+                        f"not {kind!r}")
+    return kind
+
+
 def _build(gateware, cfg, sim, waves):
     """Compile once per distinct Verilog text, sim and waves; return (runner, dir, module).
 
@@ -169,6 +181,9 @@ def _build(gateware, cfg, sim, waves):
     gateware can never run against a stale build.
     """
     module, text = verilog_for(gateware, cfg)
+    if sim == "icarus" and cocotb_icarus_netlist() == "icarus":
+        from gen.core.icarus_net import icarus_netlist
+        text = icarus_netlist(text)
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     root = build_root().resolve() / "sim" / f"{module}-{digest}"
     sim_dir = root / (sim + ("-waves" if waves else ""))
