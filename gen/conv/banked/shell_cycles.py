@@ -150,12 +150,12 @@ class ArrayModel:
     sources ``c``, ``w``, ``x`` (``drive(cycle)``, ``valid``, ``take(ready, cycle)``) and
     sinks ``o``, ``s`` (``at(cycle)``: ready, ``put(cycle)``: a transfer).  The ``k``-th
     descriptor taken is ``jobs[k]``.  :attr:`o_valid` is ``o.valid`` in the coming clock (a
-    register); per job :attr:`records` holds ``T0`` (descriptor taken), ``stat`` (``s``
-    taken) and the clock of every round's ``go``.
+    register); per job :attr:`records` holds ``job`` (its index plus ``first``), ``T0``
+    (descriptor taken), ``stat`` (``s`` taken) and the clock of every round's ``go``.
     """
 
-    def __init__(self, jobs, cfg: BankedConfig):
-        self.cfg = cfg
+    def __init__(self, jobs, cfg: BankedConfig, first: int = 0):
+        self.cfg, self.first = cfg, first
         self.jobs = [_Job(job, cfg) for job in jobs]
         self.c = self.w = self.x = self.o = self.s = None
         self.records = []
@@ -255,7 +255,8 @@ class ArrayModel:
         self.ld = {"w": _Loader(jb.wblocks), "x": _Loader(jb.xblocks)}
         self.fin, self.i, self.rd, self.cd, self.drained_job = 0, 0, 0, 0, 0
         self.init_left = self.cfg.window
-        self.records.append({"T0": cycle, "stat": None, "go": []})
+        self.records.append({"job": self.first + self.taken - 1, "T0": cycle, "stat": None,
+                             "go": []})
 
     def _round(self, u):
         """A round's ``go`` in clock ``u``: the countdown, the step / strip counters and
@@ -349,7 +350,7 @@ def _shell_ports(cfg, jobs, patterns, arr, k, start, before):
 
 
 def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=None, *,
-                             writes=None, reads: int = BANKED_SHELL_READS,
+                             writes=None, resets=None, reads: int = BANKED_SHELL_READS,
                              max_cycles: int = 1_000_000) -> list:
     """Exact cycle model of jobs of the banked array's shell
     (:class:`hdl.conv.banked.shell.BankedShell`) under the bench's per-port patterns.
@@ -376,6 +377,12 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
     writes : int or sequence of int, optional
         Per job the registers the bench writes before its start (default
         :func:`banked_shell_writes`, those of :func:`gen.conv.twin.banked_axi_job`).
+    resets : sequence, optional
+        Per job the bench's ``reset_after`` (None: not cut): ``aresetn`` low for
+        :data:`gen.core.flow.RESET_CLOCKS` clocks (:func:`gen.core.flow.bench_reset`), after
+        which the shell and the array run from their reset state (skid buffers empty, no
+        strip in flight, the strip counters 0); the job's record is the bench's record of a
+        cut job.
     reads : int
         Registers the bench reads after each job besides the counters (the three
         statistics registers).
@@ -388,11 +395,17 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
         Per job the bench record's clocks and counts (``start_ack``, ``first_in``, ``end``,
         beats, stall clocks, ``counters``), ``job_end``, ``out_cycles`` (``{"m_axis_o":
         every beat's clock}``) and ``array`` (the array's ``T0``, ``stat`` and round
-        ``go`` clocks).
+        ``go`` clocks; None if it took no descriptor).
     """
     from gen.core.flow import run_shell_jobs
     jobs = list(jobs)
-    arr = ArrayModel(jobs, cfg)
+    models = []
+
+    def rebuild(k=-1):
+        """The array in its reset state, for the jobs after job ``k``."""
+        models.append(ArrayModel(jobs[k + 1:], cfg, first=k + 1))
+        return models[-1].clock
+
     if starts is None:
         writes = banked_shell_writes(cfg) if writes is None else writes
         writes = [writes] * len(jobs) if isinstance(writes, int) else list(writes)
@@ -400,13 +413,14 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
         starts = list(starts)
 
     def make_ports(k, start, before):
-        return _shell_ports(cfg, jobs, patterns, arr, k, start, before)
+        return _shell_ports(cfg, jobs, patterns, models[-1], k, start, before)
 
-    mons = run_shell_jobs(starts, make_ports, arr.clock, writes=writes, reads=reads,
-                          max_cycles=max_cycles)
+    mons = run_shell_jobs(starts, make_ports, rebuild(), writes=writes, resets=resets,
+                          rebuild=rebuild, reads=reads, max_cycles=max_cycles)
+    array = {rec["job"]: rec for m in models for rec in m.records}
     out = []
-    for mon, rec in zip(mons, arr.records):
+    for k, mon in enumerate(mons):
         d = mon.record()
-        d["array"] = rec
+        d["array"] = array.get(k)
         out.append(d)
     return out
