@@ -259,24 +259,32 @@ def shell_cycles(jobs, cfg: SpmvConfig) -> int:
     return cycle_model(jobs, cfg)["o"][-1] + 2 + (2 if cfg.drain_lanes == 1 else 0) + rq
 
 
+def _job_parts(job) -> tuple:
+    """``(blocks whose weights the job sends, blocks whose activations it sends)`` of a shell
+    job of :func:`spmv_shell_cycle_model`."""
+    if isinstance(job, dict):
+        return list(job.get("w", [])), list(job.get("x", []))
+    return list(job), list(job)
+
+
 def _shell_ports(cfg: SpmvConfig, jobs, patterns: dict, engine, stage, bias_loads, k, start,
                  before):
     """Job ``k``'s :class:`hdl.spmv.SpmvShell` ports (:mod:`gen.core.flow` twins; ``k``
     None: the idle ports before the first start), attached to the engine's model; the
     adapters carry over from ``before``."""
     from gen.core.flow import ShellInput, ShellOutput, packet_beats
-    blocks = [] if k is None else jobs[k]
-    n_w = sum(beat_count(plan) for plan, _ in blocks)
-    n_x = sum(np.asarray(x).size for _, x in blocks)
-    rows = [plan.rows for plan, _ in blocks if plan.last]
+    w_blocks, x_blocks = ([], []) if k is None else _job_parts(jobs[k])
+    n_w = sum(beat_count(plan) for plan, _ in w_blocks)
+    n_x = sum(np.asarray(x).size for _, x in x_blocks)
+    rows = [plan.rows for plan, _ in x_blocks if plan.last]
     target = None if k is None else sum(rows)
     dl = cfg.drain_lanes
     steps = [min(dl, r - i * dl) for r in rows for i in range(cfg.out_transfers(r))]
     w = ShellInput([(1, i == n_w - 1) for i in range(n_w)], patterns["s_axis_w"],
-                   start or 0, packed=False, enabled=bool(blocks),
+                   start or 0, packed=False, enabled=bool(w_blocks),
                    adapter=before and before["w"].adapter)
     x = ShellInput(packet_beats(n_x, cfg.bus_words), patterns["s_axis_x"], start or 0,
-                   packed=True, enabled=bool(blocks), adapter=before and before["x"].adapter)
+                   packed=True, enabled=bool(x_blocks), adapter=before and before["x"].adapter)
     if dl == 1:
         y = ShellOutput(patterns["m_axis_y"], target, words=cfg.bus_words,
                         packer=before and before["y"].packer)
@@ -312,7 +320,12 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     job sends all its blocks' weight beats and activations and takes every result
     (``Y_WORDS`` = the rows of its last blocks, both inputs enabled); it ends with its
     ``tlast`` result beat.  A job of no blocks enables no input and expects no result
-    (``JOB_INPUTS`` 0, ``Y_WORDS`` 0): it ends in its first clock.  The bench's sources open at ``start + 2``; its sink is ready by
+    (``JOB_INPUTS`` 0, ``Y_WORDS`` 0): it ends in its first clock.  A job may also split
+    its blocks' streams, ``{"w": blocks, "x": blocks}``: the weights of ``w`` (the engine
+    takes the blocks in the order their weights arrive, each with its ``x``) and the
+    activations of ``x``, each port enabled when it sends something, ``Y_WORDS`` the rows
+    of the last blocks of ``x`` (e.g. the weights in one job, the activations and results
+    in the next: the loaded bank waits between them).  The bench's sources open at ``start + 2``; its sink is ready by
     its pattern one clock late.
 
     With ``rq_width`` > 0 the requantisation stage sits between the engine's results and
@@ -323,7 +336,8 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     Parameters
     ----------
     jobs : list
-        Per shell job its blocks ``[(plan, x_codes), ...]`` (:func:`gen.spmv.tile_jobs`).
+        Per shell job its blocks ``[(plan, x_codes), ...]`` (:func:`gen.spmv.tile_jobs`), or
+        ``{"w": blocks, "x": blocks}`` (see above).
     cfg : SpmvConfig
     patterns : dict
         ``{bus port: Pattern}`` for ``s_axis_w``, ``s_axis_x`` (valid) and ``m_axis_y``
@@ -359,7 +373,7 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     def rebuild(k=-1):
         """The engine (for the blocks of the jobs after job ``k``) and the stage in their
         reset state."""
-        blocks = [block for job in jobs[k + 1:] for block in job]
+        blocks = [block for job in jobs[k + 1:] for block in _job_parts(job)[0]]
         box["engine"] = _SpmvModel(blocks, cfg, None, None, None)
         box["stage"] = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
         return clock

@@ -128,6 +128,14 @@ def test_shell_full_rate_and_disabled_port(sim):
     assert second["beats_in"] == len(job["packets"]["s_axis_w"]) // CFG.w_lanes
     assert second["beats_out"] == 0 and second["end"] is None
     assert third["beats_in"] == -(-len(x) // CFG.bus_words)
+    # the exact model: the weights' job ends the clock after its last word, the bench polls
+    # STATUS; the loaded bank waits for the next job's activations
+    pair = tile_jobs(blocks, x)
+    models = spmv_shell_cycle_model([pair, {"w": pair}, {"x": pair}], CFG,
+                                    {p: pat for p, _, pat in sources + sinks},
+                                    writes=[len(j["regs"]) for j in (job, weights_only, rest)])
+    for k, (record, model) in enumerate(zip((first, second, third), models)):
+        assert_record_is_model(record, model, f"(job {k})")
 
 
 @pytest.mark.parametrize("cfg", [CFG, CFG_D], ids=["d1", "d2"])
