@@ -325,8 +325,8 @@ def spmv_shell_cycle_model(jobs, cfg: SpmvConfig, patterns: dict, starts=None, *
     takes the blocks in the order their weights arrive, each with its ``x``) and the
     activations of ``x``, each port enabled when it sends something, ``Y_WORDS`` the rows
     of the last blocks of ``x`` (e.g. the weights in one job, the activations and results
-    in the next: the loaded bank waits between them).  The bench's sources open at ``start + 2``; its sink is ready by
-    its pattern one clock late.
+    in the next: the loaded bank waits between them).  The bench's sources open at
+    ``start + 2``; its sink is ready by its pattern one clock late.
 
     With ``rq_width`` > 0 the requantisation stage sits between the engine's results and
     ``m_axis_y`` (:class:`gen.core.flow.RequantTwin`: one channel per row, the rows'
