@@ -9,7 +9,10 @@
   in simulated clocks per second of the simulator process (start-up and file I/O included
   for both engines).
 * One product under Icarus, cocotb and native; a PWL job of 100,000 samples (a small
-  design, where the testbench's per-clock work dominates) under both simulators; the PWL
+  design, where the testbench's per-clock work weighs most) under both simulators; under
+  Icarus each engine on its own netlist (cocotb on Amaranth's Verilog, as the verification
+  suite runs it; native on the netlist of ``gen.core.icarus_net``) and on the other one, so
+  that the engine's gain and the netlist's show apart; the PWL
   accelerator shell (``bus_words`` 4, 20,000 samples in 4 jobs, AXI4-Lite control) on
   cocotbext-axi and on the native shell testbench.
 * ``spnn run spmv`` on the seed matrix, wall clock: cold (a fresh build folder: Amaranth
@@ -42,29 +45,45 @@ from scripts import docs
 from scripts.bench_spmv import COLS, P, seed_matrix
 
 KEYS = ("sinks", "sources", "cycles_run")
+# The Icarus rows: each engine on its own netlist, then on the other one.
+ICARUS_RUNS = [("cocotb", 1, None), ("native", 1, None), ("cocotb", 1, "icarus"),
+               ("native", 1, "amaranth")]
 
 
 def log(msg):
     print(msg, flush=True)
 
 
-def _engine_run(fn, engine, threads=1):
+# The design's Verilog each engine runs under Icarus unless a row says otherwise: the
+# cocotb bench Amaranth's text (as the verification suite), the native engine the netlist
+# rewritten for Icarus (gen/core/icarus_net.py).  The Icarus jobs also run the other way
+# round, so the table separates the engine's gain from the netlist's.
+DEFAULT_NETLIST = {"cocotb": "amaranth", "native": "icarus"}
+_NETLIST_ENV = {"cocotb": "SPNN_COCOTB_ICARUS_NETLIST", "native": "SPNN_ICARUS_NETLIST"}
+
+
+def _engine_run(fn, engine, threads=1, netlist=None):
     """One warm-up run (builds), then the measured runs: the best of three for the native
     engine (a run of a second or two is sensitive to the machine's other load), one for
-    cocotb (tens of seconds, Python-bound)."""
+    cocotb (tens of seconds, Python-bound).  ``netlist`` (Icarus): the design's Verilog,
+    ``amaranth`` or ``icarus`` (default: the engine's own, :data:`DEFAULT_NETLIST`)."""
     os.environ["SPNN_NATIVE_THREADS"] = str(threads)
+    netlist = netlist or DEFAULT_NETLIST[engine]
+    os.environ[_NETLIST_ENV[engine]] = netlist
     best = None
+    tag = f"{engine}-t{threads}" + ("" if netlist == DEFAULT_NETLIST[engine] else f"-{netlist}")
     with using_engine(engine):
-        fn(f"bench-sim-{engine}-t{threads}-warm")     # builds (cached for the next run)
+        fn(f"bench-sim-{tag}-warm")                   # builds (cached for the next run)
         for _ in range(3 if engine == "native" else 1):
             with measuring() as cost, recording() as runs:
-                fn(f"bench-sim-{engine}-t{threads}")
+                fn(f"bench-sim-{tag}")
             if best is None or cost["sim_seconds"] < best[0]["sim_seconds"]:
                 best = (cost, runs)
     os.environ.pop("SPNN_NATIVE_THREADS", None)
+    os.environ.pop(_NETLIST_ENV[engine], None)
     cost, runs = best
     result = runs[-1][-1]
-    return {"engine": engine, "threads": threads, "clocks": cost["clocks"],
+    return {"engine": engine, "threads": threads, "netlist": netlist, "clocks": cost["clocks"],
             "sim_seconds": cost["sim_seconds"], "build_seconds": cost["build_seconds"],
             "clocks_per_second": cost["clocks_per_second"]}, result
 
@@ -194,15 +213,16 @@ def main(argv=None):
     x = rng.integers(-128, 128, COLS)
     cfg = SpmvConfig(pes=P)
     plan = compile_weights(w, cfg, "balanced")
-    res = {}
+    res = {"load": {"cpus": os.cpu_count(), "start": os.getloadavg()[0]}}
     for sim in ("verilator", "icarus"):
         rows, results = [], []
-        runs = [("cocotb", 1), ("native", 1)] + ([("native", 2)] if sim == "verilator" else [])
+        runs = ([("cocotb", 1, None), ("native", 1, None), ("native", 2, None)]
+                if sim == "verilator" else ICARUS_RUNS)
         repeat = 8 if sim == "verilator" else 1
-        for engine, threads in runs:
+        for engine, threads, netlist in runs:
             def job(name, sim=sim, repeat=repeat):
                 run_jobs([(plan, x)] * repeat, cfg, sim, name=name)
-            row, result = _engine_run(job, engine, threads)
+            row, result = _engine_run(job, engine, threads, netlist)
             rows.append(row)
             results.append(result)
             log(f"[spmv {sim}] {engine} threads {threads}: {row['clocks']} clocks in "
@@ -214,10 +234,11 @@ def main(argv=None):
     xs = np.random.default_rng(1).integers(-32768, 32768, 100_000)
     for sim in ("verilator", "icarus"):
         rows, results = [], []
-        for engine in ("cocotb", "native"):
+        for engine, threads, netlist in (ICARUS_RUNS if sim == "icarus"
+                                         else [("cocotb", 1, None), ("native", 1, None)]):
             def job(name, sim=sim):
                 rtl_pwl(xs, PwlConfig(), sim, ready_prob=0.9, seed=2, name=name)
-            row, result = _engine_run(job, engine)
+            row, result = _engine_run(job, engine, threads, netlist)
             rows.append(row)
             results.append(result)
             log(f"[pwl {sim}] {engine}: {row['clocks_per_second']:,.0f} clocks/s")
@@ -227,6 +248,7 @@ def main(argv=None):
         res["spnn_run_spmv"] = spnn_wall(w, x, Path(tmp))
     log(f"[spnn run spmv] cold {res['spnn_run_spmv']['cold_seconds']:.1f} s, warm "
         f"{res['spnn_run_spmv']['warm_seconds']:.2f} s")
+    res["load"]["end"] = os.getloadavg()[0]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sim.json").write_text(json.dumps(res, indent=2) + "\n")
@@ -235,12 +257,27 @@ def main(argv=None):
         docs.write_docs(markdown(res), "sim table", "scripts/bench_sim.py",
                         ("README.md", "docs/sim.md"))
     log(f"[done] {out / 'sim.json'}, {out / 'sim.md'}")
-    return 0 if all(v.get("identical", True) for v in res.values()) else 1
+    return 0 if all(v.get("identical", True) for v in res.values() if isinstance(v, dict)) \
+        else 1
 
 
 def _ratio(rows, a, b):
-    pick = {(r["engine"], r["threads"]): r["clocks_per_second"] for r in rows}
-    return pick[a] / pick[b]
+    """``a`` / ``b`` in clocks per second; each ``(engine, threads)`` or ``(engine, threads,
+    netlist)`` (default: the engine's own netlist)."""
+    pick = {(r["engine"], r["threads"], r.get("netlist") or DEFAULT_NETLIST.get(r["engine"])):
+            r["clocks_per_second"] for r in rows}
+
+    def key(k):
+        return k if len(k) == 3 else (k[0], k[1], DEFAULT_NETLIST.get(k[0]))
+    return pick[key(a)] / pick[key(b)]
+
+
+def _label(row, sim):
+    """The engine column: the engine, and the design's Verilog under Icarus."""
+    if sim != "icarus" or row["engine"] not in DEFAULT_NETLIST:
+        return row["engine"]
+    text = {"amaranth": "Amaranth's Verilog", "icarus": "Icarus netlist"}[row["netlist"]]
+    return f"{row['engine']}, {text}"
 
 
 def markdown(res) -> str:
@@ -251,7 +288,7 @@ def markdown(res) -> str:
              "| job | simulator | engine | threads | clocks | seconds | clocks/s |",
              "|---|---|---|---|---|---|---|"]
     for key, block in res.items():
-        if "rows" not in block:
+        if not isinstance(block, dict) or "rows" not in block:
             continue
         job, sim = key.split("_")
         name = {"spmv": "SpMV seed matrix, P = 32" + (", 8 products" if sim == "verilator"
@@ -259,22 +296,36 @@ def markdown(res) -> str:
                 "pwl": "PWL, 100,000 samples",
                 "pwlshell": "PWL shell, bus_words 4, 20,000 samples"}[job]
         for r in block["rows"]:
-            lines.append(f"| {name} | {sim} | {r['engine']} | {r['threads']} | {r['clocks']:,} "
+            lines.append(f"| {name} | {sim} | {_label(r, sim)} | {r['threads']} | {r['clocks']:,} "
                          f"| {r['sim_seconds']:.2f} | {r['clocks_per_second']:,.0f} |")
     v = res["spmv_verilator"]["rows"]
-    lines += ["", f"SpMV under Verilator: native / cocotb = "
+    lines += ["", f"- SpMV under Verilator: native / cocotb = "
               f"{_ratio(v, ('native', 1), ('cocotb', 1)):.1f}x; bare loop / native = "
               f"{_ratio(v, ('bare C++ loop', 1), ('native', 1)):.2f}x; native 2 threads / 1 = "
-              f"{_ratio(v, ('native', 2), ('native', 1)):.2f}x.  Under Icarus: native / cocotb "
-              f"= {_ratio(res['spmv_icarus']['rows'], ('native', 1), ('cocotb', 1)):.1f}x "
-              f"(SpMV), {_ratio(res['pwl_icarus']['rows'], ('native', 1), ('cocotb', 1)):.1f}x "
-              f"(PWL).  PWL shell (AXI) under Verilator: native / cocotbext-axi = "
+              f"{_ratio(v, ('native', 2), ('native', 1)):.2f}x."]
+    for key, job in (("spmv_icarus", "SpMV"), ("pwl_icarus", "PWL")):
+        r = res[key]["rows"]
+        lines.append(
+            f"- {job} under Icarus: native / cocotb = "
+            f"{_ratio(r, ('native', 1), ('cocotb', 1)):.1f}x "
+            f"(each engine on its own netlist: cocotb on Amaranth's Verilog as the verification "
+            f"suite runs it, native on the Icarus netlist); on one netlist "
+            f"{_ratio(r, ('native', 1, 'icarus'), ('cocotb', 1, 'icarus')):.1f}x (Icarus netlist), "
+            f"{_ratio(r, ('native', 1, 'amaranth'), ('cocotb', 1, 'amaranth')):.1f}x (Amaranth's "
+            f"Verilog); the Icarus netlist speeds the native run "
+            f"{_ratio(r, ('native', 1, 'icarus'), ('native', 1, 'amaranth')):.1f}x and the cocotb "
+            f"run {_ratio(r, ('cocotb', 1, 'icarus'), ('cocotb', 1, 'amaranth')):.1f}x.")
+    lines += [f"- PWL shell (AXI) under Verilator: native / cocotbext-axi = "
               f"{_ratio(res['pwlshell_verilator']['rows'], ('native', 1), ('cocotb', 1)):.1f}x.",
               ""]
     s = res["spnn_run_spmv"]
     lines += [f"`spnn run spmv` on the seed matrix: cold {s['cold_seconds']:.1f} s (fresh build "
               f"folder: conversion and the native Verilator build), warm "
               f"{s['warm_seconds']:.2f} s wall.", ""]
+    if "load" in res:           # other processes share the CPUs: the figures move with them
+        load = res["load"]
+        lines += [f"The machine's load average (1 min) at the start and the end of the run: "
+                  f"{load['start']:.1f} and {load['end']:.1f} on {load['cpus']} CPUs.", ""]
     return "\n".join(lines)
 
 
