@@ -24,14 +24,17 @@ on ``c``, ``w``, ``x``, ``o`` and ``s`` and the statistics words.  Clocks are th
   first round also waits for the clock after its weights' and features' last beats and,
   for a strip's first chunk, for the clock after the streamer's last read of the strip two
   before (its output set).
-* **Capture and drain**: the shadow rows hold round ``j``'s sums from ``C = u_j + K + 7``;
-  row ``k`` is drained in clock ``C + k`` and written at the end of ``C + k + 2``; a strip's
-  last round counts it drained at the end of ``W = C + dr + 1``.
+* **Capture and drain**: the shadow rows hold round ``j``'s sums from ``C = u_j + K + 11``
+  (``CAPTURE``: the beat's issue registers, the feature banks' offset and address
+  registers, the bank read, the words' and the rotated window's registers, the grid's
+  operand, partial-product and product registers, the accumulator, the capture); row ``k`` is drained in
+  clock ``C + k`` and written at the end of ``C + k + 3``; a strip's last round counts it
+  drained at the end of ``W = C + dr + 1``.
 * **Streamer**: strip by strip (all jobs in order), started in the clock after it is
   drained and after the previous strip's last read; from the next clock it reads a beat in
   every clock in which the beats read and not yet taken at ``o`` are fewer than
   :data:`hdl.conv.banked.outbanks.OUT_FIFO_DEPTH`; a beat read in clock ``v`` enters the
-  output FIFO at the end of ``v + 3`` and is offered at ``o`` from ``v + 5`` (or the clock
+  output FIFO at the end of ``v + 4`` and is offered at ``o`` from ``v + 6`` (or the clock
   after the previous beat is taken).
 * **Statistics**: ``s`` is valid from the clock after the job's last strip is drained; the
   job ends when it is taken, and the next descriptor may be taken the clock after.
@@ -43,8 +46,8 @@ from gen.conv.banked.job import BankedConfig, BankedJob, steps
 
 __all__ = ["run_cycles", "CAPTURE", "STREAM_OFFER", "FIFO_DEPTH"]
 
-CAPTURE = 7          # go + K (last beat in the counters) -> shadow rows hold the sums
-STREAM_OFFER = 5     # streamer read in clock v -> offered at o from v + 5
+CAPTURE = 11         # go + K (last beat in the counters) -> shadow rows hold the sums
+STREAM_OFFER = 6     # streamer read in clock v -> offered at o from v + 6
 FIFO_DEPTH = 8       # hdl.conv.banked.outbanks.OUT_FIFO_DEPTH
 
 

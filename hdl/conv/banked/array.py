@@ -7,7 +7,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gen.conv.banked import BankedConfig
-from hdl.conv.banked.banks import FeatureBanks, WeightBanks
+from hdl.conv.banked.banks import (FEATURE_READ_LATENCY, WEIGHT_READ_LATENCY, FeatureBanks,
+                                   WeightBanks)
 from hdl.conv.banked.grid import MacGrid
 from hdl.conv.banked.loaders import FeatureLoader, WeightLoader, desc_layout
 from hdl.conv.banked.outbanks import CaptureInfo, OutputBanks
@@ -55,6 +56,7 @@ class BankedArray(wiring.Component):
         cfg = self.cfg
         m = Module()
         cw = cfg.count_width
+        assert FEATURE_READ_LATENCY == WEIGHT_READ_LATENCY
         m.submodules.wl = wl = WeightLoader(cfg)
         m.submodules.xl = xl = FeatureLoader(cfg)
         m.submodules.seq = seq = Sequencer(cfg)
@@ -85,28 +87,29 @@ class BankedArray(wiring.Component):
             m.d.sync += run.eq(0)
         for ld, src in ((wl, self.w), (xl, self.x)):
             wiring.connect(m, wiring.flipped(src), ld.src)
-            m.d.comb += [ld.start.eq(start), ld.run.eq(run), ld.d.eq(d), ld.fin.eq(seq.fin)]
-        m.d.comb += [seq.start.eq(start), seq.run.eq(run), seq.d.eq(d),
+            m.d.comb += [ld.start.eq(start), ld.run.eq(run), ld.d.eq(d), ld.dn.eq(self.c.payload),
+                         ld.fin.eq(seq.fin)]
+        m.d.comb += [seq.start.eq(start), seq.run.eq(run), seq.d.eq(d), seq.dn.eq(self.c.payload),
                      seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed)]
         # loads into the banks
         m.d.comb += [wb.w_en.eq(wl.en), wb.w_addr.eq(wl.w_addr), wb.w_j.eq(wl.w_j),
                      wb.w_data.eq(self.w.payload), wb.nl.eq(d.nl), wb.R.eq(d.R),
                      fb.w_en.eq(xl.en), fb.w_set.eq(xl.w_set), fb.w_f.eq(xl.w_f),
                      fb.w_data.eq(self.x.payload)]
-        # beats: issue registers (t + 1) -> bank data (t + 4) -> grid
+        # beats: issue registers (t + 1) -> bank data (t + 6) -> grid
         m.d.comb += [fb.r_set.eq(seq.fset), fb.r_f.eq(seq.fa), fb.r_x.eq(seq.fx),
                      wb.r_addr.eq(seq.wa)]
         flags = [seq.v, seq.first, seq.last]
-        for _ in range(3):
+        for _ in range(FEATURE_READ_LATENCY):
             nxt = [Signal() for _ in flags]
             m.d.sync += [n.eq(f) for n, f in zip(nxt, flags)]
             flags = nxt
         m.d.comb += [grid.v.eq(flags[0]), grid.first.eq(flags[1]), grid.last.eq(flags[2]),
                      grid.feat.eq(fb.r_data), grid.wt.eq(wb.r_data), grid.nl.eq(d.nl),
                      grid.shift.eq(ob.shift)]
-        # capture info travels with the last beat: issue registers (t + 1) -> cap (t + 6)
+        # capture info travels with the last beat: issue registers (t + 1) -> cap (t + 10)
         info = seq.info
-        for _ in range(5):
+        for _ in range(FEATURE_READ_LATENCY + 4):
             nxt = Signal(CaptureInfo(cfg))
             m.d.sync += nxt.eq(info)
             info = nxt

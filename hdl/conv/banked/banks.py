@@ -11,8 +11,8 @@ from hdl.conv.banked.util import _wrapped
 
 __all__ = ["FeatureBanks", "WeightBanks", "FEATURE_READ_LATENCY", "WEIGHT_READ_LATENCY"]
 
-FEATURE_READ_LATENCY = 3     # r_f at cycle t -> r_data at t + 3
-WEIGHT_READ_LATENCY = 3      # r_addr at cycle t -> r_data at t + 3
+FEATURE_READ_LATENCY = 5     # r_f at cycle t -> r_data at t + 5
+WEIGHT_READ_LATENCY = 5      # r_addr at cycle t -> r_data at t + 5
 
 
 class FeatureBanks(wiring.Component):
@@ -23,7 +23,8 @@ class FeatureBanks(wiring.Component):
     -------
     w_en, w_set : In(1)
         Write a beat into set ``w_set`` (cycle ``t``; the banks are written at the end of
-        ``t + 1``).
+        ``t + 2``: a read is two clocks after its ``r_f``, so the writes keep their order
+        against the reads).
     w_f : In(unsigned(fbits))
         Flat index of lane 0; lane ``k`` goes to word ``w_f + k``.
     w_data : In(ArrayLayout(signed(data_width), bus_words))
@@ -36,7 +37,8 @@ class FeatureBanks(wiring.Component):
         word ``r_f + k + nb r_x[k]`` (the rows the window crosses, see
         :mod:`gen.conv.banked.job`).
     r_data : Out(ArrayLayout(signed(data_width), window))
-        The window (cycle ``t + 3``).
+        The window (cycle ``t + 5``: the per-bank offsets registered, the bank addresses
+        registered, the banks read, the words registered, rotated and registered).
     """
 
     def __init__(self, cfg: BankedConfig):
@@ -63,37 +65,47 @@ class FeatureBanks(wiring.Component):
             for b in range(nb):
                 m.submodules[f"f{s}_{b}"] = mems[s][b]
         self._write(m, mems, nb, lg, abits, word)
-        # read: bank b serves window column k = (b - rot) mod nb at base + wrap + r_x[k]
-        rset2, rset3 = Signal(), Signal()
-        m.d.sync += [rset2.eq(self.r_set), rset3.eq(rset2)]
+        # read: bank b serves window column k = (b - rot) mod nb at base + wrap + r_x[k];
+        # t + 1: per bank its column's offset and wrap bit; t + 2: the address; t + 3: the
+        # words; t + 4: the set's words registered; t + 5: rotated into the columns
         f = self.r_f
-        rot2, rot3 = Signal(range(nb)), Signal(range(nb))
-        m.d.sync += [rot2.eq(f[:lg] if lg else 0), rot3.eq(rot2)]
+        rset = [self.r_set]
+        for i in range(3):
+            rset.append(Signal(name=f"rset{i + 1}"))
+            m.d.sync += rset[-1].eq(rset[-2])
+        rot = [f[:lg] if lg else 0]
+        for i in range(4):
+            rot.append(Signal(range(nb), name=f"rot{i + 1}"))
+            m.d.sync += rot[-1].eq(rot[-2])
+        fhi1 = Signal(abits)
+        m.d.sync += fhi1.eq(f[lg:])
         xs = Signal(data.ArrayLayout(unsigned(self.abits), nb))
         m.d.comb += [xs[k].eq(self.r_x[k]) for k in range(cfg.window)]
         words = Signal(data.ArrayLayout(word, nb))
         for b in range(nb):
             col = Signal(range(nb), name=f"col{b}")
             m.d.comb += col.eq((b - f[:lg]) % nb if lg else 0)
+            xo1, wr1 = Signal(self.abits, name=f"xo{b}"), Signal(name=f"wr{b}")
+            m.d.sync += [xo1.eq(xs[col]), wr1.eq(_wrapped(b, f[:lg], nb) if lg else 0)]
             addr = Signal(abits, name=f"ra{b}")
-            m.d.sync += addr.eq(f[lg:] + (_wrapped(b, f[:lg], nb) if lg else 0) + xs[col])
+            m.d.sync += addr.eq(fhi1 + wr1 + xo1)
             ports = [mems[s][b].read_port() for s in range(2)]
             for p in ports:
                 m.d.comb += p.addr.eq(addr)
-            m.d.comb += words[b].eq(Mux(rset3, ports[1].data, ports[0].data))
+            m.d.sync += words[b].eq(Mux(rset[3], ports[1].data, ports[0].data))
         for k in range(cfg.window):
             idx = Signal(range(nb), name=f"ix{k}")
-            m.d.comb += idx.eq(rot3 + k)
+            m.d.comb += idx.eq(rot[4] + k)
             m.d.sync += self.r_data[k].eq(words[idx] if nb > 1 else words[0])
         return m
 
     def _write(self, m, mems, nb, lg, abits, word):
-        """Lane -> bank rotation, registered, written the clock after."""
+        """Lane -> bank rotation, registered, registered again, written the clock after."""
         cfg = self.cfg
         first = self.w_f[:lg] if lg else 0
         base = self.w_f[lg:]
-        wset = Signal()
-        m.d.sync += wset.eq(self.w_set)
+        wset, wset2 = Signal(), Signal()
+        m.d.sync += [wset.eq(self.w_set), wset2.eq(wset)]
         for b in range(nb):
             lane = Signal(range(nb), name=f"lane{b}")
             m.d.comb += lane.eq((b - first) % nb)
@@ -102,9 +114,13 @@ class FeatureBanks(wiring.Component):
             m.d.sync += [en.eq(self.w_en & (lane < cfg.bus_words)),
                          addr.eq(base + _wrapped(b, first, nb) if lg else base),
                          dat.eq(self.w_data[lane] if cfg.bus_words > 1 else self.w_data[0])]
+            en2, addr2, dat2 = Signal(name=f"we2_{b}"), Signal(abits, name=f"wa2_{b}"), \
+                Signal(word, name=f"wd2_{b}")
+            m.d.sync += [en2.eq(en), addr2.eq(addr), dat2.eq(dat)]
             for s in range(2):
                 wp = mems[s][b].write_port()
-                m.d.comb += [wp.en.eq(en & (wset == s)), wp.addr.eq(addr), wp.data.eq(dat)]
+                m.d.comb += [wp.en.eq(en2 & (wset2 == s)), wp.addr.eq(addr2),
+                             wp.data.eq(dat2)]
 
 
 class WeightBanks(wiring.Component):
@@ -115,7 +131,7 @@ class WeightBanks(wiring.Component):
     Members
     -------
     w_en : In(1)
-        Write a beat (cycle ``t``; written at the end of ``t + 1``).
+        Write a beat (cycle ``t``; written at the end of ``t + 2``).
     w_addr : In(unsigned(wbits))
         Bank address of the beat.
     w_j : In(unsigned(6))
@@ -127,7 +143,8 @@ class WeightBanks(wiring.Component):
     r_addr : In(unsigned(wbits))
         Address every row reads (cycle ``t``).
     r_data : Out(ArrayLayout(signed(weight_width), rows))
-        Each row's word (cycle ``t + 3``).
+        Each row's word (cycle ``t + 5``: the address registered twice, the bank read,
+        the word registered twice).
     """
 
     def __init__(self, cfg: BankedConfig):
@@ -146,8 +163,9 @@ class WeightBanks(wiring.Component):
         word = signed(cfg.weight_width)
         bw = cfg.bus_words
         waddr = Signal(cfg.wbits)
-        raddr = Signal(cfg.wbits)
-        m.d.sync += [waddr.eq(self.w_addr), raddr.eq(self.r_addr)]
+        waddr2, raddr1, raddr = Signal(cfg.wbits), Signal(cfg.wbits), Signal(cfg.wbits)
+        m.d.sync += [waddr.eq(self.w_addr), waddr2.eq(waddr), raddr1.eq(self.r_addr),
+                     raddr.eq(raddr1)]
         logs = [k for k in range(3) if 1 << k <= cfg.copies]
         for r in range(cfg.rows):
             mem = m.submodules[f"w{r}"] = Memory(shape=word, depth=2 * cfg.weight_depth,
@@ -159,9 +177,12 @@ class WeightBanks(wiring.Component):
                     with m.Case(k):
                         m.d.sync += [en.eq(self.w_en & (self.w_j == ch // bw) & (ch < self.R)),
                                      dat.eq(self.w_data[ch % bw])]
+            en2, dat2 = Signal(name=f"we2_{r}"), Signal(word, name=f"wd2_{r}")
+            m.d.sync += [en2.eq(en), dat2.eq(dat)]
             wp = mem.write_port()
-            m.d.comb += [wp.en.eq(en), wp.addr.eq(waddr), wp.data.eq(dat)]
+            m.d.comb += [wp.en.eq(en2), wp.addr.eq(waddr2), wp.data.eq(dat2)]
             rp = mem.read_port()
             m.d.comb += rp.addr.eq(raddr)
-            m.d.sync += self.r_data[r].eq(rp.data)
+            rd1 = Signal(word, name=f"rd{r}")
+            m.d.sync += [rd1.eq(rp.data), self.r_data[r].eq(rd1)]
         return m

@@ -6,6 +6,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from gen.conv.banked import BankedConfig
+from hdl.lib.arith import radix4_product
 
 __all__ = ["MacGrid"]
 
@@ -29,8 +30,8 @@ class MacGrid(wiring.Component):
     shift : In(1)
         Shift the shadow rows up by ``n`` (rows ``0 .. n - 1`` read this clock).
     cap : Out(1)
-        The shadow rows load the sums at the end of this clock (cycle ``t + 2`` of a last
-        beat); they hold them from ``t + 3``.
+        The shadow rows load the sums at the end of this clock (cycle ``t + 4`` of a last
+        beat); they hold them from ``t + 5``.
     taps : Out(ArrayLayout(signed(acc_width), copies x cols))
         Shadow rows ``0 .. copies - 1``, row ``g`` at ``g cols``.
     """
@@ -50,10 +51,25 @@ class MacGrid(wiring.Component):
         m = Module()
         acc_t = signed(cfg.acc_width)
         logs = [k for k in range(3) if 1 << k <= cfg.copies]
-        v5, first5, last5, last6 = Signal(), Signal(), Signal(), Signal()
-        m.d.sync += [v5.eq(self.v), first5.eq(self.first), last5.eq(self.v & self.last),
-                     last6.eq(last5)]
+        # t + 1: operands, t + 2: partial-product pairs, t + 3: product, t + 4: sum
+        flags = [self.v, self.first, self.v & self.last]
+        for i in range(3):
+            nxt = [Signal(name=f"{n}{i + 3}") for n in ("v", "first", "last")]
+            m.d.sync += [a.eq(b) for a, b in zip(nxt, flags)]
+            flags = nxt
+        v5, first5, last5 = flags
+        last6 = Signal()
+        m.d.sync += last6.eq(last5)
         m.d.comb += self.cap.eq(last6)
+        # the operands registered: each row's weight with its multiples 3 w and -w, each
+        # cell's feature of its copy (the radix-4 digits of the LUT multiplier)
+        ww = cfg.weight_width
+        wts = [Signal(signed(ww), name=f"w{r}") for r in range(cfg.rows)]
+        w3s = [Signal(signed(ww + 2), name=f"w3_{r}") for r in range(cfg.rows)]
+        wns = [Signal(signed(ww + 1), name=f"wn{r}") for r in range(cfg.rows)]
+        for r in range(cfg.rows):
+            m.d.sync += [wts[r].eq(self.wt[r]), w3s[r].eq((self.wt[r] << 1) + self.wt[r]),
+                         wns[r].eq(-self.wt[r])]
         shadow = [[Signal(acc_t, name=f"sh{r}_{c}") for c in range(cfg.cols)]
                   for r in range(cfg.rows)]
         for r in range(cfg.rows):
@@ -61,9 +77,12 @@ class MacGrid(wiring.Component):
                 f = self.feat[c]
                 for k in logs[1:]:
                     f = Mux(self.nl == k, self.feat[(r % (1 << k)) * cfg.cols + c], f)
+                fr = Signal(signed(cfg.data_width), name=f"f{r}_{c}")
+                m.d.sync += fr.eq(f)
                 p = Signal(signed(cfg.data_width + cfg.weight_width), name=f"p{r}_{c}")
                 acc = Signal(acc_t, name=f"acc{r}_{c}")
-                m.d.sync += p.eq(self.wt[r] * f)
+                m.d.sync += p.eq(radix4_product(m, fr, wts[r], w3s[r], wns[r],
+                                                name=f"pp{r}_{c}_"))
                 with m.If(v5):
                     m.d.sync += acc.eq(Mux(first5, p, acc + p))
                 nxt = 0

@@ -27,6 +27,9 @@ class _Loader(wiring.Component):
     start, run : In(1)
         A descriptor is taken (the counters restart) / a job is active.
     d : In(desc_layout(cfg))
+    dn : In(desc_layout(cfg))
+        The descriptor at the ``c`` port: the job's constants are registered from it at
+        ``start``.
     fin : In(unsigned(count_width))
     done : Out(unsigned(count_width))
         Blocks loaded in this job.
@@ -38,24 +41,28 @@ class _Loader(wiring.Component):
         self.cfg = cfg
         super().__init__({
             "src": In(stream.Signature(data.ArrayLayout(signed(word), cfg.bus_words))),
-            "start": In(1), "run": In(1), "d": In(desc_layout(cfg)),
+            "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
             "fin": In(unsigned(cfg.count_width)), "done": Out(unsigned(cfg.count_width)),
             "en": Out(1),
         })
 
-    def _counts(self, m, total, size, need):
-        """The beat counter of the block in flight; returns it."""
+    def _counts(self, m, total, size_m1, need):
+        """The beat counter of the block in flight (``size_m1``: the block's beats - 1,
+        ``need``: its ``fin`` permission, a register); returns it and the block's end (its
+        last beat taken this clock)."""
         cfg = self.cfg
         bc = Signal(cfg.count_width + 6)
+        end = Signal()
         m.d.comb += [self.src.ready.eq(self.run & (self.done != total) & (self.fin >= need)),
-                     self.en.eq(self.src.valid & self.src.ready)]
+                     self.en.eq(self.src.valid & self.src.ready),
+                     end.eq(self.en & (bc == size_m1))]
         with m.If(self.start):
             m.d.sync += [self.done.eq(0), bc.eq(0)]
         with m.Elif(self.en):
             m.d.sync += bc.eq(bc + 1)
-            with m.If(bc == size - 1):
+            with m.If(end):
                 m.d.sync += [bc.eq(0), self.done.eq(self.done + 1)]
-        return bc
+        return bc, end
 
 
 class WeightLoader(_Loader):
@@ -79,22 +86,32 @@ class WeightLoader(_Loader):
         q, g = Signal(cw), Signal(cw)
         gsq = Signal(cw)                 # g S Q
         wres = Signal(cfg.wbits)         # q K_q
-        lastq = q == d.Q - 1
-        size = Mux(lastq, d.wbl, d.wbq)
-        need = Mux(d.res, Mux(g == 0, 0, gsq - d.Q + q + 1),
-                   Mux(self.done == 0, 0, self.done - 1))
-        bc = self._counts(m, Mux(d.res, d.gq, d.nsteps), size, need)
+        dn = self.dn
+        Qm1, wgm1 = Signal(cw), Signal(6)
+        wbqm1, wblm1 = Signal(cw + 6), Signal(cw + 6)
+        with m.If(self.start):
+            m.d.sync += [Qm1.eq(dn.Q - 1), wgm1.eq(dn.wg - 1), wbqm1.eq(dn.wbq - 1),
+                         wblm1.eq(dn.wbl - 1)]
+        lastq = q == Qm1
+        # the next block's fin permission, a register: (g S - 1) Q + q + 1 for g > 0 (res),
+        # else the blocks done - 1
+        need = Signal(cw)
+        bc, end = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(lastq, wblm1, wbqm1), need)
         a = Signal(cfg.wbits)
         j = Signal(6)
         with m.If(self.start):
-            m.d.sync += [q.eq(0), g.eq(0), gsq.eq(0), wres.eq(0), a.eq(0), j.eq(0)]
+            m.d.sync += [q.eq(0), g.eq(0), gsq.eq(0), wres.eq(0), a.eq(0), j.eq(0),
+                         need.eq(0)]
         with m.Elif(self.en):
-            m.d.sync += j.eq(Mux(j == d.wg - 1, 0, j + 1))
-            with m.If(j == d.wg - 1):
+            m.d.sync += j.eq(Mux(j == wgm1, 0, j + 1))
+            with m.If(j == wgm1):
                 m.d.sync += a.eq(a + 1)
-            with m.If(bc == size - 1):
+            with m.If(end):
                 m.d.sync += [a.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1)),
-                             wres.eq(Mux(lastq, 0, wres + d.kq))]
+                             wres.eq(Mux(lastq, 0, wres + d.kq)),
+                             need.eq(Mux(d.res, Mux(lastq, gsq + d.sq - d.Q + 1,
+                                                    Mux(g == 0, 0, need + 1)),
+                                         self.done))]
                 with m.If(lastq):
                     m.d.sync += [g.eq(g + 1), gsq.eq(gsq + d.sq)]
         base = Mux(d.res, wres, self.done[0] << (cfg.wbits - 1))
@@ -117,20 +134,27 @@ class FeatureLoader(_Loader):
         cfg = self.cfg
         m = Module()
         d = self.d
-        q = Signal(cfg.count_width)
-        lastq = q == d.Q - 1
-        size = Mux(lastq, d.xbl, d.xbq)
-        bc = self._counts(m, d.nsteps, size, Mux(self.done == 0, 0, self.done - 1))
-        row, f = Signal(cfg.fbits), Signal(cfg.fbits)
-        j = Signal(cfg.count_width)
+        cw = cfg.count_width
+        q = Signal(cw)
+        dn = self.dn
+        Qm1, bprm1, xbqm1, xblm1 = (Signal(cw) for _ in range(4))
         with m.If(self.start):
-            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0)]
+            m.d.sync += [Qm1.eq(dn.Q - 1), bprm1.eq(dn.bpr - 1), xbqm1.eq(dn.xbq - 1),
+                         xblm1.eq(dn.xbl - 1)]
+        lastq = q == Qm1
+        need = Signal(cw)                # the blocks done - 1, a register
+        bc, end = self._counts(m, d.nsteps, Mux(lastq, xblm1, xbqm1), need)
+        row, f = Signal(cfg.fbits), Signal(cfg.fbits)
+        j = Signal(cw)
+        with m.If(self.start):
+            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0), need.eq(0)]
         with m.Elif(self.en):
-            with m.If(j == d.bpr - 1):
+            with m.If(j == bprm1):
                 m.d.sync += [j.eq(0), row.eq(row + d.D), f.eq(row + d.D)]
             with m.Else():
                 m.d.sync += [j.eq(j + 1), f.eq(f + cfg.bus_words)]
-            with m.If(bc == size - 1):
-                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1))]
+            with m.If(end):
+                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1)),
+                             need.eq(self.done)]
         m.d.comb += [self.w_f.eq(f), self.w_set.eq(self.done[0])]
         return m

@@ -40,7 +40,8 @@ class OutputBanks(wiring.Component):
         A channel drained this clock (cycles ``C .. C + R - 1`` after a capture at
         ``C - 1``).
     drained : Out(1)
-        Strobe in the clock of a strip's last bank write (``C + R + 1``).
+        Strobe in the clock before a strip's last bank write (``C + R + 1``; the streamer's
+        first read of the strip is two clocks after that write).
     obeats : In(unsigned(count_width))
         Beats of a strip, latched per output set when ``oset_load`` (at a strip's start).
     oset_load, oset : In(1)
@@ -87,8 +88,8 @@ class OutputBanks(wiring.Component):
 
     def _drain(self, m, nb, lg, abits, wports, rports):
         """Channels ``k = 0 .. R - 1`` in clocks ``C + k``: the window's bank addresses and
-        sums registered (``+1``), the old sums read (``+2``), the new ones written at the end
-        of ``+2``."""
+        sums registered (``+1``), the old sums read (``+2``) and registered (``+3``), the new
+        ones written at the end of ``+3``."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
         info = Signal(CaptureInfo(cfg))
@@ -105,12 +106,12 @@ class OutputBanks(wiring.Component):
         m.d.comb += self.shift.eq(busy)
         first = e[:lg] if lg else 0
         base = e[lg:]
-        busy1, set1, first1, busy2, set2, first2, end1, end2 = (
+        busy1, set1, first1, busy2, set2, first2, set3, first3, end1, end2 = (
             Signal(name=n) for n in ("busy1", "set1", "first1", "busy2", "set2", "first2",
-                                     "end1", "end2"))
+                                     "set3", "first3", "end1", "end2"))
         m.d.sync += [busy1.eq(busy), set1.eq(info.oset), first1.eq(info.first),
-                     busy2.eq(busy1), set2.eq(set1), first2.eq(first1),
-                     end1.eq(last & info.strip_end), end2.eq(end1)]
+                     busy2.eq(busy1), set2.eq(set1), first2.eq(first1), set3.eq(set2),
+                     first3.eq(first2), end1.eq(last & info.strip_end), end2.eq(end1)]
         m.d.comb += self.drained.eq(end2)
         win = Signal(data.ArrayLayout(acc, nb))
         m.d.comb += [win[i].eq(self.taps[i]) for i in range(cfg.window)]
@@ -118,24 +119,33 @@ class OutputBanks(wiring.Component):
         for b in range(nb):
             lane = Signal(range(nb), name=f"dl{b}")
             m.d.comb += lane.eq((b - first) % nb)
-            en1, en2 = Signal(name=f"de1_{b}"), Signal(name=f"de2_{b}")
-            a1, a2 = Signal(abits, name=f"da1_{b}"), Signal(abits, name=f"da2_{b}")
-            v1, v2 = Signal(acc, name=f"dv1_{b}"), Signal(acc, name=f"dv2_{b}")
+            en1, en2, en3 = (Signal(name=f"de{i}_{b}") for i in (1, 2, 3))
+            a1, a2, a3 = (Signal(abits, name=f"da{i}_{b}") for i in (1, 2, 3))
+            v1, v2, v3 = (Signal(acc, name=f"dv{i}_{b}") for i in (1, 2, 3))
             m.d.sync += [en1.eq(busy & (lane < info.nv)),
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
                          v1.eq(win[lane] if nb > 1 else win[0]),
-                         en2.eq(en1), a2.eq(a1), v2.eq(v1)]
+                         en2.eq(en1), a2.eq(a1), v2.eq(v1), en3.eq(en2), a3.eq(a2), v3.eq(v2)]
+            # the old sum, registered; a sum written at the end of the clock in which it
+            # was read (a capture two clocks after the one that wrote it) is forwarded
+            fen, fset = Signal(name=f"dfe{b}"), Signal(name=f"dfs{b}")
+            fa, fd = Signal(abits, name=f"dfa{b}"), Signal(acc, name=f"dfd{b}")
+            old3 = Signal(acc, name=f"do3_{b}")
+            new = Signal(acc, name=f"dn{b}")
+            bank = Mux(set2, rports[1][b].data, rports[0][b].data)
+            m.d.sync += old3.eq(Mux(fen & (fset == set2) & (fa == a2), fd, bank))
+            m.d.comb += new.eq(Mux(first3, v3, v3 + old3))
+            m.d.sync += [fen.eq(en3), fset.eq(set3), fa.eq(a3), fd.eq(new)]
             for s in range(2):
-                old = rports[s][b].data
-                m.d.comb += [wports[s][b].en.eq(en2 & (set2 == s)),
-                             wports[s][b].addr.eq(a2),
-                             wports[s][b].data.eq(Mux(first2, v2, v2 + old))]
+                m.d.comb += [wports[s][b].en.eq(en3 & (set3 == s)),
+                             wports[s][b].addr.eq(a3), wports[s][b].data.eq(new)]
             addr1.append(a1)
         return busy1, set1, addr1
 
     def _streamer(self, m, nb, lg, abits, rports):
-        """A beat per clock while the FIFO has room: bank addresses registered (``+1``), the
-        words read (``+2``), rotated into lanes and pushed (``+3``)."""
+        """A beat per clock while fewer than ``OUT_FIFO_DEPTH`` beats are read and not yet
+        taken: bank addresses registered (``+1``), the words read (``+2``) and registered
+        (``+3``), rotated into lanes and pushed (``+4``)."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
         bw = cfg.bus_words
@@ -151,11 +161,12 @@ class OutputBanks(wiring.Component):
         bi = Signal(cfg.count_width)
         last = Signal(cfg.count_width)
         e0 = Signal(cfg.obits)
-        v1, v2, v3 = Signal(), Signal(), Signal()
-        room = Signal()
-        m.d.comb += room.eq(q.level + v1 + v2 + v3 < OUT_FIFO_DEPTH)
+        v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
+        # beats read and not yet taken at o (in the pipeline or in the FIFO)
+        inflight = Signal(range(OUT_FIFO_DEPTH + 1))
         step = Signal()
-        m.d.comb += step.eq(active & room)
+        m.d.comb += step.eq(active & (inflight < OUT_FIFO_DEPTH))
+        m.d.sync += inflight.eq(inflight + step - (self.o.valid & self.o.ready))
         with m.If(~active & (self.drained_total != self.streamed)):
             m.d.sync += [active.eq(1), sset.eq(self.streamed[0]), bi.eq(0), e0.eq(0),
                          last.eq(Mux(self.streamed[0], obeats[1], obeats[0]) - 1)]
@@ -171,18 +182,18 @@ class OutputBanks(wiring.Component):
             m.d.sync += a.eq(base + _wrapped(b, first, nb) if lg else base)
             addr.append(a)
         set1, set2 = Signal(), Signal()
-        rot1, rot2 = Signal(range(nb)), Signal(range(nb))
+        rot1, rot2, rot3 = Signal(range(nb)), Signal(range(nb)), Signal(range(nb))
         m.d.sync += [v1.eq(step), set1.eq(sset), rot1.eq(first), v2.eq(v1), set2.eq(set1),
-                     rot2.eq(rot1), v3.eq(v2)]
+                     rot2.eq(rot1), v3.eq(v2), rot3.eq(rot2), v4.eq(v3)]
         words = Signal(data.ArrayLayout(acc, nb))
         for b in range(nb):
-            m.d.comb += words[b].eq(Mux(set2, rports[1][b].data, rports[0][b].data))
+            m.d.sync += words[b].eq(Mux(set2, rports[1][b].data, rports[0][b].data))
         beat = Signal(data.ArrayLayout(acc, bw))
         for k in range(bw):
             idx = Signal(range(nb), name=f"si{k}")
-            m.d.comb += idx.eq(rot2 + k)
+            m.d.comb += idx.eq(rot3 + k)
             m.d.sync += beat[k].eq(words[idx] if nb > 1 else words[0])
-        m.d.comb += [q.w_en.eq(v3), q.w_data.eq(beat),
+        m.d.comb += [q.w_en.eq(v4), q.w_data.eq(beat),
                      self.o.payload.eq(q.r_data), self.o.valid.eq(q.r_rdy),
                      q.r_en.eq(self.o.ready)]
         return addr

@@ -2,7 +2,7 @@
 """The sequencer of the banked array: steps, rounds, beats, the window walker and the issue
 registers."""
 
-from amaranth.hdl import Module, Mux, Signal, unsigned
+from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -34,6 +34,9 @@ class Sequencer(wiring.Component):
     start, run : In(1)
         ``start``: a descriptor is taken (job counters restart); ``run``: a job is active.
     d : In(desc_layout(cfg))
+    dn : In(desc_layout(cfg))
+        The descriptor at the ``c`` port (``d`` from the clock after ``start``): the job's
+        constants are registered from it at ``start``.
     wdone, xdone : In(unsigned(count_width))
         Weight blocks / feature steps loaded.
     streamed : In(unsigned(count_width))
@@ -64,7 +67,7 @@ class Sequencer(wiring.Component):
         cw = cfg.count_width
         self.abits = max((cfg.feat_depth - 1).bit_length(), 1)
         super().__init__({
-            "start": In(1), "run": In(1), "d": In(desc_layout(cfg)),
+            "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
             "fin": Out(unsigned(cw)), "v": Out(1), "first": Out(1), "last": Out(1),
             "fa": Out(unsigned(cfg.fbits)),
@@ -82,38 +85,59 @@ class Sequencer(wiring.Component):
         i, q, rd, sc, gq = (Signal(cw, name=n) for n in ("i", "q", "rd", "sc", "gq"))
         cd = Signal(cw + 1)
         wres = Signal(cfg.wbits)
-        lastq = q == d.Q - 1
-        lastrd = rd == d.rounds - 1
-        K = Mux(lastq, d.kl, d.kq)
-        qn = Mux(lastq, 0, q + 1)
-        knext = Mux(lastrd, Mux(qn == d.Q - 1, d.kl, d.kq), K)
+        # the job's constants, registered from the descriptor at start (no arithmetic
+        # between the counters and go or the registers it loads)
+        dn = self.dn
+        Qm1, Qm2, Sm1, rdm1 = (Signal(cw, name=n) for n in ("Qm1", "Qm2", "Sm1", "rdm1"))
+        kqm1, klm1 = Signal(cw, name="kqm1"), Signal(cw, name="klm1")
+        busy_w, busy_l = Signal(cfg.busy_bits), Signal(cfg.busy_bits)
+        # P - 1 after go by (K is kl, K_next is kl): K - 1 + max(0, max(R, 2) - K_next)
+        cdt = [[Signal(cw + 1, name=f"cd{a}{b}") for b in range(2)] for a in range(2)]
+        with m.If(self.start):
+            m.d.sync += [Qm1.eq(dn.Q - 1), Qm2.eq(dn.Q - 2), Sm1.eq(dn.S - 1),
+                         rdm1.eq(dn.rounds - 1), kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
+                         busy_w.eq(dn.R * dn.W), busy_l.eq(dn.R * dn.lastw)]
+            rgap = Mux(dn.R < 2, 2, dn.R)
+            for a, ka in enumerate((dn.kq, dn.kl)):
+                for b, kb in enumerate((dn.kq, dn.kl)):
+                    m.d.sync += cdt[a][b].eq(ka - 1 + Mux(rgap > kb, rgap - kb, 0))
+        lastq = q == Qm1
+        lastrd = rd == rdm1
+        # K_next is kl: the next round's chunk is the last one
+        knext_kl = Mux(lastrd, Mux(lastq, Qm1 == 0, q == Qm2), lastq)
+        cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
+        self._kcm1 = Mux(lastq, klm1, kqm1)
+        self._busy_w, self._busy_l = busy_w, busy_l
         init_done = self._init_walk(m)
-        # captures at least R clocks apart (the drain), and 2 (a sum read back for the next
-        # chunk of a one-round strip must have been written)
-        rgap = Mux(d.R < 2, 2, d.R)
-        ready = ((self.wdone >= Mux(d.res, gq + q + 1, i + 1)) & (self.xdone >= i + 1)
-                 & ((q != 0) | ((self.ts - self.streamed)[:cw] <= 1)))
+        # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq) and ts - 1, kept as
+        # registers
+        i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
+        tsm1 = Signal(cw, init=(1 << cw) - 1)
+        ready = ((self.wdone >= Mux(d.res, gqq1, i1)) & (self.xdone >= i1)
+                 & ((q != 0) | (self.streamed == self.ts) | (self.streamed == tsm1)))
         go = Signal()
         m.d.comb += go.eq(self.run & init_done & (i != d.nsteps) & (cd == 0)
                           & ((rd != 0) | ready))
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
-                         wres.eq(0)]
+                         wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1)]
         with m.Elif(go):
-            m.d.sync += [cd.eq(K - 1 + Mux(rgap > knext, rgap - knext, 0)),
-                         rd.eq(Mux(lastrd, 0, rd + 1))]
+            m.d.sync += [cd.eq(cdv), rd.eq(Mux(lastrd, 0, rd + 1))]
             with m.If(lastrd):
-                m.d.sync += [i.eq(i + 1), q.eq(qn), wres.eq(Mux(lastq, 0, wres + d.kq))]
+                m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
+                             wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1)]
                 with m.If(lastq):
-                    m.d.sync += [self.ts.eq(self.ts + 1), sc.eq(Mux(sc == d.S - 1, 0, sc + 1))]
-                    with m.If(sc == d.S - 1):
-                        m.d.sync += gq.eq(gq + d.Q)
+                    m.d.sync += [self.ts.eq(self.ts + 1), tsm1.eq(tsm1 + 1),
+                                 sc.eq(Mux(sc == Sm1, 0, sc + 1)), gqq1.eq(gq1)]
+                    with m.If(sc == Sm1):
+                        m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q),
+                                     gqq1.eq(gq1 + d.Q)]
         with m.Elif(cd != 0):
             m.d.sync += cd.eq(cd - 1)
         m.d.comb += [self.oset_load.eq(go & (rd == 0) & (q == 0)), self.oset.eq(self.ts[0])]
         f0, xs = self._walker(m, go, rd)
         info, busy, round_last = self._round(m, go, rd, lastrd, lastq, q, i, wres)
-        b, off, kcur, issuing = self._beats(m, go, K)
+        b, off, kcur, issuing = self._beats(m, go, self._kcm1)
         self._issue(m, f0, xs, info, busy, round_last, b, off, kcur, issuing)
         return m
 
@@ -123,7 +147,7 @@ class Sequencer(wiring.Component):
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
-        self.init_ox = [Signal(cw, name=f"iox{k}") for k in range(cfg.window)]
+        self.init_oy = [Signal(signed(cw + 1), name=f"ioy{k}") for k in range(cfg.window)]
         self.init_x = [Signal(self.abits, name=f"ix{k}") for k in range(cfg.window)]
         k = Signal(range(cfg.window + 1))
         ox, x = Signal(cw), Signal(self.abits)
@@ -133,7 +157,7 @@ class Sequencer(wiring.Component):
         with m.Elif(~done & self.run):
             for c in range(cfg.window):
                 with m.If(k == c):
-                    m.d.sync += [self.init_ox[c].eq(ox), self.init_x[c].eq(x)]
+                    m.d.sync += [self.init_oy[c].eq(ox - d.thr), self.init_x[c].eq(x)]
             wrap = ox == d.segw - 1
             m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1)), x.eq(Mux(wrap, x + d.mx, x))]
             with m.If(k == cfg.window - 1):
@@ -149,18 +173,20 @@ class Sequencer(wiring.Component):
         cfg = self.cfg
         d = self.d
         f0 = Signal(cfg.fbits)
-        oxs = [Signal(cfg.count_width, name=f"ox{k}") for k in range(cfg.window)]
+        # per column its position in its output row minus thr: non-negative = it wraps
+        oys = [Signal(signed(cfg.count_width + 1), name=f"oy{k}") for k in range(cfg.window)]
         xs = [Signal(self.abits, name=f"x{k}") for k in range(cfg.window)]
-        wraps = [ox >= d.thr for ox in oxs]
+        wraps = [~oy[-1] for oy in oys]
         with m.If(go):
             with m.If(rd == 0):
                 m.d.sync += f0.eq(0)
                 for k in range(cfg.window):
-                    m.d.sync += [oxs[k].eq(self.init_ox[k]), xs[k].eq(self.init_x[k])]
+                    m.d.sync += [oys[k].eq(self.init_oy[k]), xs[k].eq(self.init_x[k])]
             with m.Else():
                 m.d.sync += f0.eq(f0 + Mux(wraps[0], d.fwrap, d.fstep))
                 for k in range(cfg.window):
-                    m.d.sync += oxs[k].eq(oxs[k] + Mux(wraps[k], d.rwrap, d.rstep))
+                    m.d.sync += oys[k].eq(oys[k] + Mux(wraps[k], d.rwrap.as_signed(),
+                                                       d.rstep))
                     with m.If(wraps[k] & ~wraps[0]):
                         m.d.sync += xs[k].eq(xs[k] + d.mx)
                     with m.Elif(~wraps[k] & wraps[0]):
@@ -183,14 +209,15 @@ class Sequencer(wiring.Component):
             m.d.sync += [e0.eq(e), info.e.eq(e), info.nv.eq(nv), info.R.eq(d.R),
                          info.cp.eq(d.cp), info.oset.eq(self.ts[0]), info.first.eq(q == 0),
                          info.strip_end.eq(lastq & lastrd), round_last.eq(lastrd),
-                         busy.eq(d.R * nv)]
+                         busy.eq(Mux(lastrd, self._busy_l, self._busy_w))]
             with m.If(rd == 0):
                 m.d.sync += [self._wa_base.eq(Mux(d.res, wres, i[0] << (cfg.wbits - 1))),
                              self._fset.eq(i[0])]
         return info, busy, round_last
 
     def _beats(self, m, go, K):
-        """Beat counters of the round in flight: ``b`` and the feature offset ``off`` over
+        """Beat counters of the round in flight (``K``: the round's ``K - 1``, kept in
+        ``kcur``): ``b`` and the feature offset ``off`` over
         ``(ic, ky, kx)``; ``px`` / ``py`` count ``kx`` / ``ky`` modulo the stride (the
         phase-ordered rows and columns)."""
         cfg = self.cfg
@@ -203,10 +230,10 @@ class Sequencer(wiring.Component):
             m.d.sync += issuing.eq(0)
         with m.Elif(go):
             m.d.sync += [issuing.eq(1), b.eq(0), off.eq(0), kx.eq(0), ky.eq(0), px.eq(0),
-                         py.eq(0), kcur.eq(K)]
+                         py.eq(0), kcur.eq(K)]      # K - 1
         with m.Elif(issuing):
             m.d.sync += b.eq(b + 1)
-            with m.If(b == kcur - 1):
+            with m.If(b == kcur):
                 m.d.sync += issuing.eq(0)
             with m.If(kx != d.kw - 1):
                 m.d.sync += [kx.eq(kx + 1), px.eq(Mux(px == d.s - 1, 0, px + 1)),
@@ -223,7 +250,7 @@ class Sequencer(wiring.Component):
     def _issue(self, m, f0, xs, info, busy, round_last, b, off, kcur, issuing):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
-        last = issuing & (b == kcur - 1)
+        last = issuing & (b == kcur)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
                      self.fset.eq(self._fset), self.wa.eq(self._wa_base + b),
                      self.busy.eq(Mux(issuing, busy, 0)), self.fa.eq(f0 + off)]
