@@ -170,7 +170,16 @@ COMMANDS = {
         formats=[], files=["--out", "--report"], folders=[],
         other={"--array", "--mapping", "--skip-pad", "--sim", "--engine", "--waves",
                # the requantisation flags: "run conv --requant" below
-               "--requant", "--bias", "--mult", "--shift", "--relu"}),
+               "--requant", "--bias", "--mult", "--shift", "--relu",
+               # the banked array's: "run conv --banked" below
+               "--banked", "--copies"}),
+    # the banked array's shell: its flags' bad values with --banked given
+    "run conv --banked": dict(
+        argv=["run", "conv", "--weights", "{Wc}", "--input", "{Xc}", "--banked"],
+        arrays=["--weights", "--input"],
+        ints=["--stride", "--pad", "--data-width", "--weight-width", "--seed", "--bus-words",
+              "--copies"],
+        floats=[], formats=[], files=["--out", "--report"], folders=[], other=set()),
     # the shell's requantisation stage: its flags' bad values with the flags they need given
     "run conv --requant": dict(
         argv=["run", "conv", "--weights", "{Wc}", "--input", "{Xc}", "--bus-words", "4",
@@ -497,7 +506,8 @@ def test_every_flag_is_covered():
         flags = {f for f in flags if f not in ("block", "format", "input", "BLOCK", "what")}
         missing = flags - covered - {"INPUT", "WEIGHTS", "command"}
         assert not missing, f"{name}: flags {sorted(missing)} are not in the tables"
-    assert set(COMMANDS) <= set(seen) | {"encode", "decode", "run conv --requant"}
+    assert set(COMMANDS) <= set(seen) | {"encode", "decode", "run conv --requant",
+                                         "run conv --banked"}
 
 
 @pytest.mark.parametrize("argv", [
