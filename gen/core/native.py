@@ -61,7 +61,7 @@ from gen.core.config import SpnnError
 from gen.core.emit import verilog_ports
 from gen.core import icarus_net
 from gen.core.icarus_net import icarus_netlist
-from gen.core.simbase import SimError, _locked, _say
+from gen.core.simbase import SimError, _locked, _say, children_cpu
 from gen.core.stimulus import normalise_job, sink_pattern, source_pattern
 
 __all__ = ["stream_ports", "testbench", "run_native", "native_build", "build_testbench",
@@ -570,7 +570,8 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
                name: str = "run", progress: bool = False) -> dict:
     """Run one stream job natively (same contract and result as
     :func:`gen.core.sim.run_job`'s cocotb path); the result also has ``engine``,
-    ``build_seconds`` and ``sim_seconds`` (the simulator process, file I/O included).
+    ``build_seconds``, ``sim_seconds`` (the simulator process, file I/O included) and
+    ``sim_cpu_seconds`` (its user + system CPU time).
     ``progress``: show a progress bar on stderr while it runs."""
     if job.get("watch"):
         raise SpnnError("the native engine does not trace signals (watch); use the cocotb "
@@ -583,14 +584,15 @@ def run_native(module: str, verilog: str, job: dict, sim: str, root: Path,
     except BaseException:
         shutil.rmtree(run_dir)
         raise
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), children_cpu()
     if progress:
         proc = _run_with_progress(cmd + ["+progress"], run_dir, job, sources, sinks, module)
     else:
         proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
-    sim_seconds = time.perf_counter() - t0
+    sim_seconds, sim_cpu = time.perf_counter() - t0, children_cpu() - c0
     run_dir, events = finish_run(proc, run_dir, folder / "runs" / name, sim, module)
     result = _parse(job, sources, sinks, events, run_dir)
     result.update(engine="native", build_seconds=build_seconds, sim_seconds=sim_seconds,
+                  sim_cpu_seconds=sim_cpu,
                   test_dir=str(run_dir))
     return result

@@ -41,7 +41,7 @@ import time
 from gen.core.emit import verilog_ports
 from gen.core.native import (NATIVE_TOP, SOURCE_CHUNK, _pattern_lines, build_testbench,
                              finish_run, run_dir_for)
-from gen.core.simbase import SimError
+from gen.core.simbase import SimError, children_cpu
 from gen.core.stimulus import Pattern
 
 __all__ = ["run_native_axi", "axi_testbench", "OPS"]
@@ -510,9 +510,9 @@ def run_native_axi(module: str, verilog: str, spec: dict, sim: str, root: Path,
     cmd, build_seconds = build_testbench(module, verilog, tb, sim, root)
     run_dir, folder = run_dir_for(cmd, sim, name)
     _write_run(run_dir, spec, sources, sinks)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), children_cpu()
     proc = subprocess.run(cmd, cwd=run_dir, capture_output=True, text=True)
-    sim_seconds = time.perf_counter() - t0
+    sim_seconds, sim_cpu = time.perf_counter() - t0, children_cpu() - c0
     run_dir, events = finish_run(proc, run_dir, folder / "runs" / name, sim, module)
     logs, (clocks, timeout) = _records(spec, sources, sinks, events)
     if timeout:
@@ -521,4 +521,4 @@ def run_native_axi(module: str, verilog: str, spec: dict, sim: str, root: Path,
     jobs = [_job_record(job, log, sinks) for job, log in zip(spec["jobs"], logs)]
     return {"jobs": jobs, "clocks": clocks + 4, "engine": "native",
             "build_seconds": build_seconds, "sim_seconds": sim_seconds,
-            "test_dir": str(run_dir)}
+            "sim_cpu_seconds": sim_cpu, "test_dir": str(run_dir)}

@@ -22,7 +22,7 @@ from pathlib import Path
 import shutil
 
 from gen.core.config import SpnnError
-from gen.core.simbase import _PROGRESS, SimError, _locked, _say, showing_progress
+from gen.core.simbase import _PROGRESS, SimError, _locked, _say, children_cpu, showing_progress
 from gen.core.stimulus import normalise_job, pattern_for
 
 __all__ = ["SIMS", "ENGINES", "BUILD_ARGS", "verilog_for", "sim_available", "missing_reason",
@@ -231,8 +231,11 @@ def measuring():
     """Collect the cost of every :func:`run_job` in this block: yields a dict with
     ``engine`` (the last run's), ``build_seconds`` (Verilog conversion and simulator builds
     that were not cached), ``sim_seconds`` (the simulator processes), ``clocks`` (clocks
-    simulated) and ``runs``; ``clocks_per_second`` = clocks / sim_seconds."""
-    stats = {"engine": None, "build_seconds": 0.0, "sim_seconds": 0.0, "clocks": 0, "runs": 0}
+    simulated), ``runs`` and ``sim_cpu_seconds`` (the simulator processes' user + system CPU
+    time); ``clocks_per_second`` = clocks / sim_seconds, ``cpu_clocks_per_second`` = clocks /
+    sim_cpu_seconds."""
+    stats = {"engine": None, "build_seconds": 0.0, "sim_seconds": 0.0, "sim_cpu_seconds": 0.0,
+             "clocks": 0, "runs": 0}
     token = _STATS.set(stats)
     try:
         yield stats
@@ -240,6 +243,8 @@ def measuring():
         _STATS.reset(token)
         stats["clocks_per_second"] = (stats["clocks"] / stats["sim_seconds"]
                                       if stats["sim_seconds"] else None)
+        stats["cpu_clocks_per_second"] = (stats["clocks"] / stats["sim_cpu_seconds"]
+                                          if stats["sim_cpu_seconds"] else None)
 
 
 _RECORD = contextvars.ContextVar("spnn_record", default=None)
@@ -271,6 +276,7 @@ def _account(result, build_seconds, record=None):
         stats["engine"] = result.get("engine")
         stats["build_seconds"] += build_seconds
         stats["sim_seconds"] += result.get("sim_seconds", 0.0)
+        stats["sim_cpu_seconds"] += result.get("sim_cpu_seconds", 0.0)
         stats["clocks"] += int(result.get("cycles_run", 0))
         stats["runs"] += 1
 
@@ -348,7 +354,7 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
         _write_gtkw(gateware, cfg, test_dir / f"{module}.gtkw")
         if sim == "icarus":
             plusargs.append(f"+dumpfile_path={test_dir / (module + '.fst')}")
-    t_sim = time.perf_counter()
+    t_sim, c_sim = time.perf_counter(), children_cpu()
     runner.test(test_module="gen.core.cocotb_bench", hdl_toplevel=module, build_dir=sim_dir,
                 hdl_toplevel_lang="verilog", plusargs=plusargs,
                 test_dir=test_dir, waves=waves, results_xml=str(test_dir / "results.xml"),
@@ -364,7 +370,7 @@ def run_job(gateware, cfg, job: dict, sim: str = "verilator", waves: bool = Fals
     if result.get("error"):
         raise SimError(f"{module} under {sim}: {result['error']} (see {test_dir / 'sim.log'})")
     result.update(test_dir=str(test_dir), engine="cocotb", build_seconds=build_seconds,
-                  sim_seconds=time.perf_counter() - t_sim)
+                  sim_seconds=time.perf_counter() - t_sim, sim_cpu_seconds=children_cpu() - c_sim)
     _account(result, build_seconds, (gateware, cfg, job, sim))
     return result
 
@@ -424,6 +430,7 @@ def run_axi_spec(shell, cfg, spec: dict, sim="verilator", name="run-axi",
         out = run_native_axi(module, text, spec, sim, build_root().resolve(), name=name)
         build_seconds = time.perf_counter() - t0 - out["sim_seconds"]
         _account({"engine": "native", "axi": True, "sim_seconds": out["sim_seconds"],
+                  "sim_cpu_seconds": out["sim_cpu_seconds"],
                   "cycles_run": out["clocks"], "jobs": out["jobs"]}, build_seconds,
                  (shell, cfg, spec, sim))
         return out["jobs"]
@@ -433,13 +440,14 @@ def run_axi_spec(shell, cfg, spec: dict, sim="verilator", name="run-axi",
     result = folder / "result.json"
     result.unlink(missing_ok=True)
     _build(shell, cfg, sim, False)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), children_cpu()
     run_cocotb(shell, cfg, "gen.core.cocotb_axi", sim=sim, name=name,
                env={"SPNN_JOB": folder / "job.json", "SPNN_RESULT": result})
     if not result.exists():
         raise SimError(f"the {shell.module_name(cfg)} run under {sim} wrote no result")
     out = json.loads(result.read_text())
     _account({"engine": "cocotb", "sim_seconds": time.perf_counter() - t1,
+              "sim_cpu_seconds": children_cpu() - c1,
               "axi": True, "cycles_run": out.get("clocks", 0), "jobs": out["jobs"]},
              t1 - t0, (shell, cfg, spec, sim))
     return out["jobs"]
