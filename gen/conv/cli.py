@@ -2,7 +2,6 @@
 """``spnn run conv``: one convolution layer through the remainder-aware MAC array RTL."""
 
 import dataclasses
-import re
 
 import numpy as np
 
@@ -10,10 +9,11 @@ from gen.core.config import SpnnError
 from gen.conv import (ConvConfig, ConvLayer, MAPPINGS, check_fits, chunk_weight_beats,
                       layer_cycles, plan, ref_conv, shell_cycles)
 from gen.conv.cli_banked import run_banked
+from gen.conv.cli_common import array_arg, check_codes, load_layer_arrays
 from gen.conv.twin import layer_data, requant_conv, rtl_conv, rtl_conv_axi
 from gen.core.runutil import (add_common_arguments, add_requant_arguments, check_common,
-                              check_not_empty, config_or_error, int_arg, int_codes, load_npy,
-                              make_report, requant_args, roofline_fields, run_outputs)
+                              config_or_error, int_arg, make_report, requant_args,
+                              roofline_fields, run_outputs)
 
 HELP = "remainder-aware im2col MAC array (convolution, seed 002)"
 DESCRIPTION = """\
@@ -54,9 +54,6 @@ Examples:
       --shift 9 --relu --out y8.npy       # bias, shift, ReLU, 8-bit results in the shell
 """
 
-_ARRAY_RE = re.compile(r"^(\d+)x(\d+)$")
-
-
 def add_arguments(parser):
     parser.add_argument("--weights", required=True, metavar="W.npy",
                         help="weights, integers, shape (Oc, Ic, kh, kw)")
@@ -94,25 +91,12 @@ def _pow2(n, lo):
     return max(lo, 1 << max(0, int(n) - 1).bit_length())
 
 
-def _check_codes(arr, name, width, flag):
-    if arr.dtype.kind not in "biu":
-        raise SpnnError(f"{name} must hold integers, not {arr.dtype}")
-    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    return int_codes(arr, name, lo, hi, f"{width}-bit signed codes of {flag} {width}")
-
-
 _FLAGS = {"rows": "--array rows", "cols": "--array cols", "data_width": "--data-width",
           "weight_width": "--weight-width", "w_lanes": "--w-lanes"}
 
 
 def _setup(args):
-    m = _ARRAY_RE.match(str(args.array))
-    if not m:
-        raise SpnnError(f"--array must be ROWSxCOLS, e.g. 16x4, not {args.array!r}")
-    rows, cols = int(m.group(1)), int(m.group(2))
-    if not 1 <= rows <= 512 or cols not in (1, 2, 4, 8, 16, 32, 64):
-        raise SpnnError(f"--array must be ROWSxCOLS with ROWS 1..512 and COLS a power of two "
-                        f"1..64, not {args.array!r}")
+    rows, cols = array_arg(args.array)
     if args.mapping not in MAPPINGS:
         raise SpnnError(f"--mapping must be one of {', '.join(MAPPINGS)}, not {args.mapping!r}")
     stride = int_arg(args.stride, "--stride", 1)
@@ -124,19 +108,9 @@ def _setup(args):
              else 1 << (bus.bit_length() - 1))
     check_common(args)
     outputs = run_outputs(args)
-    w = load_npy(args.weights, "--weights")
-    x = load_npy(args.input, "--input")
-    if w.ndim != 4:
-        raise SpnnError(f"--weights must have shape (Oc, Ic, kh, kw), not {w.shape}")
-    if x.ndim not in (3, 4):
-        raise SpnnError(f"--input must have shape (Ic, H, W) or (B, Ic, H, W), not {x.shape}")
-    check_not_empty(w, "--weights")
-    check_not_empty(x, "--input")
-    if w.shape[1] != x.shape[-3]:
-        raise SpnnError(f"--weights has {w.shape[1]} input channels but --input has "
-                        f"{x.shape[-3]}")
-    w = _check_codes(w, "--weights", ww, "--weight-width")
-    x = _check_codes(x, "--input", dw, "--data-width")
+    w, x = load_layer_arrays(args)
+    w = check_codes(w, "--weights", ww, "--weight-width")
+    x = check_codes(x, "--input", dw, "--data-width")
     oc, ic, kh, kw = w.shape
     rq_width, rq = requant_args(args, oc, 48)
     batch = x.shape[0] if x.ndim == 4 else 1

@@ -3,8 +3,6 @@
 accelerator shell (:class:`hdl.conv.banked.shell.BankedShell`), planned by
 :func:`gen.conv.banked.plan_layer` on buffers of the seed's size scaled to the array."""
 
-import re
-
 import numpy as np
 
 from gen.conv.banked import plan_layer, run_plan, seed_banked
@@ -12,12 +10,11 @@ from gen.conv.config import ConvLayer
 from gen.conv.golden import ref_conv
 from gen.conv.twin import rtl_banked_axi
 from gen.core.config import SpnnError
-from gen.core.runutil import (check_common, check_not_empty, int_arg, int_codes, load_npy,
-                              make_report, roofline_fields, run_outputs)
+from gen.conv.cli_common import array_arg, check_codes, load_layer_arrays
+from gen.core.runutil import check_common, int_arg, make_report, roofline_fields, run_outputs
 
 __all__ = ["run_banked"]
 
-_ARRAY_RE = re.compile(r"^(\d+)x(\d+)$")
 # options of the previous array that the banked one does not take, with their defaults
 _NOT_BANKED = {"mapping": ("--mapping", "remainder"), "skip_pad": ("--skip-pad", False),
                "w_lanes": ("--w-lanes", None), "requant": ("--requant", None),
@@ -25,24 +22,12 @@ _NOT_BANKED = {"mapping": ("--mapping", "remainder"), "skip_pad": ("--skip-pad",
                "relu": ("--relu", False)}
 
 
-def _codes(arr, name, width, flag):
-    if arr.dtype.kind not in "biu":
-        raise SpnnError(f"{name} must hold integers, not {arr.dtype}")
-    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    return int_codes(arr, name, lo, hi, f"{width}-bit signed codes of {flag} {width}")
-
-
 def _setup(args):
     for attr, (flag, default) in _NOT_BANKED.items():
         if getattr(args, attr, default) != default:
             raise SpnnError(f"{flag} does not apply to --banked (the banked array plans its "
                             f"own rounds and has no requantisation stage yet)")
-    m = _ARRAY_RE.match(str(args.array))
-    if not m or not 1 <= int(m.group(1)) <= 512 or int(m.group(2)) not in (1, 2, 4, 8, 16, 32,
-                                                                           64):
-        raise SpnnError(f"--array must be ROWSxCOLS with ROWS 1..512 and COLS a power of two "
-                        f"1..64, not {args.array!r}")
-    rows, cols = int(m.group(1)), int(m.group(2))
+    rows, cols = array_arg(args.array)
     stride = int_arg(args.stride, "--stride", 1, 7)
     pad = int_arg(args.pad, "--pad", 0)
     dw = int_arg(args.data_width, "--data-width", 2, 18)
@@ -53,22 +38,12 @@ def _setup(args):
         raise SpnnError("--copies must be 1, 2 or 4, not 3")
     check_common(args)
     outputs = run_outputs(args)
-    w = load_npy(args.weights, "--weights")
-    x = load_npy(args.input, "--input")
-    if w.ndim != 4:
-        raise SpnnError(f"--weights must have shape (Oc, Ic, kh, kw), not {w.shape}")
-    if x.ndim not in (3, 4):
-        raise SpnnError(f"--input must have shape (Ic, H, W) or (B, Ic, H, W), not {x.shape}")
-    check_not_empty(w, "--weights")
-    check_not_empty(x, "--input")
-    if w.shape[1] != x.shape[-3]:
-        raise SpnnError(f"--weights has {w.shape[1]} input channels but --input has "
-                        f"{x.shape[-3]}")
+    w, x = load_layer_arrays(args)
     if max(w.shape[2:]) > 15:
         raise SpnnError(f"--weights kernel must be at most 15x15 for --banked, not "
                         f"{w.shape[2]}x{w.shape[3]}")
-    w = _codes(w, "--weights", ww, "--weight-width")
-    x = _codes(x, "--input", dw, "--data-width")
+    w = check_codes(w, "--weights", ww, "--weight-width")
+    x = check_codes(x, "--input", dw, "--data-width")
     oc, ic, kh, kw = w.shape
     batch = x.shape[0] if x.ndim == 4 else 1
     try:
