@@ -13,7 +13,8 @@ reset must be complete and exact).  A vector is, per block:
   several matrices per job);
 * ``fc``: one x column of a random FD-CSR layer;
 * ``lstm``: one time step of a random sequence (random layer, random initial state);
-* ``conv``: one output position of a random layer (random shape, stride, padding, mapping).
+* ``conv``: one output position of a random job (random layer shape, stride, padding, batch,
+  strips, chunks and copies).
 
 Prints (and writes with ``--report``) vectors, jobs, resets, mismatches and vectors per
 second; exit 1 on any mismatch.  ``-j N`` runs N processes (seeds ``seed .. seed+N-1``).
@@ -142,31 +143,37 @@ def _lstm(rng, job, budget, sim):
 
 
 def _conv(rng, job, budget, sim):
-    from gen.conv import ConvConfig, ConvLayer, check_fits, plan, ref_conv
-    from gen.conv.twin import rtl_conv
-    cfg = ConvConfig(rows=8, cols=4, max_groups=4, feat_depth=512, weight_depth=512,
-                     out_depth=128, max_slots=64, max_dim=16)
-    jobs, vectors = [], 0
-    while len(jobs) < 8 and vectors < budget:
+    from gen.conv import ConvLayer, ref_conv
+    from gen.conv.banked import BankedConfig, make_job
+    from gen.conv.twin import rtl_banked
+    cfg = BankedConfig(rows=8, cols=4, bus_words=4, copies=2, feat_depth=64, weight_depth=64,
+                       out_depth=64)
+    items, vectors = [], 0
+    while len(items) < 8 and vectors < budget:
         k = int(rng.choice([1, 2, 3, 5]))
-        h, w = int(rng.integers(k, 9)), int(rng.integers(k, 9))
+        h, w = int(rng.integers(k, 10)), int(rng.integers(k, 10))
+        b = int(rng.integers(1, 3))
         layer = ConvLayer(int(rng.integers(1, 13)), int(rng.integers(1, 5)), h, w, k, k,
-                          int(rng.integers(1, 3)), int(rng.integers(0, min(2, k))))
+                          int(rng.integers(1, 3)), int(rng.integers(0, min(2, k))), b)
+        rs = int(rng.choice([d for d in range(1, layer.ho + 1) if layer.ho % d == 0]))
+        segw = int(rng.choice([d for d in range(1, layer.wo + 1) if layer.wo % d == 0]))
         try:
-            sched = plan(layer, cfg, str(rng.choice(["naive", "seed", "remainder"])))
-            check_fits(sched)
-        except Exception:   # noqa: BLE001 - a random layer that does not fit: draw again
+            bj = make_job(layer, cfg, rs=rs, segw=segw, icq=int(rng.integers(1, layer.ic + 1)),
+                          n=int(rng.choice([1, 2])))
+        except ValueError:   # a random job that does not fit: draw again
             continue
-        x = rng.integers(-128, 128, (layer.ic, layer.h, layer.w))
+        x = rng.integers(-128, 128, (b, layer.ic, layer.h, layer.w))
         wt = rng.integers(-128, 128, (layer.oc, layer.ic, k, k))
-        jobs.append((x, wt, sched))
-        vectors += layer.positions
+        items.append((x, wt, bj))
+        vectors += b * layer.ho * layer.wo
     reset = _reset(rng, job, 500)
-    p = _probs(rng)
-    outs, _, _ = rtl_conv(jobs, cfg, sim, valid_prob=p, ready_prob=_probs(rng),
-                          seed=int(rng.integers(1 << 31)), reset_at=reset, name="soak")
-    bad = sum(int(np.sum(o != ref_conv(x, wt, s.layer.stride, s.layer.pad)))
-              for (x, wt, s), o in zip(jobs, outs))
+    outs, _, _ = rtl_banked(items, cfg, sim, valid=_probs(rng), ready=_probs(rng),
+                            seed=int(rng.integers(1 << 31)), reset_at=reset, name="soak")
+    bad = 0
+    for (x, wt, bj), y in zip(items, outs):
+        L = bj.layer
+        bad += sum(int(np.sum(y[i] != ref_conv(x[i], wt, L.stride, L.pad)))
+                   for i in range(L.batch))
     return vectors, bad, reset is not None
 
 

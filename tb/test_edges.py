@@ -29,7 +29,7 @@ are refused with one-line messages; the LSTM golden model is exact beyond int64;
 Not covered: the LSTM's 24-bit PWL inputs (``pre_fmt``, ``c_fmt``: fitting their three
 tables takes ~2 min; the 24-bit PWL unit itself is simulated), PWL inputs wider than 16
 bits with ``boundaries="auto"`` (~25 s per fit at 24 bits; the widest RTL case fits
-``uniform`` boundaries), and conv in the synthesis smoke run (~11 s even for one MAC).
+``uniform`` boundaries).
 """
 
 import re
@@ -43,8 +43,8 @@ from numpy.testing import assert_array_equal
 import pytest
 
 from gen.registry import BLOCKS
-from gen.conv import ConvConfig, ConvLayer, check_fits, layer_cycles, plan, ref_conv
-from gen.conv.twin import rtl_conv
+from gen.conv import ConvLayer
+from gen.conv.banked import BankedConfig, make_job
 from gen.fc import FcConfig, prune_random, ref_fc
 from gen.fc.twin import rtl_fc
 from gen.core.fixed import QFormat as Q
@@ -95,12 +95,12 @@ LSTM_RTL = {
                          act_fmt=Q(1, 23), c_fmt=Q(20, 0)),
 }
 CONV_RTL = {
-    # one row (max_groups = drain_rows = rows = 1), one column, 2 passes, one-word
-    # memories, 1x1 inputs, with the widest operands (18 bits: one product is 2**34) and
-    # 64-bit accumulators (the 2-bit / 8-bit end is linted below)
-    "one-mac": ConvConfig(rows=1, cols=1, max_groups=1, max_passes=2, drain_rows=1,
-                          data_width=18, weight_width=18, acc_width=64, feat_depth=1,
-                          weight_depth=1, out_depth=1, max_slots=1, max_dim=1),
+    # one row, one column, one copy, one word per beat, two-word output banks, the widest
+    # operands (18 bits: one product is 2**34) and 64-bit accumulators, 8-bit counters
+    # (the 2-bit / 8-bit operand end is linted below)
+    "one-mac": BankedConfig(rows=1, cols=1, bus_words=1, copies=1, data_width=18,
+                            weight_width=18, acc_width=64, feat_depth=16, weight_depth=16,
+                            out_depth=2, count_width=8),
 }
 FC_RTL = {
     # batch 1, one non-zero per clock, one 4-wide segment per beat and per row (max_cols =
@@ -140,16 +140,18 @@ LINT = {
         "fifo256-seg256": LstmConfig(fifo_depth=256, segments=256),
     },
     "conv": {
-        "smallest": ConvConfig(rows=1, cols=1, max_groups=1, max_passes=2, drain_rows=1,
-                               data_width=2, weight_width=2, acc_width=8, feat_depth=1,
-                               weight_depth=1, out_depth=1, max_slots=1, max_dim=1),
-        "one-row": ConvConfig(rows=1, cols=4, max_groups=1, feat_depth=64, weight_depth=64,
-                              out_depth=64, max_slots=16),
-        "widest": ConvConfig(rows=2, cols=1, max_groups=2, max_passes=8, drain_rows=2,
-                             data_width=18, weight_width=18, acc_width=64, feat_depth=128,
-                             weight_depth=64, out_depth=256, max_slots=64, max_dim=4096),
-        "groups8": ConvConfig(rows=8, cols=1, max_groups=8, max_passes=8, drain_rows=8,
-                              feat_depth=64, weight_depth=64, out_depth=64, max_slots=16),
+        "smallest": BankedConfig(rows=1, cols=1, bus_words=1, copies=1, data_width=2,
+                                 weight_width=2, acc_width=8, feat_depth=2, weight_depth=2,
+                                 out_depth=2, count_width=8),
+        "one-row": BankedConfig(rows=1, cols=4, bus_words=4, copies=1, feat_depth=64,
+                                weight_depth=64, out_depth=64),
+        "copies4-rows4": BankedConfig(rows=4, cols=2, bus_words=4, copies=4, feat_depth=64,
+                                      weight_depth=64, out_depth=64),
+        "widest": BankedConfig(rows=2, cols=1, bus_words=32, copies=2, data_width=18,
+                               weight_width=18, acc_width=64, feat_depth=128,
+                               weight_depth=64, out_depth=256, count_width=32),
+        "bus3-copies4": BankedConfig(rows=6, cols=4, bus_words=3, copies=4, feat_depth=64,
+                                     weight_depth=64, out_depth=64),
     },
     "fc": {
         "batch64": FcConfig(batch=64, max_cols=64, max_rows=1),
@@ -167,11 +169,11 @@ ELAB = {
              "cols65536-mem65536": SpmvConfig(pes=2, max_cols=65536, mem_depth=65536)},
     "lstm": {"pes256-eq-hidden": LstmConfig(pes=256, max_hidden=256, segments=2),
              "hidden8192-mem2p20": LstmConfig(max_hidden=8192, mem_depth=1 << 20)},
-    "conv": {"rows512": ConvConfig(rows=512, cols=1, max_groups=1),
-             "cols64": ConvConfig(rows=2, cols=64, max_groups=2),
-             "depths2p20": ConvConfig(rows=2, cols=2, max_groups=2, feat_depth=1 << 20,
-                                      weight_depth=1 << 20, out_depth=1 << 20,
-                                      max_slots=1 << 20, max_dim=4096)},
+    "conv": {"rows512": BankedConfig(rows=512, cols=1, bus_words=1, copies=1),
+             "cols64": BankedConfig(rows=2, cols=64, bus_words=32, copies=1),
+             "depths2p20": BankedConfig(rows=2, cols=2, feat_depth=1 << 20,
+                                        weight_depth=1 << 20, out_depth=1 << 20,
+                                        count_width=32)},
     "fc": {"cols65536-int64": FcConfig(row_width=32, segs_per_beat=8, w_fmt=Q(24, 0),
                                        x_fmt=Q(24, 0), max_cols=65536, addr_width=32)},
 }
@@ -427,51 +429,41 @@ def test_rtl_lstm(sim, cycle_log, name):
 
 
 CONV_LAYERS = {
-    # oc, ic, h, w, k, stride, pad, mapping
-    "one-mac": [(1, 1, 1, 1, 1, 1, 0, "remainder"), (1, 1, 1, 1, 1, 1, 0, "naive"),
-                (1, 1, 1, 1, 1, 1, 0, "seed")],
+    # oc, ic, h, w, k, stride, pad; job: rs, segw, icq
+    "one-mac": [((1, 1, 1, 1, 1, 1, 0), (1, 1, 1)), ((1, 2, 3, 3, 3, 1, 1), (1, 1, 1)),
+                ((1, 1, 4, 5, 2, 2, 0), (1, 1, 1))],
 }
 
 
-def _conv_jobs(cfg, layers, rng):
-    """``(x, w, schedule)`` per layer; the first with extreme codes (largest sums)."""
+def _conv_items(cfg, layers, rng):
+    """``(x, w, job)`` per layer; the first with extreme codes (largest sums)."""
     lo, hi = -(1 << (cfg.data_width - 1)), 1 << (cfg.data_width - 1)
     wlo, whi = -(1 << (cfg.weight_width - 1)), 1 << (cfg.weight_width - 1)
-    jobs = []
-    for i, (oc, ic, h, w, k, stride, pad, mapping) in enumerate(layers):
-        sched = plan(ConvLayer(oc, ic, h, w, k, k, stride, pad), cfg, mapping)
-        check_fits(sched)
+    items = []
+    for i, ((oc, ic, h, w, k, stride, pad), (rs, segw, icq)) in enumerate(layers):
+        layer = ConvLayer(oc, ic, h, w, k, k, stride, pad)
+        job = make_job(layer, cfg, rs=rs, segw=segw, icq=icq)
         if i == 0:
-            x = np.full((ic, h, w), lo, dtype=np.int64)
+            x = np.full((1, ic, h, w), lo, dtype=np.int64)
             wt = np.full((oc, ic, k, k), wlo, dtype=np.int64)
         else:
-            x = rng.integers(lo, hi, (ic, h, w))
+            x = rng.integers(lo, hi, (1, ic, h, w))
             wt = rng.integers(wlo, whi, (oc, ic, k, k))
-        jobs.append((x, wt, sched))
-    return jobs
+        items.append((x, wt, job))
+    return items
 
 
 @pytest.mark.parametrize("name", sorted(CONV_RTL))
 def test_rtl_conv(sim, name):
-    """Layers back to back: outputs == ref_conv, the stats words (busy MAC-cycles,
-    compute cycles) == the schedule, and the stats/first/last output cycles ==
-    layer_cycles; then with idle inputs and back-pressure."""
+    """Jobs back to back: outputs == ref_conv, every transfer on c/w/x/o/s on the clock the
+    cycle model (gen.conv.banked.run_cycles) predicts and the statistics words == the model,
+    at full rate and with idle inputs and back-pressure; the first job's sum is the
+    largest a MAC can hold (extreme codes)."""
+    from tb.conv.test_banked import check_rtl
     cfg = CONV_RTL[name]
-    jobs = _conv_jobs(cfg, CONV_LAYERS[name], np.random.default_rng(7))
-    outs, stats, result = rtl_conv(jobs, cfg, sim, name=f"edge-{name}")
-    src, stat_at = result["sources"]["c"]["cycles"], result["sinks"]["s"]["cycles"]
-    for i, ((x, w, sched), y, st) in enumerate(zip(jobs, outs, stats)):
-        assert_array_equal(y, ref_conv(x, w, sched.layer.stride, sched.layer.pad))
-        assert (st["busy"], st["cycles"]) == (sched.busy_mac_cycles, sched.compute_cycles)
-        assert stat_at[i] - src[i] == layer_cycles(sched)["stat"], i
-    first, n0 = layer_cycles(jobs[0][2]), jobs[0][2].layer.oc * jobs[0][2].layer.positions
-    o = result["sinks"]["o"]["cycles"]
-    assert (o[0] - src[0], o[n0 - 1] - src[0]) == (first["first_out"], first["last_out"])
-    assert outs[0].max() == jobs[0][2].layer.k << (cfg.data_width + cfg.weight_width - 2)
-    outs, _, _ = rtl_conv(jobs, cfg, sim, ready_prob=0.5, valid_prob=0.7, seed=2,
-                          name=f"edge-{name}-bp")
-    for (x, w, sched), y in zip(jobs, outs):
-        assert_array_equal(y, ref_conv(x, w, sched.layer.stride, sched.layer.pad))
+    items = _conv_items(cfg, CONV_LAYERS[name], np.random.default_rng(7))
+    check_rtl(items, cfg, sim, name=f"edge-{name}")
+    check_rtl(items, cfg, sim, valid=0.7, ready=0.5, name=f"edge-{name}-bp")
 
 
 def _fc_cases(cfg, rng):

@@ -3,41 +3,46 @@
 
 import numpy as np
 
-from gen.conv import ConvConfig, ConvLayer, layer_cycles, plan, ref_conv
 from gen.conv import cli
-from gen.conv.twin import rtl_conv
+from gen.conv.banked import BankedConfig, make_job, run_cycles
+from gen.conv.config import ConvLayer
+from gen.conv.golden import ref_conv
+from gen.conv.twin import rtl_banked
 from gen.core.block import Block, WaveCase
 from hdl.conv import GATEWARE, SHELL
 
 __all__ = ["BLOCK"]
 
+WAVE_CFG = BankedConfig(rows=8, cols=4, bus_words=4, copies=2, feat_depth=64,
+                        weight_depth=64, out_depth=32)
 
-def _wave_8x4_n2(sim):
-    """An 8 x 4 array, one 3 x 3 layer (Oc = 3 < rows, two output rows per pass),
-    output back-pressure 0.8."""
-    cfg = ConvConfig(rows=8, cols=4, max_groups=4, feat_depth=512, weight_depth=512,
-                     out_depth=128, max_slots=64, max_dim=16)
+
+def _wave_8x4(sim):
+    """An 8 x 4 array, bus_words 4: one 3 x 3 layer of 3 output channels on two copies, two
+    strips of two output rows, two input-channel chunks (resident weights), then a second
+    job back to back; sums back-pressured 0.8, inputs idle 10 %."""
     rng = np.random.default_rng(22)
-    layer = ConvLayer(3, 2, 6, 5, 3, 3, 1, 1)
-    sched = plan(layer, cfg, "remainder")
+    layer = ConvLayer(3, 2, 4, 5, 3, 3, 1, 1)
+    job = make_job(layer, WAVE_CFG, rs=2, segw=5, icq=1, n=2)
     x = rng.integers(-128, 128, (layer.ic, layer.h, layer.w))
     w = rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw))
-    return rtl_conv([(x, w, sched)], cfg, sim, ready_prob=0.8, name="waves-conv")[2]
+    return rtl_banked([(x, w, job), (x, w, job)], WAVE_CFG, sim, valid=0.9, ready=0.8,
+                      seed=3, name="waves-conv")[2]
 
 
 BLOCK = Block(
     name="conv",
-    summary="remainder-aware im2col MAC array for convolution (seed 002)",
-    config_cls=ConvConfig,
+    summary="MAC array for convolution (seed 002): banked features, loads overlapped",
+    config_cls=BankedConfig,
     gateware=GATEWARE,
-    defaults=lambda: [ConvConfig()],
+    defaults=lambda: [BankedConfig()],
     golden=ref_conv,
-    cycle_model=layer_cycles,
-    twin=rtl_conv,
+    cycle_model=run_cycles,
+    twin=rtl_banked,
     cli=cli,
     commands=(),
-    waves=(WaveCase("conv_8x4_n2", _wave_8x4_n2, ("ctl_state",)),),
+    waves=(WaveCase("conv_8x4_banked", _wave_8x4, ("drained_job",)),),
     shell=SHELL,
     placer="static",
-    heap_timing=(30, 4),
+    heap_timing=(10, 2),
 )

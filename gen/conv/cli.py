@@ -1,248 +1,225 @@
 # SPDX-License-Identifier: Apache-2.0
-"""``spnn run conv``: one convolution layer through the remainder-aware MAC array RTL."""
-
-import dataclasses
+"""``spnn run conv``: one convolution layer, any size, through the MAC array's accelerator
+shell (:class:`hdl.conv.banked.shell.BankedShell`), planned by
+:func:`gen.conv.banked.plan_layer` on buffers of the seed's size scaled to the array."""
 
 import numpy as np
 
-from gen.core.config import SpnnError
-from gen.conv import (ConvConfig, ConvLayer, MAPPINGS, check_fits, chunk_weight_beats,
-                      layer_cycles, plan, ref_conv, shell_cycles)
-from gen.conv.cli_banked import run_banked
+from gen.conv.banked import BankedConfig, plan_layer, run_plan, seed_banked
+from gen.conv.banked.shell_cycles import banked_shell_cycle_model
 from gen.conv.cli_common import array_arg, check_codes, load_layer_arrays
-from gen.conv.twin import layer_data, requant_conv, rtl_conv, rtl_conv_axi
+from gen.conv.config import ConvLayer
+from gen.conv.golden import ref_conv
+from gen.conv.twin import rtl_banked_axi
+from gen.core.config import SpnnError
 from gen.core.runutil import (add_common_arguments, add_requant_arguments, check_common,
-                              config_or_error, int_arg, make_report, requant_args,
-                              roofline_fields, run_outputs)
+                              int_arg, make_report, requant_args, roofline_fields,
+                              run_outputs)
 
-HELP = "remainder-aware im2col MAC array (convolution, seed 002)"
+__all__ = ["HELP", "DESCRIPTION", "add_arguments", "run", "MAPPINGS"]
+
+HELP = "MAC array for convolution (seed 002): any layer, AXI shell, loads overlapped"
 DESCRIPTION = """\
-Run one convolution layer (integers) through the cycle-accurate RTL of an ROWSxCOLS
-output-stationary MAC array and write the exact integer result.
+Run one convolution layer (integers), any size, through the cycle-accurate RTL of the
+ROWSxCOLS MAC array's accelerator shell and write the exact integer result.
 
 --weights holds (Oc, Ic, kh, kw) integers, --input (Ic, H, W) integers or a batch
-(B, Ic, H, W) of B images run with the same weights (loaded once per input-channel chunk);
-the output .npy holds the (Oc, Ho, Wo) (or (B, Oc, Ho, Wo)) int64 sums (cross-correlation,
-as in CNNs).  The mapper chooses the
-passes, the copies n per pass and the input-channel chunks; the report gives cycles, the
-utilisation counted in the RTL (busy MAC-cycles / (rows x cols x compute cycles)) next to
-the model's, and n per pass.
+(B, Ic, H, W) of B images run with the same weights; the output .npy holds the (Oc, Ho, Wo)
+(or (B, Oc, Ho, Wo)) int64 sums (cross-correlation, as in CNNs).  The host planner
+(gen.conv.banked.plan_layer) cuts the layer into jobs (output-channel parts of R channels
+computed by n copies, strips of output rows, input-channel chunks) on buffers of the seed's
+size scaled to --array; each job is one descriptor in the AXI4-Lite registers, its weights
+and features enter over AXI4-Stream --bus-words words per beat (default 4) into one buffer
+set while the other computes, and the sums leave bus_words per beat.  The report gives the
+end-to-end cycles (each job from its first input beat to its last output beat, checked
+against the exact shell model), the roofline bound, the utilisation end to end and
+compute-only, the copies n per job and the plan.
 
---bus-words N runs the accelerator shell instead of the bare array (docs/conv.md,
-"Accelerator shell"): the layer descriptor in AXI4-Lite registers, weights, features and
-sums over AXI4-Stream beats of N words; --w-lanes (default: the largest power of two up to
-N) weights enter the array per clock.  The report then gives end-to-end cycles (first input
-beat to last output beat, checked against gen.conv.shell_cycles), the shell's counters and
-the roofline bound.  --requant BITS builds the shell's requantisation stage: the sums plus
---bias (one per output channel), times --mult, shifted right by --shift (round half up),
-saturated to BITS-bit codes, clamped at 0 with --relu (docs/axi.md).
-
---banked runs the banked array's accelerator shell instead (docs/conv.md, "The banked
-array"): any layer size, planned into jobs (channel parts, strips, input-channel chunks) on
-buffers of the seed's size scaled to --array, --bus-words words per beat (default 4),
-up to --copies copies; the report gives the end-to-end cycles summed over the jobs, the
-roofline bound and the plan.
+--mapping remainder (default) lets a part use up to --copies copies of its channels on the
+array's rows (the remainder mapping); naive uses one copy (rows = output channels, the
+remainder rows idle).  --banked is accepted for scripts written when this array was an
+alternative; it changes nothing.
 
 Examples:
   spnn run conv --weights w.npy --input x.npy --out y.npy --report r.json
-  spnn run conv --weights w.npy --input x.npy --banked --array 16x4 --bus-words 4
-  spnn run conv --weights w.npy --input x.npy --bus-words 16 --report r.json
+  spnn run conv --weights w.npy --input x.npy --array 128x16 --bus-words 16
   spnn run conv --weights w.npy --input x.npy --stride 2 --pad 0 --array 8x4 \\
       --mapping naive --sim icarus
   spnn run conv --weights w.npy --input batch.npy --array 16x4 --out y.npy   # (B,Ic,H,W)
-  spnn run conv --weights w.npy --input x.npy --bus-words 4 --requant 8 --bias b.npy \\
-      --shift 9 --relu --out y8.npy       # bias, shift, ReLU, 8-bit results in the shell
 """
+
+MAPPINGS = ("naive", "remainder")
+
 
 def add_arguments(parser):
     parser.add_argument("--weights", required=True, metavar="W.npy",
-                        help="weights, integers, shape (Oc, Ic, kh, kw)")
+                        help="weights, integers, shape (Oc, Ic, kh, kw), kernel at most 15x15")
     parser.add_argument("--input", required=True, metavar="X.npy",
                         help="input features, integers, shape (Ic, H, W) or (B, Ic, H, W)")
     parser.add_argument("--out", metavar="Y.npy",
                         help="write the (Oc, Ho, Wo) or (B, Oc, Ho, Wo) result here")
-    parser.add_argument("--stride", default="1", help="stride (default 1)")
+    parser.add_argument("--stride", default="1", help="stride 1..7 (default 1)")
     parser.add_argument("--pad", default="1", help="zero padding on every side (default 1)")
     parser.add_argument("--array", default="16x4",
                         help="MAC array ROWSxCOLS, COLS a power of two (default 16x4)")
     parser.add_argument("--mapping", default="remainder",
-                        help=f"{' | '.join(reversed(MAPPINGS))} (default remainder)")
-    parser.add_argument("--skip-pad", action="store_true",
-                        help="skip beats whose features are all zero padding (needs pad < kernel)")
+                        help="remainder | naive (default remainder: up to --copies copies "
+                        "of a part's channels on the rows; naive: one copy)")
+    parser.add_argument("--copies", default="2", metavar="N",
+                        help="the most copies a part may use, 1, 2 or 4 (default 2)")
     parser.add_argument("--data-width", default="8", help="feature bits, signed (default 8)")
     parser.add_argument("--weight-width", default="8", help="weight bits, signed (default 8)")
     parser.add_argument("--bus-words", default=None, metavar="N",
-                        help="run the AXI accelerator shell with N words per beat (1..32)")
+                        help="words per AXI4-Stream beat on every stream, 1..32 (default 4)")
     parser.add_argument("--w-lanes", default=None, metavar="L",
-                        help="weights per clock, a power of two 1..32 (default 1, with "
-                        "--bus-words N: the largest power of two up to N)")
+                        help="weights per clock: equal to --bus-words (the weight loader "
+                        "takes a whole beat a clock); kept for older scripts")
+    parser.add_argument("--skip-pad", action="store_true",
+                        help="not available: the array reads each strip's padded window")
     parser.add_argument("--banked", action="store_true",
-                        help="run the banked array's accelerator shell instead (any layer "
-                        "size: planned into jobs on the seed's buffer sizes scaled to "
-                        "--array; --bus-words default 4; docs/conv.md 'The banked array')")
-    parser.add_argument("--copies", default="2", metavar="N",
-                        help="with --banked: the most copies a round may use, 1, 2 or 4 "
-                        "(default 2)")
+                        help="accepted for older scripts; the array is always the banked one")
     add_requant_arguments(parser, "output channel")
     add_common_arguments(parser)
 
 
-def _pow2(n, lo):
-    return max(lo, 1 << max(0, int(n) - 1).bit_length())
-
-
-_FLAGS = {"rows": "--array rows", "cols": "--array cols", "data_width": "--data-width",
-          "weight_width": "--weight-width", "w_lanes": "--w-lanes"}
+def _options(args) -> dict:
+    """The array and run options, checked (one-line errors naming the flag)."""
+    rows, cols = array_arg(args.array)
+    if args.mapping not in MAPPINGS:
+        raise SpnnError(f"--mapping must be one of {', '.join(MAPPINGS)}, not "
+                        f"{args.mapping!r}")
+    copies = int_arg(args.copies, "--copies", 1, 4)
+    if copies == 3:
+        raise SpnnError("--copies must be 1, 2 or 4, not 3")
+    bus = 4 if args.bus_words is None else int_arg(args.bus_words, "--bus-words", 1, 32)
+    if args.w_lanes is not None and int_arg(args.w_lanes, "--w-lanes", 1, 32) != bus:
+        raise SpnnError(f"--w-lanes must equal --bus-words ({bus}): the weight loader takes "
+                        f"one whole beat per clock, not {args.w_lanes}")
+    if args.skip_pad:
+        raise SpnnError("--skip-pad does not apply: the array reads each strip's padded "
+                        "window, so padding beats cost no extra round")
+    return {"rows": rows, "cols": cols, "bus": bus,
+            "copies": 1 if args.mapping == "naive" else copies,
+            "stride": int_arg(args.stride, "--stride", 1, 7),
+            "pad": int_arg(args.pad, "--pad", 0),
+            "dw": int_arg(args.data_width, "--data-width", 2, 18),
+            "ww": int_arg(args.weight_width, "--weight-width", 2, 18)}
 
 
 def _setup(args):
-    rows, cols = array_arg(args.array)
-    if args.mapping not in MAPPINGS:
-        raise SpnnError(f"--mapping must be one of {', '.join(MAPPINGS)}, not {args.mapping!r}")
-    stride = int_arg(args.stride, "--stride", 1)
-    pad = int_arg(args.pad, "--pad", 0)
-    dw = int_arg(args.data_width, "--data-width", 2, 18)
-    ww = int_arg(args.weight_width, "--weight-width", 2, 18)
-    bus = 1 if args.bus_words is None else int_arg(args.bus_words, "--bus-words", 1, 32)
-    lanes = (int_arg(args.w_lanes, "--w-lanes", 1, 32) if args.w_lanes is not None
-             else 1 << (bus.bit_length() - 1))
+    o = _options(args)
     check_common(args)
     outputs = run_outputs(args)
     w, x = load_layer_arrays(args)
-    w = check_codes(w, "--weights", ww, "--weight-width")
-    x = check_codes(x, "--input", dw, "--data-width")
+    if max(w.shape[2:]) > 15:
+        raise SpnnError(f"--weights kernel must be at most 15x15, not "
+                        f"{w.shape[2]}x{w.shape[3]}")
+    w = check_codes(w, "--weights", o["ww"], "--weight-width")
+    x = check_codes(x, "--input", o["dw"], "--data-width")
     oc, ic, kh, kw = w.shape
-    rq_width, rq = requant_args(args, oc, 48)
+    if args.bus_words is None and args.requant is not None:
+        args.bus_words = str(4)
+    rq_width, _rq = requant_args(args, oc, 48)
+    if rq_width:
+        raise SpnnError("--requant is not available on the conv array's shell yet (run the "
+                        "sums out and requantise on the host; spnn run model does)")
     batch = x.shape[0] if x.ndim == 4 else 1
-    h, wd = x.shape[-2:]
-    if batch >= 1 << 16:
-        raise SpnnError(f"--input batch must be below 65536, not {batch}")
     try:
-        layer = ConvLayer(oc, ic, h, wd, kh, kw, stride, pad, batch)
+        layer = ConvLayer(oc, ic, x.shape[-2], x.shape[-1], kh, kw, o["stride"], o["pad"],
+                          batch)
+        cfg = seed_banked(o["rows"], o["cols"], o["bus"], copies=o["copies"],
+                          data_width=o["dw"], weight_width=o["ww"], acc_width=48)
+        plan = plan_layer(layer, cfg)
     except ValueError as exc:
         raise SpnnError(str(exc)) from None
-    if layer.positions > 4096:
-        what = f"the output map {layer.ho}x{layer.wo} is" if batch == 1 else \
-            f"the output maps {batch}x{layer.ho}x{layer.wo} are"
-        raise SpnnError(f"{what} too large for an RTL run (at most 4096 positions)")
-    hp, wp = h + 2 * pad, wd + 2 * pad
-    slots = layer.out_rows * -(-layer.wo // cols) * cols
-    cfg = config_or_error(ConvConfig, _FLAGS, rows=rows, cols=cols, max_groups=min(4, rows),
-                          data_width=dw, weight_width=ww, acc_width=48,
-                          feat_depth=min(8192, _pow2(batch * ic * hp * wp, 256)),
-                          weight_depth=min(8192, _pow2(oc * ic * kh * kw, 256)),
-                          out_depth=_pow2(oc * -(-slots // cols), 64),
-                          max_slots=_pow2(slots, 64), max_dim=_pow2(max(h, wd), 16),
-                          bus_words=bus, w_lanes=lanes, rq_width=rq_width,
-                          rq_depth=_pow2(oc, 2))
-    sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
-    # output banks: (tiles x copies) slot rows of every channel (the staggered layout)
-    srows = max(p.tiles * p.n for p in sched.passes)
-    cfg = dataclasses.replace(cfg, out_depth=_pow2(oc * srows, 64))
-    sched = plan(layer, cfg, args.mapping, skip_pad=args.skip_pad)
-    check_fits(sched)
-    return cfg, layer, sched, x, w, outputs, rq
+    return cfg, layer, plan, x, w, outputs
+
+
+def _check_model(records, plan, cfg: BankedConfig, seed: int) -> bool:
+    """Every job's bench record (start, first input beat, last output beat) equals the
+    exact shell model (:func:`banked_shell_cycle_model`) at full rate."""
+    from gen.core.sim import axi_ports
+    from hdl.conv.banked.shell import banked_shell_ports
+    sources, sinks = axi_ports(*banked_shell_ports(cfg), seed=seed)
+    model = banked_shell_cycle_model(plan.jobs, cfg, {p: pat for p, _, pat in sources + sinks})
+    keys = ("start_ack", "first_in", "end")
+    return all(all(rec[k] == pred[k] for k in keys) for (_st, rec), pred in zip(records, model))
 
 
 def run(args) -> int:
-    if args.banked:
-        return run_banked(args)
-    if args.copies != "2":
-        raise SpnnError("--copies needs --banked")
-    cfg, layer, sched, x, w, outputs, rq = _setup(args)
-    if args.bus_words is not None:
-        return _run_axi(args, cfg, layer, sched, x, w, outputs, rq)
-    outs, stats, result = rtl_conv([(x, w, sched)], cfg, args.sim, seed=args.seed,
-                                   waves=args.waves)
-    y = outs[0]
-    golden = ref_conv(x, w, layer.stride, layer.pad)
+    """Plan the layer, run every job through the shell, check the result against the golden
+    model and the cycles against the exact shell model, write the output and the report."""
+    cfg, layer, plan, x, w, outputs = _setup(args)
+    records = []
+
+    def conv(items):
+        outs, stats, recs = rtl_banked_axi(items, cfg, args.sim, seed=args.seed,
+                                           name="spnn-run")
+        records.extend(zip(stats, recs))
+        return outs
+    y = run_plan(x, w, plan, conv)
+    golden = np.stack([ref_conv(xi, w, layer.stride, layer.pad)
+                       for xi in (x if x.ndim == 4 else x[None])])
     if not np.array_equal(y, golden):
         bad = np.argwhere(y != golden)[0]
         raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
                          f"{tuple(int(i) for i in bad)}")
-    st = stats[0]
-    cycles = result["sinks"]["o"]["cycles"][-1] - result["sources"]["c"]["cycles"][0] + 1
-    model = layer_cycles(sched)
-    util = st["busy"] / (cfg.rows * cfg.cols * st["cycles"])
+    matches_model = _check_model(records, plan, cfg, args.seed)
+    if not matches_model:
+        raise SystemExit("spnn: internal error: the shell's cycles differ from the exact "
+                         "shell model (gen.conv.banked.shell_cycles)")
+    y = y if x.ndim == 4 else y[0]
+    report = _report(args, cfg, layer, plan, records, y)
     outputs.npy(args.out, y)
-    report = make_report(
+    outputs.json(args.report, report)
+    outputs.commit()
+    print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} ({cfg.rows}x{cfg.cols}, "
+          f"{len(plan.jobs)} job(s), n per job {report['n_per_pass']}), AXI shell at "
+          f"{cfg.bus_words} words per beat: {report['cycles']} cycles end to end (roofline "
+          f"{report['roofline_cycles']}, efficiency {report['efficiency_vs_roofline']:.3f}), "
+          f"utilisation {report['utilisation']:.3f} end to end, "
+          f"{report['compute_utilisation']:.3f} compute-only")
+    return 0
+
+
+def _report(args, cfg, layer, plan, records, y) -> dict:
+    cycles = sum(rec["end"] - rec["first_in"] + 1 for _st, rec in records)
+    busy = sum(st[0] for st, _rec in records)
+    issued = sum(st[1] for st, _rec in records)
+    cells = cfg.rows * cfg.cols
+    beats = {"s_axis_w": plan.beats["w"], "s_axis_x": plan.beats["x"],
+             "m_axis_o": sum(job.G * job.S * job.obeats for job in plan.jobs)}
+    roof = roofline_fields(cycles, plan.compute_bound, beats)
+    return make_report(
         "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
                       "output": f"int{cfg.acc_width}"},
-        args.sim, cycles, sched.ideal_cycles, int(y.size), 0.0, utilisation=util,
-        array=f"{cfg.rows}x{cfg.cols}", layer={"oc": layer.oc, "ic": layer.ic, "h": layer.h,
-                                               "w": layer.w, "kh": layer.kh, "kw": layer.kw,
-                                               "stride": layer.stride, "pad": layer.pad,
-                                               "ho": layer.ho, "wo": layer.wo},
-        batch=layer.batch,
-        macs=layer.macs, busy_mac_cycles=st["busy"], compute_cycles=st["cycles"],
-        model_utilisation=sched.utilisation, model_compute_cycles=sched.compute_cycles,
-        cycles_to_stats=model["stat"], schedule=sched.to_dict(),
-        n_per_pass=sched.to_dict()["n_per_pass"], rtl_matches_golden=True,
-        rtl_matches_model=(st["busy"] == sched.busy_mac_cycles
-                           and st["cycles"] == sched.compute_cycles),
-    )
-    outputs.json(args.report, report)
-    outputs.commit()
-    images = f"{layer.batch}x" if x.ndim == 4 else ""
-    print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} on "
-          f"{images}{layer.ic}x{layer.h}x{layer.w} "
-          f"({cfg.rows}x{cfg.cols}, {sched.mapping}): {cycles} cycles, compute {st['cycles']}, "
-          f"utilisation {util:.3f} (model {sched.utilisation:.3f}), "
-          f"n per pass {sched.to_dict()['n_per_pass']}")
-    return 0
-
-
-def _run_axi(args, cfg, layer, sched, x, w, outputs, rq=None) -> int:
-    """``--bus-words``: the layer as one job through the accelerator shell (with
-    ``--requant``, its output stage built and loaded)."""
-    job = (x, w, sched) + ((rq,) if rq is not None else ())
-    outs, stats, records = rtl_conv_axi([job], cfg, args.sim, seed=args.seed)
-    y, st, job = outs[0], stats[0], records[0]
-    golden = ref_conv(x, w, layer.stride, layer.pad)
-    if rq is not None:
-        golden = requant_conv(golden, rq, rq.bias, cfg.rq_width)
-    if not np.array_equal(y, golden):
-        bad = np.argwhere(y != golden)[0]
-        raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
-                         f"{tuple(int(i) for i in bad)}")
-    outputs.npy(args.out, y)
-    cycles = job["end"] - job["first_in"] + 1
-    if cycles != shell_cycles(sched):
-        raise SystemExit(f"spnn: internal error: the shell took {cycles} cycles, the model "
-                         f"{shell_cycles(sched)}")
-    _, _, xdata = layer_data(x, w, sched)
-    n, lanes = cfg.bus_words, cfg.w_lanes
-    beats = {"s_axis_w": -(-int(w.size) // (lanes if lanes > 1 else n)),
-             "s_axis_x": -(-len(xdata) // n), "m_axis_o": -(-int(y.size) // n)}
-    roof = roofline_fields(cycles, -(-layer.macs // (cfg.rows * cfg.cols)), beats)
-    extra = ({"requant": {"bits": cfg.rq_width, "mult": rq.mult, "shift": rq.shift,
-                          "relu": rq.relu, "bias": args.bias is not None}}
-             if rq is not None else {})
-    report = make_report(
-        "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
-                      "output": f"int{cfg.rq_width or cfg.acc_width}"},
-        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0, **extra,
-        utilisation=layer.macs / (cfg.rows * cfg.cols * cycles), interface="axi",
-        bus_words=n, w_lanes=lanes, end_to_end_model_cycles=shell_cycles(sched),
-        weight_beats=sum(chunk_weight_beats(sched, q) for q in sched.chunk_sizes),
-        counters=job["counters"], **roof,
-        roofline_efficiency=roof["efficiency_vs_roofline"],
-        array=f"{cfg.rows}x{cfg.cols}", batch=layer.batch, macs=layer.macs,
-        busy_mac_cycles=st["busy"], compute_cycles=st["cycles"],
-        compute_utilisation=st["busy"] / (cfg.rows * cfg.cols * st["cycles"]),
-        model_compute_cycles=sched.compute_cycles, schedule=sched.to_dict(),
-        rtl_matches_golden=True,
-        rtl_matches_model=(st["busy"] == sched.busy_mac_cycles
-                           and st["cycles"] == sched.compute_cycles),
-        utilisation_counts="MACs / (rows x cols x end-to-end cycles): loads and output "
-                           "stream included; compute_utilisation counts compute cycles only",
+        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0,
+        utilisation=layer.macs / (cells * cycles), interface="axi", array_kind="banked",
+        bus_words=cfg.bus_words, w_lanes=cfg.bus_words, copies=cfg.copies,
+        mapping=args.mapping, **roof, roofline_efficiency=roof["efficiency_vs_roofline"],
+        array=f"{cfg.rows}x{cfg.cols}",
+        layer={"oc": layer.oc, "ic": layer.ic, "h": layer.h, "w": layer.w, "kh": layer.kh,
+               "kw": layer.kw, "stride": layer.stride, "pad": layer.pad, "ho": layer.ho,
+               "wo": layer.wo},
+        batch=layer.batch, macs=layer.macs,
+        busy_mac_cycles=busy, compute_cycles=issued, compute_utilisation=busy / (cells * issued),
+        jobs=len(plan.jobs), n_per_pass=[j.n for j in plan.jobs],
+        model_cycles_back_to_back=plan.cycles,
+        end_to_end_model_cycles=cycles,
+        job_cycles=[rec["end"] - rec["first_in"] + 1 for _st, rec in records],
+        buffers={"feat_depth": cfg.feat_depth, "weight_depth": cfg.weight_depth,
+                 "out_depth": cfg.out_depth, "banks": cfg.nb},
+        plan=[{"oc0": j.oc0, "channels": j.G * j.R, "n": j.n, "R": j.R, "strips": j.S,
+               "strip": [j.rs, j.segw], "icq": j.icq, "resident": j.resident}
+              for j in plan.jobs],
+        rtl_matches_golden=True, rtl_matches_model=True,
+        utilisation_counts="MACs / (rows x cols x end-to-end cycles): each job from its "
+                           "first input beat to its last output beat, summed (the register "
+                           "writes between jobs not counted); compute_utilisation counts the "
+                           "clocks with a beat issued",
         roofline_counts="the larger of ceil(MACs / (rows x cols)) and the busiest port's "
-                        "beats: the layer's weights / w_lanes (/ bus_words at one lane), its "
-                        "features and outputs / bus_words")
-    outputs.json(args.report, report)
-    outputs.commit()
-    print(f"conv {layer.oc}x{layer.ic}x{layer.kh}x{layer.kw} ({cfg.rows}x{cfg.cols}), AXI "
-          f"shell at {n} words per beat: {cycles} cycles end to end (roofline "
-          f"{roof['roofline_cycles']}, efficiency {roof['efficiency_vs_roofline']:.3f}), "
-          f"compute {st['cycles']}")
-    return 0
+                        "beats as the plan sends them; bandwidth_bound in plan_bounds is the "
+                        "least traffic the buffer sizes force over the planner's tilings",
+        plan_bounds={"compute_bound_cycles": plan.compute_bound,
+                     "bandwidth_bound_cycles": plan.bandwidth_bound,
+                     "roofline_cycles": plan.roofline})

@@ -8,7 +8,7 @@ from gen.core.lanes import pack_beat
 from gen.core.regmap import requant_regs
 from gen.core.sim import axi_ports, run_axi_jobs, run_job
 from gen.core.stimulus import make_job, rate_of
-from hdl.conv import BANKED, BANKED_SHELL, GATEWARE, SHELL
+from hdl.conv import BANKED, BANKED_SHELL, IM2COL, IM2COL_SHELL
 from hdl.conv.banked.shell import banked_desc_registers, banked_regmap, banked_shell_ports
 from hdl.conv.shell import desc_registers, regmap_for, shell_ports
 
@@ -43,7 +43,7 @@ def rtl_conv(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, valid_pr
                    [("o", sum(counts), ready_prob), ("s", len(jobs), None)],
                    seed=seed, reset_at=reset_at,
                    max_cycles=int(200 + total_cycles / max(min(ready_prob, valid_prob), 0.05)))
-    result = run_job(GATEWARE, cfg, job, sim=sim, name=name, waves=waves)
+    result = run_job(IM2COL, cfg, job, sim=sim, name=name, waves=waves)
     data = to_signed(result["sinks"]["o"]["data"], cfg.acc_width)
     outputs, at = [], 0
     for (x, w, sched), n in zip(jobs, counts):
@@ -147,7 +147,7 @@ def rtl_conv_axi(jobs, cfg: ConvConfig, sim="verilator", *, ready_prob=1.0, vali
     slow = max(min(rate_of(valid_prob), rate_of(ready_prob)), 0.05)
     runs = [len(job[0]) if isinstance(job[0], (list, tuple)) else 1 for job in jobs]
     total = sum(2 * n * (layer_cycles(job[2])["last_out"] + 64) for n, job in zip(runs, jobs))
-    records = run_axi_jobs(SHELL, cfg, axi, sources, sinks, sim=sim, name=name,
+    records = run_axi_jobs(IM2COL_SHELL, cfg, axi, sources, sinks, sim=sim, name=name,
                            max_cycles=int(2000 * len(jobs) + total / slow))
     outs, stats = [], []
     for (x, w, sched, *_), n, record in zip(jobs, runs, records):
@@ -196,7 +196,7 @@ def rtl_banked(items, cfg, sim="verilator", *, valid=None, ready=None, seed=0, r
     mask = (1 << cfg.acc_width) - 1
     words = [(beat >> (k * cfg.acc_width)) & mask for beat in result["sinks"]["o"]["data"]
              for k in range(cfg.bus_words)]
-    words = to_signed(np.array(words, dtype=np.int64), cfg.acc_width)
+    words = to_signed(words, cfg.acc_width)
     outputs, at = [], 0
     for _x, _w, bj in items:
         n = bj.G * bj.S * bj.obeats * cfg.bus_words

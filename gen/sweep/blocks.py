@@ -124,55 +124,61 @@ class SpmvSweep(BlockSweep):
 
 
 class ConvSweep(BlockSweep):
-    """MAC array: ``mapping`` option (``best`` = the mapping with the fewest cycles per
-    layer); ``cycles`` = the layer's jobs end to end (:func:`gen.conv.tiling.plan_tiles`:
-    host tiling when the layer exceeds the buffers, :attr:`TilePlan.cycles`)."""
+    """MAC array: ``mapping`` option (``remainder``: up to ``copies`` copies of a part's
+    channels; ``naive``: one copy; ``best``: the faster of the two per layer); ``cycles`` =
+    the layer's jobs back to back, first input beat to last output beat at full rate
+    (:func:`gen.conv.banked.plan_layer` on the point's buffers)."""
 
     name = "conv"
-    figures = ("jobs", "utilisation", "mapping_used")
+    figures = ("jobs", "utilisation", "mapping_used", "roofline_cycles")
 
-    @property
-    def options(self):
-        from gen.conv import MAPPINGS
-        return {"mapping": ("remainder",) + tuple(m for m in MAPPINGS if m != "remainder")
-                + ("best",)}
+    options = {"mapping": ("remainder", "naive", "best")}
+
+    @staticmethod
+    def _plan(cfg, mapping, layer):
+        from dataclasses import replace
+        from gen.conv.banked import plan_layer
+        tried = {"remainder": cfg, "naive": replace(cfg, copies=1)}
+        names = tuple(tried) if mapping == "best" else (mapping,)
+        plans = [(plan_layer(layer, tried[m]), m) for m in names]
+        return min(plans, key=lambda e: e[0].cycles)
 
     def model(self, cfg, opts, data):
-        from gen.conv import MAPPINGS
-        from gen.conv.tiling import best_tiling
-        best, why = best_tiling(data["layer"], cfg, MAPPINGS if opts["mapping"] == "best"
-                                else (opts["mapping"],))
-        if best is None:
-            raise ValueError(why)
+        plan, used = self._plan(cfg, opts["mapping"], data["layer"])
         units = cfg.rows * cfg.cols
-        ideal = math.ceil(best.macs / units)
-        return {"cycles": int(best.cycles), "ideal_cycles": ideal,
-                "efficiency": ideal / best.cycles, "mac_units": units, "jobs": best.jobs,
-                "utilisation": best.utilisation(), "mapping_used": best.mapping}
+        return {"cycles": int(plan.cycles), "ideal_cycles": plan.compute_bound,
+                "efficiency": plan.compute_bound / plan.cycles, "mac_units": units,
+                "jobs": len(plan.jobs), "utilisation": plan.utilisation,
+                "mapping_used": used, "roofline_cycles": plan.roofline}
 
     def rtl(self, cfg, opts, data, sim, engine):
-        from gen.conv import check_fits, layer_cycles, plan, ref_conv
-        from gen.conv.twin import rtl_conv
+        from gen.conv import ref_conv
+        from gen.conv.banked import run_cycles, run_plan
+        from gen.conv.twin import rtl_banked
         layer = data["layer"]
-        if layer.positions > 4096:
-            raise ValueError(f"the output map {layer.ho}x{layer.wo} is too large for an RTL "
-                             f"run (at most 4096 positions)")
-        mapping = "remainder" if opts["mapping"] == "best" else opts["mapping"]
-        sched = plan(layer, cfg, mapping)
-        check_fits(sched)
+        plan, _used = self._plan(cfg, opts["mapping"], layer)
         rng = np.random.default_rng(0)
         hi_x, hi_w = 1 << (cfg.data_width - 1), 1 << (cfg.weight_width - 1)
-        x = rng.integers(-hi_x, hi_x, (layer.ic, layer.h, layer.w))
+        x = rng.integers(-hi_x, hi_x, (layer.batch, layer.ic, layer.h, layer.w))
         w = rng.integers(-hi_w, hi_w, (layer.oc, layer.ic, layer.kh, layer.kw))
-        with _rtl_context(sim, engine):
-            outs, stats, result = rtl_conv([(x, w, sched)], cfg, sim, name="sweep")
+        runs = []
+
+        def conv(items):
+            with _rtl_context(sim, engine):
+                outs, stats, result = rtl_banked(items, plan.cfg, sim, name="sweep")
+            runs.append((stats, result))
+            return outs
+        y = run_plan(x, w, plan, conv)
+        (stats, result), = runs
+        model = run_cycles(plan.jobs, plan.cfg)
         took = result["sinks"]["o"]["cycles"][-1] - result["sources"]["c"]["cycles"][0] + 1
-        model = layer_cycles(sched)["last_out"] + 1
-        return {"rtl_cycles": took, "model_cycles": model,
-                "bit_exact": bool(np.array_equal(outs[0], ref_conv(x, w, layer.stride,
-                                                                    layer.pad))),
-                "cycle_exact": took == model and stats[0]["cycles"] == sched.compute_cycles
-                and stats[0]["busy"] == sched.busy_mac_cycles}
+        want = np.stack([ref_conv(x[b], w, layer.stride, layer.pad)
+                         for b in range(layer.batch)])
+        return {"rtl_cycles": took, "model_cycles": model["o"][-1] - model["c"][0] + 1,
+                "bit_exact": bool(np.array_equal(y, want)),
+                "cycle_exact": stats == model["stats"]
+                and all(result["sources"][p]["cycles"] == model[p] for p in "cwx")
+                and result["sinks"]["o"]["cycles"] == model["o"]}
 
 
 class FcSweep(BlockSweep):

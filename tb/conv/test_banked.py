@@ -172,7 +172,7 @@ def test_model_reads_the_patterns():
 
 # ------------------------------------------------------------------ RTL
 
-def _check(items, cfg, sim, *, valid=None, ready=None, name="banked"):
+def check_rtl(items, cfg, sim, *, valid=None, ready=None, name="banked"):
     outs, stats, result = rtl_banked(items, cfg, sim, valid=valid, ready=ready, name=name)
     for (x, w, job), y in zip(items, outs):
         np.testing.assert_array_equal(y, golden(x, w, job.layer))
@@ -192,7 +192,7 @@ def test_rtl_random_jobs(sim, cfg, seed, valid, ready):
     """Five random jobs back to back: sums, every transfer's clock and the statistics."""
     rng = np.random.default_rng(seed)
     items = [random_item(rng, cfg) for _ in range(5)]
-    _check(items, cfg, sim, valid=valid, ready=ready, name=f"rand{seed}")
+    check_rtl(items, cfg, sim, valid=valid, ready=ready, name=f"rand{seed}")
 
 
 def test_rtl_directed_edges(sim):
@@ -213,7 +213,7 @@ def test_rtl_directed_edges(sim):
         job = make_job(layer, CFG, **kw)
         items.append((rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w)),
                       rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
-    _check(items, CFG, sim, ready=0.5, name="edges")
+    check_rtl(items, CFG, sim, ready=0.5, name="edges")
 
 
 def test_rtl_saturating_values(sim):
@@ -223,7 +223,7 @@ def test_rtl_saturating_values(sim):
     w = np.full((4, 4, 3, 3), -128)
     w[1] = 127
     job = make_job(layer, CFG, rs=2, segw=8, icq=2)
-    _check([(x, w, job)], CFG, sim, name="extreme")
+    check_rtl([(x, w, job)], CFG, sim, name="extreme")
 
 
 @pytest.mark.parametrize("where", ["loads", "compute", "stream"])
@@ -271,7 +271,9 @@ def test_rtl_planned_layer(sim, layer, jobs):
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"copies": 3}, "copies must be 1, 2 or 4, not 3"),
-    ({"feat_depth": 100}, "feat_depth must be a power of two, not 100"),
+    ({"rows": 2, "copies": 4}, "copies must be at most rows (2), not 4"),
+    ({"feat_depth": 100}, "feat_depth must be a power of two >= 2, not 100"),
+    ({"out_depth": 1}, "out_depth must be a power of two >= 2, not 1"),
     ({"bus_words": 33}, "bus_words must be 1..32, not 33"),
     ({"data_width": 1}, "data_width must be 2..18, not 1"),
     ({"rows": 0}, "rows must be a positive integer, not 0"),

@@ -80,8 +80,6 @@ def _random_layer(rng, cfg, batch=1):
                      s, p, batch)
 
 
-
-
 def test_batch_cover():
     """Every (channel, image, position) exactly once under all mappings, enumerated twice."""
     rng = np.random.default_rng(3)
@@ -118,7 +116,6 @@ def test_batch_slot_order():
     assert naive.slots == 3 * 5 * 4 and naive.passes[0].tiles == 15
     assert _slot_valid(naive).sum() == layer.positions
     assert np.all(schedule_cover(naive) == 1)
-
 
 
 def test_batch_skip_pad_boxes():
@@ -441,62 +438,3 @@ def test_rtl_batch_reset_mid_layer(sim, cycle_log):
 
 # ------------------------------------------------------------------ CLI
 
-@pytest.mark.rtl
-def test_cli_batch(tmp_path, capsys):
-    """``spnn run conv --input (B, Ic, H, W)``: (B, Oc, Ho, Wo) output, report ``batch``."""
-    import json
-    from gen.cli import main
-    from gen.core.sim import sim_available
-    if not sim_available("icarus"):
-        pytest.skip("Icarus Verilog not installed")
-    rng = np.random.default_rng(41)
-    w = rng.integers(-128, 128, (5, 2, 3, 3))
-    x = rng.integers(-128, 128, (3, 2, 5, 6))
-    reports = []
-    for name, inp in (("b", x), ("one", x[1])):
-        out, rep = tmp_path / f"y{name}.npy", tmp_path / f"r{name}.json"
-        assert main(["run", "conv", "--weights", _save(tmp_path, "w.npy", w), "--input",
-                     _save(tmp_path, f"x{name}.npy", inp), "--array", "8x4", "--out",
-                     str(out), "--report", str(rep), "--sim", "icarus"]) == 0
-        np.testing.assert_array_equal(np.load(out), ref_conv(inp, w, 1, 1))
-        reports.append(json.loads(rep.read_text()))
-    assert np.load(tmp_path / "yb.npy").shape == (3, 5, 5, 6)
-    assert np.load(tmp_path / "yone.npy").shape == (5, 5, 6)
-    assert [r["batch"] for r in reports] == [3, 1]
-    assert all(r["rtl_matches_model"] for r in reports)
-    assert reports[0]["macs"] == 3 * reports[1]["macs"]
-    assert "on 3x2x5x6" in capsys.readouterr().out
-
-
-@pytest.mark.parametrize("case, message", [
-    ("x5d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (1, 2, 3, 5, 5)"),
-    ("x2d", "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (3, 5)"),
-    ("ic", "--weights has 3 input channels but --input has 2"),
-    ("empty", "--input must not be empty, not shape (0, 3, 5, 5)"),
-    ("float", "--input must hold integers, not float64"),
-    ("large", "the output maps 200x5x5 are too large for an RTL run (at most 4096 positions)"),
-])
-def test_cli_batch_errors(tmp_path, capsys, case, message):
-    from gen.cli import main
-    w = np.ones((4, 3, 3, 3), dtype=np.int64)
-    x = np.ones((2, 3, 5, 5), dtype=np.int64)
-    if case == "x5d":
-        x = np.ones((1, 2, 3, 5, 5), dtype=np.int64)
-    elif case == "x2d":
-        x = np.ones((3, 5), dtype=np.int64)
-    elif case == "ic":
-        x = np.ones((2, 2, 5, 5), dtype=np.int64)
-    elif case == "empty":
-        x = np.ones((0, 3, 5, 5), dtype=np.int64)
-    elif case == "float":
-        x = np.ones((2, 3, 5, 5)) * 0.5
-    elif case == "large":
-        x = np.ones((200, 3, 5, 5), dtype=np.int64)
-    out = tmp_path / "y.npy"
-    argv = ["run", "conv", "--weights", _save(tmp_path, "w.npy", w), "--input",
-            _save(tmp_path, "x.npy", x), "--array", "8x4", "--out", str(out),
-            "--sim", "icarus"]
-    assert main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "spnn: error: " + message, err
-    assert not out.exists()

@@ -13,7 +13,7 @@ from gen.conv import ConvConfig, ConvLayer, plan, ref_conv, shell_cycles
 from gen.conv.twin import axi_job, rtl_conv_axi
 from gen.core.fixed import Requant, to_signed
 from gen.core.sim import axi_ports, run_axi_jobs
-from hdl.conv import SHELL
+from hdl.conv import IM2COL_SHELL as SHELL
 from hdl.conv.shell import desc_layout, desc_words, regmap_for, shell_ports
 from tb.shell_checks import assert_cleared_by_reset
 
@@ -163,33 +163,6 @@ def test_regmap_and_ports():
     assert ports["s_axis_w_tdata"] == ("input", 16) and ports["s_axis_w_tkeep"] == ("input", 2)
 
 
-@pytest.mark.rtl
-def test_cli_run_through_the_shell(tmp_path):
-    """``spnn run conv --bus-words 4`` (under Icarus: its build is seconds): the exact sums;
-    the report gives end-to-end cycles beside the roofline bound, the utilisation over
-    end-to-end cycles and the compute-only one."""
-    import json
-    from gen.cli import main
-    from gen.core.sim import sim_available
-    sim = "icarus" if sim_available("icarus") else "verilator"
-    rng = np.random.default_rng(8)
-    w, x = rng.integers(-128, 128, (6, 3, 3, 3)), rng.integers(-128, 128, (3, 7, 7))
-    np.save(tmp_path / "w.npy", w)
-    np.save(tmp_path / "x.npy", x)
-    assert main(["run", "conv", "--weights", str(tmp_path / "w.npy"), "--input",
-                 str(tmp_path / "x.npy"), "--array", "4x2", "--bus-words", "4", "--sim", sim,
-                 "--out", str(tmp_path / "y.npy"), "--report", str(tmp_path / "r.json")]) == 0
-    np.testing.assert_array_equal(np.load(tmp_path / "y.npy"), ref_conv(x, w, 1, 1))
-    r = json.loads((tmp_path / "r.json").read_text())
-    assert r["interface"] == "axi" and r["bus_words"] == 4 and r["w_lanes"] == 4
-    assert r["end_to_end_model_cycles"] == r["cycles"]
-    assert r["bus_beats"] == {"s_axis_w": 41, "s_axis_x": 37, "m_axis_o": 74}
-    assert r["compute_bound_cycles"] == -(-6 * 27 * 49 // 8) == r["roofline_cycles"]
-    assert r["end_to_end_cycles"] == r["cycles"] >= r["roofline_cycles"]
-    assert r["utilisation"] == 6 * 27 * 49 / (8 * r["cycles"]) < r["compute_utilisation"]
-    assert r["rtl_matches_model"]
-
-
 # the requantisation stage in the output path: 8-bit results, biases for up to 8 channels
 CFG_RQ = dataclasses.replace(CFG, rq_width=8, rq_depth=8)
 RQS = [Requant(mult=3, shift=9, relu=True, bias=(-70000, 50000, 0, 123456, -1, 7, 8, 9)[:5]),
@@ -266,46 +239,3 @@ def test_requant_regmap_and_ports():
     ports = {p: (d, w) for p, d, w in verilog_ports(to_verilog(SHELL.build(CFG_RQ), module),
                                                     module)}
     assert ports["m_axis_o_tdata"] == ("output", 24) and ports["s_axis_b_tdata"] == ("input", 96)
-
-
-@pytest.mark.rtl
-def test_cli_requant(tmp_path, capsys):
-    """``spnn run conv --bus-words 4 --requant 8 --bias --shift --relu``: the 8-bit results
-    of the shell's stage == the golden stage on the exact sums; the flags' errors are one
-    line, exit 2, nothing written."""
-    import json
-    from gen.cli import main
-    from gen.conv.twin import requant_conv
-    from gen.core.sim import sim_available
-    sim = "icarus" if sim_available("icarus") else "verilator"
-    rng = np.random.default_rng(9)
-    w, x = rng.integers(-128, 128, (6, 3, 3, 3)), rng.integers(-128, 128, (3, 7, 7))
-    b = rng.integers(-5000, 5000, 6)
-    for name, arr in (("w", w), ("x", x), ("b", b), ("b5", b[:5])):
-        np.save(tmp_path / f"{name}.npy", arr)
-    base = ["run", "conv", "--weights", str(tmp_path / "w.npy"), "--input",
-            str(tmp_path / "x.npy"), "--array", "4x2", "--sim", sim]
-    out, rep = tmp_path / "y.npy", tmp_path / "r.json"
-    assert main(base + ["--bus-words", "4", "--requant", "8", "--bias", str(tmp_path / "b.npy"),
-                        "--mult", "3", "--shift", "10", "--relu", "--out", str(out),
-                        "--report", str(rep)]) == 0
-    rq = Requant(mult=3, shift=10, relu=True, bias=b)
-    want = requant_conv(ref_conv(x, w, 1, 1), rq, b, 8)
-    np.testing.assert_array_equal(np.load(out), want)
-    assert (want == 127).any() and (want == 0).any()
-    report = json.loads(rep.read_text())
-    assert report["requant"] == {"bits": 8, "mult": 3, "shift": 10, "relu": True, "bias": True}
-    assert report["formats"]["output"] == "int8"
-    capsys.readouterr()
-    bad = [(["--requant", "8"], "--requant needs --bus-words"),
-           (["--bus-words", "4", "--relu"], "--relu needs --requant"),
-           (["--bus-words", "4", "--requant", "8", "--bias", str(tmp_path / "b5.npy")],
-            "--bias must have shape (6,)"),
-           (["--bus-words", "4", "--requant", "1"], "--requant must be between 2 and 32"),
-           (["--bus-words", "4", "--requant", "8", "--mult", "65536"], "--mult must be"),
-           (["--bus-words", "4", "--requant", "8", "--shift", "64"], "--shift must be")]
-    for extra, msg in bad:
-        target = tmp_path / "never.npy"
-        assert main(base + extra + ["--out", str(target)]) == 2
-        err = capsys.readouterr().err
-        assert msg in err and err.count("\n") == 1 and not target.exists()

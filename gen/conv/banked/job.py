@@ -76,10 +76,13 @@ class BankedConfig:
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, not {v!r}")
         for name in ("feat_depth", "weight_depth", "out_depth"):
-            if not _pow2(getattr(self, name)):
-                raise ValueError(f"{name} must be a power of two, not {getattr(self, name)}")
+            if not _pow2(getattr(self, name)) or getattr(self, name) < 2:
+                raise ValueError(f"{name} must be a power of two >= 2, not "
+                                 f"{getattr(self, name)}")
         if self.copies not in (1, 2, 4):
             raise ValueError(f"copies must be 1, 2 or 4, not {self.copies}")
+        if self.copies > self.rows:
+            raise ValueError(f"copies must be at most rows ({self.rows}), not {self.copies}")
         for name, lo, hi in (("data_width", 2, 18), ("weight_width", 2, 18),
                              ("acc_width", 8, 64), ("count_width", 8, 32)):
             v = getattr(self, name)
@@ -93,8 +96,8 @@ class BankedConfig:
     @property
     def nb(self) -> int:
         """Banks per feature / output set: a power of two >= ``copies x cols`` and
-        ``bus_words``."""
-        n = 1
+        ``bus_words``, at least 2 (so that a bank index has a bit)."""
+        n = 2
         while n < max(self.copies * self.cols, self.bus_words):
             n *= 2
         return n

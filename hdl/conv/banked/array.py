@@ -6,7 +6,7 @@ from amaranth.hdl import Module, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from gen.conv.banked import BankedConfig
+from gen.conv.banked import BankedConfig, descriptor_widths
 from hdl.conv.banked.banks import (FEATURE_READ_LATENCY, WEIGHT_READ_LATENCY, FeatureBanks,
                                    WeightBanks)
 from hdl.conv.banked.grid import MacGrid
@@ -39,6 +39,9 @@ class BankedArray(wiring.Component):
         beats issued; the job ends when it is taken.
     """
 
+    latency = 0   # job-oriented: see gen.conv.banked.run_cycles
+    ii = 1
+
     def __init__(self, cfg: BankedConfig):
         self.cfg = cfg
         super().__init__({
@@ -51,6 +54,33 @@ class BankedArray(wiring.Component):
                                                        cfg.bus_words))),
             "s": Out(stream.Signature(STAT_LAYOUT)),
         })
+
+    def port_info(self) -> dict:
+        """Per top-level member: format and protocol (for the manifest)."""
+        cfg = self.cfg
+        return {
+            "c": {"format": None, "protocol": "valid/ready stream, one job descriptor per "
+                  "job (fields: gen.conv.banked.descriptor_fields, first field in the LSBs)"},
+            "w": {"format": f"{cfg.bus_words} x int{cfg.weight_width}",
+                  "protocol": "valid/ready stream, bus_words weights a transfer "
+                              "(gen.conv.banked.weight_beats)"},
+            "x": {"format": f"{cfg.bus_words} x int{cfg.data_width}",
+                  "protocol": "valid/ready stream, bus_words features a transfer, a beat "
+                              "never spans two rows (gen.conv.banked.feature_beats)"},
+            "o": {"format": f"{cfg.bus_words} x int{cfg.acc_width}",
+                  "protocol": "valid/ready stream, per strip R x P exact sums in (channel, "
+                              "position) order, the strip's last beat padded "
+                              "(gen.conv.banked.assemble)"},
+            "s": {"format": None, "protocol": "valid/ready stream, per job: busy MAC-cycles "
+                  "(bits 0..47), beats issued (bits 48..79)"},
+        }
+
+    def manifest_extra(self) -> dict:
+        cfg = self.cfg
+        return {"descriptor": [{"name": n, "width": w}
+                               for n, w in descriptor_widths(cfg).items()],
+                "array": {"rows": cfg.rows, "cols": cfg.cols, "copies": cfg.copies,
+                          "banks": cfg.nb, "bus_words": cfg.bus_words}}
 
     def elaborate(self, platform):
         cfg = self.cfg
