@@ -398,7 +398,7 @@ def files(tmp_path_factory):
 
 # Where each command's work starts: a refused command must never get there.
 WORK = (("gen.pwl.cli", "rtl_pwl"), ("gen.pwl.cli", "rtl_pwl_axi"), ("gen.spmv.cli", "run_jobs"), ("gen.fc.cli", "rtl_fc"),
-        ("gen.conv.cli", "rtl_conv"), ("gen.conv.cli", "rtl_conv_axi"),
+        ("gen.conv.cli", "rtl_banked_axi"),
         ("gen.lstm.cli", "rtl_lstm"), ("gen.synth", "synth"),
         ("gen.synth", "vivado_files"), ("gen.core.emit", "emit_files"))
 
