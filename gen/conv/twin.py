@@ -206,10 +206,17 @@ def rtl_banked(items, cfg, sim="verilator", *, valid=None, ready=None, seed=0, r
     return outputs, stats, result
 
 
-def banked_axi_job(x, w, job, cfg) -> dict:
+def banked_axi_job(x, w, job, cfg, rq=None) -> dict:
     """The AXI bench job (:mod:`gen.core.cocotb_axi`) of one banked-array job: its
     descriptor in the ``DESC_k`` registers, ``O_WORDS``, the weights and features as one
-    packet each; the statistics registers read back after it."""
+    packet each; the statistics registers read back after it.  With ``cfg.rq_width`` > 0
+    (the job channel-aligned): ``rq`` (a :class:`gen.core.fixed.Requant`, default the
+    identity without a bias load) in the ``RQ_*`` registers
+    (:func:`gen.conv.banked.requant_fields`) and ``JOB_INPUTS``; when it loads biases
+    (``rq.bias``: the job's ``G R`` or the layer's ``Oc``,
+    :func:`gen.conv.banked.job_biases`) their packet on ``s_axis_b``."""
+    if rq is not None and not cfg.rq_width:
+        raise ValueError("a Requant job needs a shell with rq_width > 0")
     regmap = banked_regmap(cfg)
     fields = {k: v for k, (v, _w) in banked.descriptor_fields(job, cfg).items()}
     regs = banked_desc_registers(cfg, fields)
@@ -217,7 +224,18 @@ def banked_axi_job(x, w, job, cfg) -> dict:
              [regmap.offset("IRQ_ENABLE"), 1]]
     wd = [v for b in banked.weight_beats(w, job) for v in to_unsigned(b, cfg.weight_width)]
     xd = [v for b in banked.feature_beats(x, job, cfg) for v in to_unsigned(b, cfg.data_width)]
-    return {"regs": regs, "packets": {"s_axis_w": wd, "s_axis_x": xd},
+    packets = {"s_axis_w": wd, "s_axis_x": xd}
+    if cfg.rq_width:
+        rq = rq if rq is not None else Requant()
+        f = banked.requant_fields(job)
+        bias = None if rq.bias is None else banked.job_biases(job, rq.bias)
+        regs += requant_regs(regmap, Requant(rq.mult, rq.shift, rq.relu, bias),
+                             f["positions"], f["channels"], cfg.rq_depth)
+        regs += [[regmap.offset("RQ_STRIPS"), f["strips"] | f["group"] << 16],
+                 [regmap.offset("JOB_INPUTS"), 0b11 | int(bias is not None) << 2]]
+        if bias is not None:
+            packets["s_axis_b"] = to_unsigned(bias, cfg.acc_width)
+    return {"regs": regs, "packets": packets,
             "read": [regmap.offset(n) for n in ("MAC_BUSY_LO", "MAC_BUSY_HI",
                                                  "COMPUTE_CYCLES")]}
 
@@ -228,22 +246,26 @@ def rtl_banked_axi(items, cfg, sim="verilator", *, valid=1.0, ready=1.0, seed=0,
     BankedShell`), one AXI job each, back to back.  Returns ``(outputs, stats, records)``:
     per item the ``(B, Oc, Ho, Wo)`` sums of its strips, per job ``(busy MAC-cycles, beats
     issued)`` read from the registers, and the bench's per-job records.  ``reset_after``:
-    hold ``aresetn`` low that many clocks into the first job (its record says so)."""
-    jobs = [banked_axi_job(x, w, job, cfg) for x, w, job in items]
+    hold ``aresetn`` low that many clocks into the first job (its record says so).  An item
+    may carry a fourth element, its :class:`gen.core.fixed.Requant` (``rq_width`` > 0,
+    :func:`banked_axi_job`); the outputs are then the ``rq_width``-bit results (golden:
+    :func:`gen.conv.banked.requant_job`)."""
+    jobs = [banked_axi_job(x, w, job, cfg, *rest) for x, w, job, *rest in items]
     if reset_after is not None:
         jobs[0] = dict(jobs[0], reset_after=int(reset_after))
     sources, sinks = axi_ports(*banked_shell_ports(cfg), valid=valid, ready=ready, seed=seed)
-    full = banked.run_cycles([job for _x, _w, job in items], cfg)
+    full = banked.run_cycles([job for _x, _w, job, *_ in items], cfg)
     slow = max(min(rate_of(valid), rate_of(ready)), 0.05)
     records = run_axi_jobs(BANKED_SHELL, cfg, jobs, sources, sinks, sim=sim, name=name,
                            max_cycles=int(5000 * len(jobs) + 2 * full["last_out"] / slow))
     outs, stats = [], []
-    for (_x, _w, job), rec in zip(items, records):
+    for (_x, _w, job, *_), rec in zip(items, records):
         if rec.get("reset"):
             outs.append(None)
             stats.append(None)
             continue
-        words = to_signed(np.array(rec["packets"]["m_axis_o"], dtype=np.int64), cfg.acc_width)
+        words = to_signed(np.array(rec["packets"]["m_axis_o"], dtype=np.int64),
+                          cfg.rq_width or cfg.acc_width)
         outs.append(banked.assemble(words, job, padded=False))
         lo, hi, beats = rec["reads"]
         stats.append((lo | hi << 32, beats))

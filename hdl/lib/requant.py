@@ -18,23 +18,30 @@ from amaranth.lib.wiring import In, Out
 
 from gen.core.fixed import MULT_WIDTH, REQUANT_LATENCY as LATENCY, SHIFT_WIDTH
 
-__all__ = ["RequantParams", "RequantStage", "RequantWrap", "PARAM_FIELDS", "LATENCY"]
+__all__ = ["RequantParams", "RequantStage", "RequantWrap", "PARAM_FIELDS",
+           "STRIP_PARAM_FIELDS", "LATENCY"]
 
 
 
 # The job registers of hdl/lib/requant_regs.rdl whose fields make the parameters, in order.
 PARAM_FIELDS = ("rq_scale_mult", "rq_scale_shift", "rq_scale_relu", "rq_scale_bias",
                 "rq_positions_value", "rq_channels_value")
+# ... and of a stage with ``strips`` (the map compiled with ``RQ_STRIPS`` defined too)
+STRIP_PARAM_FIELDS = PARAM_FIELDS + ("rq_strips_value", "rq_strips_group")
 
 
-def RequantParams(channel_bits: int = 16):
+def RequantParams(channel_bits: int = 16, strips: bool = False):
     """The stage's per-job parameters, one transfer at every job start (the fields of the
     ``RQ_SCALE``, ``RQ_POSITIONS`` and ``RQ_CHANNELS`` registers, first in the LSBs):
     ``mult`` (unsigned ``MULT_WIDTH``), ``shift`` (``SHIFT_WIDTH``), ``relu``, ``bias`` (this
     job loads ``channels`` biases), ``positions`` (consecutive transfers sharing one channel,
-    32 bits, >= 1), ``channels`` (16 bits, >= 1)."""
-    return data.StructLayout({"mult": MULT_WIDTH, "shift": SHIFT_WIDTH, "relu": 1, "bias": 1,
-                              "positions": 32, "channels": channel_bits})
+    32 bits, >= 1), ``channels`` (16 bits, >= 1); with ``strips`` also those of
+    ``RQ_STRIPS``: ``strips`` (16 bits, >= 1) and ``group`` (16 bits, >= 1)."""
+    fields = {"mult": MULT_WIDTH, "shift": SHIFT_WIDTH, "relu": 1, "bias": 1,
+              "positions": 32, "channels": channel_bits}
+    if strips:
+        fields.update(strips=16, group=16)
+    return data.StructLayout(fields)
 
 
 class RequantStage(wiring.Component):
@@ -43,7 +50,12 @@ class RequantStage(wiring.Component):
 
     Transfer ``k`` of a job belongs to channel ``(k // positions) % channels`` (e.g. the
     conv array's ``(B, Oc, Ho, Wo)`` order: ``positions = Ho Wo``, ``channels = Oc``; the FC
-    engine's rows: ``positions = 1``).  Each sum ``a`` becomes
+    engine's rows: ``positions = 1``).  With ``strips`` the channels come in groups of
+    ``group`` (which divides ``channels``), each group ``strips`` times in a row: run ``j =
+    k // positions`` (modulo ``channels x strips``) belongs to channel ``(j // (strips x
+    group)) group + j % group`` (the banked conv array's jobs: ``G`` groups of ``R``
+    channels, each over ``S`` strips); ``strips = 1`` is the order without.  Each sum ``a``
+    becomes
     ``clamp(floor(((a + bias[c]) * mult + 2**(shift-1)) / 2**shift), lo, 2**(W-1) - 1)``
     (no rounding term when ``shift`` is 0), ``lo = 0`` with ``relu``, else ``-2**(W-1)``.
 
@@ -59,6 +71,9 @@ class RequantStage(wiring.Component):
         Biases held (channels of a job at most).
     array : bool
         Payloads as ``ArrayLayout`` s even for one lane (default: only for several).
+    strips : bool
+        The parameters also hold ``strips`` and ``group`` (default False: the stage, its
+        parameters and its logic as before; the ``RQ_STRIPS`` register).
 
     Members
     -------
@@ -69,7 +84,7 @@ class RequantStage(wiring.Component):
     b : In(stream.Signature(signed(acc_width)))
         Biases, in channel order from channel 0 after every ``q``, in the sums' fraction
         bits; ready except in the clock ``q`` is offered.
-    q : In(stream.Signature(RequantParams))
+    q : In(stream.Signature(RequantParams(16, strips)))
         The job's parameters (one transfer at every job start; always ready).  With
         ``bias`` set, no result leaves before ``channels`` biases have arrived; without, the
         biases of the last load are used.
@@ -86,16 +101,17 @@ class RequantStage(wiring.Component):
     ii = 1
 
     def __init__(self, acc_width: int, out_width: int, lanes: int = 1, depth: int = 512,
-                 array: bool = None):
+                 array: bool = None, strips: bool = False):
         self.acc_width, self.out_width, self.lanes, self.depth = \
             acc_width, out_width, lanes, depth
+        self.strips = strips
         array = lanes > 1 if array is None else array
         one = lambda w: data.ArrayLayout(signed(w), lanes) if array else signed(w)  # noqa
         super().__init__({
             "i": In(stream.Signature(one(acc_width))),
             "o": Out(stream.Signature(one(out_width))),
             "b": In(stream.Signature(signed(acc_width))),
-            "q": In(stream.Signature(RequantParams())),
+            "q": In(stream.Signature(RequantParams(16, strips))),
         })
 
     def _lanes(self, value, width):
@@ -135,6 +151,35 @@ class RequantStage(wiring.Component):
                 m.d.sync += p["waiting"].eq(0)
         return p
 
+    def _strip_channels(self, m, p, step, ch, ch_end):
+        """With ``strips``: the next run's channel when a run ends (``step``): the next of
+        the group; after the group's last (or the job's last channel) its first again
+        while the group has strips left, else the next group's first (0 after the last).
+        Counters and "last" flags in registers, as for the channel."""
+        q = self.q.payload
+        r, st, base = Signal(16), Signal(16), Signal(16)
+        r_end, st_end = Signal(), Signal()
+        g_last, st_last = Signal(16), Signal(16)
+        def restart():
+            return [r.eq(0), r_end.eq(g_last == 0)]
+        with m.If(step):
+            with m.If(~(r_end | ch_end)):
+                m.d.sync += [ch.eq(ch + 1), ch_end.eq(ch + 1 == p["ch_last"]), r.eq(r + 1),
+                             r_end.eq(r + 1 == g_last)]
+            with m.Elif(~st_end):
+                m.d.sync += [ch.eq(base), ch_end.eq(base == p["ch_last"]), *restart(),
+                             st.eq(st + 1), st_end.eq(st + 1 == st_last)]
+            with m.Elif(ch_end):
+                m.d.sync += [ch.eq(0), ch_end.eq(p["ch_last"] == 0), base.eq(0), *restart(),
+                             st.eq(0), st_end.eq(st_last == 0)]
+            with m.Else():
+                m.d.sync += [ch.eq(ch + 1), ch_end.eq(ch + 1 == p["ch_last"]),
+                             base.eq(ch + 1), *restart(), st.eq(0), st_end.eq(st_last == 0)]
+        with m.If(self.q.valid):
+            m.d.sync += [g_last.eq(q.group - 1), st_last.eq(q.strips - 1), r.eq(0),
+                         r_end.eq(q.group == 1), st.eq(0), st_end.eq(q.strips == 1),
+                         base.eq(0)]
+
     def elaborate(self, platform):
         m = Module()
         A, W = self.acc_width, self.out_width
@@ -161,9 +206,13 @@ class RequantStage(wiring.Component):
         with m.If(take):
             m.d.sync += [left.eq(Mux(pos_end, p["pos_last"], left - 1)),
                          pos_end.eq(Mux(pos_end, p["pos_last"] == 0, left == 1))]
-            with m.If(pos_end):
-                m.d.sync += [ch.eq(Mux(ch_end, 0, ch + 1)),
-                             ch_end.eq(Mux(ch_end, p["ch_last"] == 0, ch + 1 == p["ch_last"]))]
+            if not self.strips:
+                with m.If(pos_end):
+                    m.d.sync += [ch.eq(Mux(ch_end, 0, ch + 1)),
+                                 ch_end.eq(Mux(ch_end, p["ch_last"] == 0,
+                                               ch + 1 == p["ch_last"]))]
+        if self.strips:
+            self._strip_channels(m, p, take & pos_end, ch, ch_end)
         with m.If(self.q.valid):
             q = self.q.payload
             m.d.sync += [left.eq(q.positions - 1), pos_end.eq(q.positions == 1),
@@ -214,16 +263,17 @@ class RequantWrap(wiring.Component):
         The block; ``output`` names a stream member of it whose payload is ``lanes`` signed
         ``acc_width``-bit sums.
     output : str
-    acc_width, out_width, lanes, depth, array :
+    acc_width, out_width, lanes, depth, array, strips :
         As :class:`RequantStage`.
     bias, params : str
         Names of the added members.
     """
 
     def __init__(self, inner, output: str, acc_width: int, out_width: int, lanes: int = 1,
-                 depth: int = 512, bias: str = "b", params: str = "rq", array: bool = None):
+                 depth: int = 512, bias: str = "b", params: str = "rq", array: bool = None,
+                 strips: bool = False):
         self.inner, self.output = inner, output
-        self.stage = RequantStage(acc_width, out_width, lanes, depth, array)
+        self.stage = RequantStage(acc_width, out_width, lanes, depth, array, strips)
         self.bias_name, self.params_name = bias, params
         members = dict(inner.signature.members.items())
         members[output] = self.stage.signature.members["o"]

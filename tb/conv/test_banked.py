@@ -31,8 +31,8 @@ def golden(x, w, layer):
     return np.stack([ref_conv(x[b], w, layer.stride, layer.pad) for b in range(layer.batch)])
 
 
-def random_item(rng, cfg):
-    """A random layer and a job of it that fits ``cfg``."""
+def random_item(rng, cfg, align=None):
+    """A random layer and a job of it that fits ``cfg`` (``align``: :func:`make_job`'s)."""
     while True:
         k = int(rng.integers(1, 5))
         s = int(rng.integers(1, 4))
@@ -47,7 +47,7 @@ def random_item(rng, cfg):
         res = bool(rng.integers(0, 2)) if kk <= 2 * cfg.weight_depth else False
         try:
             job = make_job(layer, cfg, rs=rs, segw=segw, icq=int(rng.integers(1, ic + 1)),
-                           resident=res)
+                           resident=res, align=align)
         except ValueError:
             continue
         x = rng.integers(-128, 128, (layer.batch, ic, layer.h, layer.w))
@@ -158,6 +158,88 @@ def test_layouts_and_descriptor_walk(seed):
         np.testing.assert_array_equal(_walk(x, w, job, cfg), golden(x, w, job.layer))
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_aligned_layout_walk(seed):
+    """The channel-aligned output layout (``align``, the requantising shell's): channel
+    ``r`` of a strip at ``r cp``, ``cp = ceil(P / bw) bw``, ``R ceil(P / bw)`` beats a
+    strip, each channel's last beat ``P - (cb - 1) bw`` words; the descriptor's walk and
+    :func:`assemble` (padded and not) compute the layer."""
+    rng = np.random.default_rng(100 + seed)
+    cfg = [CFG, CFG_WIDE, CFG_NARROW][seed % 3]
+    bw = cfg.bus_words
+    for _ in range(4):
+        x, w, job = random_item(rng, cfg, align=True)
+        cb = -(-job.P // bw)
+        d = {k: v[0] for k, v in descriptor_fields(job, cfg).items()}
+        assert (d["cp"], d["obeats"], d["olast"]) == (cb * bw, job.R * cb,
+                                                      job.P - (cb - 1) * bw)
+        assert sum(job.beat_words()) == job.E and len(job.beat_words()) == job.obeats
+        want = golden(x, w, job.layer)
+        np.testing.assert_array_equal(_walk(x, w, job, cfg), want)
+        flat = [want[b, job.oc0 + g * job.R + r, y0:y0 + job.rs, x0:x0 + job.segw].ravel()
+                for g in range(job.G) for b, y0, x0 in job.strips for r in range(job.R)]
+        mask = np.zeros(want.shape, bool)
+        for b, y0, x0 in job.strips:
+            mask[b, :, y0:y0 + job.rs, x0:x0 + job.segw] = True
+        np.testing.assert_array_equal(
+            assemble(np.concatenate(flat), job, padded=False), np.where(mask, want, 0))
+        padded = np.concatenate([np.pad(f, (0, cb * bw - job.P)) for f in flat])
+        np.testing.assert_array_equal(assemble(padded, job), np.where(mask, want, 0))
+
+
+def test_aligned_job_limits():
+    """The aligned layout's out-set check counts the channels' padding; a requantising
+    config forces ``align`` and limits a job's channels to ``rq_depth``."""
+    layer = ConvLayer(3, 1, 13, 13, 1, 1)                      # P = 169, 512 words a set
+    assert make_job(layer, CFG, rs=13, segw=13, n=1).obeats == 127   # 3 x 169 = 507 words
+    with pytest.raises(ValueError, match="a strip's outputs need 516 words"):
+        make_job(layer, CFG, rs=13, segw=13, n=1, align=True)      # 3 x 43 beats x 4
+    layer = ConvLayer(8, 1, 8, 9, 1, 1)
+    rq = BankedConfig(rows=8, cols=4, bus_words=4, feat_depth=64, weight_depth=64,
+                      out_depth=64, rq_width=8, rq_depth=4)
+    assert make_job(layer, rq, rs=1, segw=9, R=4, n=1, oc=4).align
+    with pytest.raises(ValueError, match="needs the channel-aligned output layout"):
+        make_job(layer, rq, rs=1, segw=9, R=4, n=1, oc=4, align=False)
+    with pytest.raises(ValueError, match="holds 4 biases"):
+        make_job(layer, rq, rs=1, segw=9, R=4, n=1)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"rq_width": 1}, "rq_width must be 0 (no requantisation stage) or 2..32, not 1"),
+    ({"rq_width": 33}, "rq_width must be 0 (no requantisation stage) or 2..32, not 33"),
+    ({"rq_width": 8, "rq_depth": 12}, "rq_depth must be a power of two 1..65536, not 12"),
+    ({"rq_depth": 1 << 17}, "rq_depth must be a power of two 1..65536, not 131072"),
+])
+def test_config_requant_limits(kwargs, message):
+    import re
+    with pytest.raises(ValueError, match=re.escape(message)):
+        BankedConfig(**kwargs)
+    cfg = BankedConfig(rq_width=8, rq_depth=64)
+    assert cfg.module_name.endswith("_rq8d64") and cfg.shell_name.endswith("_rq8d64")
+    assert "_rq" not in BankedConfig().module_name
+
+
+def test_planner_with_requant():
+    """A requantising config plans channel-aligned jobs that fit the output set with the
+    channels' padding, at most ``rq_depth`` channels a job (a part cut in several jobs);
+    without requantisation the plan is the one before (the same jobs, unaligned)."""
+    layer = ConvLayer(16, 3, 9, 10, 3, 3, 1, 1)
+    rq = BankedConfig(rows=8, cols=4, bus_words=4, feat_depth=64, weight_depth=64,
+                      out_depth=64, rq_width=8, rq_depth=8)
+    plan = plan_layer(layer, rq)
+    assert all(j.align and j.G * j.R <= 8 for j in plan.jobs)
+    assert all(j.obeats * 4 <= rq.nb * rq.out_depth for j in plan.jobs)
+    assert sorted({j.oc0 for j in plan.jobs}) == [0, 8]
+    covered = np.zeros((layer.batch, layer.oc, layer.ho, layer.wo), int)
+    for j in plan.jobs:
+        for b, y0, x0 in j.strips:
+            covered[b, j.oc0:j.oc0 + j.G * j.R, y0:y0 + j.rs, x0:x0 + j.segw] += 1
+    assert (covered == 1).all()
+    assert plan.cycles == run_cycles(plan.jobs, rq, record=False)["last_out"] - \
+        run_cycles(plan.jobs, rq, record=False)["first_in"] + 1
+    assert not any(j.align for j in plan_layer(layer, CFG).jobs)
+
+
 def test_model_reads_the_patterns():
     """The cycle model depends on every port's pattern (a model that ignored one could not
     fail the RTL comparison)."""
@@ -224,6 +306,18 @@ def test_rtl_saturating_values(sim):
     w[1] = 127
     job = make_job(layer, CFG, rs=2, segw=8, icq=2)
     check_rtl([(x, w, job)], CFG, sim, name="extreme")
+
+
+@pytest.mark.parametrize("cfg, seed, valid, ready", [
+    (CFG, 31, None, None), (CFG_WIDE, 32, 0.6, 0.4), (CFG_NARROW, 33, None, 0.5)])
+def test_rtl_aligned_jobs(sim, cfg, seed, valid, ready):
+    """Random jobs with the channel-aligned output layout (only the descriptor's ``cp``,
+    ``obeats`` and ``olast`` differ; the array is unchanged): sums == golden, every
+    transfer on the clock the cycle model predicts, statistics == model."""
+    rng = np.random.default_rng(seed)
+    items = [random_item(rng, cfg, align=True) for _ in range(4)]
+    assert any(job.P % cfg.bus_words for _x, _w, job in items)
+    check_rtl(items, cfg, sim, valid=valid, ready=ready, name=f"aligned{seed}")
 
 
 @pytest.mark.parametrize("where", ["loads", "compute", "stream"])

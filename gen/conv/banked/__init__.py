@@ -7,12 +7,14 @@ a rotated window of consecutive words), loads arrive ``bus_words`` words per clo
 second of two buffer sets while the first computes, and results leave ``bus_words`` per
 clock.  ``job`` holds the config, the job (one descriptor: channel groups x strips x
 input-channel chunks) and the host's stream layouts; ``cycles`` the exact cycle model;
-``plan`` the host planner (a whole layer as jobs) and its roofline figures.
+``plan`` the host planner (a whole layer as jobs) and its roofline figures; ``requant`` the
+shell's requantisation of a job (register values, golden).
 """
 
-from gen.conv.banked import cycles, job, plan
+from gen.conv.banked import cycles, job, plan, requant
 from gen.conv.banked.cycles import *  # noqa: F401,F403
 from gen.conv.banked.job import *  # noqa: F401,F403
 from gen.conv.banked.plan import *  # noqa: F401,F403
+from gen.conv.banked.requant import *  # noqa: F401,F403
 
-__all__ = job.__all__ + cycles.__all__ + plan.__all__
+__all__ = job.__all__ + cycles.__all__ + plan.__all__ + requant.__all__

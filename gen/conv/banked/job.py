@@ -29,7 +29,13 @@ strip: the group's chunks stay in the banks, chunk ``q`` at ``q K_q``), per beat
 of all ``n`` copies of that channel.
 
 Output layout (the stream ``o``): per strip, ``R x P`` sums in ``(channel, position)``
-order, ``bw`` per beat, the strip's last beat padded.
+order, ``bw`` per beat, the strip's last beat padded.  A job with ``align`` (forced when the
+config has a requantisation stage, ``rq_width`` > 0) starts every channel on a new beat
+instead: the output banks' channel pitch is ``cp = cb bw`` with ``cb = ceil(P / bw)`` beats
+per channel, a strip is ``obeats = R cb`` beats and each channel's last beat holds
+``P - (cb - 1) bw`` sums (the rest padding), so every beat belongs to one channel, as the
+requantisation stage (:class:`hdl.lib.requant.RequantStage`) needs.  The cost is up to
+``R (cb bw - P) / bw`` extra beats per strip on ``o`` (none when ``bw`` divides ``P``).
 """
 
 from dataclasses import dataclass, replace
@@ -56,6 +62,13 @@ class BankedConfig:
     and output banks per set; ``feat_depth`` / ``out_depth`` words per bank and set,
     ``weight_depth`` words per row and set (two sets each: one computes while the other
     loads); ``copies`` (1, 2 or 4) the most copies a job may use.
+
+    ``rq_width``: 0 (default) the shell's ``m_axis_o`` carries the exact sums; 2..32 the
+    shell requantises them (:class:`hdl.lib.requant.RequantStage`: bias, multiply-shift
+    with round half up, saturation to ``rq_width`` signed bits, optional ReLU; registers
+    ``RQ_*``, biases on ``s_axis_b``) and every job uses the channel-aligned output layout
+    (``align``, see the module docstring).  ``rq_depth``: biases the stage holds (a job's
+    ``G R`` channels at most), a power of two 1..65536.  Neither changes the array itself.
     """
 
     rows: int = 16
@@ -69,6 +82,8 @@ class BankedConfig:
     weight_depth: int = 256
     out_depth: int = 256
     count_width: int = 16
+    rq_width: int = 0
+    rq_depth: int = 512
 
     def __post_init__(self):
         for name in ("rows", "cols", "bus_words", "feat_depth", "weight_depth", "out_depth"):
@@ -92,6 +107,13 @@ class BankedConfig:
             raise ValueError(f"the array is at most 512 x 64, not {self.rows} x {self.cols}")
         if not 1 <= self.bus_words <= 32:
             raise ValueError(f"bus_words must be 1..32, not {self.bus_words}")
+        if not isinstance(self.rq_width, int) or not (self.rq_width == 0
+                                                       or 2 <= self.rq_width <= 32):
+            raise ValueError(f"rq_width must be 0 (no requantisation stage) or 2..32, "
+                             f"not {self.rq_width!r}")
+        if (not isinstance(self.rq_depth, int) or not _pow2(self.rq_depth)
+                or self.rq_depth > 65536):
+            raise ValueError(f"rq_depth must be a power of two 1..65536, not {self.rq_depth!r}")
 
     @property
     def nb(self) -> int:
@@ -141,13 +163,15 @@ class BankedConfig:
     def module_name(self) -> str:
         return (f"conv_banked_{self.rows}x{self.cols}_b{self.bus_words}_c{self.copies}"
                 f"_d{self.data_width}w{self.weight_width}a{self.acc_width}"
-                f"_f{self.feat_depth}w{self.weight_depth}o{self.out_depth}")
+                f"_f{self.feat_depth}w{self.weight_depth}o{self.out_depth}"
+                + (f"_rq{self.rq_width}d{self.rq_depth}" if self.rq_width else ""))
 
 
 @dataclass(frozen=True)
 class BankedJob:
     """One descriptor of the banked array (see the module docstring); build with
-    :func:`make_job`.  ``strips`` lists each strip's ``(image, oy0, ox0)``."""
+    :func:`make_job`.  ``strips`` lists each strip's ``(image, oy0, ox0)``; ``align``:
+    the channel-aligned output layout (every channel's sums from a new beat)."""
 
     layer: ConvLayer
     n: int
@@ -175,6 +199,7 @@ class BankedJob:
     cols_: int = 0
     bw_: int = 0
     nb_: int = 0
+    align: bool = False
 
     @property
     def P(self):
@@ -252,8 +277,33 @@ class BankedJob:
         return self.R * self.P
 
     @property
+    def cb(self):
+        """Beats per channel of a strip on ``o`` (``align``)."""
+        return -(-self.P // self.bw_)
+
+    @property
+    def cp(self):
+        """Channel pitch in the output banks: ``P``, with ``align`` ``cb bw``."""
+        return self.cb * self.bw_ if self.align else self.P
+
+    @property
     def obeats(self):
-        return -(-self.E // self.bw_)
+        """Beats of a strip on ``o``."""
+        return self.R * self.cb if self.align else -(-self.E // self.bw_)
+
+    @property
+    def olast(self):
+        """Sums in a strip's last beat; with ``align`` in every channel's last beat."""
+        if self.align:
+            return self.P - (self.cb - 1) * self.bw_
+        return self.E - (self.obeats - 1) * self.bw_
+
+    def beat_words(self) -> list:
+        """Sums of each beat of one strip on ``o``."""
+        bw = self.bw_
+        if self.align:
+            return ([bw] * (self.cb - 1) + [self.olast]) * self.R
+        return [bw] * (self.obeats - 1) + [self.olast]
 
     @property
     def weight_beat_count(self):
@@ -307,11 +357,18 @@ def strip_origins(layer: ConvLayer, rs: int, segw: int) -> tuple:
 
 def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: int | None = None,
              n: int | None = None, R: int | None = None, resident: bool | None = None,
-             strips=None, oc0: int = 0, oc: int | None = None) -> BankedJob:
+             strips=None, oc0: int = 0, oc: int | None = None,
+             align: bool | None = None) -> BankedJob:
     """A job of ``layer`` on ``cfg``: output channels ``oc0 .. oc0 + oc - 1`` (default all)
     in groups of ``R``, the strips ``strips`` (``(image, oy0, ox0)`` of ``rs x segw`` output
-    positions each; default: the whole layer, :func:`strip_origins`).  Raises
-    ``ValueError`` naming the limit a choice breaks."""
+    positions each; default: the whole layer, :func:`strip_origins`); ``align`` the
+    channel-aligned output layout (default and required with ``cfg.rq_width`` > 0, whose
+    stage then needs the job's ``G R`` biases within ``rq_depth``).  Raises ``ValueError``
+    naming the limit a choice breaks."""
+    align = bool(cfg.rq_width) if align is None else bool(align)
+    if cfg.rq_width and not align:
+        raise ValueError("a config with rq_width > 0 needs the channel-aligned output layout "
+                         "(align)")
     oc = layer.oc - oc0 if oc is None else oc
     if not (0 <= oc0 and 1 <= oc and oc0 + oc <= layer.oc):
         raise ValueError(f"channels {oc0} .. {oc0 + oc - 1} are not within Oc={layer.oc}")
@@ -340,7 +397,13 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
         raise ValueError(f"icq must be 1..{layer.ic}, not {icq}")
     kk = layer.kh * layer.kw
     job = BankedJob(layer, n, R, oc // R, rs, segw, icq, False, strips, oc0=oc0,
-                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb)
+                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb, align=align)
+    if cfg.rq_width and oc > cfg.rq_depth:
+        raise ValueError(f"the requantisation stage holds {cfg.rq_depth} biases (rq_depth), "
+                         f"not the job's {oc} channels")
+    if cfg.rq_width and len(strips) > 0xFFFF:
+        raise ValueError(f"the requantisation stage counts at most 65535 strips "
+                         f"(RQ_STRIPS), not {len(strips)}")
     if resident is None:
         resident = layer.ic * kk <= 2 * cfg.weight_depth and job.G * job.S * job.Q > 1
     job = replace(job, resident=bool(resident))
@@ -354,7 +417,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if fw > cfg.nb * cfg.feat_depth:
         raise ValueError(f"a step's features need {fw} words, more than one set's "
                          f"{cfg.nb} x {cfg.feat_depth}")
-    ow = job.obeats * cfg.bus_words
+    ow = job.obeats * cfg.bus_words             # with align: R cp
     if ow > cfg.nb * cfg.out_depth:
         raise ValueError(f"a strip's outputs need {ow} words, more than one set's "
                          f"{cfg.nb} x {cfg.out_depth}")
@@ -402,12 +465,12 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "d_ic": job.CPf - offy[-1] - xl,
         "segw": job.segw, "thr": job.segw - r, "rstep": r, "rwrap": r - job.segw,
         "fstep": fstep, "fwrap": fstep + D - job.segw, "mx": (D - job.segw) // cfg.nb,
-        "cp": job.P,
+        "cp": job.cp,
         "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1), "wg": job.wgroup,
         "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1), "bpr": job.bpr, "D": job.D,
         "res": int(job.resident), "obeats": job.obeats,
         "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
-        "gq": job.G * job.Q, "olast": job.E - (job.obeats - 1) * cfg.bus_words,
+        "gq": job.G * job.Q, "olast": job.olast,
     }
     wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap")
     return {k: (vals[k] & ((1 << widths[k]) - 1) if k in wrap else vals[k], widths[k])
@@ -493,16 +556,19 @@ def assemble(words, job: BankedJob, y=None, padded: bool = True):
     """The layer's output ``(B, Oc, Ho, Wo)`` from the ``o`` stream's words of ``job`` (every
     beat's ``bus_words`` words, in order; with ``padded`` False only the strips' ``R P``
     words each, as the shell's ``m_axis_o`` delivers them), written into ``y`` (default
-    zeros)."""
+    zeros).  With ``align`` and ``padded`` a strip's channel ``r`` starts at word
+    ``r cp``."""
     L = job.layer
     if y is None:
         y = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
     words = list(words)
     per = job.obeats * job.bw_ if padded else job.E
+    pitch = job.cp if padded else job.P
     k = 0
     for g in range(job.G):
         for b, oy0, ox0 in job.strips:
-            blk = np.array(words[k:k + job.E]).reshape(job.R, job.rs, job.segw)
+            blk = np.array([words[k + r * pitch:k + r * pitch + job.P] for r in range(job.R)])
+            blk = blk.reshape(job.R, job.rs, job.segw)
             c0 = job.oc0 + g * job.R
             y[b, c0:c0 + job.R, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = blk
             k += per

@@ -126,7 +126,10 @@ def _strips(layer, rs, segw):
 def _shapes(layer, cfg, R):
     """Candidate ``(rs, segw, icq, resident)`` of a part with ``R`` channels per group."""
     kk = layer.kh * layer.kw
-    cap_o, cap_f = cfg.nb * cfg.out_depth - cfg.bus_words, cfg.nb * cfg.feat_depth
+    # a strip's R P sums and its padding: the last beat's, or (requantising: the
+    # channel-aligned layout) every channel's last beat's
+    pad = R * (cfg.bus_words - 1) if cfg.rq_width else cfg.bus_words
+    cap_o, cap_f = cfg.nb * cfg.out_depth - pad, cfg.nb * cfg.feat_depth
     resident = layer.ic * kk <= 2 * cfg.weight_depth
     wmax = layer.ic if resident else cfg.weight_depth // kk
     if wmax < 1:
@@ -156,10 +159,14 @@ def _shapes(layer, cfg, R):
 
 
 def _part_jobs(layer, cfg, part, shape):
+    """A part's jobs for one strip shape; requantising, at most ``rq_depth`` channels (the
+    stage's biases) a job."""
     oc0, oc, n, R = part
     rs, segw, icq, resident = shape
+    step = max(R, cfg.rq_depth // R * R) if cfg.rq_width else oc
     return [make_job(layer, cfg, rs=r, segw=s, icq=icq, n=n, R=R, resident=resident,
-                     strips=strips, oc0=oc0, oc=oc)
+                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0))
+            for c0 in range(oc0, oc0 + oc, step)
             for (r, s), strips in _strips(layer, rs, segw).items()]
 
 

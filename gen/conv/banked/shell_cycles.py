@@ -313,20 +313,23 @@ def array_cycle_model(jobs, cfg: BankedConfig, patterns: dict | None = None,
 
 def banked_shell_writes(cfg: BankedConfig) -> int:
     """Registers the bench writes before a job's start (:func:`gen.conv.twin.banked_axi_job`:
-    the ``DESC_k``, ``O_WORDS``, ``IRQ_ENABLE``).  The descriptor's fields fill 32-bit
-    registers from bit 0, a field that would cross a register boundary moved to the next
-    (:func:`hdl.conv.banked.shell.banked_desc_layout`)."""
+    the ``DESC_k``, ``O_WORDS``, ``IRQ_ENABLE``; with ``rq_width`` > 0 also ``RQ_SCALE``,
+    ``RQ_POSITIONS``, ``RQ_CHANNELS``, ``RQ_STRIPS`` and ``JOB_INPUTS``).  The descriptor's
+    fields fill 32-bit registers from bit 0, a field that would cross a register boundary
+    moved to the next (:func:`hdl.conv.banked.shell.banked_desc_layout`)."""
     regs, at = 1, 0
     for width in descriptor_widths(cfg).values():
         if at + width > 32:
             regs, at = regs + 1, 0
         at += width
-    return regs + 2
+    return regs + 2 + (5 if cfg.rq_width else 0)
 
 
-def _shell_ports(cfg, jobs, patterns, arr, k, start, before):
+def _shell_ports(cfg, jobs, patterns, arr, stage, bias_loads, k, start, before):
     """Job ``k``'s :class:`hdl.conv.banked.BankedShell` ports (``k`` None: the idle ports
-    before the first start), attached to the array's model; the skid buffers carry over."""
+    before the first start), attached to the array's model and (``rq_width`` > 0) the
+    requantisation stage's twin ``stage`` between the array's ``o`` and ``m_axis_o``; the
+    skid buffers and the bias port's adapter carry over."""
     from gen.core.flow import ShellInput, ShellOutput, ShellRegister
     if k is None:
         nw = nx = 0
@@ -335,22 +338,33 @@ def _shell_ports(cfg, jobs, patterns, arr, k, start, before):
         job = jobs[k]
         nw, nx = job.weight_beat_count, job.feature_beat_count
         target = job.G * job.S * job.E
-        olast = job.E - (job.obeats - 1) * cfg.bus_words
-        words = ([cfg.bus_words] * (job.obeats - 1) + [olast]) * (job.G * job.S)
+        words = job.beat_words() * (job.G * job.S)
     w = ShellInput([(1, i == nw - 1) for i in range(nw)], patterns["s_axis_w"], start or 0,
                    packed=False, adapter=before and before["w"].adapter)
     x = ShellInput([(1, i == nx - 1) for i in range(nx)], patterns["s_axis_x"], start or 0,
                    packed=False, adapter=before and before["x"].adapter)
-    o = ShellOutput(patterns["m_axis_o"], target, valid=lambda: arr.o_valid, steps=words)
+    o = ShellOutput(patterns["m_axis_o"], target, steps=words,
+                    valid=(lambda: arr.o_valid) if stage is None else
+                    (lambda: stage.out_valid))
     c = ShellRegister(k or 0, pending=k is not None)
     s = _StatSink()
     arr.c, arr.w, arr.x, arr.o, arr.s = c, w, x, o, s
-    return {"w": w, "x": x, "o": o, "ins": [("s_axis_w", w), ("s_axis_x", x)],
-            "outs": [("m_axis_o", o)], "regs": [c, s]}
+    ports = {"w": w, "x": x, "o": o, "ins": [("s_axis_w", w), ("s_axis_x", x)],
+             "outs": [("m_axis_o", o)], "regs": [c, s]}
+    if stage is not None:          # the requantisation stage between o and its port
+        arr.o = stage
+        b, q = stage.ports(k, start, before, o, patterns["s_axis_b"], cfg.bus_words,
+                           k is not None and bool(bias_loads[k]),
+                           1 if k is None else jobs[k].G * jobs[k].R)
+        ports["b"] = b[1]
+        ports["ins"].append(b)
+        ports["regs"].append(q)
+    return ports
 
 
 def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=None, *,
-                             writes=None, resets=None, reads: int = BANKED_SHELL_READS,
+                             writes=None, bias_loads=None, resets=None,
+                             reads: int = BANKED_SHELL_READS,
                              max_cycles: int = 1_000_000) -> list:
     """Exact cycle model of jobs of the banked array's shell
     (:class:`hdl.conv.banked.shell.BankedShell`) under the bench's per-port patterns.
@@ -363,6 +377,12 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
     words (:class:`hdl.conv.banked.shell._Framed`), ``tlast`` on the beat reaching
     ``O_WORDS = G S R P``; the statistics always taken (a :class:`hdl.lib.axi_shell.RegSink`,
     one transfer a job, counted in ``BUSY``).  The job ends with its ``tlast`` sum beat.
+
+    With ``rq_width`` > 0 the requantisation stage sits between the array's ``o`` and
+    ``m_axis_o`` (:class:`gen.core.flow.RequantTwin`: its parameters taken the clock after
+    the start, the job's ``G R`` biases on ``s_axis_b`` at ``bus_words`` a beat when it
+    loads them, no beat into the stage before the last of them), the jobs channel-aligned:
+    each channel's last beat holds its remaining words.
 
     Parameters
     ----------
@@ -377,6 +397,9 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
     writes : int or sequence of int, optional
         Per job the registers the bench writes before its start (default
         :func:`banked_shell_writes`, those of :func:`gen.conv.twin.banked_axi_job`).
+    bias_loads : sequence of bool, optional
+        ``rq_width`` > 0: per job whether it loads its biases (``RQ_SCALE.bias``,
+        ``JOB_INPUTS.b_en``; default none does); the patterns then name ``s_axis_b``.
     resets : sequence, optional
         Per job the bench's ``reset_after`` (None: not cut): ``aresetn`` low for
         :data:`gen.core.flow.RESET_CLOCKS` clocks (:func:`gen.core.flow.bench_reset`), after
@@ -397,14 +420,22 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
         every beat's clock}``) and ``array`` (the array's ``T0``, ``stat`` and round
         ``go`` clocks; None if it took no descriptor).
     """
-    from gen.core.flow import run_shell_jobs
+    from gen.core.fixed import REQUANT_LATENCY
+    from gen.core.flow import RequantTwin, run_shell_jobs
     jobs = list(jobs)
-    models = []
+    bias_loads = list(bias_loads) if bias_loads is not None else [False] * len(jobs)
+    models, box = [], {}
+
+    def clock(cycle):
+        models[-1].clock(cycle)
+        if box["stage"] is not None:
+            box["stage"].clock(cycle)
 
     def rebuild(k=-1):
-        """The array in its reset state, for the jobs after job ``k``."""
+        """The array (and the stage) in its reset state, for the jobs after job ``k``."""
         models.append(ArrayModel(jobs[k + 1:], cfg, first=k + 1))
-        return models[-1].clock
+        box["stage"] = RequantTwin(REQUANT_LATENCY) if cfg.rq_width else None
+        return clock
 
     if starts is None:
         writes = banked_shell_writes(cfg) if writes is None else writes
@@ -413,7 +444,8 @@ def banked_shell_cycle_model(jobs, cfg: BankedConfig, patterns: dict, starts=Non
         starts = list(starts)
 
     def make_ports(k, start, before):
-        return _shell_ports(cfg, jobs, patterns, models[-1], k, start, before)
+        return _shell_ports(cfg, jobs, patterns, models[-1], box["stage"], bias_loads, k,
+                            start, before)
 
     mons = run_shell_jobs(starts, make_ports, rebuild(), writes=writes, resets=resets,
                           rebuild=rebuild, reads=reads, max_cycles=max_cycles)

@@ -2,17 +2,23 @@
 """The banked array's accelerator shell: the job descriptor and statistics in AXI4-Lite
 registers (``hdl/conv/regs.rdl``, descriptor registers ``DESC_k`` generated from
 :func:`gen.conv.banked.descriptor_widths`), weights, features and sums over AXI4-Stream at
-``bus_words`` words per beat."""
+``bus_words`` words per beat; with ``rq_width`` > 0 the sums requantised on their way out
+(:class:`hdl.lib.requant.RequantStage`, registers ``RQ_*`` including ``RQ_STRIPS``)."""
+
+from functools import lru_cache
+from pathlib import Path
 
 from amaranth.hdl import Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from gen.conv.banked import BankedConfig, descriptor_widths
+from gen.core.regmap import compile_rdl
 from hdl.conv.banked.array import STAT_LAYOUT, BankedArray
 from hdl.conv.banked.loaders import desc_layout
-from hdl.conv.shell import _compiled
+from hdl.conv.shell import REGS_RDL, _compiled, desc_rdl
 from hdl.lib.axi_shell import AxiShell, AxisPort, RegPort, RegSink
+from hdl.lib.requant import STRIP_PARAM_FIELDS, RequantWrap
 
 __all__ = ["BankedShell", "banked_desc_layout", "banked_regmap", "banked_desc_registers",
            "banked_shell_ports"]
@@ -38,9 +44,22 @@ def banked_desc_layout(cfg: BankedConfig) -> tuple:
     return tuple(out)
 
 
+@lru_cache(maxsize=None)
+def _compiled_rq(layout: tuple):
+    """The map with the requantisation registers, ``RQ_STRIPS`` among them."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "conv_desc.rdl").write_text(desc_rdl(layout))
+        return compile_rdl(REGS_RDL, "spnn_conv", None, {"RQ": "", "RQ_STRIPS": ""},
+                           include_dirs=(tmp,))
+
+
 def banked_regmap(cfg: BankedConfig):
-    """The shell's register map (the conv shell's, with this array's ``DESC_k``)."""
-    return _compiled(banked_desc_layout(cfg), False)
+    """The shell's register map (the conv shell's, with this array's ``DESC_k``; with
+    ``rq_width`` > 0 the requantisation registers ``RQ_SCALE``, ``RQ_POSITIONS``,
+    ``RQ_CHANNELS``, ``RQ_STRIPS`` and ``JOB_INPUTS.b_en``)."""
+    layout = banked_desc_layout(cfg)
+    return _compiled_rq(layout) if cfg.rq_width else _compiled(layout, False)
 
 
 def banked_desc_registers(cfg: BankedConfig, fields: dict) -> list:
@@ -55,46 +74,72 @@ def banked_desc_registers(cfg: BankedConfig, fields: dict) -> list:
 
 
 def banked_shell_ports(cfg: BankedConfig):
-    """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s."""
+    """``(inputs, outputs)``: the shell's :class:`hdl.lib.axi_shell.AxisPort` s (with
+    ``rq_width`` > 0 the bias port ``s_axis_b`` too)."""
     bw = cfg.bus_words
+    bias = (AxisPort("b", "b", cfg.acc_width, bw),) if cfg.rq_width else ()
     return ((AxisPort("w", "w", cfg.weight_width, bw, packed=False),
-             AxisPort("x", "x", cfg.data_width, bw, packed=False)),
-            (AxisPort("o", "o", cfg.acc_width, bw, packed=False, partial=True),))
+             AxisPort("x", "x", cfg.data_width, bw, packed=False)) + bias,
+            (AxisPort("o", "o", cfg.rq_width or cfg.acc_width, bw, packed=False,
+                      partial=True),))
 
 
 class _Framed(wiring.Component):
-    """:class:`BankedArray` whose ``o`` beats say how many of their words are sums: all
-    but a strip's last beat (``olast`` words; the strip's padding stays off the bus).
+    """:class:`BankedArray` (with ``rq_width`` > 0 behind a :class:`hdl.lib.requant.
+    RequantStage`) whose ``o`` beats say how many of their words are results: all but a
+    strip's last beat (``olast`` words; the strip's padding stays off the bus); with
+    ``rq_width`` > 0 (the channel-aligned layout) all but each channel's last beat, the
+    ``cp / bus_words``-th of the channel (``olast`` words).
 
     Members: ``c``, ``w``, ``x``, ``s`` as the array's; ``o`` : Out(stream.Signature({data:
-    ArrayLayout(signed(acc_width), bus_words), n: unsigned(6)})).
+    ArrayLayout(signed(rq_width or acc_width), bus_words), n: unsigned(6)})); with
+    ``rq_width`` > 0 the stage's ``b`` (In(stream.Signature(signed(acc_width))): biases) and
+    ``rq`` (In(stream.Signature(RequantParams(16, strips=True))): the job's parameters).
     """
 
     def __init__(self, cfg: BankedConfig):
         self.cfg = cfg
         bw = cfg.bus_words
         self.array = BankedArray(cfg)
-        sig = self.array.signature.members
-        super().__init__({
-            "c": sig["c"], "w": sig["w"], "x": sig["x"], "s": sig["s"],
-            "o": Out(stream.Signature(data.StructLayout({
-                "data": data.ArrayLayout(signed(cfg.acc_width), bw), "n": unsigned(6)}))),
-        })
+        self.inner = self.array
+        if cfg.rq_width:
+            self.inner = RequantWrap(self.array, "o", cfg.acc_width, cfg.rq_width, lanes=bw,
+                                     depth=cfg.rq_depth, array=True, strips=True)
+        sig = self.inner.signature.members
+        members = {"c": sig["c"], "w": sig["w"], "x": sig["x"], "s": sig["s"],
+                   "o": Out(stream.Signature(data.StructLayout({
+                       "data": data.ArrayLayout(signed(cfg.rq_width or cfg.acc_width), bw),
+                       "n": unsigned(6)})))}
+        if cfg.rq_width:
+            members.update(b=sig["b"], rq=sig["rq"])
+        super().__init__(members)
 
     def elaborate(self, platform):
         cfg = self.cfg
         m = Module()
-        m.submodules.array = arr = self.array
-        for name in ("c", "w", "x"):
+        m.submodules.array = arr = self.inner
+        for name in ("c", "w", "x") + (("b", "rq") if cfg.rq_width else ()):
             wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(arr, name))
         wiring.connect(m, arr.s, wiring.flipped(self.s))
-        obeats, olast = Signal(cfg.count_width), Signal(6)
-        with m.If(self.c.valid & self.c.ready):
-            m.d.sync += [obeats.eq(self.c.payload.obeats), olast.eq(self.c.payload.olast)]
-        k = Signal(cfg.count_width)
-        last = k == obeats - 1
-        with m.If(arr.o.valid & arr.o.ready):
-            m.d.sync += k.eq(Mux(last, 0, k + 1))
+        olast = Signal(6)
+        moved = arr.o.valid & arr.o.ready
+        if cfg.rq_width:
+            # words of the channel before this beat, against the channel pitch less a beat
+            cpm, wc = Signal(cfg.obits), Signal(cfg.obits)
+            with m.If(self.c.valid & self.c.ready):
+                m.d.sync += [cpm.eq(self.c.payload.cp - cfg.bus_words),
+                             olast.eq(self.c.payload.olast)]
+            last = wc == cpm
+            with m.If(moved):
+                m.d.sync += wc.eq(Mux(last, 0, wc + cfg.bus_words))
+        else:
+            obeats = Signal(cfg.count_width)
+            with m.If(self.c.valid & self.c.ready):
+                m.d.sync += [obeats.eq(self.c.payload.obeats), olast.eq(self.c.payload.olast)]
+            k = Signal(cfg.count_width)
+            last = k == obeats - 1
+            with m.If(moved):
+                m.d.sync += k.eq(Mux(last, 0, k + 1))
         m.d.comb += [self.o.valid.eq(arr.o.valid), arr.o.ready.eq(self.o.ready),
                      self.o.payload.data.eq(arr.o.payload),
                      self.o.payload.n.eq(Mux(last, olast, cfg.bus_words))]
@@ -107,7 +152,8 @@ class BankedShell(AxiShell):
     Parameters
     ----------
     cfg : gen.conv.banked.BankedConfig
-        The array; ``bus_words`` words per beat on every stream.
+        The array; ``bus_words`` words per beat on every stream; ``rq_width`` > 0: the
+        requantisation stage (``rq_depth`` biases) on ``m_axis_o``.
 
     Attributes
     ----------
@@ -122,11 +168,19 @@ class BankedShell(AxiShell):
         The sums (``acc_width`` codes, zero-padded to whole bytes), strip by strip ``R x
         P`` in ``(channel, position)`` order (:func:`gen.conv.banked.assemble` with
         ``padded=False``); a strip's last beat holds its remaining words (``tkeep``);
-        ``tlast`` on the ``O_WORDS``-th.
+        ``tlast`` on the ``O_WORDS``-th.  With ``rq_width`` > 0 the results requantised to
+        ``rq_width`` bits, each channel of a strip from a new beat (the channel-aligned
+        layout, :func:`gen.conv.banked.make_job`), its last beat holding its remaining
+        words; ``RQ_POSITIONS`` = ``ceil(P / bus_words)`` (beats per channel),
+        ``RQ_CHANNELS`` = ``G R``, ``RQ_STRIPS`` = ``S`` with ``group`` = ``R``.
+    s_axis_b_tdata, _tkeep, _tlast, _tvalid, _tready :
+        Only with ``rq_width`` > 0: the stage's biases (``acc_width`` codes in the sums'
+        fraction bits) of the job's channels ``oc0 .. oc0 + G R - 1``, ``bus_words`` a beat,
+        when ``JOB_INPUTS.b_en`` is set (and ``RQ_SCALE.bias``).
     s_axi_*, irq :
         Control (``hdl/conv/regs.rdl``: the descriptor ``DESC_k``, ``O_WORDS``, the job's
-        statistics ``MAC_BUSY_*`` and ``COMPUTE_CYCLES`` = beats issued) and its
-        interrupt.
+        statistics ``MAC_BUSY_*`` and ``COMPUTE_CYCLES`` = beats issued; with ``rq_width``
+        > 0 ``RQ_*``) and its interrupt.
     """
 
     def __init__(self, cfg: BankedConfig):
@@ -135,7 +189,9 @@ class BankedShell(AxiShell):
         regmap = banked_regmap(cfg)
         fields = tuple(f"desc_{reg}_{name}" for reg, name, _, _ in banked_desc_layout(cfg))
         assert desc_layout(cfg).size == sum(w for *_, w in banked_desc_layout(cfg))
-        super().__init__(_Framed(cfg), regmap, inputs, outputs,
-                         registers=(RegPort("c", fields),),
+        registers = (RegPort("c", fields),)
+        if cfg.rq_width:
+            registers += (RegPort("rq", STRIP_PARAM_FIELDS),)
+        super().__init__(_Framed(cfg), regmap, inputs, outputs, registers=registers,
                          sinks=(RegSink("s", STATS),))
         assert STAT_LAYOUT.size == 80
