@@ -15,8 +15,9 @@ busiest port's beats (words that must cross it / words per beat).
   :func:`gen.spmv.plan_columns` plan instead.
 * lstm: H = 64, X = 32 at 20 % density, T = 8, P = 16, 8 words per beat (``w_lanes`` 8); the
   weights and the sequence in one job; roofline beats from :func:`gen.lstm.roofline_beats`.
-* conv: the default 16 x 4 array, a 16 x 16 x 3 x 3 layer on 8 x 8 (pad 1), batch 1,
-  16 words per beat.
+* conv: the default 16 x 4 array (``BankedConfig``) at 16 words per beat, a 16 x 16 x 3 x
+  3 layer on 8 x 8 (pad 1), batch 1, planned by :func:`gen.conv.banked.plan_layer` (one
+  job).
 
 Writes build/bench/shells.json and build/bench/shells.md.  Run: python -m scripts.bench_shells
 (``--only spmv`` runs one block and writes nothing).
@@ -98,24 +99,31 @@ def lstm_row():
 
 
 def conv_row():
-    from gen.conv import ConvConfig, ConvLayer, plan, ref_conv
-    from gen.conv.twin import layer_data, rtl_conv_axi
+    from gen.conv import ConvLayer, ref_conv
+    from gen.conv.banked import BankedConfig, plan_layer, run_plan
+    from gen.conv.twin import rtl_banked_axi
     rng = np.random.default_rng(2)
     layer = ConvLayer(16, 16, 8, 8, 3, 3, 1, 1)
-    cfg = ConvConfig(bus_words=16)
-    sched = plan(layer, cfg, "remainder")
+    cfg = BankedConfig(bus_words=16)
+    plan = plan_layer(layer, cfg)
     x = rng.integers(-128, 128, (16, 8, 8))
     w = rng.integers(-128, 128, (16, 16, 3, 3))
-    outs, stats, records = rtl_conv_axi([(x, w, sched)], cfg, "verilator", name="bench-shell")
-    _, wdata, xdata = layer_data(x, w, sched)
-    n = cfg.bus_words
-    beats = {"s_axis_w": -(-len(wdata) // n), "s_axis_x": -(-len(xdata) // n),
-             "m_axis_o": -(-outs[0].size // n)}
-    row = _row("conv", "16 x 4 array (default buffers), 16 x 16 x 3 x 3 on 8 x 8, pad 1",
-               n, records[0], -(-layer.macs // (cfg.rows * cfg.cols)), beats,
-               np.array_equal(outs[0], ref_conv(x, w, 1, 1)))
-    row["compute_only_utilisation"] = stats[0]["busy"] / (cfg.rows * cfg.cols
-                                                          * stats[0]["cycles"])
+    runs = []
+
+    def conv(items):
+        outs, stats, records = rtl_banked_axi(items, cfg, "verilator", name="bench-shell")
+        runs.extend(zip(stats, records))
+        return outs
+    y = run_plan(x, w, plan, conv)[0]
+    if len(runs) != 1:
+        raise SystemExit(f"bench_shells: the conv layer took {len(runs)} jobs, not one")
+    (busy, issued), record = runs[0]
+    beats = {"s_axis_w": plan.beats["w"], "s_axis_x": plan.beats["x"],
+             "m_axis_o": record["beats_out"]}
+    row = _row("conv", f"{cfg.rows} x {cfg.cols} array (default buffers, {cfg.copies} "
+               f"copies), 16 x 16 x 3 x 3 on 8 x 8, pad 1, one job", cfg.bus_words, record,
+               plan.compute_bound, beats, np.array_equal(y, ref_conv(x, w, 1, 1)))
+    row["compute_only_utilisation"] = busy / (cfg.rows * cfg.cols * issued)
     row["end_to_end_utilisation"] = layer.macs / (cfg.rows * cfg.cols
                                                   * row["end_to_end_cycles"])
     return row

@@ -10,6 +10,8 @@ the cycle model predicts (full rate and random idle sources / back-pressured out
 statistics == model; directed edges; a reset in the middle of a job.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -374,7 +376,7 @@ def test_rtl_planned_layer(sim, layer, jobs):
     ({"rows": 1024}, "the array is at most 512 x 64, not 1024 x 4"),
 ])
 def test_config_limits(kwargs, message):
-    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         BankedConfig(**kwargs)
 
 

@@ -91,7 +91,7 @@ def test_component_matches_verilog(tmp_path, name, words, extra):
 
 
 # small arrays where the default one takes seconds to convert
-SMALL = {"spmv": ("pes=4",), "conv": ("rows=4", "cols=2", "max_groups=2")}
+SMALL = {"spmv": ("pes=4",), "conv": ("rows=4", "cols=2")}
 
 
 @pytest.mark.parametrize("name", SHELLS)
