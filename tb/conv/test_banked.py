@@ -392,3 +392,31 @@ def test_model_without_records_agrees():
                                                                         full["x"][0])
     assert fast["o"] == fast["w"] == fast["x"] == []
     assert full["beats"] == {"w": len(full["w"]), "x": len(full["x"]), "o": len(full["o"])}
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_WIDE, CFG_NARROW], ids=["b4", "b16", "b3"])
+@pytest.mark.parametrize("rq_width", [0, 8])
+def test_shell_job_cycles_is_the_shell_model(cfg, rq_width):
+    """:func:`gen.conv.banked.shell_job_cycles` (the planner-speed figure of one AXI job at
+    full rate) == every job's end-to-end clocks in the clock-stepped shell model of a
+    sequence of jobs, with and without the requantisation stage (biases loaded)."""
+    from dataclasses import replace
+    from gen.conv.banked import shell_job_cycles
+    from gen.conv.banked.shell_cycles import banked_shell_cycle_model
+    from gen.core.sim import axi_ports
+    from hdl.conv.banked.shell import banked_shell_ports
+    shell = replace(cfg, rq_width=rq_width, rq_depth=16) if rq_width else cfg
+    rng = np.random.default_rng(30 + rq_width)
+    jobs = []
+    while len(jobs) < 12:
+        job = random_item(rng, cfg)[2]
+        try:
+            jobs.append(make_job(job.layer, shell, rs=job.rs, segw=job.segw, icq=job.icq,
+                                 n=job.n, R=job.R, resident=job.resident, strips=job.strips))
+        except ValueError:
+            continue
+    sources, sinks = axi_ports(*banked_shell_ports(shell))
+    records = banked_shell_cycle_model(jobs, shell, {p: pat for p, _, pat in sources + sinks},
+                                       bias_loads=[bool(rq_width)] * len(jobs))
+    for k, (job, rec) in enumerate(zip(jobs, records)):
+        assert shell_job_cycles(job, shell) == rec["end"] - rec["first_in"] + 1, k

@@ -44,7 +44,7 @@ from gen.core.stimulus import Pattern
 
 from gen.conv.banked.job import BankedConfig, BankedJob, steps
 
-__all__ = ["run_cycles", "CAPTURE", "STREAM_OFFER", "FIFO_DEPTH"]
+__all__ = ["run_cycles", "shell_job_cycles", "CAPTURE", "STREAM_OFFER", "FIFO_DEPTH"]
 
 CAPTURE = 11         # go + K (last beat in the counters) -> shadow rows hold the sums
 STREAM_OFFER = 6     # streamer read in clock v -> offered at o from v + 6
@@ -132,17 +132,20 @@ def _rounds(job: BankedJob, cfg: BankedConfig, q: int):
 
 
 def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None,
-               record: bool = True) -> dict:
+               record: bool = True, inputs_from: int = 0) -> dict:
     """The transfer clocks of ``jobs`` (a list of :class:`BankedJob`) run back to back.
 
     ``patterns``: ``{port: Pattern}`` for ``c``, ``w``, ``x`` (valid) and ``o``, ``s``
-    (ready); a missing port transfers whenever it can.  Returns ``{"c", "w", "x", "o",
+    (ready); a missing port transfers whenever it can.  ``inputs_from``: ``w`` and ``x``
+    raise ``valid`` no earlier than this clock.  Returns ``{"c", "w", "x", "o",
     "s": [clock of every transfer], "stats": [(busy, beats) per job], "jobs": [per job
     {"T0", "stat", "out_beats"}], "first_in", "last_out", "beats": {port: transfers}}``;
     with ``record`` False the per-transfer lists of ``w``, ``x`` and ``o`` stay empty (at
     full rate the model then takes time per round, not per beat)."""
     pat = {p: (patterns or {}).get(p) or Pattern.always() for p in "cwxos"}
     src = {p: _Source(pat[p], record or p == "c") for p in "cwx"}
+    for p in "wx":
+        src[p].last = inputs_from - 1
     out = _Streamer(pat["o"], record)
     s_taken, stats, per_job = [], [], []
     ts_read_end = []           # per global strip: its streamer's last read
@@ -230,3 +233,20 @@ def _job_timeline(job, cfg, T0, src, ts_read_end, out):
             beats.append(job.obeats)
             W_last = W
     return W_last, beats
+
+
+def shell_job_cycles(job: BankedJob, cfg: BankedConfig) -> int:
+    """Clocks of one job through the accelerator shell at full rate (every bus source valid,
+    every sink ready), from its first input beat to its last output beat, both counted:
+    what :func:`gen.conv.banked.shell_cycles.banked_shell_cycle_model` gives for each job of
+    a sequence of AXI jobs, in time per round.  The shell's skid buffers hand the array its
+    first weight and feature beats in the clock after the descriptor's first clock of
+    loading (the array's ``T0 + 2`` instead of ``T0 + 1``), the first bus beat arrives in
+    ``T0 + 1`` and ``m_axis_o`` carries the array's ``o`` unregistered, so the job takes the
+    array's last-output clock of :func:`run_cycles` with inputs from clock 2; a
+    requantisation stage (``rq_width`` > 0) adds its latency
+    (:data:`gen.core.fixed.REQUANT_LATENCY`).  ``tb/conv/test_banked.py`` checks it against
+    the clock-stepped shell model."""
+    from gen.core.fixed import REQUANT_LATENCY
+    t = run_cycles([job], cfg, record=False, inputs_from=2)
+    return t["last_out"] + (REQUANT_LATENCY if cfg.rq_width else 0)
