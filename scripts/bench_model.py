@@ -164,7 +164,7 @@ def cnn_result(level_name="s70", limit=None) -> dict:
     """The digits CNN at pruning level ``level_name`` through ``spnn compile`` + the plan's
     golden and RTL runs (Verilator, native engine) on the test split, against onnxruntime
     on the pruned and the unpruned (``s00``) float models."""
-    from gen.conv import ConvConfig
+    from gen.conv.banked import BankedConfig
     from gen.model.reference import run_onnxruntime
     _ensure_trained(level_name)
     manifest = json.loads((EXPLORE / "manifest.json").read_text())
@@ -173,7 +173,7 @@ def cnn_result(level_name="s70", limit=None) -> dict:
     x = np.load(EXPLORE / "test_x.npy", allow_pickle=False)[:limit]
     y = np.load(EXPLORE / "test_y.npy", allow_pickle=False)[:limit]
     calib = np.load(EXPLORE / "calib_x.npy", allow_pickle=False)
-    conv = replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)
+    conv = replace(BankedConfig(), data_width=16, weight_width=16, acc_width=48)
     plan, ref, gold, rtl, info, rtl_seconds = _compile_and_run(
         onnx_path, calib, x, {"conv": conv}, "digits-cnn")
     acc = lambda out: float(np.mean(np.argmax(out, axis=1) == y))   # noqa: E731
@@ -334,22 +334,21 @@ def _onnx_net(name, seed=0):
     return model
 
 
-# The conv array's ECP5 Fmax, median of seeds 1-3, default configuration (16 x 4): the README
-# synth table (scripts/bench_synth.py).  The networks' 128 x 16 array is 32 times that array
-# and fits no device the open flow places (ECP5-85F at most; Vivado is not run here), so its
-# own Fmax is not measured.
-CONV_FMAX_MHZ = 150.2
+# The conv array's ECP5 Fmax, default configuration (BankedConfig(): 16 x 4, 2 copies,
+# bus_words 4), seed 1 (docs/conv.md "Synthesis"; one place and route takes 12-15 minutes).
+# The networks' 128 x 16 array is 32 times that array and fits no device the open flow places
+# (ECP5-85F at most; Vivado is not run here), so its own Fmax is not measured.
+CONV_FMAX_MHZ = 109.2
 
 
 def network_rows(names=("resnet18", "vgg16"), batches=(1,), fmax=CONV_FMAX_MHZ):
     """Each network compiled on the 128 x 16 array with the seed's buffers (16-bit words,
-    16 weight lanes): per batch the predicted cycles, latency and images/s at ``fmax``."""
-    from gen.conv import ConvConfig, seed_buffers
+    16 words per beat, up to 4 copies): per batch the predicted cycles, latency and images/s at ``fmax``."""
+    from gen.conv.banked import seed_banked
     from gen.model import compile_model
     from gen.model.graph import graph_of
     from gen.spmv import SpmvConfig
-    conv = seed_buffers(ConvConfig(rows=128, cols=16, data_width=16, weight_width=16,
-                                   acc_width=48, w_lanes=16))
+    conv = seed_banked(128, 16, 16, copies=4, data_width=16, weight_width=16, acc_width=48)
     spmv = SpmvConfig(pes=32, rows_per_pe=32, max_cols=256, mem_depth=1024, w_lanes=16,
                       drain_lanes=16, acc_width=32)
     rows = []
@@ -380,12 +379,14 @@ def network_rows(names=("resnet18", "vgg16"), batches=(1,), fmax=CONV_FMAX_MHZ):
 def networks_markdown(rows) -> str:
     lines = ["Pruned VGG16- and ResNet-18-shaped networks (random weights; conv density 0.33 / "
              "0.5, VGG16 fc6/fc7 0.04, fc8 0.23), 224 x 224, compiled by `spnn compile` on the "
-             "128 x 16 array with the seed's buffer sizes, 16-bit words, 16 weight lanes; "
-             "cycles predicted by the exact models, end to end per layer, layers in sequence "
+             "128 x 16 array with the seed's buffer sizes, 16-bit words, 16 words per beat, "
+             "up to 4 copies; cycles predicted by the exact models, end to end per layer "
+             "(conv: every job of the layer's plan through the shell, one AXI job each), "
+             "layers in sequence "
              f"(host pooling not counted), at {rows[0]['fmax_mhz']:g} MHz"
-             + (" (the conv array's measured ECP5 Fmax, median of three seeds, default 16 x 4 "
-                "configuration: a 128 x 16 array fits no device the open flow places, so "
-                "its own is not measured)" if rows[0]["fmax_mhz"] == CONV_FMAX_MHZ else "")
+             + (" (the conv array's measured ECP5 Fmax, seed 1, default 16 x 4 configuration: "
+                "a 128 x 16 array fits no device the open flow places, so its own is not "
+                "measured)" if rows[0]["fmax_mhz"] == CONV_FMAX_MHZ else "")
              + ":", "",
              "| network | batch | cycles | conv / spmv / fc cycles | conv utilisation (end to "
              "end) | latency per batch | images/s |", "|---|---|---|---|---|---|---|"]

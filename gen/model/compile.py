@@ -4,9 +4,9 @@ fixed-point formats and predicted cycles.
 
 Per layer of the graph (:mod:`gen.model.graph`):
 
-* **Block.** ``conv`` -> the MAC array (``gen.conv``; the mapping of
-  :data:`gen.conv.MAPPINGS` and the host tiling, :func:`gen.conv.tiling.plan_tiles`, with
-  the fewest end-to-end cycles); ``gemm`` -> the sparse PE array (``gen.spmv``) when the
+* **Block.** ``conv`` -> the MAC array (``gen.conv.banked``: the plan of
+  :func:`gen.conv.banked.plan_layer`, remainder or naive mapping, with the fewest end-to-end
+  cycles through the shell); ``gemm`` -> the sparse PE array (``gen.spmv``) when the
   batch is 1 and the weight density is at most :data:`SPMV_DENSITY` (one vector at a time;
   its cost is the non-zeros), else the FD-CSR FC engine (``gen.fc``; it reuses every
   weight over ``batch`` inputs) unless the layer exceeds its ``max_rows`` / ``max_cols``
@@ -22,8 +22,9 @@ Per layer of the graph (:mod:`gen.model.graph`):
   operator's output keeps its input's format.  An LSTM's input and hidden state ``h`` share
   the engine's ``x_fmt``, so its input tensor is calibrated on ``max(|x|, |h|)``;
   :func:`lstm_entry` gives the engine's formats.
-* **Cycles.** The exact cycle models at full rate: conv ``TilePlan.cycles`` (end to end per
-  job, loads included), spmv :func:`gen.spmv.cycle_model` (first weight word to last
+* **Cycles.** The exact cycle models at full rate: conv the plan's jobs through the shell
+  with its requantisation stage, one AXI job each (:func:`gen.conv.banked.shell_job_cycles`,
+  first input beat to last output beat of each job, summed), spmv :func:`gen.spmv.cycle_model` (first weight word to last
   result), fc :func:`gen.fc.fc_schedule` per batch of ``cfg.batch`` columns, lstm
   :func:`gen.lstm.cycle_model` of one job (weights, then ``batch`` calibration sequences).
 
@@ -36,10 +37,11 @@ from gen.core.config import SpnnError
 from gen.core.fixed import QFormat
 from gen.model.reference import run_float
 
-__all__ = ["compile_model", "choose_format", "plan_table", "config_classes", "layer_config",
-           "lstm_layer", "lstm_entry", "SPMV_DENSITY", "PLAN_VERSION"]
+__all__ = ["compile_model", "conv_shell", "conv_plan", "choose_format", "plan_table",
+           "config_classes", "layer_config", "lstm_layer", "lstm_entry", "SPMV_DENSITY",
+           "PLAN_VERSION"]
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2        # 2: the conv layers on the banked array (BankedConfig)
 SPMV_DENSITY = 0.5
 
 
@@ -69,32 +71,47 @@ def _roofline(cycles: int, compute: int, beats: dict) -> dict:
                               "bus_beats")}
 
 
+def conv_shell(cfg, oc: int, width: int):
+    """The conv shell a layer of ``oc`` output channels runs on: ``cfg`` with the
+    requantisation stage built (``rq_width`` = ``width``, biases for every channel)."""
+    from dataclasses import replace
+    return replace(cfg, rq_width=width, rq_depth=1 << max(1, (oc - 1).bit_length()))
+
+
+def conv_plan(cl, cfg, mapping: str):
+    """The layer's plan (:func:`gen.conv.banked.plan_layer`) on the shell ``cfg`` with
+    ``mapping`` ``remainder`` (up to ``cfg.copies`` copies) or ``naive`` (one copy)."""
+    from dataclasses import replace
+    from gen.conv.banked import plan_layer
+    return plan_layer(cl, cfg if mapping == "remainder" else replace(cfg, copies=1))
+
+
 def _conv_entry(layer, x, cfgs, batch):
-    from gen.conv import MAPPINGS, ConvLayer
-    from gen.conv.tiling import best_tiling
-    cfg = cfgs["conv"]
+    from gen.conv import ConvLayer
+    from gen.conv.banked import shell_job_cycles
     oc, ic, kh, kw = layer.w.shape
+    cfg = conv_shell(cfgs["conv"], oc, cfgs["conv"].data_width)
     cl = ConvLayer(oc=oc, ic=ic, h=x.shape[2], w=x.shape[3], kh=kh, kw=kw,
                    stride=layer.attrs["stride"], pad=layer.attrs["pad"], batch=batch)
-    best, why = best_tiling(cl, cfg, MAPPINGS)
-    if best is None:
-        from gen.conv import check_fits, plan
-        try:                           # the array's own reason, when it has one
-            check_fits(plan(cl, cfg, "remainder"))
-        except SpnnError as exc:
+    found, why = [], None
+    for mapping in ("remainder", "naive") if cfg.copies > 1 else ("remainder",):
+        try:
+            p = conv_plan(cl, cfg, mapping)
+        except ValueError as exc:
             why = str(exc)
+            continue
+        found.append((sum(shell_job_cycles(j, p.cfg) for j in p.jobs), mapping, p))
+    if not found:
         raise SpnnError(f"layer {layer.name!r}: conv {oc}x{ic}x{kh}x{kw} on "
                         f"{x.shape[2]}x{x.shape[3]} does not fit the conv array ({why})")
-    macs, words, n = best.macs, best.words, cfg.bus_words
-    wl = cfg.w_lanes if cfg.w_lanes > 1 else n
-    roof = _roofline(best.cycles, -(-macs // (cfg.rows * cfg.cols)), {
-        "s_axis_w": -(-words["weights"] // wl), "s_axis_x": -(-words["features"] // n),
-        "m_axis_o": -(-words["outputs"] // n)})
-    return {"block": "conv", "mapping": best.mapping, "jobs": best.jobs,
-            "tile_shape": list(best.shape), "cycles": int(best.cycles), "macs": int(macs),
-            "mac_units": cfg.rows * cfg.cols, "words": words, **roof,
-            "utilisation": best.utilisation(),
-            "reason": "Conv -> the MAC array (mapping and tiling with the fewest end-to-end "
+    cycles, mapping, p = min(found, key=lambda e: e[0])
+    roof = _roofline(cycles, p.compute_bound, {
+        "s_axis_w": p.beats["w"], "s_axis_x": p.beats["x"], "m_axis_o": p.beats["o"]})
+    return {"block": "conv", "mapping": mapping, "jobs": len(p.jobs),
+            "copies": [j.n for j in p.jobs], "strip_shape": [p.jobs[0].rs, p.jobs[0].segw],
+            "cycles": int(cycles), "macs": int(p.macs), "mac_units": cfg.rows * cfg.cols,
+            **roof, "utilisation": p.macs / (cfg.rows * cfg.cols * cycles),
+            "reason": "Conv -> the MAC array (mapping and plan with the fewest end-to-end "
                       "cycles)"}, cfg.data_width, cfg.weight_width
 
 
@@ -149,7 +166,7 @@ def _gemm_entry(layer, x, cfgs, batch):
 
 def config_classes() -> dict:
     """``{block: config class}`` of the blocks a plan can use."""
-    from gen.conv import ConvConfig
+    from gen.conv.banked import BankedConfig as ConvConfig
     from gen.fc import FcConfig
     from gen.lstm import LstmConfig
     from gen.spmv import SpmvConfig
@@ -228,7 +245,7 @@ def layer_config(block, base, fx: QFormat, fw: QFormat):
 def compile_model(graph, calib, *, batch: int = 1, cfgs=None, name: str = "model") -> dict:
     """The plan of ``graph`` (module docstring) calibrated on ``calib`` (inputs, batch
     first) for ``batch`` inputs per run; ``cfgs`` overrides the blocks' configs
-    (``{"conv": ConvConfig, "spmv": SpmvConfig, "fc": FcConfig}``)."""
+    (``{"conv": BankedConfig, "spmv": SpmvConfig, "fc": FcConfig}``)."""
     cfgs = _default_cfgs(cfgs)
     calib = np.asarray(calib, dtype=np.float64)
     _, tensors = run_float(graph, calib, keep=True)

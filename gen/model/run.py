@@ -4,8 +4,8 @@ layer on its golden model or its RTL, the host operators in numpy.
 
 Per block layer: the input codes (the tensor's format), the weights quantised to the
 layer's ``w_format`` (round half up; the format was chosen so that nothing saturates), the
-block's integer result - the conv array's exact sums (:func:`gen.conv.ref_conv` per tile
-of the plan's tiling), the sparse PE array's saturated accumulator
+block's integer result - the conv array's exact sums (:func:`gen.conv.ref_conv`; on the
+RTL every job of the layer's plan, :func:`gen.model.compile.conv_plan`), the sparse PE array's saturated accumulator
 (:func:`gen.spmv.ref_spmv`, its output format set to the accumulator's), the FC engine's
 exact sums (:func:`gen.fc.ref_fc`) - then the **requantisation stage**
 (:func:`gen.core.fixed.requant_sums`, the shells' ``hdl.lib.requant.RequantStage``): plus
@@ -118,33 +118,34 @@ class _Blocks:
                                      + record["end"] - record["first_in"] + 1)
 
     def conv(self, layer, entry, xq, wq, cfg, stage):
-        """The layer's output codes: the exact sums of every tile, requantised by ``stage``
-        ``(Requant, bias codes, width)``; on the RTL each run of equal tiles one job of the
-        shell (``LAYERS``) with the stage built, its channels' biases loaded with it."""
+        """The layer's output codes: the exact sums of its plan's jobs requantised by
+        ``stage`` ``(Requant, bias codes, width)``; on the RTL every job one AXI job of the
+        shell with the stage built, its channels' biases loaded with it."""
+        from dataclasses import replace
         from gen.conv import ConvLayer, ref_conv
-        from gen.conv.tiling import plan_tiles, run_runs, run_tiles
+        from gen.conv.banked import run_plan
+        from gen.model.compile import conv_plan, conv_shell
         rq, bias, width = stage
         oc, ic, kh, kw = wq.shape
         cl = ConvLayer(oc=oc, ic=ic, h=xq.shape[2], w=xq.shape[3], kh=kh, kw=kw,
                        stride=layer.attrs["stride"], pad=layer.attrs["pad"], batch=xq.shape[0])
-        tplan = plan_tiles(cl, cfg, entry["mapping"])
-        gold = run_tiles(xq, wq, tplan, lambda x, w, s: ref_conv(x, w, s.layer.stride,
-                                                                   s.layer.pad))
+        gold = np.stack([ref_conv(x, wq, cl.stride, cl.pad) for x in xq])
         gold = requant_sums(gold, bias[None, :, None, None], mult=rq.mult, shift=rq.shift,
                             width=width, relu=rq.relu)
         if self.engine == "golden":
             return gold
-        from dataclasses import replace
-        from gen.conv.twin import rtl_conv_axi
-        shell = replace(cfg, rq_width=width, rq_depth=1 << max(1, (oc - 1).bit_length()))
+        from gen.conv.twin import rtl_banked_axi
+        shell = conv_shell(cfg, oc, width)
+        plan = conv_plan(cl, shell, entry["mapping"])
 
-        def run(xs, ws, s, tiles):          # a run of equal tiles: one job (LAYERS)
-            job = replace(rq, bias=bias[tiles[0].o[0]:tiles[0].o[1]])
-            outs, _, records = rtl_conv_axi([(list(xs), list(ws), s, job)], shell, self.sim,
-                                            name=_run_name(layer))
-            self._shell_run(layer, records[0])
-            return [y if np.ndim(y) == 4 else y[None] for y in outs[0]]
-        return self._check(layer, run_runs(xq, wq, tplan, run), gold)
+        def run(items):                 # every job one AXI job, its channels' biases loaded
+            outs, _, records = rtl_banked_axi(
+                [(x, w, job, replace(rq, bias=bias)) for x, w, job in items], plan.cfg,
+                self.sim, name=_run_name(layer))
+            for record in records:
+                self._shell_run(layer, record)
+            return outs
+        return self._check(layer, run_plan(xq, wq, plan, run), gold)
 
     def spmv(self, layer, entry, xq, wq, cfg, stage):
         """The sparse PE array's results requantised; on the RTL each input one job of the

@@ -91,11 +91,13 @@ def test_choose_format():
 
 
 def test_plan_blocks_formats_and_cycles(tmp_path):
-    """Each conv on the MAC array with the cheapest mapping (cycles = the tiling model's),
-    the sparse Gemm on the PE array at batch 1 and on the FC engine at batch 8; every
-    calibrated value fits its format; host operators cost nothing."""
-    from gen.conv import MAPPINGS, ConvConfig, ConvLayer
-    from gen.conv.tiling import plan_tiles
+    """Each conv on the MAC array with the cheapest mapping (cycles = its plan's jobs through
+    the shell with the requantisation stage, one AXI job each), the sparse Gemm on the PE
+    array at batch 1 and on the FC engine at batch 8; every calibrated value fits its
+    format; host operators cost nothing."""
+    from gen.conv import ConvLayer
+    from gen.conv.banked import BankedConfig, shell_job_cycles
+    from gen.model.compile import conv_plan, conv_shell
     model = cnn()
     graph = load_onnx(save(model, tmp_path / "m.onnx"))
     x = _inputs((1, 8, 8), n=16)
@@ -104,8 +106,12 @@ def test_plan_blocks_formats_and_cycles(tmp_path):
     assert [by[n]["block"] for n in ("conv1", "conv2", "fc")] == ["conv", "conv", "spmv"]
     assert by["relu1"]["block"] == "host" and by["relu1"]["fused"]
     layer = ConvLayer(oc=8, ic=4, h=4, w=4, kh=3, kw=3, stride=2, pad=1)
-    best = min(plan_tiles(layer, ConvConfig(), m).cycles for m in MAPPINGS)
-    assert by["conv2"]["cycles"] == best
+    shell = conv_shell(BankedConfig(), 8, 8)
+    cycles = {m: sum(shell_job_cycles(j, p.cfg) for j in p.jobs)
+              for m in ("remainder", "naive") for p in [conv_plan(layer, shell, m)]}
+    assert by["conv2"]["cycles"] == min(cycles.values())
+    assert by["conv2"]["mapping"] == min(cycles, key=cycles.get)
+    assert by["conv2"]["jobs"] == len(by["conv2"]["copies"]) >= 1
     assert plan["total_cycles"] == sum(e["cycles"] for e in plan["layers"])
     for e in plan["layers"]:
         if "in_format" in e:

@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 from gen.cli import main
-from gen.conv.cycles import SHELL_EXTRA_CYCLES
-from gen.core.fixed import REQUANT_LATENCY
 from gen.model import compile_model, load_onnx, run_float
 from gen.model.run import run_plan
 from tb.model.models import cnn, residual, save
@@ -38,12 +36,12 @@ def test_golden_error_bound(tmp_path, build, shape):
     on the same inputs, so nothing saturates); the same inputs give the same codes in any
     batch split."""
     from dataclasses import replace
-    from gen.conv import ConvConfig
+    from gen.conv.banked import BankedConfig
     graph = load_onnx(save(build(), tmp_path / "m.onnx"))
     x = _x(shape, 24)
     ref = run_float(graph, x)
     span = np.max(np.abs(ref))
-    wide = {"conv": replace(ConvConfig(), data_width=16, weight_width=16, acc_width=48)}
+    wide = {"conv": replace(BankedConfig(), data_width=16, weight_width=16, acc_width=48)}
     errors = []
     for cfgs, bound in ((None, 0.08), (wide, 0.005)):
         plan = compile_model(graph, x, batch=4, cfgs=cfgs)
@@ -71,7 +69,7 @@ def _compile(tmp_path, build, shape, batch, sets):
 
 @pytest.mark.parametrize("batch, gemm_block", [(1, "spmv"), (2, "fc")])
 def test_rtl_equals_golden(tmp_path, sim, batch, gemm_block):
-    """Every block layer of the CNN on its RTL (native engine): conv tiles on the MAC array,
+    """Every block layer of the CNN on its RTL (native engine): conv jobs on the MAC array,
     the Gemm on the sparse PE array (batch 1) or the FC engine (batch 2); the outputs equal
     the golden run's bit for bit and the report says how many layer runs were checked."""
     sets = ["spmv.pes=4", "spmv.rows_per_pe=8", "fc.batch=2"]
@@ -91,8 +89,8 @@ def test_rtl_equals_golden(tmp_path, sim, batch, gemm_block):
     assert report["engine"] == "rtl" and report["inputs"] == 3
     assert report["cycles"] == report["cycles_per_batch"] * -(-3 // batch)
     # measured per block layer on the RTL; the conv layers' jobs run through the shell with
-    # its requantisation stage: each takes the exact end-to-end model of the shell,
-    # gen.conv.shell_cycles = the plan's layer_cycles + SHELL_EXTRA_CYCLES + REQUANT_LATENCY
+    # its requantisation stage, one AXI job each: together the plan's cycles
+    # (gen.conv.banked.shell_job_cycles, exact at full rate)
     blocks = [e for e in report["layers"] if e["block"] != "host"]
     assert all(e["measured_cycles"] > 0 for e in blocks)
     assert report["measured_cycles"] == sum(e["measured_cycles"] for e in blocks)
@@ -101,9 +99,7 @@ def test_rtl_equals_golden(tmp_path, sim, batch, gemm_block):
             "layers"]}
         for e in blocks:
             if e["block"] == "conv":
-                p = plan_layers[e["name"]]
-                extra = SHELL_EXTRA_CYCLES + REQUANT_LATENCY
-                assert e["measured_cycles"] == 3 * (p["cycles"] + extra * p["jobs"])
+                assert e["measured_cycles"] == 3 * plan_layers[e["name"]]["cycles"]
     golden = json.loads((tmp_path / "golden.json").read_text())
     assert golden["measured_cycles"] is None
 
