@@ -12,6 +12,7 @@ from gen.conv.config import ConvLayer
 from gen.conv.golden import ref_conv
 from gen.conv.twin import rtl_banked_axi
 from gen.core.config import SpnnError
+from gen.core.fixed import requant_sums
 from gen.core.runutil import (add_common_arguments, add_requant_arguments, check_common,
                               int_arg, make_report, requant_args, roofline_fields,
                               run_outputs)
@@ -35,6 +36,11 @@ end-to-end cycles (each job from its first input beat to its last output beat, c
 against the exact shell model), the roofline bound, the utilisation end to end and
 compute-only, the copies n per job and the plan.
 
+--requant BITS builds the shell's requantisation stage: the sums plus --bias (one per
+output channel), times --mult, shifted right by --shift (round half up), saturated to
+BITS-bit codes, clamped at 0 with --relu (docs/axi.md); each job then starts every
+channel's sums on a new beat.
+
 --mapping remainder (default) lets a part use up to --copies copies of its channels on the
 array's rows (the remainder mapping); naive uses one copy (rows = output channels, the
 remainder rows idle).  --banked is accepted for scripts written when this array was an
@@ -46,6 +52,8 @@ Examples:
   spnn run conv --weights w.npy --input x.npy --stride 2 --pad 0 --array 8x4 \\
       --mapping naive --sim icarus
   spnn run conv --weights w.npy --input batch.npy --array 16x4 --out y.npy   # (B,Ic,H,W)
+  spnn run conv --weights w.npy --input x.npy --requant 8 --bias b.npy --shift 9 --relu \\
+      --out y8.npy       # bias, shift, ReLU, 8-bit results in the shell
 """
 
 MAPPINGS = ("naive", "remainder")
@@ -118,30 +126,31 @@ def _setup(args):
     x = check_codes(x, "--input", o["dw"], "--data-width")
     oc, ic, kh, kw = w.shape
     if args.bus_words is None and args.requant is not None:
-        args.bus_words = str(4)
-    rq_width, _rq = requant_args(args, oc, 48)
-    if rq_width:
-        raise SpnnError("--requant is not available on the conv array's shell yet (run the "
-                        "sums out and requantise on the host; spnn run model does)")
+        args.bus_words = str(o["bus"])         # the stage is in the shell, always built here
+    rq_width, rq = requant_args(args, oc, 48)
+    rq_cfg = dict(rq_width=rq_width, rq_depth=1 << max(1, (oc - 1).bit_length())) \
+        if rq_width else {}
     batch = x.shape[0] if x.ndim == 4 else 1
     try:
         layer = ConvLayer(oc, ic, x.shape[-2], x.shape[-1], kh, kw, o["stride"], o["pad"],
                           batch)
         cfg = seed_banked(o["rows"], o["cols"], o["bus"], copies=o["copies"],
-                          data_width=o["dw"], weight_width=o["ww"], acc_width=48)
+                          data_width=o["dw"], weight_width=o["ww"], acc_width=48, **rq_cfg)
         plan = plan_layer(layer, cfg)
     except ValueError as exc:
         raise SpnnError(str(exc)) from None
-    return cfg, layer, plan, x, w, outputs
+    return cfg, layer, plan, x, w, outputs, rq
 
 
 def _check_model(records, plan, cfg: BankedConfig, seed: int) -> bool:
     """Every job's bench record (start, first input beat, last output beat) equals the
-    exact shell model (:func:`banked_shell_cycle_model`) at full rate."""
+    exact shell model (:func:`banked_shell_cycle_model`) at full rate (with the stage, every
+    job loads its channels' biases)."""
     from gen.core.sim import axi_ports
     from hdl.conv.banked.shell import banked_shell_ports
     sources, sinks = axi_ports(*banked_shell_ports(cfg), seed=seed)
-    model = banked_shell_cycle_model(plan.jobs, cfg, {p: pat for p, _, pat in sources + sinks})
+    model = banked_shell_cycle_model(plan.jobs, cfg, {p: pat for p, _, pat in sources + sinks},
+                                     bias_loads=[bool(cfg.rq_width)] * len(plan.jobs))
     keys = ("start_ack", "first_in", "end")
     return all(all(rec[k] == pred[k] for k in keys) for (_st, rec), pred in zip(records, model))
 
@@ -149,10 +158,12 @@ def _check_model(records, plan, cfg: BankedConfig, seed: int) -> bool:
 def run(args) -> int:
     """Plan the layer, run every job through the shell, check the result against the golden
     model and the cycles against the exact shell model, write the output and the report."""
-    cfg, layer, plan, x, w, outputs = _setup(args)
+    cfg, layer, plan, x, w, outputs, rq = _setup(args)
     records = []
 
     def conv(items):
+        if rq is not None:
+            items = [item + (rq,) for item in items]
         outs, stats, recs = rtl_banked_axi(items, cfg, args.sim, seed=args.seed,
                                            name="spnn-run")
         records.extend(zip(stats, recs))
@@ -160,6 +171,10 @@ def run(args) -> int:
     y = run_plan(x, w, plan, conv)
     golden = np.stack([ref_conv(xi, w, layer.stride, layer.pad)
                        for xi in (x if x.ndim == 4 else x[None])])
+    if rq is not None:
+        bias = np.asarray(rq.bias, dtype=np.int64)[None, :, None, None]
+        golden = requant_sums(golden, bias, mult=rq.mult, shift=rq.shift,
+                              width=cfg.rq_width, relu=rq.relu)
     if not np.array_equal(y, golden):
         bad = np.argwhere(y != golden)[0]
         raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
@@ -169,7 +184,7 @@ def run(args) -> int:
         raise SystemExit("spnn: internal error: the shell's cycles differ from the exact "
                          "shell model (gen.conv.banked.shell_cycles)")
     y = y if x.ndim == 4 else y[0]
-    report = _report(args, cfg, layer, plan, records, y)
+    report = _report(args, cfg, layer, plan, records, y, rq)
     outputs.npy(args.out, y)
     outputs.json(args.report, report)
     outputs.commit()
@@ -182,7 +197,7 @@ def run(args) -> int:
     return 0
 
 
-def _report(args, cfg, layer, plan, records, y) -> dict:
+def _report(args, cfg, layer, plan, records, y, rq) -> dict:
     cycles = sum(rec["end"] - rec["first_in"] + 1 for _st, rec in records)
     busy = sum(st[0] for st, _rec in records)
     issued = sum(st[1] for st, _rec in records)
@@ -190,10 +205,13 @@ def _report(args, cfg, layer, plan, records, y) -> dict:
     beats = {"s_axis_w": plan.beats["w"], "s_axis_x": plan.beats["x"],
              "m_axis_o": sum(job.G * job.S * job.obeats for job in plan.jobs)}
     roof = roofline_fields(cycles, plan.compute_bound, beats)
+    extra = ({"requant": {"bits": cfg.rq_width, "mult": rq.mult, "shift": rq.shift,
+                          "relu": rq.relu, "bias": args.bias is not None}}
+             if rq is not None else {})
     return make_report(
         "conv", cfg, {"input": f"int{cfg.data_width}", "weights": f"int{cfg.weight_width}",
-                      "output": f"int{cfg.acc_width}"},
-        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0,
+                      "output": f"int{cfg.rq_width or cfg.acc_width}"},
+        args.sim, cycles, roof["roofline_cycles"], int(y.size), 0.0, **extra,
         utilisation=layer.macs / (cells * cycles), interface="axi", array_kind="banked",
         bus_words=cfg.bus_words, w_lanes=cfg.bus_words, copies=cfg.copies,
         mapping=args.mapping, **roof, roofline_efficiency=roof["efficiency_vs_roofline"],

@@ -80,6 +80,32 @@ def test_cli_batch_and_bus(tmp_path):
     np.testing.assert_array_equal(np.load(out), ref_conv(x1, w1, 2, 0))
 
 
+@pytest.mark.rtl
+def test_cli_requant(tmp_path):
+    """``--requant 8 --bias --mult --shift --relu``: the shell's stage on every job (two
+    channel parts, each loading its channels' biases) == the golden stage on the exact
+    sums; the report names the stage and the 8-bit output."""
+    from gen.cli import main
+    from gen.core.fixed import requant_sums
+    rng = np.random.default_rng(9)
+    w, x = rng.integers(-128, 128, (10, 3, 3, 3)), rng.integers(-128, 128, (3, 9, 7))
+    b = rng.integers(-5000, 5000, 10)
+    out, rep = tmp_path / "y.npy", tmp_path / "r.json"
+    assert main(["run", "conv", "--weights", _save(tmp_path, "w.npy", w), "--input",
+                 _save(tmp_path, "x.npy", x), "--array", "8x4", "--requant", "8", "--bias",
+                 _save(tmp_path, "b.npy", b), "--mult", "3", "--shift", "10", "--relu",
+                 "--out", str(out), "--report", str(rep), "--sim", _sim()]) == 0
+    want = requant_sums(ref_conv(x, w, 1, 1), b[:, None, None], mult=3, shift=10, width=8,
+                        relu=True)
+    got = np.load(out)
+    np.testing.assert_array_equal(got, want)
+    assert got.min() == 0 and got.max() == 127           # the ReLU and saturation acted
+    r = json.loads(rep.read_text())
+    assert r["requant"] == {"bits": 8, "mult": 3, "shift": 10, "relu": True, "bias": True}
+    assert r["formats"]["output"] == "int8" and r["rtl_matches_model"] is True
+    assert r["jobs"] >= 2
+
+
 @pytest.mark.parametrize("case, extra, message", [
     ("w2d", [], "--weights must have shape (Oc, Ic, kh, kw), not (3, 3)"),
     ("x2d", [], "--input must have shape (Ic, H, W) or (B, Ic, H, W), not (3, 3)"),
@@ -101,7 +127,8 @@ def test_cli_batch_and_bus(tmp_path):
     ("ok", ["--bus-words", "8", "--w-lanes", "4"], "--w-lanes must equal --bus-words (8)"),
     ("ok", ["--skip-pad"], "--skip-pad does not apply"),
     ("ok", ["--relu"], "--relu needs --requant BITS"),
-    ("ok", ["--requant", "8"], "--requant is not available on the conv array's shell yet"),
+    ("ok", ["--requant", "1"], "--requant must be between 2 and 32, not 1"),
+    ("bias5", ["--requant", "8"], "--bias must have shape (4,), one per channel, not (5,)"),
     ("ok", ["--data-width", "19"], "--data-width must be between 2 and 18, not 19"),
     ("kernel", ["--pad", "0"], "kernel 5x5 is larger than the padded input 3x3"),
     ("k16", [], "--weights kernel must be at most 15x15, not 16x16"),
@@ -130,6 +157,8 @@ def test_cli_errors(tmp_path, capsys, case, extra, message):
         w, x = np.ones((4, 3, 5, 5), dtype=np.int64), np.ones((3, 3, 3), dtype=np.int64)
     elif case == "k16":
         w, x = np.ones((4, 3, 16, 16), dtype=np.int64), np.ones((3, 20, 20), dtype=np.int64)
+    if case == "bias5":
+        extra = extra + ["--bias", _save(tmp_path, "b.npy", np.zeros(5, dtype=np.int64))]
     out, rep = tmp_path / "y.npy", tmp_path / "r.json"
     wpath = _save(tmp_path, "w.npy", w) if case != "missing" else str(tmp_path / "none.npy")
     assert main(["run", "conv", "--weights", wpath, "--input", _save(tmp_path, "x.npy", x),
