@@ -2,7 +2,8 @@
 """The banked MAC array (hdl/conv/banked, gen/conv/banked).
 
 Pure Python: the job limits, the host layouts against the golden model through an
-independent walk of the descriptor's address arithmetic.
+independent walk of the descriptor's address arithmetic (also in the channel-aligned output
+layout of the requantising shell), the requantisation config limits and planner.
 RTL (both simulators): random layers (kernels 1..4, strides 1..3, padding, batches, 1 or 2
 copies, chunks, resident and per-step weights, strips that do not fill the columns),
 several jobs back to back: sums == golden exactly, every transfer on c/w/x/o/s on the clock
