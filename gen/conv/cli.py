@@ -125,6 +125,11 @@ def _setup(args):
     w = check_codes(w, "--weights", o["ww"], "--weight-width")
     x = check_codes(x, "--input", o["dw"], "--data-width")
     oc, ic, kh, kw = w.shape
+    worst = (ic * kh * kw) << (o["dw"] + o["ww"] - 2)
+    if worst > (1 << 47) - 1:
+        raise SpnnError(f"--weights: a sum of {ic * kh * kw} products of --data-width "
+                        f"{o['dw']} and --weight-width {o['ww']} codes can reach {worst}, "
+                        f"beyond the 48-bit sums; use narrower widths or fewer input channels")
     if args.bus_words is None and args.requant is not None:
         args.bus_words = str(o["bus"])         # the stage is in the shell, always built here
     rq_width, rq = requant_args(args, oc, 48)

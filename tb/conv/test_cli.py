@@ -132,6 +132,9 @@ def test_cli_requant(tmp_path):
     ("ok", ["--data-width", "19"], "--data-width must be between 2 and 18, not 19"),
     ("kernel", ["--pad", "0"], "kernel 5x5 is larger than the padded input 3x3"),
     ("k16", [], "--weights kernel must be at most 15x15, not 16x16"),
+    ("wide", ["--data-width", "18", "--weight-width", "18"], "--weights: a sum of 8192 "
+     "products of --data-width 18 and --weight-width 18 codes can reach 140737488355328, "
+     "beyond the 48-bit sums"),
     ("missing", [], "--weights: no such file"),
 ])
 def test_cli_errors(tmp_path, capsys, case, extra, message):
@@ -155,6 +158,8 @@ def test_cli_errors(tmp_path, capsys, case, extra, message):
         w.flat[0], w.flat[1] = 0, 300
     elif case == "kernel":
         w, x = np.ones((4, 3, 5, 5), dtype=np.int64), np.ones((3, 3, 3), dtype=np.int64)
+    elif case == "wide":
+        w, x = np.ones((2, 512, 4, 4), dtype=np.int64), np.ones((512, 5, 5), dtype=np.int64)
     elif case == "k16":
         w, x = np.ones((4, 3, 16, 16), dtype=np.int64), np.ones((3, 20, 20), dtype=np.int64)
     if case == "bias5":
