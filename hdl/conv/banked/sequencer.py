@@ -66,6 +66,9 @@ class Sequencer(wiring.Component):
         self.cfg = cfg
         cw = cfg.count_width
         self.abits = max((cfg.feat_depth - 1).bit_length(), 1)
+        # next-state inputs for go's flag: run's next value, a weight / feature block's last
+        # beat taken (done counts it next clock), a strip's last beat streamed
+        self.run_n, self.winc, self.xinc, self.sinc = Signal(), Signal(), Signal(), Signal()
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
@@ -108,16 +111,63 @@ class Sequencer(wiring.Component):
         cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
         self._kcm1 = Mux(lastq, klm1, kqm1)
         self._busy_w, self._busy_l = busy_w, busy_l
-        init_done = self._init_walk(m)
-        # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq) and ts - 1, kept as
-        # registers
+        self._go_r = Signal()
+        self._init_walk(m)
+        # i + 1 and g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq), kept as registers
         i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
-        tsm1 = Signal(cw, init=(1 << cw) - 1)
-        ready = ((self.wdone >= Mux(d.res, gqq1, i1)) & (self.xdone >= i1)
-                 & ((q != 0) | (self.streamed == self.ts) | (self.streamed == tsm1)))
+        # go = run & init_done & (i != nsteps) & (cd == 0) & ((rd != 0) | ready), with
+        # ready = (wdone >= (res ? gqq1 : i1)) & (xdone >= i1)
+        #         & ((q != 0) | (streamed == ts) | (streamed == ts - 1)),
+        # is a register computed a clock ahead from the next-state values (no compare between
+        # a register and go's loads).  The compares are kept as differences (wdone - i1,
+        # wdone - gqq1, xdone - i1, ts - streamed) that step with the loads' and the
+        # streamer's increments and with go.
         go = Signal()
-        m.d.comb += go.eq(self.run & init_done & (i != d.nsteps) & (cd == 0)
-                          & ((rd != 0) | ready))
+        m.d.comb += go.eq(self._go_r)
+        ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
+        dw = cw + 1
+        wdi, wdg, xdi = (Signal(signed(dw), init=-1, name=n) for n in ("wdi", "wdg", "xdi"))
+        ds = Signal(cw)                  # ts - streamed
+        ds01, qnz, rdnz, inz = Signal(init=1), Signal(), Signal(), Signal()
+        cdz = Signal(init=1)
+        cdtz = [[Signal(name=f"cdz{a}{b}") for b in range(2)] for a in range(2)]
+        m.d.sync += [cdtz[a][b].eq(cdt[a][b] == 0) for a in range(2) for b in range(2)]
+        cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
+                   Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
+
+        def step(diff, inc, jump=None):
+            """diff + inc - (ga ? 1 : 0), or + jump instead of - 1 when given and its
+            condition holds."""
+            same = (diff + inc)[:dw].as_signed()
+            adv = (diff + inc - 1)[:dw].as_signed()
+            if jump is not None:
+                cond, val = jump
+                adv = Mux(cond, (diff + val + inc)[:dw].as_signed(), adv)
+            return Mux(ga, adv, same)
+
+        wdi_n, xdi_n = Signal(signed(dw)), Signal(signed(dw))
+        wdg_n = Signal(signed(dw))
+        m.d.comb += [wdi_n.eq(step(wdi, self.winc)), xdi_n.eq(step(xdi, self.xinc)),
+                     wdg_n.eq(step(wdg, self.winc, (lastq & (sc != Sm1), Qm1)))]
+        ds_n = Signal(cw)
+        m.d.comb += ds_n.eq(ds + (ga & lastq) - self.sinc)
+        ds01_n = Mux(ga & lastq, Mux(self.sinc, ds01, (ds == (1 << cw) - 1) | (ds == 0)),
+                     Mux(self.sinc, (ds == 1) | (ds == 2), ds01))
+        qnz_n = Mux(ga, ~lastq, qnz)
+        rdnz_n = Mux(go, ~lastrd, rdnz)
+        inz_n = Mux(ga, i1 != d.nsteps, inz)
+        cdz_n = Mux(go, cdvz, cdz | (cd == 1))
+        wok_n = Mux(d.res, ~wdg_n[-1], ~wdi_n[-1])
+        ready_n = wok_n & ~xdi_n[-1] & (qnz_n | ds01_n)
+        m.d.sync += [ds.eq(ds_n), ds01.eq(ds01_n)]
+        with m.If(self.start):
+            m.d.sync += [wdi.eq(-1), wdg.eq(-1), xdi.eq(-1), qnz.eq(0), rdnz.eq(0),
+                         inz.eq(dn.nsteps != 0), cdz.eq(1), self._go_r.eq(0)]
+        with m.Else():
+            m.d.sync += [wdi.eq(wdi_n), wdg.eq(wdg_n), xdi.eq(xdi_n), qnz.eq(qnz_n),
+                         rdnz.eq(rdnz_n), inz.eq(inz_n), cdz.eq(cdz_n),
+                         self._go_r.eq(self.run_n & self._init_done_n & inz_n & cdz_n
+                                       & (rdnz_n | ready_n))]
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
                          wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1)]
@@ -127,7 +177,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
                              wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1)]
                 with m.If(lastq):
-                    m.d.sync += [self.ts.eq(self.ts + 1), tsm1.eq(tsm1 + 1),
+                    m.d.sync += [self.ts.eq(self.ts + 1),
                                  sc.eq(Mux(sc == Sm1, 0, sc + 1)), gqq1.eq(gq1)]
                     with m.If(sc == Sm1):
                         m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q),
@@ -152,6 +202,8 @@ class Sequencer(wiring.Component):
         k = Signal(range(cfg.window + 1))
         ox, x = Signal(cw), Signal(self.abits)
         done = Signal()
+        # done's next state (go's flag is computed from it)
+        self._init_done_n = Mux(self.start, 0, done | (self.run & (k == cfg.window - 1)))
         with m.If(self.start):
             m.d.sync += [k.eq(0), ox.eq(0), x.eq(0), done.eq(0)]
         with m.Elif(~done & self.run):
