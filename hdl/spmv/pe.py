@@ -201,8 +201,14 @@ class SpmvPE(Elaboratable):
         aw = cfg.acc_width
         wr_val = Signal(signed(aw + 1), reset_less=True)          # unsaturated
         old_val = Signal(signed(aw), reset_less=True)  # two clocks later, saturated
-        c_hi = Signal(signed(aw + 1), name="c_hi", reset_less=True)   # max + product
-        c_lo = Signal(signed(aw + 1), name="c_lo", reset_less=True)   # min + product
+        # max + product and min + product: their top bits are constants (0 and 1), kept
+        # out of the registers (a flip-flop that always loads 1 but starts at 0 is the
+        # same cell in every PE, and Yosys merged the 32 into one whose net crossed the
+        # chip into every PE's accumulator loop)
+        c_hi_q = Signal(unsigned(aw), name="c_hi", reset_less=True)
+        c_lo_q = Signal(unsigned(aw), name="c_lo", reset_less=True)
+        c_hi = Cat(c_hi_q, Const(0, 1)).as_signed()
+        c_lo = Cat(c_lo_q, Const(1, 1)).as_signed()
         prod_e = Signal(signed(ww + xw), reset_less=True)
         # a second product register (complemented, so Yosys keeps it apart) for the
         # second adder: each adder has its own register beside it
@@ -225,8 +231,8 @@ class SpmvPE(Elaboratable):
         # forwarded newer value (also the drain's output register: no forwarding hits
         # while draining)
         m.d.sync += [prod_e.eq(prod_x), prod_n.eq(~prod_x), row_e.eq(row_x), v_e.eq(v_x),
-                     c_hi.eq(Cat(q_ext[:aw - 1], ~q_ext[aw - 1], Const(0, 1))),
-                     c_lo.eq(Cat(p_ext[:aw - 1], ~p_ext[aw - 1], Const(1, 1))),
+                     c_hi_q.eq(Cat(q_ext[:aw - 1], ~q_ext[aw - 1])),
+                     c_lo_q.eq(Cat(p_ext[:aw - 1], ~p_ext[aw - 1])),
                      hit_d.eq(v_e & (row_e == row_x)),
                      self.acc_data.eq(Mux(hit_e, _clamp(wr_val, aw),
                                           Mux(hit_wr, old_val, _clamp(acc_r.data, aw)))),
