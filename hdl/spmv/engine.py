@@ -259,11 +259,17 @@ class SpmvEngine(wiring.Component):
         full_set, full_clr = Signal(2), Signal(2)
         lbank, cbank = Signal(), Signal()
         mb_load, mbank = Signal(), Signal()          # rowmap banks (one per block row)
-        n_cols = [Signal(unsigned(cfg.col_bits), name=f"n_cols{b}") for b in range(2)]
-        cols_nz = [Signal(name=f"cols_nz{b}") for b in range(2)]
-        last = [Signal(name=f"last{b}") for b in range(2)]
-        n_rows = [Signal(unsigned(cfg.row_bits), name=f"n_rows{b}") for b in range(2)]
-        rows_nz = [Signal(name=f"rows_nz{b}") for b in range(2)]
+        # (a bank's descriptors are loaded before its full flag is set, or with it, and
+        # read only while it is set: no reset; nor has any register below that is loaded
+        # before it is used or only read under a valid bit that has one: the reset net
+        # reaches the control state only, not every data register of the engine)
+        n_cols = [Signal(unsigned(cfg.col_bits), name=f"n_cols{b}", reset_less=True)
+                  for b in range(2)]
+        cols_nz = [Signal(name=f"cols_nz{b}", reset_less=True) for b in range(2)]
+        last = [Signal(name=f"last{b}", reset_less=True) for b in range(2)]
+        n_rows = [Signal(unsigned(cfg.row_bits), name=f"n_rows{b}", reset_less=True)
+                  for b in range(2)]
+        rows_nz = [Signal(name=f"rows_nz{b}", reset_less=True) for b in range(2)]
         row_cnt = [Signal(unsigned(cfg.row_bits), name=f"row_cnt{l}") for l in range(L)]
         words = [self.w.payload[l] for l in range(L)]
         w_take = self.w.valid & self.w.ready
@@ -272,11 +278,12 @@ class SpmvEngine(wiring.Component):
         # registered and decoded (kind as flags), then sent to the PEs of each lane
         # through a broadcast tree of `tree_levels` registers
         B = cfg.tree_levels
-        lw_bank, lw_end = Signal(name="lw_bank"), Signal(name="lw_end")
+        lw_bank = Signal(name="lw_bank", reset_less=True)
+        lw_end = Signal(name="lw_end", reset_less=True)
         lw_take = Signal(name="lw_take")
-        lw = [Signal(word_layout(cfg), name=f"lw{l}") for l in range(L)]
-        lw_entry = [Signal(name=f"lw_entry{l}") for l in range(L)]
-        lw_close = [Signal(name=f"lw_close{l}") for l in range(L)]
+        lw = [Signal(word_layout(cfg), name=f"lw{l}", reset_less=True) for l in range(L)]
+        lw_entry = [Signal(name=f"lw_entry{l}", reset_less=True) for l in range(L)]
+        lw_close = [Signal(name=f"lw_close{l}", reset_less=True) for l in range(L)]
         m.d.sync += [lw_bank.eq(lbank), lw_end.eq(end_take), lw_take.eq(w_take)]
         m.d.sync += [r.eq(wd) for r, wd in zip(lw, words)]
         m.d.sync += [e.eq((wd.kind == KIND_ENTRY) | (wd.kind == KIND_LAST))
@@ -314,15 +321,15 @@ class SpmvEngine(wiring.Component):
         # latches the block's column count, which reaches the engine one clock later
         E = cfg.load_delay
         end_v = [Signal(name=f"end_v{i}") for i in range(E)]
-        end_bank = [Signal(name=f"end_bank{i}") for i in range(E)]
-        end_last = [Signal(name=f"end_last{i}") for i in range(E)]
+        end_bank = [Signal(name=f"end_bank{i}", reset_less=True) for i in range(E)]
+        end_last = [Signal(name=f"end_last{i}", reset_less=True) for i in range(E)]
         m.d.sync += [end_v[0].eq(end_take), end_bank[0].eq(lbank),
                      end_last[0].eq(words[0].value[0])]
         for i in range(1, E):
             m.d.sync += [end_v[i].eq(end_v[i - 1]), end_bank[i].eq(end_bank[i - 1]),
                          end_last[i].eq(end_last[i - 1])]
-        cols_q = Signal(unsigned(cfg.col_bits), name="cols_q")
-        cols_nz_q = Signal(name="cols_nz_q")
+        cols_q = Signal(unsigned(cfg.col_bits), name="cols_q", reset_less=True)
+        cols_nz_q = Signal(name="cols_nz_q", reset_less=True)
         m.d.sync += [cols_q.eq(pes[0].blk_cols), cols_nz_q.eq(pes[0].blk_cols_nz)]
         busy_set = Signal(2)
         with m.If(end_take):
@@ -363,12 +370,14 @@ class SpmvEngine(wiring.Component):
         # accept waits for `stall`, a register: some FIFO held >= fifo_depth items
         # stall_delay clocks earlier (PE flag -> OR tree); the FIFOs have slots for
         # what is in flight.
-        cols_in = Signal(unsigned(cfg.col_bits))
-        cols_left = Signal(unsigned(cfg.col_bits))
-        more = Signal()                   # cols_left != 0
+        # (the column counters are loaded on entering COMPUTE and the activations are
+        # read under s1_valid / s2_valid: no reset)
+        cols_in = Signal(unsigned(cfg.col_bits), reset_less=True)
+        cols_left = Signal(unsigned(cfg.col_bits), reset_less=True)
+        more = Signal(reset_less=True)    # cols_left != 0
         s1_valid, s2_valid = Signal(name="s1_valid"), Signal(name="s2_valid")
-        s1_x = Signal(signed(cfg.x_fmt.width), name="s1_x")
-        s2_x = Signal(signed(cfg.x_fmt.width), name="s2_x")
+        s1_x = Signal(signed(cfg.x_fmt.width), name="s1_x", reset_less=True)
+        s2_x = Signal(signed(cfg.x_fmt.width), name="s2_x", reset_less=True)
         stall = _reduce(m, [pe.high for pe in pes], "or", "stall")
         all_idle = _reduce(m, [pe.idle for pe in pes], "and", "idle")
         m.d.comb += self.x.ready.eq(in_compute & ~stall & more)
@@ -410,15 +419,18 @@ class SpmvEngine(wiring.Component):
         #      lanes, each issue drains the rows k_div * D + l of every lane l at once:
         #      lane l's request reaches only the PEs p = l mod D (the rows' own), and each
         #      lane has its own OR tree.
-        k_lane = Signal(range(max(L, 2)))   # k mod L
-        k_div = Signal(unsigned(rb))        # k div L
-        rows_left = Signal(unsigned(cfg.row_bits))
-        rows_more = Signal()
+        # (the row counters are loaded on entering DRAIN, the rest is data under the
+        # drain valid bits: no reset)
+        k_lane = Signal(range(max(L, 2)), reset_less=True)   # k mod L
+        k_div = Signal(unsigned(rb), reset_less=True)        # k div L
+        rows_left = Signal(unsigned(cfg.row_bits), reset_less=True)
+        rows_more = Signal(reset_less=True)
         nd = cfg.drain_latency - 1
         dv = [Signal(name=f"drain_v{i}") for i in range(nd)]
-        lane0, lane1 = Signal(range(max(L, 2))), Signal(range(max(L, 2)))
-        map_q = [Signal(unsigned(cfg.pe_bits + cfg.idx_bits), name=f"map_q{lane}")
-                 for lane in range(L)]
+        lane0 = Signal(range(max(L, 2)), reset_less=True)
+        lane1 = Signal(range(max(L, 2)), reset_less=True)
+        map_q = [Signal(unsigned(cfg.pe_bits + cfg.idx_bits), name=f"map_q{lane}",
+                        reset_less=True) for lane in range(L)]
         # (out_slots RAM words behind a head register: `o` is driven by flip-flops)
         m.submodules.out_fifo = ofifo = Queue(out_layout(cfg), cfg.out_slots + 1,
                                               registered=True)
@@ -443,8 +455,8 @@ class SpmvEngine(wiring.Component):
         else:
             # per transfer: the lanes holding a row (l < rows left) and their count,
             # carried down the pipeline beside dv
-            dm = [Signal(D, name=f"drain_mask{i}") for i in range(2)]
-            dn = [Signal(range(D + 1), name=f"drain_n{i}") for i in range(nd)]
+            dm = [Signal(D, name=f"drain_mask{i}", reset_less=True) for i in range(2)]
+            dn = [Signal(range(D + 1), name=f"drain_n{i}", reset_less=True) for i in range(nd)]
             m.d.sync += [dm[0].eq(Cat(rows_left > lane for lane in range(D))), dm[1].eq(dm[0]),
                          dn[0].eq(Mux(rows_left >= D, D, rows_left)),
                          *[b.eq(a) for a, b in zip(dn, dn[1:])]]
@@ -509,7 +521,7 @@ class SpmvEngine(wiring.Component):
                 nvals.append(reg)
             vals = nvals
         assert len(vals) == 1
-        sat_q = Signal(signed(cfg.out_fmt.width), name=f"drain{tag}_sat")
+        sat_q = Signal(signed(cfg.out_fmt.width), name=f"drain{tag}_sat", reset_less=True)
         m.d.sync += sat_q.eq(_saturate(vals[0], cfg.out_fmt))
         return sat_q
 
