@@ -127,19 +127,15 @@ class OutputBanks(wiring.Component):
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
                          v1.eq(win[lane] if nb > 1 else win[0]),
                          en2.eq(en1), a2.eq(a1), v2.eq(v1), en3.eq(en2), a3.eq(a2), v3.eq(v2)]
-            # the old sum, registered (the bank output goes through the set multiplexer
-            # only); a sum written at the end of the clock in which it was read (a capture
-            # two clocks after the one that wrote it) is forwarded: the choice and the
-            # written sum are registered beside it and taken at the adder
+            # the old sum, registered; a sum written at the end of the clock in which it
+            # was read (a capture two clocks after the one that wrote it) is forwarded
             fen, fset = Signal(name=f"dfe{b}"), Signal(name=f"dfs{b}")
             fa, fd = Signal(abits, name=f"dfa{b}"), Signal(acc, name=f"dfd{b}")
-            fwd3, fd3 = Signal(name=f"dfw3_{b}"), Signal(acc, name=f"dfd3_{b}")
             old3 = Signal(acc, name=f"do3_{b}")
             new = Signal(acc, name=f"dn{b}")
             bank = Mux(set2, rports[1][b].data, rports[0][b].data)
-            m.d.sync += [old3.eq(bank), fwd3.eq(fen & (fset == set2) & (fa == a2)),
-                         fd3.eq(fd)]
-            m.d.comb += new.eq(Mux(first3, v3, v3 + Mux(fwd3, fd3, old3)))
+            m.d.sync += old3.eq(Mux(fen & (fset == set2) & (fa == a2), fd, bank))
+            m.d.comb += new.eq(Mux(first3, v3, v3 + old3))
             m.d.sync += [fen.eq(en3), fset.eq(set3), fa.eq(a3), fd.eq(new)]
             for s in range(2):
                 m.d.comb += [wports[s][b].en.eq(en3 & (set3 == s)),
