@@ -120,9 +120,7 @@ class BankedArray(wiring.Component):
             m.d.comb += [ld.start.eq(start), ld.run.eq(run), ld.d.eq(d), ld.dn.eq(self.c.payload),
                          ld.fin.eq(seq.fin)]
         m.d.comb += [seq.start.eq(start), seq.run.eq(run), seq.d.eq(d), seq.dn.eq(self.c.payload),
-                     seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed),
-                     seq.run_n.eq(run & ~(self.s.valid & self.s.ready)), seq.winc.eq(wl.inc),
-                     seq.xinc.eq(xl.inc), seq.sinc.eq(ob.sinc)]
+                     seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed)]
         # loads into the banks
         m.d.comb += [wb.w_en.eq(wl.en), wb.w_addr.eq(wl.w_addr), wb.w_j.eq(wl.w_j),
                      wb.w_data.eq(self.w.payload), wb.nl.eq(d.nl), wb.R.eq(d.R),

@@ -39,7 +39,6 @@ class _Loader(wiring.Component):
 
     def __init__(self, cfg, word):
         self.cfg = cfg
-        self.inc = Signal()     # a block's last beat is taken: done counts it next clock
         super().__init__({
             "src": In(stream.Signature(data.ArrayLayout(signed(word), cfg.bus_words))),
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
@@ -56,7 +55,7 @@ class _Loader(wiring.Component):
         end = Signal()
         m.d.comb += [self.src.ready.eq(self.run & (self.done != total) & (self.fin >= need)),
                      self.en.eq(self.src.valid & self.src.ready),
-                     end.eq(self.en & (bc == size_m1)), self.inc.eq(end)]
+                     end.eq(self.en & (bc == size_m1))]
         with m.If(self.start):
             m.d.sync += [self.done.eq(0), bc.eq(0)]
         with m.Elif(self.en):

@@ -56,7 +56,6 @@ class OutputBanks(wiring.Component):
     def __init__(self, cfg: BankedConfig):
         self.cfg = cfg
         acc = signed(cfg.acc_width)
-        self.sinc = Signal()
         super().__init__({
             "cap": In(1), "info": In(CaptureInfo(cfg)),
             "taps": In(data.ArrayLayout(acc, cfg.window)), "shift": Out(1), "drained": Out(1),
@@ -171,9 +170,6 @@ class OutputBanks(wiring.Component):
         with m.If(~active & (self.drained_total != self.streamed)):
             m.d.sync += [active.eq(1), sset.eq(self.streamed[0]), bi.eq(0), e0.eq(0),
                          last.eq(Mux(self.streamed[0], obeats[1], obeats[0]) - 1)]
-        # a strip's last beat read this clock: streamed counts it (for the sequencer's
-        # next-state flags)
-        m.d.comb += self.sinc.eq(step & (bi == last))
         with m.If(step):
             m.d.sync += [bi.eq(bi + 1), e0.eq(e0 + bw)]
             with m.If(bi == last):

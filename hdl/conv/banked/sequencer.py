@@ -66,9 +66,6 @@ class Sequencer(wiring.Component):
         self.cfg = cfg
         cw = cfg.count_width
         self.abits = max((cfg.feat_depth - 1).bit_length(), 1)
-        # next-state inputs for go's flag: run's next value, a weight / feature block's last
-        # beat taken (done counts it next clock), a strip's last beat streamed
-        self.run_n, self.winc, self.xinc, self.sinc = Signal(), Signal(), Signal(), Signal()
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
@@ -111,77 +108,16 @@ class Sequencer(wiring.Component):
         cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
         self._kcm1 = Mux(lastq, klm1, kqm1)
         self._busy_w, self._busy_l = busy_w, busy_l
-        self._init_walk(m)
-        # i + 1 and g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq), kept as registers
+        init_done = self._init_walk(m)
+        # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq) and ts - 1, kept as
+        # registers
         i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
-        # go = run & init_done & (i != nsteps) & (cd == 0) & ((rd != 0) | ready), with
-        # ready = (wdone >= (res ? gqq1 : i1)) & (xdone >= i1)
-        #         & ((q != 0) | (streamed == ts) | (streamed == ts - 1)),
-        # from registers only: each term is a flag computed a clock ahead from next-state
-        # values, except that the loads' and the streamer's counts enter as the previous
-        # clock's counts (compared with the next targets a clock ahead) and their increments,
-        # registered: count >= target  <=>  P >= 0 | (inc & P == -1), P = the previous
-        # count - the target.  No compare and no carry chain between a register and go.
+        tsm1 = Signal(cw, init=(1 << cw) - 1)
+        ready = ((self.wdone >= Mux(d.res, gqq1, i1)) & (self.xdone >= i1)
+                 & ((q != 0) | (self.streamed == self.ts) | (self.streamed == tsm1)))
         go = Signal()
-        ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
-        dw = cw + 1
-        winc_r, xinc_r, sinc_r = Signal(), Signal(), Signal()
-        m.d.sync += [winc_r.eq(self.winc), xinc_r.eq(self.xinc), sinc_r.eq(self.sinc)]
-
-        def diff(a, b):
-            """(a - b >= 0, a - b == 0, a - b == -1)"""
-            v = Signal(signed(dw))
-            m.d.comb += v.eq((a - b)[:dw].as_signed())
-            return ~v[-1], v == 0, v == -1
-
-        def nxt(ge, eq0, eqm1, adv):
-            """P's flags for the next target: + 1 if adv, else unchanged."""
-            return Mux(adv, ge & ~eq0, ge), Mux(adv, eq0, eqm1)
-
-        wi, wg, wj, xi = (diff(self.wdone, i1), diff(self.wdone, gqq1), diff(self.wdone, gq1),
-                          diff(self.xdone, i1))
-        jump = lastq & (sc != Sm1)       # gqq1 goes back to gq1 (g Q + 1)
-        wi_ge, wi_eq = nxt(*wi, ga)
-        wg_ge, wg_eq = nxt(*wg, ga)
-        wg_ge = Mux(ga & jump, wj[0], wg_ge)
-        wg_eq = Mux(ga & jump, wj[2], wg_eq)
-        x_ge, x_eq = nxt(*xi, ga)
-        pw_ge, pw_eq, px_ge, px_eq = (Signal(name=n) for n in ("pw_ge", "pw_eq", "px_ge",
-                                                                "px_eq"))
-        # ts - streamed: E = the next ts - the previous streamed, flags E in {0, 1}, {1, 2}
-        ds = Signal(cw)
-        m.d.comb += ds.eq(self.ts - self.streamed)
-        ds_m1_0 = (ds == (1 << cw) - 1) | (ds == 0)
-        ds_0_1 = (ds == 0) | (ds == 1)
-        ds_1_2 = (ds == 1) | (ds == 2)
-        tinc = ga & lastq
-        e01_n = Mux(tinc, ds_m1_0, ds_0_1)
-        e12_n = Mux(tinc, ds_0_1, ds_1_2)
-        qe01, qe12 = Signal(init=1), Signal()
-        qnz, rdnz, inz = Signal(), Signal(), Signal()
-        cdz = Signal(init=1)
-        h, hr = Signal(), Signal()
-        cdtz = [[Signal(name=f"cdz{a}{b}") for b in range(2)] for a in range(2)]
-        m.d.sync += [cdtz[a][b].eq(cdt[a][b] == 0) for a in range(2) for b in range(2)]
-        cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
-                   Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
-        qnz_n = Mux(self.start, 0, Mux(ga, ~lastq, qnz))
-        m.d.sync += [qnz.eq(qnz_n), qe01.eq(qnz_n | e01_n), qe12.eq(qnz_n | e12_n)]
-        rdnz_n = Mux(go, ~lastrd, rdnz)
-        inz_n = Mux(ga, i1 != d.nsteps, inz)
-        cdz_n = Mux(go, cdvz, cdz | (cd == 1))
-        h_n = self.run_n & self._init_done_n & inz_n & cdz_n
-        with m.If(self.start):
-            m.d.sync += [pw_ge.eq(0), pw_eq.eq(0), px_ge.eq(0), px_eq.eq(0), rdnz.eq(0),
-                         inz.eq(dn.nsteps != 0), cdz.eq(1), h.eq(0), hr.eq(0)]
-        with m.Else():
-            m.d.sync += [pw_ge.eq(Mux(d.res, wg_ge, wi_ge)), pw_eq.eq(Mux(d.res, wg_eq, wi_eq)),
-                         px_ge.eq(x_ge), px_eq.eq(x_eq), rdnz.eq(rdnz_n), inz.eq(inz_n),
-                         cdz.eq(cdz_n), h.eq(h_n), hr.eq(h_n & rdnz_n)]
-        okw = pw_ge | (winc_r & pw_eq)
-        okx = px_ge | (xinc_r & px_eq)
-        oks = Mux(sinc_r, qe12, qe01)
-        m.d.comb += go.eq(hr | (h & okw & okx & oks))
+        m.d.comb += go.eq(self.run & init_done & (i != d.nsteps) & (cd == 0)
+                          & ((rd != 0) | ready))
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
                          wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1)]
@@ -191,7 +127,7 @@ class Sequencer(wiring.Component):
                 m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
                              wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1)]
                 with m.If(lastq):
-                    m.d.sync += [self.ts.eq(self.ts + 1),
+                    m.d.sync += [self.ts.eq(self.ts + 1), tsm1.eq(tsm1 + 1),
                                  sc.eq(Mux(sc == Sm1, 0, sc + 1)), gqq1.eq(gq1)]
                     with m.If(sc == Sm1):
                         m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q),
@@ -216,8 +152,6 @@ class Sequencer(wiring.Component):
         k = Signal(range(cfg.window + 1))
         ox, x = Signal(cw), Signal(self.abits)
         done = Signal()
-        # done's next state (go's flag is computed from it)
-        self._init_done_n = Mux(self.start, 0, done | (self.run & (k == cfg.window - 1)))
         with m.If(self.start):
             m.d.sync += [k.eq(0), ox.eq(0), x.eq(0), done.eq(0)]
         with m.Elif(~done & self.run):
