@@ -213,7 +213,7 @@ class SpmvEngine(wiring.Component):
 
         cols_in, cols_left, more, be, done = self._compute(m, pes, in_compute, cbank)
 
-        k_lane, k_div, rows_left, rows_more, dv, ofifo, clr = self._drain(
+        k_lane, k_div, rows_left, rows_more, dv_any, ofifo, clr = self._drain(
             m, pes, maps, in_drain, state == INIT, mbank)
 
         # ---- tile controller: initial clear / compute (next block loads) / drain
@@ -239,7 +239,7 @@ class SpmvEngine(wiring.Component):
                         m.d.comb += release.eq(1)
                         m.d.sync += state.eq(IDLE)
             with m.Case(DRAIN):
-                with m.If(~rows_more & ~Cat(*dv).any() & ~ofifo.o.valid):
+                with m.If(~rows_more & ~dv_any & ~ofifo.o.valid):
                     m.d.comb += release.eq(1)
                     m.d.sync += [state.eq(IDLE), mbank.eq(~mbank)]
         return m
@@ -407,7 +407,8 @@ class SpmvEngine(wiring.Component):
 
     def _drain(self, m, pes, maps, in_drain, in_init, mbank):
         """The drain pipeline and the result FIFO (``o``), the clear after reset; returns
-        the row counters, the drain valid bits, the result FIFO and the clear address."""
+        the row counters, "a drain valid bit is set" (a register), the result FIFO and the
+        clear address."""
         cfg = self.cfg
         P, R, L, B, D = cfg.pes, cfg.rows_per_pe, cfg.w_lanes, cfg.tree_levels, cfg.drain_lanes
         rb = index_bits(cfg.lane_rows)
@@ -483,6 +484,11 @@ class SpmvEngine(wiring.Component):
         m.d.comb += ofifo.i.valid.eq(dv[-1])
         m.d.sync += [v.eq(u) for v, u in zip(dv[1:], dv)]
         m.d.sync += [dv[0].eq(issue), lane0.eq(k_lane), lane1.eq(lane0)]
+        # "a drain valid bit is set", a register (= Cat(*dv).any() in every clock: the bits
+        # of the next clock are issue and dv[:-1]), so the drain's end reaches `release`
+        # and the bank flags from registers (clock rate)
+        dv_any = Signal(name="drain_any")
+        m.d.sync += dv_any.eq(issue | Cat(*dv[:-1]).any())
         m.d.sync += [q.eq(map_r.data) for q, (_, map_r) in zip(map_q, maps)]
         with m.If(issue):
             if D > 1:
@@ -497,7 +503,7 @@ class SpmvEngine(wiring.Component):
                     m.d.sync += k_lane.eq(k_lane + 1)
             elif D == 1:
                 m.d.sync += k_div.eq(k_div + 1)
-        return k_lane, k_div, rows_left, rows_more, dv, ofifo, clr
+        return k_lane, k_div, rows_left, rows_more, dv_any, ofifo, clr
 
     def _collect(self, m, vals, tag):
         """The registered 4-way OR tree over ``vals`` (``max(1, reduce_levels)`` levels
