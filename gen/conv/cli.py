@@ -147,17 +147,21 @@ def _setup(args):
     return cfg, layer, plan, x, w, outputs, rq
 
 
-def _check_model(records, plan, cfg: BankedConfig, seed: int) -> bool:
-    """Every job's bench record (start, first input beat, last output beat) equals the
-    exact shell model (:func:`banked_shell_cycle_model`) at full rate (with the stage, every
-    job loads its channels' biases)."""
+def _model_cycles(records, plan, cfg: BankedConfig, seed: int) -> int:
+    """The jobs' end-to-end cycles by the exact shell model (:func:`banked_shell_cycle_model`)
+    at full rate (with the stage, every job loads its channels' biases); exits with an
+    internal error unless every job's bench record (start, first input beat, last output
+    beat) equals the model's."""
     from gen.core.sim import axi_ports
     from hdl.conv.banked.shell import banked_shell_ports
     sources, sinks = axi_ports(*banked_shell_ports(cfg), seed=seed)
     model = banked_shell_cycle_model(plan.jobs, cfg, {p: pat for p, _, pat in sources + sinks},
                                      bias_loads=[bool(cfg.rq_width)] * len(plan.jobs))
     keys = ("start_ack", "first_in", "end")
-    return all(all(rec[k] == pred[k] for k in keys) for (_st, rec), pred in zip(records, model))
+    if not all(all(rec[k] == pred[k] for k in keys) for (_st, rec), pred in zip(records, model)):
+        raise SystemExit("spnn: internal error: the shell's cycles differ from the exact "
+                         "shell model (gen.conv.banked.shell_cycles)")
+    return sum(pred["end"] - pred["first_in"] + 1 for pred in model)
 
 
 def run(args) -> int:
@@ -184,12 +188,9 @@ def run(args) -> int:
         bad = np.argwhere(y != golden)[0]
         raise SystemExit(f"spnn: internal error: RTL differs from the golden model at "
                          f"{tuple(int(i) for i in bad)}")
-    matches_model = _check_model(records, plan, cfg, args.seed)
-    if not matches_model:
-        raise SystemExit("spnn: internal error: the shell's cycles differ from the exact "
-                         "shell model (gen.conv.banked.shell_cycles)")
+    model_cycles = _model_cycles(records, plan, cfg, args.seed)
     y = y if x.ndim == 4 else y[0]
-    report = _report(args, cfg, layer, plan, records, y, rq)
+    report = _report(args, cfg, layer, plan, records, y, rq, model_cycles)
     outputs.npy(args.out, y)
     outputs.json(args.report, report)
     outputs.commit()
@@ -202,7 +203,7 @@ def run(args) -> int:
     return 0
 
 
-def _report(args, cfg, layer, plan, records, y, rq) -> dict:
+def _report(args, cfg, layer, plan, records, y, rq, model_cycles) -> dict:
     cycles = sum(rec["end"] - rec["first_in"] + 1 for _st, rec in records)
     busy = sum(st[0] for st, _rec in records)
     issued = sum(st[1] for st, _rec in records)
@@ -228,7 +229,7 @@ def _report(args, cfg, layer, plan, records, y, rq) -> dict:
         busy_mac_cycles=busy, compute_cycles=issued, compute_utilisation=busy / (cells * issued),
         jobs=len(plan.jobs), n_per_pass=[j.n for j in plan.jobs],
         model_cycles_back_to_back=plan.cycles,
-        end_to_end_model_cycles=cycles,
+        end_to_end_model_cycles=model_cycles,
         job_cycles=[rec["end"] - rec["first_in"] + 1 for _st, rec in records],
         buffers={"feat_depth": cfg.feat_depth, "weight_depth": cfg.weight_depth,
                  "out_depth": cfg.out_depth, "banks": cfg.nb},

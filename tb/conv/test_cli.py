@@ -43,6 +43,7 @@ def test_cli_run(tmp_path, capsys):
         assert r["block"] == "conv" and r["array"] == "8x4" and r["interface"] == "axi"
         assert r["rtl_matches_golden"] is True and r["rtl_matches_model"] is True
         assert r["end_to_end_cycles"] == r["cycles"] == sum(r["job_cycles"])
+        assert r["end_to_end_model_cycles"] == r["cycles"]        # the shell model's own sum
         assert r["cycles"] >= r["roofline_cycles"] >= r["compute_bound_cycles"]
         macs = 10 * 27 * 7 * 6
         assert r["macs"] == macs and r["compute_bound_cycles"] == -(-macs // 32)
