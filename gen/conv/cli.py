@@ -5,7 +5,7 @@ shell (:class:`hdl.conv.banked.shell.BankedShell`), planned by
 
 import numpy as np
 
-from gen.conv.banked import BankedConfig, plan_layer, run_plan, seed_banked
+from gen.conv.banked import COPIES, BankedConfig, plan_layer, run_plan, seed_banked
 from gen.conv.banked.shell_cycles import banked_shell_cycle_model
 from gen.conv.cli_common import array_arg, check_codes, load_layer_arrays
 from gen.conv.config import ConvLayer
@@ -74,7 +74,7 @@ def add_arguments(parser):
                         help="remainder | naive (default remainder: up to --copies copies "
                         "of a part's channels on the rows; naive: one copy)")
     parser.add_argument("--copies", default="2", metavar="N",
-                        help="the most copies a part may use, 1, 2 or 4 (default 2)")
+                        help="the most copies a part may use, 1, 2, 4 or 8 (default 2)")
     parser.add_argument("--data-width", default="8", help="feature bits, signed (default 8)")
     parser.add_argument("--weight-width", default="8", help="weight bits, signed (default 8)")
     parser.add_argument("--bus-words", default=None, metavar="N",
@@ -96,9 +96,9 @@ def _options(args) -> dict:
     if args.mapping not in MAPPINGS:
         raise SpnnError(f"--mapping must be one of {', '.join(MAPPINGS)}, not "
                         f"{args.mapping!r}")
-    copies = int_arg(args.copies, "--copies", 1, 4)
-    if copies == 3:
-        raise SpnnError("--copies must be 1, 2 or 4, not 3")
+    copies = int_arg(args.copies, "--copies", 1, 8)
+    if copies not in COPIES:
+        raise SpnnError(f"--copies must be 1, 2, 4 or 8, not {args.copies}")
     bus = 4 if args.bus_words is None else int_arg(args.bus_words, "--bus-words", 1, 32)
     if args.w_lanes is not None and int_arg(args.w_lanes, "--w-lanes", 1, 32) != bus:
         raise SpnnError(f"--w-lanes must equal --bus-words ({bus}): the weight loader takes "

@@ -4,8 +4,8 @@
 Pure Python: the job limits, the host layouts against the golden model through an
 independent walk of the descriptor's address arithmetic (also in the channel-aligned output
 layout of the requantising shell), the requantisation config limits and planner.
-RTL (both simulators): random layers (kernels 1..4, strides 1..3, padding, batches, 1 or 2
-copies, chunks, resident and per-step weights, strips that do not fill the columns),
+RTL (both simulators): random layers (kernels 1..4, strides 1..3, padding, batches, 1, 2, 4
+or 8 copies, chunks, resident and per-step weights, strips that do not fill the columns),
 several jobs back to back: sums == golden exactly, every transfer on c/w/x/o/s on the clock
 the cycle model predicts (full rate and random idle sources / back-pressured outputs),
 statistics == model; directed edges; a reset in the middle of a job.
@@ -27,6 +27,8 @@ CFG_WIDE = BankedConfig(rows=8, cols=4, bus_words=16, copies=4, feat_depth=32,
                         weight_depth=64, out_depth=32)
 CFG_NARROW = BankedConfig(rows=6, cols=4, bus_words=3, copies=1, feat_depth=64,
                           weight_depth=64, out_depth=64)
+CFG_EIGHT = BankedConfig(rows=16, cols=2, bus_words=4, copies=8, feat_depth=64,
+                         weight_depth=64, out_depth=64)
 
 
 def golden(x, w, layer):
@@ -63,8 +65,8 @@ def random_item(rng, cfg, align=None):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(rs=4, segw=8), "strips 4x8 must divide the output map 6x8"),
     (dict(rs=2, segw=8, R=3), "R=3 must divide Oc=4"),
-    (dict(rs=2, segw=8, n=3), "n must be one of 1, 2, 4 and at most 2, not 3"),
-    (dict(rs=2, segw=8, n=4), "n must be one of 1, 2, 4 and at most 2, not 4"),
+    (dict(rs=2, segw=8, n=3), "n must be one of 1, 2, 4, 8 and at most 2, not 3"),
+    (dict(rs=2, segw=8, n=4), "n must be one of 1, 2, 4, 8 and at most 2, not 4"),
 ])
 def test_job_limits(kwargs, message):
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
@@ -272,7 +274,8 @@ def check_rtl(items, cfg, sim, *, valid=None, ready=None, name="banked"):
 
 @pytest.mark.parametrize("cfg, seed, valid, ready", [
     (CFG, 1, None, None), (CFG, 2, 0.7, 0.6), (CFG_WIDE, 3, None, 0.3),
-    (CFG_WIDE, 4, 0.4, None), (CFG_NARROW, 5, 0.8, 0.8), (CFG_NARROW, 6, None, None)])
+    (CFG_WIDE, 4, 0.4, None), (CFG_NARROW, 5, 0.8, 0.8), (CFG_NARROW, 6, None, None),
+    (CFG_EIGHT, 7, None, None), (CFG_EIGHT, 8, 0.6, 0.5)])
 def test_rtl_random_jobs(sim, cfg, seed, valid, ready):
     """Five random jobs back to back: sums, every transfer's clock and the statistics."""
     rng = np.random.default_rng(seed)
@@ -367,8 +370,9 @@ def test_rtl_planned_layer(sim, layer, jobs):
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"copies": 3}, "copies must be 1, 2 or 4, not 3"),
+    ({"copies": 3}, "copies must be 1, 2, 4 or 8, not 3"),
     ({"rows": 2, "copies": 4}, "copies must be at most rows (2), not 4"),
+    ({"rows": 4, "copies": 8}, "copies must be at most rows (4), not 8"),
     ({"feat_depth": 100}, "feat_depth must be a power of two >= 2, not 100"),
     ({"out_depth": 1}, "out_depth must be a power of two >= 2, not 1"),
     ({"bus_words": 33}, "bus_words must be 1..32, not 33"),

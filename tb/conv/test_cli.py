@@ -122,7 +122,7 @@ def test_cli_requant(tmp_path):
     ("ok", ["--mapping", "seed"], "--mapping must be one of naive, remainder, not 'seed'"),
     ("ok", ["--stride", "0"], "--stride must be between 1 and 7, not 0"),
     ("ok", ["--stride", "8"], "--stride must be between 1 and 7, not 8"),
-    ("ok", ["--copies", "3"], "--copies must be 1, 2 or 4, not 3"),
+    ("ok", ["--copies", "3"], "--copies must be 1, 2, 4 or 8, not 3"),
     ("ok", ["--array", "2x4", "--copies", "4"], "copies must be at most rows (2), not 4"),
     ("ok", ["--bus-words", "33"], "--bus-words must be between 1 and 32, not 33"),
     ("ok", ["--bus-words", "8", "--w-lanes", "4"], "--w-lanes must equal --bus-words (8)"),

@@ -3,7 +3,7 @@
 
 A **job** is one descriptor: ``G`` channel groups x ``S`` strips x ``Q`` input-channel
 chunks, run as steps in that order (:func:`steps`).  A group is ``R`` output channels,
-computed by ``n`` copies (1, 2 or 4; ``n R`` array rows, physical row ``r n + g`` computes
+computed by ``n`` copies (1, 2, 4 or 8; ``n R`` array rows, physical row ``r n + g`` computes
 channel ``r`` for copy ``g``).  A strip is ``rs`` output rows x ``segw`` output columns of
 one image (the host cuts the input window with its halo); its ``P = rs segw`` positions, in
 raster order, run ``n cols`` at a time (a **round**: copy ``g`` takes the positions
@@ -44,9 +44,13 @@ import numpy as np
 
 from gen.conv.config import ConvLayer
 
-__all__ = ["BankedConfig", "BankedJob", "make_job", "feature_set_words", "steps", "descriptor_fields",
+__all__ = ["COPIES", "BankedConfig", "BankedJob", "make_job", "feature_set_words", "steps", "descriptor_fields",
            "descriptor_widths",
            "descriptor_value", "weight_beats", "feature_beats", "assemble", "strip_origins"]
+
+
+#: The copy counts the array supports (``n = 2^nl``, ``nl`` a 2-bit descriptor field).
+COPIES = (1, 2, 4, 8)
 
 
 def _pow2(v: int) -> bool:
@@ -61,7 +65,7 @@ class BankedConfig:
     ``nb`` (the smallest power of two >= ``copies x cols`` and ``bus_words``) feature banks
     and output banks per set; ``feat_depth`` / ``out_depth`` words per bank and set,
     ``weight_depth`` words per row and set (two sets each: one computes while the other
-    loads); ``copies`` (1, 2 or 4) the most copies a job may use.
+    loads); ``copies`` (1, 2, 4 or 8) the most copies a job may use.
 
     ``rq_width``: 0 (default) the shell's ``m_axis_o`` carries the exact sums; 2..32 the
     shell requantises them (:class:`hdl.lib.requant.RequantStage`: bias, multiply-shift
@@ -94,8 +98,8 @@ class BankedConfig:
             if not _pow2(getattr(self, name)) or getattr(self, name) < 2:
                 raise ValueError(f"{name} must be a power of two >= 2, not "
                                  f"{getattr(self, name)}")
-        if self.copies not in (1, 2, 4):
-            raise ValueError(f"copies must be 1, 2 or 4, not {self.copies}")
+        if self.copies not in COPIES:
+            raise ValueError(f"copies must be 1, 2, 4 or 8, not {self.copies}")
         if self.copies > self.rows:
             raise ValueError(f"copies must be at most rows ({self.rows}), not {self.copies}")
         for name, lo, hi in (("data_width", 2, 18), ("weight_width", 2, 18),
@@ -373,9 +377,9 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if not (0 <= oc0 and 1 <= oc and oc0 + oc <= layer.oc):
         raise ValueError(f"channels {oc0} .. {oc0 + oc - 1} are not within Oc={layer.oc}")
     if n is None:
-        n = max(k for k in (1, 2, 4) if k <= cfg.copies and (k == 1 or k * oc <= cfg.rows))
-    if n not in (1, 2, 4) or n > cfg.copies:
-        raise ValueError(f"n must be one of 1, 2, 4 and at most {cfg.copies}, not {n}")
+        n = max(k for k in COPIES if k <= cfg.copies and (k == 1 or k * oc <= cfg.rows))
+    if n not in COPIES or n > cfg.copies:
+        raise ValueError(f"n must be one of 1, 2, 4, 8 and at most {cfg.copies}, not {n}")
     if R is None:
         R = min(oc, cfg.rows // n)
     if not 1 <= R <= cfg.rows // n or oc % R:

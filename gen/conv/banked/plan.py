@@ -23,7 +23,7 @@ rows again for every strip); ``roofline`` = the larger bound.
 from dataclasses import dataclass
 
 from gen.conv.banked.cycles import run_cycles
-from gen.conv.banked.job import BankedConfig, feature_set_words, make_job
+from gen.conv.banked.job import COPIES, BankedConfig, feature_set_words, make_job
 from gen.conv.config import ConvLayer
 
 __all__ = ["BankedPlan", "plan_layer", "run_plan", "seed_banked"]
@@ -98,7 +98,7 @@ def _timing(jobs, cfg):
 def _parts(layer, cfg):
     """Channel splittings: ``[(oc0, oc, n, R)]`` each."""
     out = []
-    ns = [k for k in (1, 2, 4) if k <= cfg.copies]
+    ns = [k for k in COPIES if k <= cfg.copies]
     for n in ns:
         R = min(layer.oc, cfg.rows // n)
         main = layer.oc // R * R

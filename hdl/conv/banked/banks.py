@@ -166,7 +166,7 @@ class WeightBanks(wiring.Component):
         waddr2, raddr1, raddr = Signal(cfg.wbits), Signal(cfg.wbits), Signal(cfg.wbits)
         m.d.sync += [waddr.eq(self.w_addr), waddr2.eq(waddr), raddr1.eq(self.r_addr),
                      raddr.eq(raddr1)]
-        logs = [k for k in range(3) if 1 << k <= cfg.copies]
+        logs = [k for k in range(4) if 1 << k <= cfg.copies]
         for r in range(cfg.rows):
             mem = m.submodules[f"w{r}"] = Memory(shape=word, depth=2 * cfg.weight_depth,
                                                  init=[])

@@ -50,7 +50,7 @@ class MacGrid(wiring.Component):
         cfg = self.cfg
         m = Module()
         acc_t = signed(cfg.acc_width)
-        logs = [k for k in range(3) if 1 << k <= cfg.copies]
+        logs = [k for k in range(4) if 1 << k <= cfg.copies]
         # t + 1: operands, t + 2: partial-product pairs, t + 3: product, t + 4: sum
         flags = [self.v, self.first, self.v & self.last]
         for i in range(3):
