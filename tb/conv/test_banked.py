@@ -45,14 +45,15 @@ def random_item(rng, cfg, align=None):
         oc = int(rng.choice([1, 2, 3, 4, 6, 8]))
         ic = int(rng.integers(1, 5))
         layer = ConvLayer(oc, ic, int(rng.integers(k, 10)), int(rng.integers(k, 12)), k, k,
-                          s, p, int(rng.integers(1, 3)))
+                          s, p, int(rng.integers(1, 4)))
         rs = int(rng.choice([d for d in range(1, layer.ho + 1) if layer.ho % d == 0]))
         segw = int(rng.choice([d for d in range(1, layer.wo + 1) if layer.wo % d == 0]))
         kk = ic * k * k
         res = bool(rng.integers(0, 2)) if kk <= 2 * cfg.weight_depth else False
         try:
+            fold = int(rng.choice([f for f in (1, 2, 3) if layer.batch % f == 0]))
             job = make_job(layer, cfg, rs=rs, segw=segw, icq=int(rng.integers(1, ic + 1)),
-                           resident=res, align=align)
+                           resident=res, align=align, fold=fold)
         except ValueError:
             continue
         x = rng.integers(-128, 128, (layer.batch, ic, layer.h, layer.w))
@@ -98,14 +99,23 @@ def _walk(x, w, job, cfg):
     osets = [np.zeros(MO + 1, np.int64) for _ in range(2)]
     xb, wb = iter(feature_beats(x, job, cfg)), iter(weight_beats(w, job))
     n, R, Q = 1 << d["nl"], d["R"], d["Q"]
-    init = [(k % d["segw"], k // d["segw"] * d["mx"]) for k in range(wd)]
+    # per window column: its column and row minus the thresholds, its rows / images below
+    # column 0 in bank addresses (row carries mx, image carries ex more)
+    init = [(k % d["segw"], k // d["segw"] % d["rs"],
+             k // d["segw"] * d["mx"] + k // (d["segw"] * d["rs"]) * d["ex"])
+            for k in range(wd)]
     out, ts = [], 0
     for i, g, t, q in steps(job):
         last = q == Q - 1
+        row = 0
         for r in range(((d["xbl"] if last else d["xbq"])) // d["bpr"]):
             for j in range(d["bpr"]):
                 for k, v in enumerate(next(xb)):
-                    fsets[i % 2][(r * d["D"] + j * bw + k) & M] = v
+                    fsets[i % 2][(row + j * bw + k) & M] = v
+            # the next row: D on, or at an image's last row (but the channel's last) ipj
+            img_end = r % d["hrows"] == d["hrows"] - 1
+            last_img = r // d["hrows"] % d["fold"] == d["fold"] - 1
+            row += d["ipj"] if img_end and not last_img else d["D"]
         if d["res"]:
             wbase = q * d["kq"]
         else:
@@ -117,15 +127,18 @@ def _walk(x, w, job, cfg):
                         ch = j * bw + k
                         if ch < R:
                             wmem[ch * n:(ch + 1) * n, wbase + a] = v
-        f0, ox, xs = 0, [o for o, _x in init], [x for _o, x in init]
+        f0 = 0
+        ox, oy, xs = ([v[j] for v in init] for j in range(3))
         for rd in range(d["rounds"]):
             if rd:
-                w0 = ox[0] >= d["thr"]
-                f0 = (f0 + (d["fwrap"] if w0 else d["fstep"])) & M
+                c = [(ox[k] >= d["thr"], oy[k] + (ox[k] >= d["thr"]) >= d["ythr"])
+                     for k in range(wd)]
+                f0 = (f0 + d[("fstep", "fwrap", "fimg", "fimgw")[c[0][0] + 2 * c[0][1]]]) & M
                 for k in range(wd):
-                    wk = ox[k] >= d["thr"]
+                    wk, ik = c[k]
                     ox[k] = (ox[k] + (d["rwrap"] if wk else d["rstep"])) & MC
-                    xs[k] += (d["mx"] if wk and not w0 else -d["mx"] if w0 and not wk else 0)
+                    oy[k] = oy[k] + d["ystep"] + wk - (d["rs"] if ik else 0)
+                    xs[k] += (wk - c[0][0]) * d["mx"] + (ik - c[0][1]) * d["ex"]
             nv = d["lastw"] if rd == d["rounds"] - 1 else d["W"]
             acc = np.zeros((cfg.rows, cols), np.int64)
             off, kx, ky, px, py = 0, 0, 0, 0, 0
@@ -181,11 +194,12 @@ def test_aligned_layout_walk(seed):
         assert sum(job.beat_words()) == job.E and len(job.beat_words()) == job.obeats
         want = golden(x, w, job.layer)
         np.testing.assert_array_equal(_walk(x, w, job, cfg), want)
-        flat = [want[b, job.oc0 + g * job.R + r, y0:y0 + job.rs, x0:x0 + job.segw].ravel()
+        f = job.fold
+        flat = [want[b:b + f, job.oc0 + g * job.R + r, y0:y0 + job.rs, x0:x0 + job.segw].ravel()
                 for g in range(job.G) for b, y0, x0 in job.strips for r in range(job.R)]
         mask = np.zeros(want.shape, bool)
         for b, y0, x0 in job.strips:
-            mask[b, :, y0:y0 + job.rs, x0:x0 + job.segw] = True
+            mask[b:b + f, :, y0:y0 + job.rs, x0:x0 + job.segw] = True
         np.testing.assert_array_equal(
             assemble(np.concatenate(flat), job, padded=False), np.where(mask, want, 0))
         padded = np.concatenate([np.pad(f, (0, cb * bw - job.P)) for f in flat])
@@ -425,3 +439,23 @@ def test_shell_job_cycles_is_the_shell_model(cfg, rq_width):
                                        bias_loads=[bool(rq_width)] * len(jobs))
     for k, (job, rec) in enumerate(zip(jobs, records)):
         assert shell_job_cycles(job, shell) == rec["end"] - rec["first_in"] + 1, k
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_WIDE], ids=["b4", "b16"])
+def test_rtl_folded_images(sim, cfg):
+    """Strips over several images (``fold``): rounds that cross images with a column carry,
+    with none, several images in one round (``W`` > an image's positions), a stride-2
+    layer in half-map strips, per-step weights; with back-pressure."""
+    rng = np.random.default_rng(21)
+    layers = [
+        (ConvLayer(2, 2, 7, 7, 3, 3, 1, 1, 4), dict(rs=7, segw=7, icq=1, fold=2)),
+        (ConvLayer(3, 1, 2, 2, 1, 1, 1, 0, 6), dict(rs=2, segw=2, fold=3, n=1)),
+        (ConvLayer(4, 2, 8, 5, 3, 3, 2, 1, 2), dict(rs=2, segw=3, fold=2, resident=False)),
+        (ConvLayer(2, 3, 3, 5, 2, 2, 1, 0, 3), dict(rs=1, segw=4, fold=3, icq=2)),
+    ]
+    items = []
+    for layer, kw in layers:
+        job = make_job(layer, cfg, **kw)
+        items.append((rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w)),
+                      rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
+    check_rtl(items, cfg, sim, valid=0.8, ready=0.7, name="fold")

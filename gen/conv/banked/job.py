@@ -204,11 +204,17 @@ class BankedJob:
     bw_: int = 0
     nb_: int = 0
     align: bool = False
+    fold: int = 1
+
+    @property
+    def PI(self):
+        """Output positions of one image's part of a strip."""
+        return self.rs * self.segw
 
     @property
     def P(self):
-        """Output positions of one strip."""
-        return self.rs * self.segw
+        """Output positions of one strip (``fold`` images)."""
+        return self.fold * self.PI
 
     @property
     def W(self):
@@ -247,9 +253,17 @@ class BankedJob:
         return wr + (self.segw - wr) % self.nb_
 
     @property
+    def IP(self):
+        """Image pitch within a channel: the smallest ``>= s Hs D`` that equals ``rs D``
+        modulo ``nb`` (so a strip's positions stay in consecutive banks across images)."""
+        wr = self.layer.stride * self.Hs * self.D
+        return wr + (self.rs * self.D - wr) % self.nb_
+
+    @property
     def CPf(self):
-        """Feature words of one input channel."""
-        return self.layer.stride * self.Hs * self.D
+        """Feature words of one input channel: ``fold`` images at a pitch of ``IP``, the
+        last one's ``s Hs`` rows."""
+        return (self.fold - 1) * self.IP + self.layer.stride * self.Hs * self.D
 
     def k_of(self, q: int) -> int:
         """Beats per tile of chunk ``q``."""
@@ -264,7 +278,7 @@ class BankedJob:
     def xbeats(self, q: int) -> int:
         """Feature beats of one step of chunk ``q``."""
         ic = self.icq if q < self.Q - 1 else self.icl
-        return ic * self.layer.stride * self.Hs * self.bpr
+        return ic * self.fold * self.layer.stride * self.Hs * self.bpr
 
     @property
     def wgroup(self):
@@ -324,7 +338,7 @@ class BankedJob:
     def feature_words(self):
         """Input words the job's strips need (every group again, each strip's halo rows
         again), without the phase order's and the beats' padding."""
-        return self.G * self.S * self.layer.ic * self.rin * self.segin
+        return self.G * self.S * self.fold * self.layer.ic * self.rin * self.segin
 
     @property
     def macs(self):
@@ -342,30 +356,37 @@ class BankedJob:
 
 
 def feature_set_words(layer: ConvLayer, cfg: BankedConfig, rs: int, segw: int,
-                      icq: int) -> int:
+                      icq: int, fold: int = 1) -> int:
     """Words of a feature set that a step of ``icq`` channels of an ``rs x segw`` strip
-    occupies: its ``icq s Hs`` rows at a pitch of ``D`` words, the last one whole beats."""
+    of ``fold`` images occupies: per channel ``fold`` images at a pitch of ``IP``, each
+    ``s Hs`` rows at a pitch of ``D`` words, the last row whole beats."""
     s = layer.stride
     rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
     wr = s * -(-segin // s)
-    rows = icq * s * -(-rin // s)
-    return (rows - 1) * (wr + (segw - wr) % cfg.nb) + -(-wr // cfg.bus_words) * cfg.bus_words
+    D = wr + (segw - wr) % cfg.nb
+    hr = s * -(-rin // s)
+    ip = hr * D + (rs * D - hr * D) % cfg.nb
+    cpf = (fold - 1) * ip + hr * D
+    return ((icq - 1) * cpf + (fold - 1) * ip + (hr - 1) * D
+            + -(-wr // cfg.bus_words) * cfg.bus_words)
 
 
-def strip_origins(layer: ConvLayer, rs: int, segw: int) -> tuple:
+def strip_origins(layer: ConvLayer, rs: int, segw: int, fold: int = 1) -> tuple:
     """The strips of a whole layer, in ``(image, oy0, ox0)`` raster order (``rs`` must divide
-    ``Ho`` and ``segw`` divide ``Wo``)."""
-    return tuple((b, y, x) for b in range(layer.batch) for y in range(0, layer.ho, rs)
-                 for x in range(0, layer.wo, segw))
+    ``Ho``, ``segw`` divide ``Wo`` and ``fold`` the batch; a strip holds the images
+    ``image .. image + fold - 1``)."""
+    return tuple((b, y, x) for b in range(0, layer.batch, fold)
+                 for y in range(0, layer.ho, rs) for x in range(0, layer.wo, segw))
 
 
 def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: int | None = None,
              n: int | None = None, R: int | None = None, resident: bool | None = None,
              strips=None, oc0: int = 0, oc: int | None = None,
-             align: bool | None = None) -> BankedJob:
+             align: bool | None = None, fold: int = 1) -> BankedJob:
     """A job of ``layer`` on ``cfg``: output channels ``oc0 .. oc0 + oc - 1`` (default all)
-    in groups of ``R``, the strips ``strips`` (``(image, oy0, ox0)`` of ``rs x segw`` output
-    positions each; default: the whole layer, :func:`strip_origins`); ``align`` the
+    in groups of ``R``, the strips ``strips`` (``(image, oy0, ox0)``: ``rs x segw`` output
+    positions of each of the images ``image .. image + fold - 1``; default: the whole
+    layer, :func:`strip_origins`); ``align`` the
     channel-aligned output layout (default and required with ``cfg.rq_width`` > 0, whose
     stage then needs the job's ``G R`` biases within ``rq_depth``).  Raises ``ValueError``
     naming the limit a choice breaks."""
@@ -384,16 +405,21 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
         R = min(oc, cfg.rows // n)
     if not 1 <= R <= cfg.rows // n or oc % R:
         raise ValueError(f"R={R} must divide Oc={oc} and fit {cfg.rows} rows {n} times")
+    if not isinstance(fold, int) or not 1 <= fold <= layer.batch:
+        raise ValueError(f"fold must be 1..{layer.batch} (the batch), not {fold!r}")
     if strips is None:
         if layer.ho % rs or layer.wo % segw:
             raise ValueError(f"strips {rs}x{segw} must divide the output map "
                              f"{layer.ho}x{layer.wo}")
-        strips = strip_origins(layer, rs, segw)
+        if layer.batch % fold:
+            raise ValueError(f"fold {fold} must divide the batch {layer.batch}")
+        strips = strip_origins(layer, rs, segw, fold)
     strips = tuple(tuple(int(v) for v in t) for t in strips)
     for b, y, x in strips:
-        if not (0 <= b < layer.batch and 0 <= y and y + rs <= layer.ho and 0 <= x
-                and x + segw <= layer.wo):
-            raise ValueError(f"strip {(b, y, x)} of {rs}x{segw} is outside the output maps")
+        if not (0 <= b and b + fold <= layer.batch and 0 <= y and y + rs <= layer.ho
+                and 0 <= x and x + segw <= layer.wo):
+            raise ValueError(f"strip {(b, y, x)} of {rs}x{segw} x {fold} images is outside "
+                             f"the output maps")
     if not strips:
         raise ValueError("a job needs at least one strip")
     icq = layer.ic if icq is None else icq
@@ -401,7 +427,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
         raise ValueError(f"icq must be 1..{layer.ic}, not {icq}")
     kk = layer.kh * layer.kw
     job = BankedJob(layer, n, R, oc // R, rs, segw, icq, False, strips, oc0=oc0,
-                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb, align=align)
+                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb, align=align, fold=fold)
     if cfg.rq_width and oc > cfg.rq_depth:
         raise ValueError(f"the requantisation stage holds {cfg.rq_depth} biases (rq_depth), "
                          f"not the job's {oc} channels")
@@ -417,7 +443,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if not resident and icq * kk > cfg.weight_depth:
         raise ValueError(f"a chunk of {icq} channels needs {icq * kk} weight words per row, "
                          f"more than weight_depth = {cfg.weight_depth}")
-    fw = feature_set_words(layer, cfg, rs, segw, icq)
+    fw = feature_set_words(layer, cfg, rs, segw, icq, fold)
     if fw > cfg.nb * cfg.feat_depth:
         raise ValueError(f"a step's features need {fw} words, more than one set's "
                          f"{cfg.nb} x {cfg.feat_depth}")
@@ -458,8 +484,13 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
     offx, offy = _offsets(job)
     xl = offx[-1]
     widths = descriptor_widths(cfg)
-    a, r = divmod(job.W, job.segw)
-    fstep = a * D + r
+    # a round advances W = A PI + a segw + r positions: A images, a rows, r columns (then a
+    # column carry into the row, a row carry into the image)
+    A, rem = divmod(job.W, job.PI)
+    a, r = divmod(rem, job.segw)
+    fstep = A * job.IP + a * D + r
+    ximg = job.IP - job.rs * D                  # an image carry's words beyond a row carry
+    hr = s * job.Hs
     vals = {
         "nl": job.n.bit_length() - 1, "R": job.R, "nR": job.n * job.R, "W": job.W,
         "G": job.G, "S": job.S, "Q": job.Q, "rounds": job.rounds, "lastw": job.lastw,
@@ -469,6 +500,9 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "d_ic": job.CPf - offy[-1] - xl,
         "segw": job.segw, "thr": job.segw - r, "rstep": r, "rwrap": r - job.segw,
         "fstep": fstep, "fwrap": fstep + D - job.segw, "mx": (D - job.segw) // cfg.nb,
+        "rs": job.rs, "ythr": job.rs - a, "ystep": a, "ywrap": a - job.rs,
+        "fimg": fstep + ximg, "fimgw": fstep + D - job.segw + ximg, "ex": ximg // cfg.nb,
+        "hrows": hr, "fold": job.fold, "ipj": job.IP - (hr - 1) * D,
         "cp": job.cp,
         "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1), "wg": job.wgroup,
         "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1), "bpr": job.bpr, "D": job.D,
@@ -476,7 +510,8 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
         "gq": job.G * job.Q, "olast": job.olast,
     }
-    wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap")
+    wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap",
+            "ywrap", "fimg", "fimgw")
     return {k: (vals[k] & ((1 << widths[k]) - 1) if k in wrap else vals[k], widths[k])
             for k in widths}
 
@@ -489,7 +524,9 @@ def descriptor_widths(cfg: BankedConfig) -> dict:
               "lastw": cw, "kq": cw, "kl": cw, "kh": 4, "kw": 4, "s": 3}
     widths.update({k: fb for k in ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic")})
     widths.update({"segw": cw, "thr": cw, "rstep": cw, "rwrap": cw, "fstep": fb, "fwrap": fb,
-                   "mx": max(fab, 1), "cp": ob, "xbq": cw, "xbl": cw, "wg": 6, "wbq": cw + 6,
+                   "mx": max(fab, 1), "rs": cw, "ythr": cw, "ystep": cw, "ywrap": cw,
+                   "fimg": fb, "fimgw": fb, "ex": max(fab, 1), "hrows": cw, "fold": cw,
+                   "ipj": fb, "cp": ob, "xbq": cw, "xbl": cw, "wg": 6, "wbq": cw + 6,
                    "wbl": cw + 6, "bpr": cw, "D": fb, "res": 1, "obeats": cw, "gs": cw,
                    "nsteps": cw, "sq": cw, "gq": cw, "olast": 6})
     return widths
@@ -525,9 +562,10 @@ def feature_beats(x, job: BankedJob, cfg: BankedConfig) -> list:
         b, oy0, ox0 = job.strips[t]
         ic0 = q * job.icq
         ic1 = ic0 + (job.icq if q < job.Q - 1 else job.icl)
-        win = xp[b, ic0:ic1, oy0 * s:oy0 * s + job.rin, ox0 * s:ox0 * s + job.segin]
-        block = np.zeros((ic1 - ic0, s * job.Hs, job.bpr * bw), dtype=np.int64)
-        block[:, rows[:, None], cols[None, :]] = win
+        win = xp[b:b + job.fold, ic0:ic1, oy0 * s:oy0 * s + job.rin,
+                 ox0 * s:ox0 * s + job.segin].transpose(1, 0, 2, 3)
+        block = np.zeros((ic1 - ic0, job.fold, s * job.Hs, job.bpr * bw), dtype=np.int64)
+        block[:, :, rows[:, None], cols[None, :]] = win
         beats += block.reshape(-1, bw).tolist()
     return beats
 
@@ -572,8 +610,8 @@ def assemble(words, job: BankedJob, y=None, padded: bool = True):
     for g in range(job.G):
         for b, oy0, ox0 in job.strips:
             blk = np.array([words[k + r * pitch:k + r * pitch + job.P] for r in range(job.R)])
-            blk = blk.reshape(job.R, job.rs, job.segw)
+            blk = blk.reshape(job.R, job.fold, job.rs, job.segw).transpose(1, 0, 2, 3)
             c0 = job.oc0 + g * job.R
-            y[b, c0:c0 + job.R, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = blk
+            y[b:b + job.fold, c0:c0 + job.R, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = blk
             k += per
     return y

@@ -121,7 +121,9 @@ class WeightLoader(_Loader):
 
 class FeatureLoader(_Loader):
     """Features: per step into set ``step mod 2`` (block ``l`` needs ``fin >= l - 1``), row
-    by row: ``bpr`` beats a row, row ``r`` from flat word ``r D``.
+    by row: ``bpr`` beats a row, rows ``D`` words apart, but ``ipj`` after the last of an
+    image's ``hrows`` rows when another image of the channel follows (channel ``c``, image
+    ``b``, row ``r`` from flat word ``c CPf + b IP + r D``).
 
     Extra outputs (valid with ``en``): ``w_f`` (flat index of lane 0), ``w_set``."""
 
@@ -137,24 +139,29 @@ class FeatureLoader(_Loader):
         cw = cfg.count_width
         q = Signal(cw)
         dn = self.dn
-        Qm1, bprm1, xbqm1, xblm1 = (Signal(cw) for _ in range(4))
+        Qm1, bprm1, xbqm1, xblm1, hrm1, foldm1 = (Signal(cw) for _ in range(6))
         with m.If(self.start):
             m.d.sync += [Qm1.eq(dn.Q - 1), bprm1.eq(dn.bpr - 1), xbqm1.eq(dn.xbq - 1),
-                         xblm1.eq(dn.xbl - 1)]
+                         xblm1.eq(dn.xbl - 1), hrm1.eq(dn.hrows - 1), foldm1.eq(dn.fold - 1)]
         lastq = q == Qm1
         need = Signal(cw)                # the blocks done - 1, a register
         bc, end = self._counts(m, d.nsteps, Mux(lastq, xblm1, xbqm1), need)
         row, f = Signal(cfg.fbits), Signal(cfg.fbits)
-        j = Signal(cw)
+        j, hr, fi = Signal(cw), Signal(cw), Signal(cw)
         with m.If(self.start):
-            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0), need.eq(0)]
+            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0), hr.eq(0), fi.eq(0), need.eq(0)]
         with m.Elif(self.en):
             with m.If(j == bprm1):
-                m.d.sync += [j.eq(0), row.eq(row + d.D), f.eq(row + d.D)]
+                img_end = hr == hrm1
+                pitch = Mux(img_end & (fi != foldm1), d.ipj, d.D)
+                m.d.sync += [j.eq(0), row.eq(row + pitch), f.eq(row + pitch),
+                             hr.eq(Mux(img_end, 0, hr + 1))]
+                with m.If(img_end):
+                    m.d.sync += fi.eq(Mux(fi == foldm1, 0, fi + 1))
             with m.Else():
                 m.d.sync += [j.eq(j + 1), f.eq(f + cfg.bus_words)]
             with m.If(end):
-                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1)),
-                             need.eq(self.done)]
+                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), hr.eq(0), fi.eq(0),
+                             q.eq(Mux(lastq, 0, q + 1)), need.eq(self.done)]
         m.d.comb += [self.w_f.eq(f), self.w_set.eq(self.done[0])]
         return m

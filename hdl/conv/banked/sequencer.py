@@ -142,55 +142,72 @@ class Sequencer(wiring.Component):
         return m
 
     def _init_walk(self, m):
-        """After a descriptor: per window column ``k`` its position in its output row
-        (``k mod segw``) and ``mx (k div segw)``, one column a clock."""
+        """After a descriptor: per window column ``k`` (position ``k`` of the strip) its
+        column minus ``thr``, its row minus ``ythr`` and its rows and images below column 0
+        in bank addresses (``mx`` a row, ``ex`` more an image), one column a clock."""
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
         self.init_oy = [Signal(signed(cw + 1), name=f"ioy{k}") for k in range(cfg.window)]
+        self.init_y = [Signal(signed(cw + 1), name=f"iy{k}") for k in range(cfg.window)]
         self.init_x = [Signal(self.abits, name=f"ix{k}") for k in range(cfg.window)]
         k = Signal(range(cfg.window + 1))
-        ox, x = Signal(cw), Signal(self.abits)
+        ox, oy, x = Signal(cw), Signal(cw), Signal(self.abits)
+        rsm1 = Signal(cw)
         done = Signal()
         with m.If(self.start):
-            m.d.sync += [k.eq(0), ox.eq(0), x.eq(0), done.eq(0)]
+            m.d.sync += [k.eq(0), ox.eq(0), oy.eq(0), x.eq(0), done.eq(0),
+                         rsm1.eq(self.dn.rs - 1)]
         with m.Elif(~done & self.run):
             for c in range(cfg.window):
                 with m.If(k == c):
-                    m.d.sync += [self.init_oy[c].eq(ox - d.thr), self.init_x[c].eq(x)]
+                    m.d.sync += [self.init_oy[c].eq(ox - d.thr), self.init_y[c].eq(oy - d.ythr),
+                                 self.init_x[c].eq(x)]
             wrap = ox == d.segw - 1
-            m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1)), x.eq(Mux(wrap, x + d.mx, x))]
+            iwrap = oy == rsm1
+            m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1))]
+            with m.If(wrap):
+                m.d.sync += [oy.eq(Mux(iwrap, 0, oy + 1)),
+                             x.eq(x + d.mx + Mux(iwrap, d.ex, 0))]
             with m.If(k == cfg.window - 1):
                 m.d.sync += done.eq(1)
         return done
 
     def _walker(self, m, go, rd):
-        """At ``go``: the round's first position (flat feature index ``f0``, column ``ox0``)
-        and per window column its column and rows below column 0 (``xs``); a round
-        advances them by ``W`` positions (``fstep``, or ``fwrap`` when column 0 passes the
-        row end; a column that passes it while column 0 does not is one row further below,
-        and the other way round)."""
+        """At ``go``: the round's first position (flat feature index ``f0``) and per window
+        column its column, row and rows / images below column 0 (``xs``); a round advances
+        them by ``W = A PI + a segw + r`` positions: ``fstep``, ``fwrap`` when column 0
+        passes the row end (a row carry), ``fimg`` when its row passes the image's last
+        (an image carry), ``fimgw`` both; a column that carries while column 0 does not is
+        ``mx`` (a row) or ``ex`` (an image) further below, and the other way round."""
         cfg = self.cfg
         d = self.d
+        cw = cfg.count_width
         f0 = Signal(cfg.fbits)
-        # per column its position in its output row minus thr: non-negative = it wraps
-        oys = [Signal(signed(cfg.count_width + 1), name=f"oy{k}") for k in range(cfg.window)]
+        # per column its column minus thr and its row minus ythr: a column carry when the
+        # column's is non-negative, an image carry when the row's plus the column carry is
+        oys = [Signal(signed(cw + 1), name=f"oy{k}") for k in range(cfg.window)]
+        ys = [Signal(signed(cw + 1), name=f"y{k}") for k in range(cfg.window)]
         xs = [Signal(self.abits, name=f"x{k}") for k in range(cfg.window)]
         wraps = [~oy[-1] for oy in oys]
+        imgs = [~ys[k][-1] | (wraps[k] & (ys[k] == -1)) for k in range(cfg.window)]
         with m.If(go):
             with m.If(rd == 0):
                 m.d.sync += f0.eq(0)
                 for k in range(cfg.window):
-                    m.d.sync += [oys[k].eq(self.init_oy[k]), xs[k].eq(self.init_x[k])]
+                    m.d.sync += [oys[k].eq(self.init_oy[k]), ys[k].eq(self.init_y[k]),
+                                 xs[k].eq(self.init_x[k])]
             with m.Else():
-                m.d.sync += f0.eq(f0 + Mux(wraps[0], d.fwrap, d.fstep))
+                m.d.sync += f0.eq(f0 + Mux(imgs[0], Mux(wraps[0], d.fimgw, d.fimg),
+                                           Mux(wraps[0], d.fwrap, d.fstep)))
                 for k in range(cfg.window):
-                    m.d.sync += oys[k].eq(oys[k] + Mux(wraps[k], d.rwrap.as_signed(),
-                                                       d.rstep))
-                    with m.If(wraps[k] & ~wraps[0]):
-                        m.d.sync += xs[k].eq(xs[k] + d.mx)
-                    with m.Elif(~wraps[k] & wraps[0]):
-                        m.d.sync += xs[k].eq(xs[k] - d.mx)
+                    dm = Mux(wraps[k] == wraps[0], 0, Mux(wraps[k], d.mx, -d.mx))
+                    de = Mux(imgs[k] == imgs[0], 0, Mux(imgs[k], d.ex, -d.ex))
+                    m.d.sync += [oys[k].eq(oys[k] + Mux(wraps[k], d.rwrap.as_signed(),
+                                                        d.rstep)),
+                                 ys[k].eq(ys[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
+                                          + wraps[k]),
+                                 xs[k].eq(xs[k] + dm + de)]
         return f0, xs
 
     def _round(self, m, go, rd, lastrd, lastq, q, i, wres):
