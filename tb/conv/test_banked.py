@@ -251,8 +251,8 @@ def test_planner_with_requant():
     assert sorted({j.oc0 for j in plan.jobs}) == [0, 8]
     covered = np.zeros((layer.batch, layer.oc, layer.ho, layer.wo), int)
     for j in plan.jobs:
-        for b, y0, x0 in j.strips:
-            covered[b, j.oc0:j.oc0 + j.G * j.R, y0:y0 + j.rs, x0:x0 + j.segw] += 1
+        for im, ys, xs in j.regions():
+            covered[im, j.oc0:j.oc0 + j.G * j.R, ys, xs] += 1
     assert (covered == 1).all()
     assert plan.cycles == run_cycles(plan.jobs, rq, record=False)["last_out"] - \
         run_cycles(plan.jobs, rq, record=False)["first_in"] + 1
@@ -431,7 +431,8 @@ def test_shell_job_cycles_is_the_shell_model(cfg, rq_width):
         job = random_item(rng, cfg)[2]
         try:
             jobs.append(make_job(job.layer, shell, rs=job.rs, segw=job.segw, icq=job.icq,
-                                 n=job.n, R=job.R, resident=job.resident, strips=job.strips))
+                                 n=job.n, R=job.R, resident=job.resident, strips=job.strips,
+                                 fold=job.fold))
         except ValueError:
             continue
     sources, sinks = axi_ports(*banked_shell_ports(shell))
@@ -441,21 +442,24 @@ def test_shell_job_cycles_is_the_shell_model(cfg, rq_width):
         assert shell_job_cycles(job, shell) == rec["end"] - rec["first_in"] + 1, k
 
 
-@pytest.mark.parametrize("cfg", [CFG, CFG_WIDE], ids=["b4", "b16"])
+@pytest.mark.parametrize("cfg", [CFG, CFG_WIDE, CFG_EIGHT], ids=["b4", "b16", "c8"])
 def test_rtl_folded_images(sim, cfg):
     """Strips over several images (``fold``): rounds that cross images with a column carry,
     with none, several images in one round (``W`` > an image's positions), a stride-2
-    layer in half-map strips, per-step weights; with back-pressure."""
+    layer in half-map strips, per-step weights, images side by side in the row pitch
+    (``IP < D``, on the 8-copy array); with back-pressure."""
     rng = np.random.default_rng(21)
     layers = [
         (ConvLayer(2, 2, 7, 7, 3, 3, 1, 1, 4), dict(rs=7, segw=7, icq=1, fold=2)),
         (ConvLayer(3, 1, 2, 2, 1, 1, 1, 0, 6), dict(rs=2, segw=2, fold=3, n=1)),
         (ConvLayer(4, 2, 8, 5, 3, 3, 2, 1, 2), dict(rs=2, segw=3, fold=2, resident=False)),
         (ConvLayer(2, 3, 3, 5, 2, 2, 1, 0, 3), dict(rs=1, segw=4, fold=3, icq=2)),
+        (ConvLayer(2, 2, 2, 2, 3, 3, 1, 1, 4), dict(rs=2, segw=2, fold=4, icq=1)),
     ]
     items = []
     for layer, kw in layers:
         job = make_job(layer, cfg, **kw)
         items.append((rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w)),
                       rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
+    assert any(job.IP < job.D for *_xw, job in items) == (cfg is CFG_EIGHT)
     check_rtl(items, cfg, sim, valid=0.8, ready=0.7, name="fold")

@@ -249,15 +249,12 @@ class BankedJob:
     @property
     def D(self):
         """Row pitch: the smallest ``>= s Ws`` that equals ``segw`` modulo ``nb``."""
-        wr = self.layer.stride * self.Ws
-        return wr + (self.segw - wr) % self.nb_
+        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold)[0]
 
     @property
     def IP(self):
-        """Image pitch within a channel: the smallest ``>= s Hs D`` that equals ``rs D``
-        modulo ``nb`` (so a strip's positions stay in consecutive banks across images)."""
-        wr = self.layer.stride * self.Hs * self.D
-        return wr + (self.rs * self.D - wr) % self.nb_
+        """Image pitch within a channel (:func:`_pitches`)."""
+        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold)[1]
 
     @property
     def CPf(self):
@@ -316,6 +313,12 @@ class BankedJob:
             return self.P - (self.cb - 1) * self.bw_
         return self.E - (self.obeats - 1) * self.bw_
 
+    def regions(self):
+        """Per strip, in order, the ``(images, rows, columns)`` slices of the output maps
+        ``(B, Oc, Ho, Wo)`` it computes."""
+        return [(slice(b, b + self.fold), slice(y, y + self.rs), slice(x, x + self.segw))
+                for b, y, x in self.strips]
+
     def beat_words(self) -> list:
         """Sums of each beat of one strip on ``o``."""
         bw = self.bw_
@@ -355,17 +358,31 @@ class BankedJob:
         return self.layer.wo
 
 
+def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int) -> tuple:
+    """``(D, IP, hr, wr)`` of an ``rs x segw`` strip of ``fold`` images: the row pitch
+    ``D``, the smallest ``>= wr = s Ws`` that equals ``segw`` modulo ``nb``; the image
+    pitch ``IP``, which must equal ``rs D`` modulo ``nb`` (then a strip's positions stay in
+    consecutive banks across images): the smallest ``>= wr`` when the images' rows then fit
+    side by side in one row pitch, their beats' padding included (``(fold - 1) IP + bpr bw
+    <= D``: the images share rows), else the smallest ``>= hr D`` (image after image);
+    ``hr = s Hs`` rows an image."""
+    s = layer.stride
+    rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
+    wr = s * -(-segin // s)
+    hr = s * -(-rin // s)
+    D = wr + (segw - wr) % nb
+    ip = wr + (rs * D - wr) % nb
+    if (fold - 1) * ip + -(-wr // bw) * bw > D:
+        ip = hr * D + (rs * D - hr * D) % nb
+    return D, ip, hr, wr
+
+
 def feature_set_words(layer: ConvLayer, cfg: BankedConfig, rs: int, segw: int,
                       icq: int, fold: int = 1) -> int:
     """Words of a feature set that a step of ``icq`` channels of an ``rs x segw`` strip
     of ``fold`` images occupies: per channel ``fold`` images at a pitch of ``IP``, each
-    ``s Hs`` rows at a pitch of ``D`` words, the last row whole beats."""
-    s = layer.stride
-    rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
-    wr = s * -(-segin // s)
-    D = wr + (segw - wr) % cfg.nb
-    hr = s * -(-rin // s)
-    ip = hr * D + (rs * D - hr * D) % cfg.nb
+    ``s Hs`` rows at a pitch of ``D`` words (:func:`_pitches`), the last row whole beats."""
+    D, ip, hr, wr = _pitches(layer, cfg.nb, cfg.bus_words, rs, segw, fold)
     cpf = (fold - 1) * ip + hr * D
     return ((icq - 1) * cpf + (fold - 1) * ip + (hr - 1) * D
             + -(-wr // cfg.bus_words) * cfg.bus_words)
@@ -511,7 +528,7 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "gq": job.G * job.Q, "olast": job.olast,
     }
     wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap",
-            "ywrap", "fimg", "fimgw")
+            "ywrap", "fimg", "fimgw", "ex", "ipj")
     return {k: (vals[k] & ((1 << widths[k]) - 1) if k in wrap else vals[k], widths[k])
             for k in widths}
 

@@ -36,7 +36,7 @@ def seed_banked(rows: int = 128, cols: int = 16, bus_words: int = 16, **kw) -> B
     2048 feature, 128 x 2048 weight, 2 x 32 x 512 output words for 128 x 16, scaled by
     ``rows x cols``), two sets each."""
     scale = rows * cols / (128 * 16)
-    probe = BankedConfig(rows=rows, cols=cols, bus_words=bus_words)
+    probe = BankedConfig(rows=rows, cols=cols, bus_words=bus_words, **kw)
 
     def pow2(words):
         d = 1
@@ -112,20 +112,55 @@ def _parts(layer, cfg):
     return out
 
 
-def _strips(layer, rs, segw):
-    """Strip shapes covering the output maps: ``{(rs, segw): [(image, oy0, ox0)]}``."""
+def _strips(layer, rs, segw, fold=1):
+    """Strip shapes covering the output maps: ``{(rs, segw, fold): [(image, oy0, ox0)]}``
+    (the batch in ``ceil(B / fold)`` groups of images as even as can be: ``fold`` images
+    each, the last few one fewer)."""
+    m = -(-layer.batch // fold)
+    short = m * fold - layer.batch              # groups of fold - 1 images, at the end
+    sizes = [fold] * (m - short) + [fold - 1] * short
     shapes = {}
-    for b in range(layer.batch):
+    for g, f in enumerate(sizes):
+        b = sum(sizes[:g])
         for y in range(0, layer.ho, rs):
             for x in range(0, layer.wo, segw):
-                shape = (min(rs, layer.ho - y), min(segw, layer.wo - x))
+                shape = (min(rs, layer.ho - y), min(segw, layer.wo - x), f)
                 shapes.setdefault(shape, []).append((b, y, x))
     return shapes
 
 
-def _shapes(layer, cfg, R):
-    """Candidate ``(rs, segw, icq, resident)`` of a part with ``R`` channels per group."""
+def _folds(layer, cfg, n, R, rs, segw, cap_o, cap_f):
+    """Candidate image counts of an ``rs x segw`` strip: for a whole output map whose
+    positions leave columns idle in its last round, 1, the most that fit the output and
+    feature sets, the two whose positions fill the rounds best (``W = n cols``) and the
+    best of those that divide the batch (no job of the remaining images); else 1."""
+    W, pi = n * cfg.cols, rs * segw
+    if (rs, segw) != (layer.ho, layer.wo) or pi % W == 0:
+        return [1]                  # taller or wider strips fill the rounds instead
+    fits = [f for f in range(2, layer.batch + 1)
+            if R * f * pi <= cap_o and feature_set_words(layer, cfg, rs, segw, 1, f) <= cap_f]
+    if not fits:
+        return [1]
+
+    def rank(f):
+        return (-f * pi / (-(-f * pi // W) * W), -f)
+    divisors = sorted((f for f in fits if layer.batch % f == 0), key=rank)[:1]
+    return sorted({1, max(fits), *sorted(fits, key=rank)[:2], *divisors})
+
+
+def _rounds(layer, rs, segw, W):
+    """Rounds of one image's strips of ``rs`` rows (the last ``Ho mod rs``) by ``segw``
+    columns, ``W`` positions a round."""
+    full, rest = divmod(layer.ho, rs)
+    return (full * -(-rs * segw // W) + (-(-rest * segw // W) if rest else 0))
+
+
+def _shapes(layer, cfg, n, R):
+    """Candidate ``(rs, segw, icq, resident, fold)`` of a part with ``R`` channels per
+    group run by ``n`` copies: per output row segment the tallest strip that fits, its
+    fractions, and the two heights with the fewest rounds."""
     kk = layer.kh * layer.kw
+    W = n * cfg.cols
     # a strip's R P sums and its padding: the last beat's, or (requantising: the
     # channel-aligned layout) every channel's last beat's
     pad = R * (cfg.bus_words - 1) if cfg.rq_width else cfg.bus_words
@@ -149,12 +184,14 @@ def _shapes(layer, cfg, R):
             continue
         cands = {rmax, -(-layer.ho // -(-layer.ho // rmax))}
         cands |= {max(1, rmax // d) for d in (2, 3, 4, 6, 8, 12, 16)}
+        cands |= set(sorted(range(1, rmax + 1), key=lambda r: (_rounds(layer, r, segw, W), -r))[:2])
         for rs in sorted(cands):
-            icq = min(layer.ic, wmax)
-            while icq > 1 and feature_set_words(layer, cfg, rs, segw, icq) > cap_f:
-                icq -= 1
-            q = -(-layer.ic // icq)
-            out.append((rs, segw, -(-layer.ic // q), resident))
+            for fold in _folds(layer, cfg, n, R, rs, segw, cap_o, cap_f):
+                icq = min(layer.ic, wmax)
+                while icq > 1 and feature_set_words(layer, cfg, rs, segw, icq, fold) > cap_f:
+                    icq -= 1
+                q = -(-layer.ic // icq)
+                out.append((rs, segw, -(-layer.ic // q), resident, fold))
     return out
 
 
@@ -162,12 +199,12 @@ def _part_jobs(layer, cfg, part, shape):
     """A part's jobs for one strip shape; requantising, at most ``rq_depth`` channels (the
     stage's biases) a job."""
     oc0, oc, n, R = part
-    rs, segw, icq, resident = shape
+    rs, segw, icq, resident, fold = shape
     step = max(R, cfg.rq_depth // R * R) if cfg.rq_width else oc
     return [make_job(layer, cfg, rs=r, segw=s, icq=icq, n=n, R=R, resident=resident,
-                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0))
+                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0), fold=f)
             for c0 in range(oc0, oc0 + oc, step)
-            for (r, s), strips in _strips(layer, rs, segw).items()]
+            for (r, s, f), strips in _strips(layer, rs, segw, fold).items()]
 
 
 def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
@@ -185,7 +222,7 @@ def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
         jobs, least = [], {"w": 0, "x": 0, "o": 0}
         for part in parts:
             scored = []
-            for shape in _shapes(layer, cfg, part[3]):
+            for shape in _shapes(layer, cfg, part[2], part[3]):
                 try:
                     pj = _part_jobs(layer, cfg, part, shape)
                 except ValueError:
@@ -218,9 +255,8 @@ def run_plan(x, w, plan: BankedPlan, conv):
         x = x[:, :, ::plan.subsample, ::plan.subsample]
     outs = conv([(x, w, job) for job in plan.jobs])
     for job, part in zip(plan.jobs, outs):
-        for b, oy0, ox0 in job.strips:
-            c0, c1 = job.oc0, job.oc0 + job.G * job.R
-            y[b, c0:c1, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = \
-                part[b, c0:c1, oy0:oy0 + job.rs, ox0:ox0 + job.segw]
+        c0, c1 = job.oc0, job.oc0 + job.G * job.R
+        for im, ys, xs in job.regions():
+            y[im, c0:c1, ys, xs] = part[im, c0:c1, ys, xs]
     return y
 

@@ -62,8 +62,8 @@ def requant_job(y, job: BankedJob, rq, width: int, bias=None) -> np.ndarray:
     b = job_biases(job, src) if src is not None else np.zeros(n, dtype=np.int64)
     out = np.zeros((L.batch, L.oc, L.ho, L.wo), dtype=np.int64)
     c0, c1 = job.oc0, job.oc0 + n
-    for im, oy0, ox0 in job.strips:
-        blk = y[im, c0:c1, oy0:oy0 + job.rs, ox0:ox0 + job.segw]
-        out[im, c0:c1, oy0:oy0 + job.rs, ox0:ox0 + job.segw] = requant_sums(
-            blk, b[:, None, None], mult=rq.mult, shift=rq.shift, width=width, relu=rq.relu)
+    for im, ys, xs in job.regions():
+        out[im, c0:c1, ys, xs] = requant_sums(y[im, c0:c1, ys, xs], b[:, None, None],
+                                              mult=rq.mult, shift=rq.shift, width=width,
+                                              relu=rq.relu)
     return out
