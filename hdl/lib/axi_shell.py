@@ -258,21 +258,29 @@ class AxiShell(wiring.Component):
         unit = "words" if (port.packed and port.group == 1) or port.partial else "beats"
         target = self._job_field(ctl, f"{port.name}_{unit}_count")
         assert (target is None) == (not port.framed), f"{port.name}: framed outputs are counted"
-        count = Signal(32, name=f"{port.name}_count")
         last = Signal(name=f"{port.name}_last")
         sent = Signal(name=f"{port.name}_sent")                     # tlast beat has left
         moved = inner.valid & inner.ready
         # words per transfer: the payload's n on a partial port, else one transfer
         step = inner.payload.n if port.partial else 1
-        if target is not None and port.partial:
+        if port.partial:
+            count = Signal(32, name=f"{port.name}_count")
             m.d.comb += last.eq(count + step >= target)
-        elif target is not None:
-            # a register, "count + 1 == target" kept a transfer ahead: the count's adder
-            # and comparator stay out of the beat and job-end logic (clock rate)
             with m.If(moved):
-                m.d.sync += last.eq(count + 2 == target)
+                m.d.sync += count.eq(count + step)
             with m.If(ctl.start):
-                m.d.sync += last.eq(target == 1)
+                m.d.sync += count.eq(0)
+        elif target is not None:
+            # a register, "the next transfer is the target-th" kept a transfer ahead, from
+            # a down-counter of the transfers left after the next one (``target - 2`` at
+            # the start): the clock's logic is a decrement and a compare with 0 of
+            # registers, no adder in front of a comparator (clock rate); the same bit as
+            # ``count + 2 == target`` of an up-counter, modulo 2**32 alike
+            after = Signal(32, name=f"{port.name}_after", reset_less=True)
+            with m.If(moved):
+                m.d.sync += [last.eq(after == 0), after.eq(after - 1)]
+            with m.If(ctl.start):
+                m.d.sync += [last.eq(target == 1), after.eq(target - 2)]
         if port.packed:
             assert target is not None, f"packed output {port.name} needs {port.name}_words"
             lane, g, w = 8 * port.word_bytes, port.group, port.word_width
@@ -299,13 +307,11 @@ class AxiShell(wiring.Component):
             for k in range(port.words):
                 m.d.comb += bus("tdata").word_select(k, lane).eq(
                     payload[k * port.word_width:(k + 1) * port.word_width])
-        with m.If(moved):
-            m.d.sync += count.eq(count + step)
         event = bus("tvalid") & bus("tready") & bus("tlast")
         with m.If(event):
             m.d.sync += sent.eq(1)
         with m.If(ctl.start):
-            m.d.sync += [count.eq(0), sent.eq(0)]
+            m.d.sync += sent.eq(0)
         if target is None:
             return Const(1), moved, Const(0)
         return (target == 0) | sent | event, moved, bus("tvalid") & ~bus("tready")
@@ -337,7 +343,8 @@ class AxiShell(wiring.Component):
         # the fields registered every clock (they change only by register writes, which
         # end before the start), so the block's descriptor register loads from flip-flops
         # of the shell's own rather than across the register file (clock rate)
-        held = Signal(width, name=f"{port.inner}_fields")
+        # (no reset: loaded every clock, read only under ``pending``, which has one)
+        held = Signal(width, name=f"{port.inner}_fields", reset_less=True)
         m.d.sync += held.eq(payload[:width])
         m.d.comb += [inner.valid.eq(pending), inner.payload.eq(held)]
         with m.If(moved):

@@ -136,10 +136,14 @@ class AxiLiteRegisters(wiring.Component):
                     setter = getattr(self.hw, _port(reg, f) + "_set")
                     m.d.sync += port.eq(port | setter)
 
-        # write channel: hold one address and one data beat, then write and answer
+        # write channel: hold one address and one data beat, then write and answer (the
+        # held beats and the response code have no reset: they are read only while
+        # aw_held, w_held or bvalid, which have one; the reset net stays short)
         aw_held, w_held = Signal(), Signal()
-        aw_addr = Signal(self.regmap.addr_width)
-        w_data, w_strb = Signal(32), Signal(4)
+        aw_addr = Signal(self.regmap.addr_width, reset_less=True)
+        w_data, w_strb = Signal(32, reset_less=True), Signal(4, reset_less=True)
+        bresp = Signal(2, reset_less=True)
+        m.d.comb += axi.bresp.eq(bresp)
         m.d.comb += [axi.awready.eq(~aw_held), axi.wready.eq(~w_held)]
         with m.If(axi.awvalid & axi.awready):
             m.d.sync += [aw_held.eq(1), aw_addr.eq(axi.awaddr)]
@@ -148,11 +152,11 @@ class AxiLiteRegisters(wiring.Component):
         with m.If(axi.bvalid & axi.bready):
             m.d.sync += axi.bvalid.eq(0)
         with m.If(aw_held & w_held & (~axi.bvalid | axi.bready)):
-            m.d.sync += [aw_held.eq(0), w_held.eq(0), axi.bvalid.eq(1), axi.bresp.eq(SLVERR)]
+            m.d.sync += [aw_held.eq(0), w_held.eq(0), axi.bvalid.eq(1), bresp.eq(SLVERR)]
             with m.Switch(aw_addr[word]):
                 for reg in regs:
                     with m.Case(reg.offset >> 2):
-                        m.d.sync += axi.bresp.eq(OKAY)
+                        m.d.sync += bresp.eq(OKAY)
                         self._write(m, reg, w_data, w_strb)
 
         self._read_channel(m, word)
@@ -162,14 +166,17 @@ class AxiLiteRegisters(wiring.Component):
         """One read in flight, in three registered steps (clock rate: a map of many
         registers is a wide multiplexer spread over the design): the address, then per
         group of ``GROUP`` registers the addressed one's value, then the group's value on
-        ``rdata`` with ``rvalid``."""
+        ``rdata`` with ``rvalid``.  Only ``step`` and ``rvalid`` have a reset: the address,
+        the group values, ``hit`` and ``rdata``/``rresp`` are loaded before they are read."""
         axi, regs = self.axi, self.regmap.registers
         index = {reg.offset >> 2: reg for reg in regs}
         groups = max(index) // GROUP + 1
-        rd_addr = Signal(self.regmap.addr_width - 2)
+        rd_addr = Signal(self.regmap.addr_width - 2, reset_less=True)
         step = Signal(2)                          # 1: address held, 2: group values held
-        values = [Signal(32, name=f"rd_group{g}") for g in range(groups)]
-        hit = Signal()
+        values = [Signal(32, name=f"rd_group{g}", reset_less=True) for g in range(groups)]
+        hit = Signal(reset_less=True)
+        rdata, rresp = Signal(32, reset_less=True), Signal(2, reset_less=True)
+        m.d.comb += [axi.rdata.eq(rdata), axi.rresp.eq(rresp)]
         m.d.comb += axi.arready.eq((step == 0) & ~axi.rvalid)
         with m.If(axi.rvalid & axi.rready):
             m.d.sync += axi.rvalid.eq(0)
@@ -190,9 +197,9 @@ class AxiLiteRegisters(wiring.Component):
                     with m.Case(at):
                         m.d.sync += hit.eq(1)
         with m.If(step == 2):
-            m.d.sync += [step.eq(0), axi.rvalid.eq(1), axi.rresp.eq(Mux(hit, OKAY, SLVERR)),
-                         axi.rdata.eq(0)]
+            m.d.sync += [step.eq(0), axi.rvalid.eq(1), rresp.eq(Mux(hit, OKAY, SLVERR)),
+                         rdata.eq(0)]
             with m.Switch(rd_addr[GROUP_BITS:]):
                 for g, value in enumerate(values):
                     with m.Case(g):
-                        m.d.sync += axi.rdata.eq(Mux(hit, value, 0))
+                        m.d.sync += rdata.eq(Mux(hit, value, 0))

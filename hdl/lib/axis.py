@@ -84,9 +84,10 @@ class AxisToWords(wiring.Component):
         m = Module()
         n, kb, lane = self.words, keep_bytes(self.word_width), 8 * keep_bytes(self.word_width)
         # two slots, written at wp and read at rp in turn: the wide beat registers load on
-        # the adapter's own state, never on tvalid or the block's ready (clock rate)
-        beats = [Signal(n * lane, name=f"beat{k}") for k in range(2)]
-        lasts = [Signal(name=f"last{k}") for k in range(2)]
+        # the adapter's own state, never on tvalid or the block's ready (clock rate); they
+        # have no reset (read only while their lanes are in ``left``, which has one)
+        beats = [Signal(n * lane, name=f"beat{k}", reset_less=True) for k in range(2)]
+        lasts = [Signal(name=f"last{k}", reset_less=True) for k in range(2)]
         lefts = [Signal(n, name=f"left{k}") for k in range(2)]  # lanes still to send
         wp, rp = Signal(), Signal()
         left = Mux(rp, lefts[1], lefts[0])
@@ -149,7 +150,12 @@ class WordsToAxis(wiring.Component):
         fill = Signal(n * lane)              # the beat being filled
         pos = Signal(range(n + 1))
         done = Signal()                      # fill holds a finished beat not yet moved out
-        done_last = Signal()
+        # (no reset on the beat on offer and done_last: read only under tvalid / done)
+        done_last = Signal(reset_less=True)
+        tdata = Signal(n * lane, reset_less=True)
+        tkeep = Signal(n * kb, reset_less=True)
+        tlast = Signal(reset_less=True)
+        m.d.comb += [self.m.tdata.eq(tdata), self.m.tkeep.eq(tkeep), self.m.tlast.eq(tlast)]
         out_free = ~self.m.tvalid | self.m.tready
         move = done & out_free
         m.d.comb += self.i.ready.eq(~done | out_free)
@@ -159,8 +165,8 @@ class WordsToAxis(wiring.Component):
             keep = Signal(n * kb)
             m.d.comb += keep.eq(sum(Mux(k < pos, (1 << kb) - 1, 0) << (k * kb)
                                     for k in range(n)))
-            m.d.sync += [self.m.tdata.eq(fill), self.m.tkeep.eq(keep),
-                         self.m.tlast.eq(done_last), self.m.tvalid.eq(1),
+            m.d.sync += [tdata.eq(fill), tkeep.eq(keep),
+                         tlast.eq(done_last), self.m.tvalid.eq(1),
                          done.eq(0), pos.eq(0), fill.eq(0)]     # absent lanes read 0
         with m.If(self.i.valid & self.i.ready):
             at = Mux(move, 0, pos)

@@ -37,19 +37,22 @@ class SkidBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         shape = self.i.payload.shape()
-        spare, spare_valid = Signal(shape), Signal()
+        # the payloads have no reset (read only under o.valid / spare_valid, which have
+        # one), so the reset net reaches the two valid bits only
+        spare, spare_valid = Signal(shape, reset_less=True), Signal()
+        main = Signal(shape, reset_less=True)
         push = self.i.valid & self.i.ready
-        m.d.comb += self.i.ready.eq(~spare_valid)
+        m.d.comb += [self.i.ready.eq(~spare_valid), self.o.payload.eq(main)]
         with m.If(self.o.valid & self.o.ready):
             with m.If(spare_valid):
-                m.d.sync += [self.o.payload.eq(spare), spare_valid.eq(0)]
+                m.d.sync += [main.eq(spare), spare_valid.eq(0)]
             with m.Elif(push):
-                m.d.sync += self.o.payload.eq(self.i.payload)
+                m.d.sync += main.eq(self.i.payload)
             with m.Else():
                 m.d.sync += self.o.valid.eq(0)
         with m.Elif(push):
             with m.If(self.o.valid):
                 m.d.sync += [spare.eq(self.i.payload), spare_valid.eq(1)]
             with m.Else():
-                m.d.sync += [self.o.payload.eq(self.i.payload), self.o.valid.eq(1)]
+                m.d.sync += [main.eq(self.i.payload), self.o.valid.eq(1)]
         return m

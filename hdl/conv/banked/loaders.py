@@ -46,22 +46,49 @@ class _Loader(wiring.Component):
             "en": Out(1),
         })
 
-    def _counts(self, m, total, size_m1, need):
-        """The beat counter of the block in flight (``size_m1``: the block's beats - 1,
-        ``need``: its ``fin`` permission, a register); returns it and the block's end (its
-        last beat taken this clock)."""
+    def _counts(self, m, total, total_dn, sizes, need, need_new):
+        """The beat counter of the block in flight and ``src.ready`` from registers only.
+
+        ``sizes``: ``(lastq, lastq_next, qb_m1, lb_m1, lastq_dn, qb_dn, lb_dn)``: the
+        block's beats - 1 is ``lb_m1`` for the last chunk (``lastq``, a register), else
+        ``qb_m1``; ``lastq_next``: ``lastq`` after this block's end; ``lastq_dn`` and the
+        beats of a block ``qb_dn`` / ``lb_dn`` at ``start`` from the descriptor.  ``need``:
+        the block's ``fin`` permission, a register, ``need_new`` the value it takes at a
+        block's end; ``total`` / ``total_dn``: the job's blocks (the latter from the
+        descriptor at ``start``).
+
+        ``ready`` is ``run & done != total & fin >= need`` of the same clock, with the
+        compares registered a clock ahead: ``fin`` (the sequencer's) steps by at most 1 a
+        clock, so ``fin >= need`` is ``fin >= need`` or ``fin + 1 >= need`` of the clock
+        before (against the next ``need``), chosen by whether ``fin[0]`` toggled.  Returns
+        ``bc`` and the block's end (its last beat taken this clock)."""
         cfg = self.cfg
+        lastq, lastq_next, qb_m1, lb_m1, lastq_dn, qb_dn, lb_dn = sizes
         bc = Signal(cfg.count_width + 6)
+        bclast = Signal()                # bc == the block's beats - 1
+        left = Signal()                  # done != total
+        perm_a, perm_b, fin0 = Signal(), Signal(), Signal()
         end = Signal()
-        m.d.comb += [self.src.ready.eq(self.run & (self.done != total) & (self.fin >= need)),
+        perm = Mux(self.fin[0] ^ fin0, perm_b, perm_a)
+        m.d.comb += [self.src.ready.eq(self.run & left & perm),
                      self.en.eq(self.src.valid & self.src.ready),
-                     end.eq(self.en & (bc == size_m1))]
+                     end.eq(self.en & bclast)]
+        m.d.sync += fin0.eq(self.fin[0])
+        fin1 = self.fin + 1
         with m.If(self.start):
-            m.d.sync += [self.done.eq(0), bc.eq(0)]
-        with m.Elif(self.en):
-            m.d.sync += bc.eq(bc + 1)
-            with m.If(end):
-                m.d.sync += [bc.eq(0), self.done.eq(self.done + 1)]
+            m.d.sync += [self.done.eq(0), bc.eq(0), left.eq(total_dn != 0),
+                         bclast.eq(Mux(lastq_dn, lb_dn, qb_dn) == 1),
+                         perm_a.eq(1), perm_b.eq(1)]
+        with m.Else():
+            m.d.sync += [perm_a.eq(Mux(end, self.fin >= need_new, self.fin >= need)),
+                         perm_b.eq(Mux(end, fin1 >= need_new, fin1 >= need))]
+            with m.If(self.en):
+                m.d.sync += [bc.eq(bc + 1),
+                             bclast.eq(bc + 1 == Mux(lastq, lb_m1, qb_m1))]
+                with m.If(end):
+                    m.d.sync += [bc.eq(0), self.done.eq(self.done + 1),
+                                 left.eq(self.done + 1 != total),
+                                 bclast.eq(Mux(lastq_next, lb_m1, qb_m1) == 0)]
         return bc, end
 
 
@@ -84,7 +111,6 @@ class WeightLoader(_Loader):
         d = self.d
         cw = cfg.count_width
         q, g = Signal(cw), Signal(cw)
-        gsq = Signal(cw)                 # g S Q
         wres = Signal(cfg.wbits)         # q K_q
         dn = self.dn
         Qm1, wgm1 = Signal(cw), Signal(6)
@@ -92,28 +118,34 @@ class WeightLoader(_Loader):
         with m.If(self.start):
             m.d.sync += [Qm1.eq(dn.Q - 1), wgm1.eq(dn.wg - 1), wbqm1.eq(dn.wbq - 1),
                          wblm1.eq(dn.wbl - 1)]
-        lastq = q == Qm1
+        # q == Qm1 and Q == 1, registers
+        lastq, Q1 = Signal(), Signal()
         # the next block's fin permission, a register: (g S - 1) Q + q + 1 for g > 0 (res),
-        # else the blocks done - 1
-        need = Signal(cw)
-        bc, end = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(lastq, wblm1, wbqm1), need)
+        # else the blocks done - 1; gsqn = (g + 1) S Q - Q + 1, its value for the last chunk
+        need, gsqn = Signal(cw), Signal(cw)
+        g0 = Signal()                    # g == 0
+        lastq_next = Mux(lastq, Q1, q + 1 == Qm1)
+        need_new = Mux(d.res, Mux(lastq, gsqn, Mux(g0, 0, need + 1)), self.done)
+        bc, end = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(dn.res, dn.gq, dn.nsteps),
+                               (lastq, lastq_next, wbqm1, wblm1, dn.Q == 1, dn.wbq, dn.wbl),
+                               need, need_new)
         a = Signal(cfg.wbits)
         j = Signal(6)
+        jlast, wg1 = Signal(), Signal()  # j == wgm1, wg == 1
         with m.If(self.start):
-            m.d.sync += [q.eq(0), g.eq(0), gsq.eq(0), wres.eq(0), a.eq(0), j.eq(0),
-                         need.eq(0)]
+            m.d.sync += [q.eq(0), g.eq(0), gsqn.eq(dn.sq - dn.Q + 1), wres.eq(0), a.eq(0),
+                         j.eq(0), need.eq(0), lastq.eq(dn.Q == 1), Q1.eq(dn.Q == 1),
+                         g0.eq(1), jlast.eq(dn.wg == 1), wg1.eq(dn.wg == 1)]
         with m.Elif(self.en):
-            m.d.sync += j.eq(Mux(j == wgm1, 0, j + 1))
-            with m.If(j == wgm1):
+            m.d.sync += [j.eq(Mux(jlast, 0, j + 1)), jlast.eq(Mux(jlast, wg1, j + 1 == wgm1))]
+            with m.If(jlast):
                 m.d.sync += a.eq(a + 1)
             with m.If(end):
-                m.d.sync += [a.eq(0), j.eq(0), q.eq(Mux(lastq, 0, q + 1)),
-                             wres.eq(Mux(lastq, 0, wres + d.kq)),
-                             need.eq(Mux(d.res, Mux(lastq, gsq + d.sq - d.Q + 1,
-                                                    Mux(g == 0, 0, need + 1)),
-                                         self.done))]
+                m.d.sync += [a.eq(0), j.eq(0), jlast.eq(wg1), q.eq(Mux(lastq, 0, q + 1)),
+                             lastq.eq(lastq_next), wres.eq(Mux(lastq, 0, wres + d.kq)),
+                             need.eq(need_new)]
                 with m.If(lastq):
-                    m.d.sync += [g.eq(g + 1), gsq.eq(gsq + d.sq)]
+                    m.d.sync += [g.eq(g + 1), g0.eq(0), gsqn.eq(gsqn + d.sq)]
         base = Mux(d.res, wres, self.done[0] << (cfg.wbits - 1))
         m.d.comb += [self.w_addr.eq(base + a), self.w_j.eq(j)]
         return m
@@ -143,25 +175,39 @@ class FeatureLoader(_Loader):
         with m.If(self.start):
             m.d.sync += [Qm1.eq(dn.Q - 1), bprm1.eq(dn.bpr - 1), xbqm1.eq(dn.xbq - 1),
                          xblm1.eq(dn.xbl - 1), hrm1.eq(dn.hrows - 1), foldm1.eq(dn.fold - 1)]
-        lastq = q == Qm1
+        lastq, Q1 = Signal(), Signal()   # q == Qm1, Q == 1
         need = Signal(cw)                # the blocks done - 1, a register
-        bc, end = self._counts(m, d.nsteps, Mux(lastq, xblm1, xbqm1), need)
+        lastq_next = Mux(lastq, Q1, q + 1 == Qm1)
+        bc, end = self._counts(m, d.nsteps, dn.nsteps,
+                               (lastq, lastq_next, xbqm1, xblm1, dn.Q == 1, dn.xbq, dn.xbl),
+                               need, self.done)
         row, f = Signal(cfg.fbits), Signal(cfg.fbits)
         j, hr, fi = Signal(cw), Signal(cw), Signal(cw)
+        jlast, bpr1 = Signal(), Signal()  # j == bprm1, bpr == 1
+        hlast, hr1 = Signal(), Signal()   # hr == hrows - 1, hrows == 1
+        flast, fold1 = Signal(), Signal()  # fi == fold - 1, fold == 1
         with m.If(self.start):
-            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0), hr.eq(0), fi.eq(0), need.eq(0)]
+            m.d.sync += [q.eq(0), row.eq(0), f.eq(0), j.eq(0), hr.eq(0), fi.eq(0), need.eq(0),
+                         lastq.eq(dn.Q == 1), Q1.eq(dn.Q == 1), jlast.eq(dn.bpr == 1),
+                         bpr1.eq(dn.bpr == 1), hlast.eq(dn.hrows == 1),
+                         hr1.eq(dn.hrows == 1), flast.eq(dn.fold == 1), fold1.eq(dn.fold == 1)]
         with m.Elif(self.en):
-            with m.If(j == bprm1):
-                img_end = hr == hrm1
-                pitch = Mux(img_end & (fi != foldm1), d.ipj, d.D)
-                m.d.sync += [j.eq(0), row.eq(row + pitch), f.eq(row + pitch),
-                             hr.eq(Mux(img_end, 0, hr + 1))]
-                with m.If(img_end):
-                    m.d.sync += fi.eq(Mux(fi == foldm1, 0, fi + 1))
+            with m.If(jlast):
+                # a row's last beat: the next row D on, or ipj at an image's last row when
+                # another image of the channel follows
+                pitch = Mux(hlast & ~flast, d.ipj, d.D)
+                m.d.sync += [j.eq(0), jlast.eq(bpr1), row.eq(row + pitch), f.eq(row + pitch),
+                             hr.eq(Mux(hlast, 0, hr + 1)),
+                             hlast.eq(Mux(hlast, hr1, hr + 1 == hrm1))]
+                with m.If(hlast):
+                    m.d.sync += [fi.eq(Mux(flast, 0, fi + 1)),
+                                 flast.eq(Mux(flast, fold1, fi + 1 == foldm1))]
             with m.Else():
-                m.d.sync += [j.eq(j + 1), f.eq(f + cfg.bus_words)]
+                m.d.sync += [j.eq(j + 1), jlast.eq(j + 1 == bprm1), f.eq(f + cfg.bus_words)]
             with m.If(end):
-                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), hr.eq(0), fi.eq(0),
-                             q.eq(Mux(lastq, 0, q + 1)), need.eq(self.done)]
+                m.d.sync += [row.eq(0), f.eq(0), j.eq(0), jlast.eq(bpr1), hr.eq(0), fi.eq(0),
+                             hlast.eq(hr1), flast.eq(fold1),
+                             q.eq(Mux(lastq, 0, q + 1)), lastq.eq(lastq_next),
+                             need.eq(self.done)]
         m.d.comb += [self.w_f.eq(f), self.w_set.eq(self.done[0])]
         return m
