@@ -39,6 +39,7 @@ requantisation stage (:class:`hdl.lib.requant.RequantStage`) needs.  The cost is
 """
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -359,22 +360,37 @@ class BankedJob:
 
 
 def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int) -> tuple:
-    """``(D, IP, hr, wr)`` of an ``rs x segw`` strip of ``fold`` images: the row pitch
-    ``D``, the smallest ``>= wr = s Ws`` that equals ``segw`` modulo ``nb``; the image
-    pitch ``IP``, which must equal ``rs D`` modulo ``nb`` (then a strip's positions stay in
-    consecutive banks across images): the smallest ``>= wr`` when the images' rows then fit
-    side by side in one row pitch, their beats' padding included (``(fold - 1) IP + bpr bw
-    <= D``: the images share rows), else the smallest ``>= hr D`` (image after image);
-    ``hr = s Hs`` rows an image."""
+    """``(D, IP, hr, wr)`` of an ``rs x segw`` strip of ``fold`` images: the row pitch ``D``,
+    the smallest ``>= wr = s Ws`` that equals ``segw`` modulo ``nb``; ``hr = s Hs`` rows an
+    image; the image pitch ``IP`` (:func:`_image_pitch`)."""
     s = layer.stride
     rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
     wr = s * -(-segin // s)
     hr = s * -(-rin // s)
     D = wr + (segw - wr) % nb
-    ip = wr + (rs * D - wr) % nb
-    if (fold - 1) * ip + -(-wr // bw) * bw > D:
-        ip = hr * D + (rs * D - hr * D) % nb
-    return D, ip, hr, wr
+    return D, _image_pitch(D, hr, wr, -(-wr // bw) * bw, rs * D % nb, nb, fold), hr, wr
+
+
+@lru_cache(maxsize=4096)
+def _image_pitch(D: int, hr: int, wr: int, wbeat: int, res: int, nb: int, fold: int) -> int:
+    """The image pitch: the smallest ``IP >= wr`` with ``IP = rs D (mod nb)`` (``res``) at
+    which the ``fold`` images, each ``hr`` rows of ``wr`` words ``D`` apart and written
+    image after image in whole beats (``wbeat`` words a row), never write over a word of an
+    image written before (their rows may interleave); at most the smallest ``>= hr D``
+    (image after image, nothing shared).  Image ``b`` starts at ``b IP``."""
+    big = hr * D + (res - hr * D) % nb
+    ip = wr + (res - wr) % nb
+    while ip < big:
+        # image b's row r against image b - d's row r - k: the distance d IP + k D must
+        # not make the row's written words [x, x + wbeat) meet the data [y, y + wr)
+        # (k only near -d IP / D: the distance must lie within (-wbeat, wr))
+        if all(not -wbeat < d * ip + k * D < wr
+               for d in range(1, fold)
+               for k in {max(-(hr - 1), min(hr - 1, -(d * ip) // D + j))
+                         for j in range(-(wbeat // D) - 1, 2)}):
+            return ip
+        ip += nb
+    return big
 
 
 def feature_set_words(layer: ConvLayer, cfg: BankedConfig, rs: int, segw: int,

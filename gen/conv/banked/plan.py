@@ -130,13 +130,13 @@ def _strips(layer, rs, segw, fold=1):
 
 
 def _folds(layer, cfg, n, R, rs, segw, cap_o, cap_f):
-    """Candidate image counts of an ``rs x segw`` strip: for a whole output map whose
-    positions leave columns idle in its last round, 1, the most that fit the output and
+    """Candidate image counts of an ``rs x segw`` strip: for a strip of at most ``8 W``
+    positions that leave columns idle in its last round, 1, the most that fit the output and
     feature sets, the two whose positions fill the rounds best (``W = n cols``) and the
     best of those that divide the batch (no job of the remaining images); else 1."""
     W, pi = n * cfg.cols, rs * segw
-    if (rs, segw) != (layer.ho, layer.wo) or pi % W == 0:
-        return [1]                  # taller or wider strips fill the rounds instead
+    if pi % W == 0 or pi > 8 * W:
+        return [1]                  # the rounds are full, or nearly
     fits = [f for f in range(2, layer.batch + 1)
             if R * f * pi <= cap_o and feature_set_words(layer, cfg, rs, segw, 1, f) <= cap_f]
     if not fits:
