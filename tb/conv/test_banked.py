@@ -15,10 +15,12 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from gen.conv import ConvLayer, ref_conv
 from gen.conv.banked import (BankedConfig, assemble, descriptor_fields, feature_beats,
                              make_job, plan_layer, run_cycles, run_plan, steps, weight_beats)
+from gen.conv.banked.job import _image_pitch
 from gen.conv.twin import rtl_banked
 from gen.core.stimulus import Pattern, job_patterns
 
@@ -164,6 +166,28 @@ def _walk(x, w, job, cfg):
             out += list(osets[ts % 2][:d["obeats"] * bw])
             ts += 1
     return assemble(out, job)
+
+
+@settings(max_examples=400, deadline=None)
+@given(nb=st.sampled_from([2, 4, 8, 16, 64, 128]), bw=st.sampled_from([1, 3, 4, 16, 32]),
+       wr=st.integers(1, 40), extra=st.integers(0, 300), hr=st.integers(1, 12),
+       rs=st.integers(1, 12), fold=st.integers(1, 12))
+def test_image_pitch_keeps_every_word(nb, bw, wr, extra, hr, rs, fold):
+    """The image pitch: ``rs D`` modulo ``nb``, at least a row's words, and with the images
+    written one after the other in whole beats (``bpr bw`` words a row) every image's every
+    word is still there at the end (a write simulation)."""
+    D, rs = wr + extra, min(rs, hr)
+    wbeat = -(-wr // bw) * bw
+    ip = _image_pitch(D, hr, wr, wbeat, rs * D % nb, nb, fold)
+    assert ip % nb == rs * D % nb and ip >= wr
+    assert ip <= hr * D + (rs * D - hr * D) % nb
+    mem = {}
+    for b in range(fold):
+        for r in range(hr):
+            for k in range(wbeat):
+                mem[b * ip + r * D + k] = (b, r, k) if k < wr else None
+    assert all(mem[b * ip + r * D + k] == (b, r, k)
+               for b in range(fold) for r in range(hr) for k in range(wr))
 
 
 @pytest.mark.parametrize("seed", range(12))
