@@ -4,6 +4,7 @@
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["Queue"]
@@ -20,11 +21,13 @@ class Queue(wiring.Component):
 
     * ``registered=False``: a :class:`~amaranth.lib.fifo.SyncFIFO` of ``depth`` words,
       its head read combinationally from the (distributed) RAM.
-    * ``registered=True``: a :class:`~amaranth.lib.fifo.SyncFIFO` of ``depth - 1`` words
-      (2 at least) behind a head register; ``o.payload``, ``o.valid``, ``i.ready`` and ``level`` are
-      flip-flops, so a reader's decisions and the data it uses start at registers.  The
-      head is refilled from the RAM or, when the RAM is empty, straight from ``i``
-      (which is what keeps the one-clock latency).
+    * ``registered=True``: a RAM of ``depth - 1`` words (rounded up to a power of two, 2
+      at least; combinational read, as a SyncFIFO's) behind a head register;
+      ``o.payload``, ``o.valid``, ``i.ready`` and ``level`` are flip-flops, so a reader's
+      decisions and the data it uses start at registers, and so is "the RAM holds a
+      word", so the RAM's enables come from registers too.  The head is refilled from
+      the RAM or, when the RAM is empty, straight from ``i`` (which is what keeps the
+      one-clock latency).
       :class:`~amaranth.lib.fifo.SyncFIFOBuffered` has a registered head too but loads
       it from the RAM's synchronous read port only, so a word written into an empty
       queue appears a clock later: that would add a clock to every user's pipeline.
@@ -86,23 +89,43 @@ class Queue(wiring.Component):
                          self.level.eq(fifo.level)]
             return m
 
-        # (a one-word SyncFIFO would have 0-bit pointers, which Verilog cannot declare;
-        # the extra word stays unused: `ready` admits depth - 1 words to the RAM)
-        m.submodules.fifo = fifo = SyncFIFO(width=len(w_data), depth=max(2, self.depth - 1))
+        # The words behind the head sit in a RAM of its own (a power of two of at least
+        # depth - 1 words, so the pointers wrap by themselves), with "the RAM holds a
+        # word" a register: no comparison of a level counter lies between the RAM's
+        # count and the enables that change it (clock rate; a SyncFIFO's level ->
+        # r_rdy -> read/write enables -> level loop was a critical path).  The RAM holds
+        # at most depth - 1 words: `ready` admits depth words, the head holding one.
+        ram_depth = 1 << max(1, (self.depth - 2).bit_length())
+        m.submodules.ram = ram = Memory(shape=len(w_data), depth=ram_depth, init=[])
+        wr, rd = ram.write_port(), ram.read_port(domain="comb")
+        produce = Signal(range(ram_depth), name="produce")
+        consume = Signal(range(ram_depth), name="consume")
+        ram_ne = Signal(name="ram_ne")                 # the RAM holds a word
         head = Signal(len(w_data), name="head", reset_less=True)
         ready = Signal(init=1, name="ready")
         do_write = self.i.valid & ready
         do_read = self.o.valid & self.o.ready
         need = ~self.o.valid | self.o.ready            # the head is free after this clock
-        bypass = need & ~fifo.r_rdy & do_write         # empty RAM: the word goes to the head
+        bypass = need & ~ram_ne & do_write             # empty RAM: the word goes to the head
+        ram_write = do_write & ~bypass
+        ram_read = need & ram_ne                       # the head refills from the RAM
         m.d.comb += [self.i.ready.eq(ready), self.o.payload.eq(head),
-                     fifo.w_data.eq(w_data), fifo.w_en.eq(do_write & ~bypass),
-                     fifo.r_en.eq(need)]
+                     wr.addr.eq(produce), wr.data.eq(w_data), wr.en.eq(ram_write),
+                     rd.addr.eq(consume)]
+        with m.If(ram_write):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(ram_read):
+            m.d.sync += consume.eq(consume + 1)
+        # while the RAM holds a word the head is valid, so the RAM holds level - 1 words:
+        # a read without a write empties it iff level == 2
+        with m.If(ram_write & ~ram_read):
+            m.d.sync += ram_ne.eq(1)
+        with m.Elif(ram_read & ~ram_write):
+            m.d.sync += ram_ne.eq(self.level != 2)
         with m.If(need):
-            m.d.sync += [self.o.valid.eq(fifo.r_rdy | do_write),
-                         head.eq(Mux(fifo.r_rdy, fifo.r_data, w_data))]
-        # (the count of the whole queue, kept beside the SyncFIFO's own so that `level`
-        # and `i.ready` are flip-flops)
+            m.d.sync += [self.o.valid.eq(ram_ne | do_write),
+                         head.eq(Mux(ram_ne, rd.data, w_data))]
+        # (the count of the whole queue, so that `level` and `i.ready` are flip-flops)
         with m.If(do_write & ~do_read):
             m.d.sync += [self.level.eq(self.level + 1),
                          ready.eq(self.level != self.depth - 1)]

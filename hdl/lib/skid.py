@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Two-entry skid buffer (a register slice for valid/ready streams)."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -37,22 +37,30 @@ class SkidBuffer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         shape = self.i.payload.shape()
-        # the payloads have no reset (read only under o.valid / spare_valid, which have
-        # one), so the reset net reaches the two valid bits only
+        # The payloads have no reset (read only under o.valid / spare_valid, which have
+        # one), so the reset net reaches the two valid bits only.  Their clock enables
+        # are short (clock rate): the spare entry loads the input every clock while it is
+        # free (it keeps the word only when spare_valid is set, i.e. when that word came
+        # while the output stalled), the main one loads every clock in which it is free
+        # or being taken: the spare entry if it holds a word, else the input.  So each
+        # wide enable is one gate of registers and o.ready, and the payload on offer
+        # while o.valid is low is whatever was loaded last.
         spare, spare_valid = Signal(shape, reset_less=True), Signal()
         main = Signal(shape, reset_less=True)
         push = self.i.valid & self.i.ready
         m.d.comb += [self.i.ready.eq(~spare_valid), self.o.payload.eq(main)]
+        with m.If(~spare_valid):
+            m.d.sync += spare.eq(self.i.payload)
+        with m.If(~self.o.valid | self.o.ready):
+            m.d.sync += main.eq(Mux(spare_valid, spare, self.i.payload))
         with m.If(self.o.valid & self.o.ready):
             with m.If(spare_valid):
-                m.d.sync += [main.eq(spare), spare_valid.eq(0)]
-            with m.Elif(push):
-                m.d.sync += main.eq(self.i.payload)
-            with m.Else():
+                m.d.sync += spare_valid.eq(0)
+            with m.Elif(~push):
                 m.d.sync += self.o.valid.eq(0)
         with m.Elif(push):
             with m.If(self.o.valid):
-                m.d.sync += [spare.eq(self.i.payload), spare_valid.eq(1)]
+                m.d.sync += spare_valid.eq(1)
             with m.Else():
-                m.d.sync += [main.eq(self.i.payload), self.o.valid.eq(1)]
+                m.d.sync += self.o.valid.eq(1)
         return m

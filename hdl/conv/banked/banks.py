@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Feature and weight banks of the banked array: wide writes, rotated window reads."""
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -17,7 +17,8 @@ WEIGHT_READ_LATENCY = 5      # r_addr at cycle t -> r_data at t + 5
 
 class FeatureBanks(wiring.Component):
     """Two sets of ``nb`` feature banks (``feat_depth`` words of ``signed(data_width)``
-    each).  Flat word ``f`` of a set lives in bank ``f mod nb`` at address ``f div nb``.
+    each).  Flat word ``f`` of a set lives in bank ``f mod nb`` at address ``f div nb``; bank
+    ``b`` of both sets is one memory (the set in the address MSB).
 
     Members
     -------
@@ -59,18 +60,16 @@ class FeatureBanks(wiring.Component):
         nb, lg = cfg.nb, cfg.nb.bit_length() - 1
         abits = (cfg.feat_depth - 1).bit_length()
         word = signed(cfg.data_width)
-        mems = [[Memory(shape=word, depth=cfg.feat_depth, init=[]) for _ in range(nb)]
-                for _ in range(2)]
-        for s in range(2):
-            for b in range(nb):
-                m.submodules[f"f{s}_{b}"] = mems[s][b]
+        mems = [Memory(shape=word, depth=2 << abits, init=[]) for _ in range(nb)]
+        for b in range(nb):
+            m.submodules[f"f{b}"] = mems[b]
         self._write(m, mems, nb, lg, abits, word)
         # read: bank b serves window column k = (b - rot) mod nb at base + wrap + r_x[k];
         # t + 1: per bank its column's offset and wrap bit; t + 2: the address; t + 3: the
-        # words; t + 4: the set's words registered; t + 5: rotated into the columns
+        # words; t + 4: the words registered; t + 5: rotated into the columns
         f = self.r_f
         rset = [self.r_set]
-        for i in range(3):
+        for i in range(2):
             rset.append(Signal(name=f"rset{i + 1}"))
             m.d.sync += rset[-1].eq(rset[-2])
         rot = [f[:lg] if lg else 0]
@@ -79,9 +78,12 @@ class FeatureBanks(wiring.Component):
             m.d.sync += rot[-1].eq(rot[-2])
         fhi1 = Signal(abits)
         m.d.sync += fhi1.eq(f[lg:])
-        xs = Signal(data.ArrayLayout(unsigned(self.abits), nb))
-        m.d.comb += [xs[k].eq(self.r_x[k]) for k in range(cfg.window)]
-        words = Signal(data.ArrayLayout(word, nb))
+        # plain signals, no array views: Yosys 0.70's abc9 can confuse a wire's bit k with
+        # a wire named ``name[k]`` (a view's element) and drive both from one flip-flop
+        xs = Array([self.r_x[k] for k in range(cfg.window)]
+                   + [Const(0, self.abits)] * (nb - cfg.window))
+        words = [Signal(word, name=f"fw{b}") for b in range(nb)]
+        awords = Array(words)
         for b in range(nb):
             col = Signal(range(nb), name=f"col{b}")
             m.d.comb += col.eq((b - f[:lg]) % nb if lg else 0)
@@ -89,14 +91,13 @@ class FeatureBanks(wiring.Component):
             m.d.sync += [xo1.eq(xs[col]), wr1.eq(_wrapped(b, f[:lg], nb) if lg else 0)]
             addr = Signal(abits, name=f"ra{b}")
             m.d.sync += addr.eq(fhi1 + wr1 + xo1)
-            ports = [mems[s][b].read_port() for s in range(2)]
-            for p in ports:
-                m.d.comb += p.addr.eq(addr)
-            m.d.sync += words[b].eq(Mux(rset[3], ports[1].data, ports[0].data))
+            port = mems[b].read_port()
+            m.d.comb += port.addr.eq(Cat(addr, rset[2]))
+            m.d.sync += words[b].eq(port.data)
         for k in range(cfg.window):
             idx = Signal(range(nb), name=f"ix{k}")
             m.d.comb += idx.eq(rot[4] + k)
-            m.d.sync += self.r_data[k].eq(words[idx] if nb > 1 else words[0])
+            m.d.sync += self.r_data[k].eq(awords[idx] if nb > 1 else words[0])
         return m
 
     def _write(self, m, mems, nb, lg, abits, word):
@@ -117,10 +118,8 @@ class FeatureBanks(wiring.Component):
             en2, addr2, dat2 = Signal(name=f"we2_{b}"), Signal(abits, name=f"wa2_{b}"), \
                 Signal(word, name=f"wd2_{b}")
             m.d.sync += [en2.eq(en), addr2.eq(addr), dat2.eq(dat)]
-            for s in range(2):
-                wp = mems[s][b].write_port()
-                m.d.comb += [wp.en.eq(en2 & (wset2 == s)), wp.addr.eq(addr2),
-                             wp.data.eq(dat2)]
+            wp = mems[b].write_port()
+            m.d.comb += [wp.en.eq(en2), wp.addr.eq(Cat(addr2, wset2)), wp.data.eq(dat2)]
 
 
 class WeightBanks(wiring.Component):

@@ -2,7 +2,7 @@
 """Output side of the banked array: the drain (shadow rows -> ping-pong output banks, adding
 earlier chunks' partial sums) and the streamer (banks -> ``bus_words`` sums per beat)."""
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -71,25 +71,23 @@ class OutputBanks(wiring.Component):
         nb, lg = cfg.nb, cfg.nb.bit_length() - 1
         abits = (cfg.out_depth - 1).bit_length()
         acc = signed(cfg.acc_width)
-        mems = [[Memory(shape=acc, depth=cfg.out_depth, init=[]) for _ in range(nb)]
-                for _ in range(2)]
-        for s in range(2):
-            for b in range(nb):
-                m.submodules[f"o{s}_{b}"] = mems[s][b]
-        rports = [[mems[s][b].read_port() for b in range(nb)] for s in range(2)]
-        wports = [[mems[s][b].write_port() for b in range(nb)] for s in range(2)]
-        d_busy1, d_set1, d_addr1 = self._drain(m, nb, lg, abits, wports, rports)
-        s_addr = self._streamer(m, nb, lg, abits, rports)
-        for s in range(2):
-            for b in range(nb):
-                m.d.comb += rports[s][b].addr.eq(
-                    Mux(d_busy1 & (d_set1 == s), d_addr1[b], s_addr[b]))
+        # bank b holds both sets (the set in the address MSB) and has a read port for the
+        # drain and one for the streamer (no set multiplexer behind the banks, no address
+        # multiplexer before them)
+        mems = [Memory(shape=acc, depth=2 << abits, init=[]) for _ in range(nb)]
+        for b in range(nb):
+            m.submodules[f"o{b}"] = mems[b]
+        wports = [mems[b].write_port() for b in range(nb)]
+        dports = [mems[b].read_port() for b in range(nb)]
+        sports = [mems[b].read_port() for b in range(nb)]
+        self._drain(m, nb, lg, abits, wports, dports)
+        self._streamer(m, nb, lg, abits, sports)
         return m
 
     def _drain(self, m, nb, lg, abits, wports, rports):
         """Channels ``k = 0 .. R - 1`` in clocks ``C + k``: the window's bank addresses and
-        sums registered (``+1``), the old sums read (``+2``) and registered (``+3``), the new
-        ones written at the end of ``+3``."""
+        sums registered (``+1``), the old sums read (``+2``, ``rports``: the drain's read
+        ports) and registered (``+3``), the new ones written at the end of ``+3``."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
         info = Signal(CaptureInfo(cfg))
@@ -106,16 +104,15 @@ class OutputBanks(wiring.Component):
         m.d.comb += self.shift.eq(busy)
         first = e[:lg] if lg else 0
         base = e[lg:]
-        busy1, set1, first1, busy2, set2, first2, set3, first3, end1, end2 = (
-            Signal(name=n) for n in ("busy1", "set1", "first1", "busy2", "set2", "first2",
+        set1, first1, set2, first2, set3, first3, end1, end2 = (
+            Signal(name=n) for n in ("set1", "first1", "set2", "first2",
                                      "set3", "first3", "end1", "end2"))
-        m.d.sync += [busy1.eq(busy), set1.eq(info.oset), first1.eq(info.first),
-                     busy2.eq(busy1), set2.eq(set1), first2.eq(first1), set3.eq(set2),
+        m.d.sync += [set1.eq(info.oset), first1.eq(info.first), set2.eq(set1), first2.eq(first1), set3.eq(set2),
                      first3.eq(first2), end1.eq(last & info.strip_end), end2.eq(end1)]
         m.d.comb += self.drained.eq(end2)
-        win = Signal(data.ArrayLayout(acc, nb))
-        m.d.comb += [win[i].eq(self.taps[i]) for i in range(cfg.window)]
-        addr1 = []
+        # plain signals, no array views (see hdl.conv.banked.banks)
+        win = [self.taps[i] for i in range(cfg.window)] + [Const(0, acc)] * (nb - cfg.window)
+        awin = Array(win)
         for b in range(nb):
             lane = Signal(range(nb), name=f"dl{b}")
             m.d.comb += lane.eq((b - first) % nb)
@@ -124,7 +121,7 @@ class OutputBanks(wiring.Component):
             v1, v2, v3 = (Signal(acc, name=f"dv{i}_{b}") for i in (1, 2, 3))
             m.d.sync += [en1.eq(busy & (lane < info.nv)),
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
-                         v1.eq(win[lane] if nb > 1 else win[0]),
+                         v1.eq(awin[lane] if nb > 1 else win[0]),
                          en2.eq(en1), a2.eq(a1), v2.eq(v1), en3.eq(en2), a3.eq(a2), v3.eq(v2)]
             # the old sum, registered; a sum written at the end of the clock in which it
             # was read (a capture two clocks after the one that wrote it) is forwarded
@@ -132,29 +129,31 @@ class OutputBanks(wiring.Component):
             fa, fd = Signal(abits, name=f"dfa{b}"), Signal(acc, name=f"dfd{b}")
             old3 = Signal(acc, name=f"do3_{b}")
             new = Signal(acc, name=f"dn{b}")
-            bank = Mux(set2, rports[1][b].data, rports[0][b].data)
-            m.d.sync += old3.eq(Mux(fen & (fset == set2) & (fa == a2), fd, bank))
+            m.d.comb += rports[b].addr.eq(Cat(a1, set1))
+            m.d.sync += old3.eq(Mux(fen & (fset == set2) & (fa == a2), fd, rports[b].data))
             m.d.comb += new.eq(Mux(first3, v3, v3 + old3))
             m.d.sync += [fen.eq(en3), fset.eq(set3), fa.eq(a3), fd.eq(new)]
-            for s in range(2):
-                m.d.comb += [wports[s][b].en.eq(en3 & (set3 == s)),
-                             wports[s][b].addr.eq(a3), wports[s][b].data.eq(new)]
-            addr1.append(a1)
-        return busy1, set1, addr1
+            m.d.comb += [wports[b].en.eq(en3), wports[b].addr.eq(Cat(a3, set3)),
+                         wports[b].data.eq(new)]
 
     def _streamer(self, m, nb, lg, abits, rports):
         """A beat per clock while fewer than ``OUT_FIFO_DEPTH`` beats are read and not yet
-        taken: bank addresses registered (``+1``), the words read (``+2``) and registered
-        (``+3``), rotated into lanes and pushed (``+4``)."""
+        taken: bank addresses registered (``+1``), the words read (``+2``, ``rports``: the
+        streamer's read ports) and registered (``+3``), rotated into lanes and pushed
+        (``+4``)."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
         bw = cfg.bus_words
         m.submodules.fifo = q = fifo.SyncFIFOBuffered(width=bw * cfg.acc_width,
                                                       depth=OUT_FIFO_DEPTH)
+        # latched a clock after oset_load (the descriptor's obeats holds while the job runs,
+        # and the strip's first drain is many clocks later): the load's enable from registers
         obeats = [Signal(cfg.count_width, name=f"obeats{s}") for s in range(2)]
-        with m.If(self.oset_load):
+        oload1, oset1 = Signal(), Signal()
+        m.d.sync += [oload1.eq(self.oset_load), oset1.eq(self.oset)]
+        with m.If(oload1):
             for s in range(2):
-                with m.If(self.oset == s):
+                with m.If(oset1 == s):
                     m.d.sync += obeats[s].eq(self.obeats)
         active = Signal()
         sset = Signal()
@@ -181,19 +180,20 @@ class OutputBanks(wiring.Component):
             a = Signal(abits, name=f"sa{b}")
             m.d.sync += a.eq(base + _wrapped(b, first, nb) if lg else base)
             addr.append(a)
-        set1, set2 = Signal(), Signal()
+        set1 = Signal()
         rot1, rot2, rot3 = Signal(range(nb)), Signal(range(nb)), Signal(range(nb))
-        m.d.sync += [v1.eq(step), set1.eq(sset), rot1.eq(first), v2.eq(v1), set2.eq(set1),
+        m.d.sync += [v1.eq(step), set1.eq(sset), rot1.eq(first), v2.eq(v1),
                      rot2.eq(rot1), v3.eq(v2), rot3.eq(rot2), v4.eq(v3)]
-        words = Signal(data.ArrayLayout(acc, nb))
+        words = [Signal(acc, name=f"ow{b}") for b in range(nb)]
+        awords = Array(words)
         for b in range(nb):
-            m.d.sync += words[b].eq(Mux(set2, rports[1][b].data, rports[0][b].data))
-        beat = Signal(data.ArrayLayout(acc, bw))
+            m.d.comb += rports[b].addr.eq(Cat(addr[b], set1))
+            m.d.sync += words[b].eq(rports[b].data)
+        beat = [Signal(acc, name=f"ob{k}") for k in range(bw)]
         for k in range(bw):
             idx = Signal(range(nb), name=f"si{k}")
             m.d.comb += idx.eq(rot3 + k)
-            m.d.sync += beat[k].eq(words[idx] if nb > 1 else words[0])
-        m.d.comb += [q.w_en.eq(v4), q.w_data.eq(beat),
+            m.d.sync += beat[k].eq(awords[idx] if nb > 1 else words[0])
+        m.d.comb += [q.w_en.eq(v4), q.w_data.eq(Cat(*beat)),
                      self.o.payload.eq(q.r_data), self.o.valid.eq(q.r_rdy),
                      q.r_en.eq(self.o.ready)]
-        return addr

@@ -123,23 +123,30 @@ class _Framed(wiring.Component):
         wiring.connect(m, arr.s, wiring.flipped(self.s))
         olast = Signal(6)
         moved = arr.o.valid & arr.o.ready
+        ctake = self.c.valid & self.c.ready
+        # whether this beat is the strip's (channel's) last, a register: its compare made a
+        # clock ahead on the next counter and the next limit (no carry chain between the
+        # counter and tkeep or the shell's word count)
         if cfg.rq_width:
             # words of the channel before this beat, against the channel pitch less a beat
             cpm, wc = Signal(cfg.obits), Signal(cfg.obits)
-            with m.If(self.c.valid & self.c.ready):
-                m.d.sync += [cpm.eq(self.c.payload.cp - cfg.bus_words),
-                             olast.eq(self.c.payload.olast)]
-            last = wc == cpm
-            with m.If(moved):
-                m.d.sync += wc.eq(Mux(last, 0, wc + cfg.bus_words))
+            last = Signal(init=1)        # wc == cpm (both 0 after reset)
+            wc_next, cpm_next = Signal(cfg.obits), Signal(cfg.obits)
+            m.d.comb += [wc_next.eq(Mux(moved, Mux(last, 0, wc + cfg.bus_words), wc)),
+                         cpm_next.eq(Mux(ctake, self.c.payload.cp - cfg.bus_words, cpm))]
+            m.d.sync += [wc.eq(wc_next), cpm.eq(cpm_next), last.eq(wc_next == cpm_next)]
+            with m.If(ctake):
+                m.d.sync += olast.eq(self.c.payload.olast)
         else:
-            obeats = Signal(cfg.count_width)
-            with m.If(self.c.valid & self.c.ready):
-                m.d.sync += [obeats.eq(self.c.payload.obeats), olast.eq(self.c.payload.olast)]
             k = Signal(cfg.count_width)
-            last = k == obeats - 1
-            with m.If(moved):
-                m.d.sync += k.eq(Mux(last, 0, k + 1))
+            obm1 = Signal((k - 1).shape(), init=-1)   # the strip's beats - 1 (obeats 0)
+            last = Signal()              # k == obm1 (never after reset: obm1 is -1)
+            k_next, obm1_next = Signal.like(k), Signal.like(obm1)
+            m.d.comb += [k_next.eq(Mux(moved, Mux(last, 0, k + 1), k)),
+                         obm1_next.eq(Mux(ctake, self.c.payload.obeats - 1, obm1))]
+            m.d.sync += [k.eq(k_next), obm1.eq(obm1_next), last.eq(k_next == obm1_next)]
+            with m.If(ctake):
+                m.d.sync += olast.eq(self.c.payload.olast)
         m.d.comb += [self.o.valid.eq(arr.o.valid), arr.o.ready.eq(self.o.ready),
                      self.o.payload.data.eq(arr.o.payload),
                      self.o.payload.n.eq(Mux(last, olast, cfg.bus_words))]
