@@ -57,20 +57,24 @@ class _Loader(wiring.Component):
         block's end; ``total`` / ``total_dn``: the job's blocks (the latter from the
         descriptor at ``start``).
 
-        ``ready`` is ``run & done != total & fin >= need`` of the same clock, with the
-        compares registered a clock ahead: ``fin`` (the sequencer's) steps by at most 1 a
-        clock, so ``fin >= need`` is ``fin >= need`` or ``fin + 1 >= need`` of the clock
-        before (against the next ``need``), chosen by whether ``fin[0]`` toggled.  Returns
-        ``bc`` and the block's end (its last beat taken this clock)."""
+        ``ready`` is ``run & done != total & fin >= need`` of the same clock, one LUT from
+        registers: ``done != total`` implies ``run`` (a job ends after the sequencer has
+        used every block), and the compares are registered a clock ahead: ``fin`` (the
+        sequencer's) steps by at most 1 a clock, so ``fin >= need`` is ``fin >= need`` or
+        ``fin + 1 >= need`` of the clock before (against the next ``need``), chosen by
+        whether ``fin[0]`` toggled.  Returns ``bc`` and the block's end (its last beat taken
+        this clock)."""
         cfg = self.cfg
         lastq, lastq_next, qb_m1, lb_m1, lastq_dn, qb_dn, lb_dn = sizes
         bc = Signal(cfg.count_width + 6)
         bclast = Signal()                # bc == the block's beats - 1
         left = Signal()                  # done != total
+        # left & fin >= need, left & fin + 1 >= need (of the clock before)
         perm_a, perm_b, fin0 = Signal(), Signal(), Signal()
         end = Signal()
-        perm = Mux(self.fin[0] ^ fin0, perm_b, perm_a)
-        m.d.comb += [self.src.ready.eq(self.run & left & perm),
+        left_next = Signal()
+        m.d.comb += left_next.eq(Mux(end, self.done + 1 != total, left))
+        m.d.comb += [self.src.ready.eq(Mux(self.fin[0] ^ fin0, perm_b, perm_a)),
                      self.en.eq(self.src.valid & self.src.ready),
                      end.eq(self.en & bclast)]
         m.d.sync += fin0.eq(self.fin[0])
@@ -78,16 +82,17 @@ class _Loader(wiring.Component):
         with m.If(self.start):
             m.d.sync += [self.done.eq(0), bc.eq(0), left.eq(total_dn != 0),
                          bclast.eq(Mux(lastq_dn, lb_dn, qb_dn) == 1),
-                         perm_a.eq(1), perm_b.eq(1)]
+                         perm_a.eq(total_dn != 0), perm_b.eq(total_dn != 0)]
         with m.Else():
-            m.d.sync += [perm_a.eq(Mux(end, self.fin >= need_new, self.fin >= need)),
-                         perm_b.eq(Mux(end, fin1 >= need_new, fin1 >= need))]
+            m.d.sync += [
+                left.eq(left_next),
+                perm_a.eq(left_next & Mux(end, self.fin >= need_new, self.fin >= need)),
+                perm_b.eq(left_next & Mux(end, fin1 >= need_new, fin1 >= need))]
             with m.If(self.en):
                 m.d.sync += [bc.eq(bc + 1),
                              bclast.eq(bc + 1 == Mux(lastq, lb_m1, qb_m1))]
                 with m.If(end):
                     m.d.sync += [bc.eq(0), self.done.eq(self.done + 1),
-                                 left.eq(self.done + 1 != total),
                                  bclast.eq(Mux(lastq_next, lb_m1, qb_m1) == 0)]
         return bc, end
 
