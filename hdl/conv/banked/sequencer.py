@@ -188,15 +188,17 @@ class Sequencer(wiring.Component):
         # column's is non-negative, an image carry when the row's plus the column carry is
         oys = [Signal(signed(cw + 1), name=f"oy{k}") for k in range(cfg.window)]
         ys = [Signal(signed(cw + 1), name=f"y{k}") for k in range(cfg.window)]
+        # ys + 1 beside ys: the image carry (ys + column carry >= 0) is a sign bit's choice
+        ys1 = [Signal(signed(cw + 1), name=f"y1_{k}") for k in range(cfg.window)]
         xs = [Signal(self.abits, name=f"x{k}") for k in range(cfg.window)]
         wraps = [~oy[-1] for oy in oys]
-        imgs = [~ys[k][-1] | (wraps[k] & (ys[k] == -1)) for k in range(cfg.window)]
+        imgs = [Mux(wraps[k], ~ys1[k][-1], ~ys[k][-1]) for k in range(cfg.window)]
         with m.If(go):
             with m.If(rd == 0):
                 m.d.sync += f0.eq(0)
                 for k in range(cfg.window):
                     m.d.sync += [oys[k].eq(self.init_oy[k]), ys[k].eq(self.init_y[k]),
-                                 xs[k].eq(self.init_x[k])]
+                                 ys1[k].eq(self.init_y[k] + 1), xs[k].eq(self.init_x[k])]
             with m.Else():
                 m.d.sync += f0.eq(f0 + Mux(imgs[0], Mux(wraps[0], d.fimgw, d.fimg),
                                            Mux(wraps[0], d.fwrap, d.fstep)))
@@ -207,6 +209,8 @@ class Sequencer(wiring.Component):
                                                         d.rstep)),
                                  ys[k].eq(ys[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
                                           + wraps[k]),
+                                 ys1[k].eq(ys1[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
+                                           + wraps[k]),
                                  xs[k].eq(xs[k] + dm + de)]
         return f0, xs
 
