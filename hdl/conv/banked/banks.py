@@ -82,7 +82,7 @@ class FeatureBanks(wiring.Component):
         # a wire named ``name[k]`` (a view's element) and drive both from one flip-flop
         xs = Array([self.r_x[k] for k in range(cfg.window)]
                    + [Const(0, self.abits)] * (nb - cfg.window))
-        words = [Signal(word, name=f"fw{b}") for b in range(nb)]
+        words = [Signal(word, name=f"fw{b}", reset_less=True) for b in range(nb)]
         awords = Array(words)
         for b in range(nb):
             col = Signal(range(nb), name=f"col{b}")
@@ -111,12 +111,12 @@ class FeatureBanks(wiring.Component):
             lane = Signal(range(nb), name=f"lane{b}")
             m.d.comb += lane.eq((b - first) % nb)
             en, addr, dat = Signal(name=f"we{b}"), Signal(abits, name=f"wa{b}"), \
-                Signal(word, name=f"wd{b}")
+                Signal(word, name=f"wd{b}", reset_less=True)
             m.d.sync += [en.eq(self.w_en & (lane < cfg.bus_words)),
                          addr.eq(base + _wrapped(b, first, nb) if lg else base),
                          dat.eq(self.w_data[lane] if cfg.bus_words > 1 else self.w_data[0])]
             en2, addr2, dat2 = Signal(name=f"we2_{b}"), Signal(abits, name=f"wa2_{b}"), \
-                Signal(word, name=f"wd2_{b}")
+                Signal(word, name=f"wd2_{b}", reset_less=True)
             m.d.sync += [en2.eq(en), addr2.eq(addr), dat2.eq(dat)]
             wp = mems[b].write_port()
             m.d.comb += [wp.en.eq(en2), wp.addr.eq(Cat(addr2, wset2)), wp.data.eq(dat2)]
@@ -169,19 +169,19 @@ class WeightBanks(wiring.Component):
         for r in range(cfg.rows):
             mem = m.submodules[f"w{r}"] = Memory(shape=word, depth=2 * cfg.weight_depth,
                                                  init=[])
-            en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}")
+            en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}", reset_less=True)
             with m.Switch(self.nl):
                 for k in logs:
                     ch = r >> k
                     with m.Case(k):
                         m.d.sync += [en.eq(self.w_en & (self.w_j == ch // bw) & (ch < self.R)),
                                      dat.eq(self.w_data[ch % bw])]
-            en2, dat2 = Signal(name=f"we2_{r}"), Signal(word, name=f"wd2_{r}")
+            en2, dat2 = Signal(name=f"we2_{r}"), Signal(word, name=f"wd2_{r}", reset_less=True)
             m.d.sync += [en2.eq(en), dat2.eq(dat)]
             wp = mem.write_port()
             m.d.comb += [wp.en.eq(en2), wp.addr.eq(waddr2), wp.data.eq(dat2)]
             rp = mem.read_port()
             m.d.comb += rp.addr.eq(raddr)
-            rd1 = Signal(word, name=f"rd{r}")
+            rd1 = Signal(word, name=f"rd{r}", reset_less=True)
             m.d.sync += [rd1.eq(rp.data), self.r_data[r].eq(rd1)]
         return m

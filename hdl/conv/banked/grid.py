@@ -64,23 +64,29 @@ class MacGrid(wiring.Component):
         # the operands registered: each row's weight with its multiples 3 w and -w, each
         # cell's feature of its copy (the radix-4 digits of the LUT multiplier)
         ww = cfg.weight_width
-        wts = [Signal(signed(ww), name=f"w{r}") for r in range(cfg.rows)]
-        w3s = [Signal(signed(ww + 2), name=f"w3_{r}") for r in range(cfg.rows)]
-        wns = [Signal(signed(ww + 1), name=f"wn{r}") for r in range(cfg.rows)]
+        # the datapath's registers have no reset (a sum is only used from a beat with
+        # first, the shadow rows only after a capture): the shell's reset net drives the
+        # control flags only
+        wts = [Signal(signed(ww), name=f"w{r}", reset_less=True) for r in range(cfg.rows)]
+        w3s = [Signal(signed(ww + 2), name=f"w3_{r}", reset_less=True)
+               for r in range(cfg.rows)]
+        wns = [Signal(signed(ww + 1), name=f"wn{r}", reset_less=True)
+               for r in range(cfg.rows)]
         for r in range(cfg.rows):
             m.d.sync += [wts[r].eq(self.wt[r]), w3s[r].eq((self.wt[r] << 1) + self.wt[r]),
                          wns[r].eq(-self.wt[r])]
-        shadow = [[Signal(acc_t, name=f"sh{r}_{c}") for c in range(cfg.cols)]
+        shadow = [[Signal(acc_t, name=f"sh{r}_{c}", reset_less=True) for c in range(cfg.cols)]
                   for r in range(cfg.rows)]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
                 f = self.feat[c]
                 for k in logs[1:]:
                     f = Mux(self.nl == k, self.feat[(r % (1 << k)) * cfg.cols + c], f)
-                fr = Signal(signed(cfg.data_width), name=f"f{r}_{c}")
+                fr = Signal(signed(cfg.data_width), name=f"f{r}_{c}", reset_less=True)
                 m.d.sync += fr.eq(f)
-                p = Signal(signed(cfg.data_width + cfg.weight_width), name=f"p{r}_{c}")
-                acc = Signal(acc_t, name=f"acc{r}_{c}")
+                p = Signal(signed(cfg.data_width + cfg.weight_width), name=f"p{r}_{c}",
+                           reset_less=True)
+                acc = Signal(acc_t, name=f"acc{r}_{c}", reset_less=True)
                 m.d.sync += p.eq(radix4_product(m, fr, wts[r], w3s[r], wns[r],
                                                 name=f"pp{r}_{c}_"))
                 with m.If(v5):

@@ -107,8 +107,9 @@ class OutputBanks(wiring.Component):
         set1, first1, set2, first2, set3, first3, end1, end2 = (
             Signal(name=n) for n in ("set1", "first1", "set2", "first2",
                                      "set3", "first3", "end1", "end2"))
-        m.d.sync += [set1.eq(info.oset), first1.eq(info.first), set2.eq(set1), first2.eq(first1), set3.eq(set2),
-                     first3.eq(first2), end1.eq(last & info.strip_end), end2.eq(end1)]
+        m.d.sync += [set1.eq(info.oset), first1.eq(info.first), set2.eq(set1),
+                     first2.eq(first1), set3.eq(set2), first3.eq(first2),
+                     end1.eq(last & info.strip_end), end2.eq(end1)]
         m.d.comb += self.drained.eq(end2)
         # plain signals, no array views (see hdl.conv.banked.banks)
         win = [self.taps[i] for i in range(cfg.window)] + [Const(0, acc)] * (nb - cfg.window)
@@ -117,8 +118,9 @@ class OutputBanks(wiring.Component):
             lane = Signal(range(nb), name=f"dl{b}")
             m.d.comb += lane.eq((b - first) % nb)
             en1, en2, en3 = (Signal(name=f"de{i}_{b}") for i in (1, 2, 3))
-            a1, a2, a3 = (Signal(abits, name=f"da{i}_{b}") for i in (1, 2, 3))
-            v1, v2, v3 = (Signal(acc, name=f"dv{i}_{b}") for i in (1, 2, 3))
+            # addresses and sums: no reset (used with their enables only)
+            a1, a2, a3 = (Signal(abits, name=f"da{i}_{b}", reset_less=True) for i in (1, 2, 3))
+            v1, v2, v3 = (Signal(acc, name=f"dv{i}_{b}", reset_less=True) for i in (1, 2, 3))
             m.d.sync += [en1.eq(busy & (lane < info.nv)),
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
                          v1.eq(awin[lane] if nb > 1 else win[0]),
@@ -126,8 +128,9 @@ class OutputBanks(wiring.Component):
             # the old sum, registered; a sum written at the end of the clock in which it
             # was read (a capture two clocks after the one that wrote it) is forwarded
             fen, fset = Signal(name=f"dfe{b}"), Signal(name=f"dfs{b}")
-            fa, fd = Signal(abits, name=f"dfa{b}"), Signal(acc, name=f"dfd{b}")
-            old3 = Signal(acc, name=f"do3_{b}")
+            fa = Signal(abits, name=f"dfa{b}", reset_less=True)
+            fd = Signal(acc, name=f"dfd{b}", reset_less=True)
+            old3 = Signal(acc, name=f"do3_{b}", reset_less=True)
             new = Signal(acc, name=f"dn{b}")
             m.d.comb += rports[b].addr.eq(Cat(a1, set1))
             m.d.sync += old3.eq(Mux(fen & (fset == set2) & (fa == a2), fd, rports[b].data))
@@ -184,12 +187,12 @@ class OutputBanks(wiring.Component):
         rot1, rot2, rot3 = Signal(range(nb)), Signal(range(nb)), Signal(range(nb))
         m.d.sync += [v1.eq(step), set1.eq(sset), rot1.eq(first), v2.eq(v1),
                      rot2.eq(rot1), v3.eq(v2), rot3.eq(rot2), v4.eq(v3)]
-        words = [Signal(acc, name=f"ow{b}") for b in range(nb)]
+        words = [Signal(acc, name=f"ow{b}", reset_less=True) for b in range(nb)]
         awords = Array(words)
         for b in range(nb):
             m.d.comb += rports[b].addr.eq(Cat(addr[b], set1))
             m.d.sync += words[b].eq(rports[b].data)
-        beat = [Signal(acc, name=f"ob{k}") for k in range(bw)]
+        beat = [Signal(acc, name=f"ob{k}", reset_less=True) for k in range(bw)]
         for k in range(bw):
             idx = Signal(range(nb), name=f"si{k}")
             m.d.comb += idx.eq(rot3 + k)
