@@ -95,12 +95,8 @@ class OutputBanks(wiring.Component):
         k = Signal(cfg.rbits)
         e = Signal(cfg.obits)
         last = busy & (k + 1 == info.R)
-        # per lane whether it is one of the round's valid positions (lane < nv), registered
-        # at the capture: no compare between e and the bank enables
-        lok = Signal(nb)
         with m.If(self.cap):
-            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e),
-                         lok.eq(Cat(*(self.info.nv > i for i in range(nb))))]
+            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e)]
         with m.Elif(busy):
             m.d.sync += [k.eq(k + 1), e.eq(e + info.cp)]
             with m.If(last):
@@ -125,7 +121,7 @@ class OutputBanks(wiring.Component):
             # addresses and sums: no reset (used with their enables only)
             a1, a2, a3 = (Signal(abits, name=f"da{i}_{b}", reset_less=True) for i in (1, 2, 3))
             v1, v2, v3 = (Signal(acc, name=f"dv{i}_{b}", reset_less=True) for i in (1, 2, 3))
-            m.d.sync += [en1.eq(busy & lok.bit_select(lane, 1)),
+            m.d.sync += [en1.eq(busy & (lane < info.nv)),
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
                          v1.eq(awin[lane] if nb > 1 else win[0]),
                          en2.eq(en1), a2.eq(a1), v2.eq(v1), en3.eq(en2), a3.eq(a2), v3.eq(v2)]
