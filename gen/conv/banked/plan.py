@@ -4,8 +4,8 @@
 :func:`plan_layer` splits the output channels into **parts** (groups of ``R`` channels
 run with ``n`` copies, then the remainder channels, with two copies when they fill at
 most half the rows: the remainder mapping), the output maps into **strips** of ``rs``
-rows x ``segw`` columns that fit the output set (a strip of a part holds ``R rs segw``
-sums), the input channels into **chunks** that fit a feature set and a weight set (or,
+rows x ``segw`` columns of ``fold`` images that fit the output set (a strip of a part
+holds ``R fold rs segw`` sums), the input channels into **chunks** that fit a feature set and a weight set (or,
 ``resident``, all of a group's weights in both sets), and turns every (part, strip shape)
 into one job.  Among the candidate shapes it keeps, per part, the one the exact cycle
 model (:func:`gen.conv.banked.run_cycles`, full rate) finds fastest, then among the
@@ -119,13 +119,13 @@ def _strips(layer, rs, segw, fold=1):
     m = -(-layer.batch // fold)
     short = m * fold - layer.batch              # groups of fold - 1 images, at the end
     sizes = [fold] * (m - short) + [fold - 1] * short
-    shapes = {}
-    for g, f in enumerate(sizes):
-        b = sum(sizes[:g])
+    shapes, b = {}, 0
+    for f in sizes:
         for y in range(0, layer.ho, rs):
             for x in range(0, layer.wo, segw):
                 shape = (min(rs, layer.ho - y), min(segw, layer.wo - x), f)
                 shapes.setdefault(shape, []).append((b, y, x))
+        b += f
     return shapes
 
 
