@@ -2,26 +2,26 @@
 """Config, jobs and stream layouts of the banked MAC array.
 
 A **job** is one descriptor: ``G`` channel groups x ``S`` strips x ``Q`` input-channel
-chunks, run as steps in that order (:func:`steps`).  A group is ``R`` output channels,
-computed by ``n`` copies (1, 2, 4 or 8; ``n R`` array rows, physical row ``r n + g`` computes
-channel ``r`` for copy ``g``).  A strip is ``rs`` output rows x ``segw`` output columns of
-each of ``fold`` consecutive images (the host cuts the input windows with their halo); its
-``P = fold rs segw`` positions, in raster order image by image, run ``n cols`` at a time (a **round**: copy ``g`` takes the positions
-``p0 + g cols .. p0 + g cols + cols - 1``; only the strip's last round has idle columns).
-A chunk is ``icq`` input channels (the last ``icl``), ``K = icq kh kw`` beats per round in
-``(ic, ky, kx)`` order.
+chunks, run as steps in that order (:func:`steps`). A group is ``R`` output channels,
+computed by ``n`` copies (1, 2, 4 or 8; ``n R`` array rows, physical row ``r n + g``
+computes channel ``r`` for copy ``g``). A strip is ``rs`` output rows x ``segw`` output
+columns of each of ``fold`` consecutive images (the host cuts the input windows with their
+halo); its ``P = fold rs segw`` positions, in raster order image by image, run ``n cols`` at
+a time (a **round**: copy ``g`` takes the positions ``p0 + g cols .. p0 + g cols + cols -
+1``; only the strip's last round has idle columns). A chunk is ``icq`` input channels (the
+last ``icl``), ``K = icq kh kw`` beats per round in ``(ic, ky, kx)`` order.
 
-Feature layout (per step, the stream ``x``): the strip's input windows, ``icq`` channels
-of ``fold`` images of ``s Hs`` rows, each row ``bpr = ceil(s Ws / bw)`` beats (a beat never spans two rows); in
-the banks a row takes ``D`` words.  Rows and columns are *phase-ordered*: window row ``y`` is
-row ``(y mod s) Hs + y div s`` (``Hs = ceil(rin / s)``, ``rin = (rs - 1) s + kh``), window
-column ``x`` is word ``(x mod s) Ws + x div s`` of its row (``Ws = ceil(segin / s)``,
-``segin = (segw - 1) s + kw``), and the row pitch ``D >= s Ws`` is the smallest with
-``D = segw (mod nb)``; image ``b`` of a channel starts ``b IP`` words in, ``IP = rs D (mod
-nb)`` (:func:`_image_pitch`).  Then position ``p = (b, oy, ox)`` at beat ``(ic, ky, kx)``
-reads flat word ``f(p) + off(ic, ky, kx)`` with ``f(p) = b IP + oy D + ox``, which lies in bank
-``(p + off) mod nb``: the ``n cols`` positions of a round always read ``n cols``
-different banks.  Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
+Feature layout (per step, the stream ``x``): the strip's input windows, ``icq`` channels of
+``fold`` images of ``s Hs`` rows, each row ``bpr = ceil(s Ws / bw)`` beats (a beat never
+spans two rows); in the banks a row takes ``D`` words. Rows and columns are *phase-ordered*:
+window row ``y`` is row ``(y mod s) Hs + y div s`` (``Hs = ceil(rin / s)``, ``rin = (rs - 1)
+s + kh``), window column ``x`` is word ``(x mod s) Ws + x div s`` of its row (``Ws =
+ceil(segin / s)``, ``segin = (segw - 1) s + kw``), and the row pitch ``D >= s Ws`` is the
+smallest with ``D = segw (mod nb)``; image ``b`` of a channel starts ``b IP`` words in, ``IP
+= rs D (mod nb)`` (:func:`_image_pitch`). Then position ``p = (b, oy, ox)`` at beat ``(ic,
+ky, kx)`` reads flat word ``f(p) + off(ic, ky, kx)`` with ``f(p) = b IP + oy D + ox``, which
+lies in bank ``(p + off) mod nb``: the ``n cols`` positions of a round always read ``n
+cols`` different banks. Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
 
 Weight layout (the stream ``w``): per step (with ``resident``, only in a group's first
 strip: the group's chunks stay in the banks, chunk ``q`` at ``q K_q``), per beat address
