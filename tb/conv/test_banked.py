@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 from gen.conv import ConvLayer, ref_conv
 from gen.conv.banked import (BankedConfig, assemble, descriptor_fields, feature_beats,
                              make_job, plan_layer, run_cycles, run_plan, steps, weight_beats)
-from gen.conv.banked.job import _image_pitch
+from gen.conv.banked.job import _channel_pitch, _image_pitch
 from gen.conv.twin import rtl_banked
 from gen.core.stimulus import Pattern, job_patterns
 
@@ -55,7 +55,8 @@ def random_item(rng, cfg, align=None):
         try:
             fold = int(rng.choice([f for f in (1, 2, 3) if layer.batch % f == 0]))
             job = make_job(layer, cfg, rs=rs, segw=segw, icq=int(rng.integers(1, ic + 1)),
-                           resident=res, align=align, fold=fold)
+                           resident=res, align=align, fold=fold,
+                           span=bool(rng.integers(0, 3) == 0))
         except ValueError:
             continue
         x = rng.integers(-128, 128, (layer.batch, ic, layer.h, layer.w))
@@ -82,7 +83,7 @@ def test_job_limits_weights_and_outputs():
         make_job(big, CFG, rs=1, segw=4, icq=16)
     with pytest.raises(ValueError, match="resident weights need 144 words per row"):
         make_job(big, CFG, rs=1, segw=4, icq=4, resident=True)
-    with pytest.raises(ValueError, match="a step's features need 858 words"):
+    with pytest.raises(ValueError, match="a step's features need 840 words"):
         make_job(ConvLayer(4, 4, 10, 10, 3, 3, 1, 1), CFG, rs=10, segw=10, icq=4)
     wide = ConvLayer(8, 1, 8, 9, 1, 1)
     with pytest.raises(ValueError, match="a strip's outputs need"):
@@ -98,7 +99,7 @@ def _walk(x, w, job, cfg):
     nb, bw, cols, wd = cfg.nb, cfg.bus_words, cfg.cols, cfg.window
     fsets = [np.zeros(M + 1, np.int64) for _ in range(2)]
     wmem = np.zeros((cfg.rows, 2 * cfg.weight_depth), np.int64)
-    osets = [np.zeros(MO + 1, np.int64) for _ in range(2)]
+    omem = np.zeros(MO + 1, np.int64)          # both output sets, the set in the MSB
     xb, wb = iter(feature_beats(x, job, cfg)), iter(weight_beats(w, job))
     n, R, Q = 1 << d["nl"], d["R"], d["Q"]
     # per window column: its column and row minus the thresholds, its rows / images below
@@ -114,10 +115,10 @@ def _walk(x, w, job, cfg):
             for j in range(d["bpr"]):
                 for k, v in enumerate(next(xb)):
                     fsets[i % 2][(row + j * bw + k) & M] = v
-            # the next row: D on, or at an image's last row (but the channel's last) ipj
+            # the next row: D on, at an image's last row ipj, at the channel's last cpj
             img_end = r % d["hrows"] == d["hrows"] - 1
             last_img = r // d["hrows"] % d["fold"] == d["fold"] - 1
-            row += d["ipj"] if img_end and not last_img else d["D"]
+            row += (d["cpj"] if last_img else d["ipj"]) if img_end else d["D"]
         if d["res"]:
             wbase = q * d["kq"]
         else:
@@ -157,13 +158,14 @@ def _walk(x, w, job, cfg):
                     kx, px, ky, py = 0, 0, ky + 1, (py + 1) % d["s"]
                 else:
                     kx, px, ky, py, off = 0, 0, 0, 0, off + d["d_ic"]
-            e0 = rd * d["W"]
+            e0 = (ts % 2) * (MO + 1) // 2 + rd * d["W"]
             for ch in range(R):
                 vals = np.concatenate([acc[ch * n + g_] for g_ in range(n)])[:nv]
                 idx = [(e0 + ch * d["cp"] + p) & MO for p in range(nv)]
-                osets[ts % 2][idx] = vals + (osets[ts % 2][idx] if q else 0)
+                omem[idx] = vals + (omem[idx] if q else 0)
         if last:
-            out += list(osets[ts % 2][:d["obeats"] * bw])
+            base = (ts % 2) * (MO + 1) // 2
+            out += [int(omem[(base + k) & MO]) for k in range(d["obeats"] * bw)]
             ts += 1
     return assemble(out, job)
 
@@ -187,6 +189,29 @@ def test_image_pitch_keeps_every_word(nb, bw, wr, extra, hr, rs, fold):
             for k in range(wbeat):
                 mem[b * ip + r * D + k] = (b, r, k) if k < wr else None
     assert all(mem[b * ip + r * D + k] == (b, r, k)
+               for b in range(fold) for r in range(hr) for k in range(wr))
+
+
+@settings(max_examples=300, deadline=None)
+@given(nb=st.sampled_from([2, 8, 64, 128]), bw=st.sampled_from([1, 3, 4, 16, 32]),
+       wr=st.integers(1, 40), extra=st.integers(0, 200), hr=st.integers(1, 10),
+       rs=st.integers(1, 10), fold=st.integers(1, 6), icq=st.integers(2, 5))
+def test_channel_pitch_keeps_every_word(nb, bw, wr, extra, hr, rs, fold, icq):
+    """The channel pitch: with the channels written one after the other (each its images'
+    rows in whole beats) every channel's every word is still there at the end (a write
+    simulation), and it is no larger than channel after channel."""
+    D, rs = wr + extra, min(rs, hr)
+    wbeat = -(-wr // bw) * bw
+    ip = _image_pitch(D, hr, wr, wbeat, rs * D % nb, nb, fold)
+    cp = _channel_pitch(D, hr, wr, wbeat, ip, fold)
+    assert 1 <= cp <= (fold - 1) * ip + hr * D
+    mem = {}
+    for c in range(icq):
+        for b in range(fold):
+            for r in range(hr):
+                for k in range(wbeat):
+                    mem[c * cp + b * ip + r * D + k] = (c, b, r, k) if k < wr else None
+    assert all(mem[c * cp + b * ip + r * D + k] == (c, b, r, k) for c in range(icq)
                for b in range(fold) for r in range(hr) for k in range(wr))
 
 
@@ -487,3 +512,28 @@ def test_rtl_folded_images(sim, cfg):
                       rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
     assert any(job.IP < job.D for *_xw, job in items) == (cfg is CFG_EIGHT)
     check_rtl(items, cfg, sim, valid=0.8, ready=0.7, name="fold")
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_WIDE], ids=["b4", "b16"])
+def test_rtl_span_strips(sim, cfg):
+    """Strips whose sums fill both output sets (``span``): two strips of a job over two
+    chunks (sums read back across the sets' boundary), a job of one-set strips after it
+    and one before and after a channel-aligned ``span`` job (each strip waits for the
+    stream of the one before); with back-pressure on the sums."""
+    rng = np.random.default_rng(31)
+    big = ConvLayer(8, 3, 8, 10, 3, 3, 1, 1, 2)
+    small = ConvLayer(3, 2, 4, 6, 3, 3, 1, 1, 2)
+    specs = [(big, dict(rs=8, segw=10, n=1, icq=2, span=True)),
+             (small, dict(rs=2, segw=6, icq=1)),
+             (big, dict(rs=8, segw=10, n=1, icq=2, span=True, align=True, resident=False)),
+             (small, dict(rs=4, segw=3, icq=2, fold=2))]
+    items = []
+    for layer, kw in specs:
+        job = make_job(layer, cfg, **kw)
+        items.append((rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w)),
+                      rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
+    one_set = cfg.nb * cfg.out_depth
+    assert all(job.obeats * cfg.bus_words > one_set for *_xw, job in items if job.span)
+    with pytest.raises(ValueError, match="a strip's outputs need 640 words"):
+        make_job(big, cfg, rs=8, segw=10, n=1, icq=2)
+    check_rtl(items, cfg, sim, valid=0.9, ready=0.5, name="span")

@@ -40,6 +40,10 @@ def _items(rng, cfg):
     shapes = [(ConvLayer(5, 3, 6, 7, 3, 3, 1, 1), dict(rs=3, segw=7, icq=2, R=5, n=1)),
               (ConvLayer(2, 2, 7, 5, 2, 2, 2, 0, 2), dict(rs=1, segw=2, icq=1)),
               (ConvLayer(4, 3, 5, 5, 1, 1, 1, 0), dict(rs=5, segw=5, resident=False))]
+    # a strip whose sums fill both output sets (span), after a job of one-set strips
+    wide = cfg.nb * cfg.out_depth // 64 + 2
+    shapes.append((ConvLayer(8, 2, 8, wide, 3, 3, 1, 1), dict(rs=8, segw=wide, n=1, icq=1,
+                                                             span=True)))
     items = []
     for layer, kw in shapes:
         x = rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w))
@@ -52,8 +56,9 @@ def _items(rng, cfg):
                                                (CFG3, 0.5, 0.8)])
 @pytest.mark.native_agree
 def test_shell_jobs(sim, cfg, valid, ready):
-    """Three jobs back to back: sums == golden, statistics == the cycle model's, counters ==
-    what the bench saw on the ports, the interrupt raised and acknowledged."""
+    """Four jobs back to back (the last one's strips fill both output sets): sums ==
+    golden, statistics == the cycle model's, counters == what the bench saw on the ports,
+    the interrupt raised and acknowledged."""
     rng = np.random.default_rng(int(valid * 10 + ready))
     items = _items(rng, cfg)
     outs, stats, records = rtl_banked_axi(items, cfg, sim, valid=valid, ready=ready, seed=3,
@@ -146,9 +151,10 @@ SHELL_PATTERNS = [(1.0, 1.0, 1.0), (0.7, 0.6, 0.5), (0.3, 0.9, 0.8), (0.9, 0.8, 
 
 @pytest.mark.parametrize("cfg", [CFG, CFG3], ids=["b4", "b3"])
 def test_shell_backpressure_model(sim, cfg):
-    """Exact end-to-end cycle model of the shell: four jobs back to back (resident
-    weights with two chunks, a strided batch of two, per-step weights, one bound by its
-    sums' streaming; the strips' last sum beats partial) under five sets of per-port
+    """Exact end-to-end cycle model of the shell: five jobs back to back (resident
+    weights with two chunks, a strided batch of two, per-step weights, strips that fill
+    both output sets, one bound by its sums' streaming; the strips' last sum beats
+    partial) under five sets of per-port
     patterns (full rate; idle weights and features, back-pressured sums at 0.2..0.9;
     periodic): every job's record (start response, first input beat, last output beat,
     beats and stall clocks, the four counters) and every m_axis_o beat's clock equal
@@ -156,7 +162,7 @@ def test_shell_backpressure_model(sim, cfg):
     jobs, the config, the patterns and the bench's register writes.  The model with
     reseeded or rotated patterns must differ (the check can fail)."""
     rng = np.random.default_rng(17)
-    # the shell tests' three jobs and one bound by its sums (three strips of 32+ beats,
+    # the shell tests' four jobs and one bound by its sums (three strips of 32+ beats,
     # one-beat rounds): the streamer, held back by the output FIFO, decides when a strip's
     # output set is free
     out_bound = ConvLayer(8, 2, 6, 8, 1, 1, 1, 0)

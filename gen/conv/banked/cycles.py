@@ -23,7 +23,8 @@ on ``c``, ``w``, ``x``, ``o`` and ``s`` and the statistics words.  Clocks are th
   sum that the next chunk reads back must be written first); a step's
   first round also waits for the clock after its weights' and features' last beats and,
   for a strip's first chunk, for the clock after the streamer's last read of the strip two
-  before (its output set).
+  before (its output set), or of the strip before when this strip or that one fills both
+  sets (``span``).
 * **Capture and drain**: the shadow rows hold round ``j``'s sums from ``C = u_j + K + 11``
   (``CAPTURE``: the beat's issue registers, the feature banks' offset and address
   registers, the bank read, the words' and the rotated window's registers, the grid's
@@ -149,10 +150,11 @@ def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None,
     out = _Streamer(pat["o"], record)
     s_taken, stats, per_job = [], [], []
     ts_read_end = []           # per global strip: its streamer's last read
+    ts_span = []               # per global strip: its sums fill both output sets
     end = -1                   # clock the previous job's statistics were taken
     for job in jobs:
         T0 = src["c"].take(end + 1, 1)
-        W_last, strips = _job_timeline(job, cfg, T0, src, ts_read_end, out)
+        W_last, strips = _job_timeline(job, cfg, T0, src, ts_read_end, ts_span, out)
         z = _next(pat["s"], W_last + 1)
         s_taken.append(z)
         end = z
@@ -170,7 +172,7 @@ def run_cycles(jobs, cfg: BankedConfig, patterns: dict | None = None,
                       "x": sum(job.feature_beat_count for job in jobs), "o": out.count}}
 
 
-def _job_timeline(job, cfg, T0, src, ts_read_end, out):
+def _job_timeline(job, cfg, T0, src, ts_read_end, ts_span, out):
     """One job: loads, rounds, drains and the streaming of its strips; returns the clock
     of its last drained strip (``W``) and its strips' beat counts."""
     st = list(steps(job))
@@ -217,8 +219,11 @@ def _job_timeline(job, cfg, T0, src, ts_read_end, out):
         u = max(T0 + 1 + cfg.window, wdone[wblock(i)], xdone[i])
         if last_u is not None:
             u = max(u, last_u + last_P)
-        if q == 0 and gstrip >= 2:
-            u = max(u, ts_read_end[gstrip - 2] + 1)
+        if q == 0:
+            if gstrip and (job.span or ts_span[-1]):
+                u = max(u, ts_read_end[gstrip - 1] + 1)
+            elif gstrip >= 2:
+                u = max(u, ts_read_end[gstrip - 2] + 1)
         rounds = _rounds(job, cfg, q)
         for j, (K, dr, _b) in enumerate(rounds):
             if j:
@@ -230,6 +235,7 @@ def _job_timeline(job, cfg, T0, src, ts_read_end, out):
         fin[i] = u + K + 2
         if q == job.Q - 1:
             ts_read_end.append(out.stream(W + 1, job.obeats))
+            ts_span.append(job.span)
             beats.append(job.obeats)
             W_last = W
     return W_last, beats

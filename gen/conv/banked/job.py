@@ -18,7 +18,9 @@ window row ``y`` is row ``(y mod s) Hs + y div s`` (``Hs = ceil(rin / s)``, ``ri
 s + kh``), window column ``x`` is word ``(x mod s) Ws + x div s`` of its row (``Ws =
 ceil(segin / s)``, ``segin = (segw - 1) s + kw``), and the row pitch ``D >= s Ws`` is the
 smallest with ``D = segw (mod nb)``; image ``b`` of a channel starts ``b IP`` words in, ``IP
-= rs D (mod nb)`` (:func:`_image_pitch`). Then position ``p = (b, oy, ox)`` at beat ``(ic,
+= rs D (mod nb)`` (:func:`_image_pitch`), channel ``c`` of the step ``c CP`` words in (any
+residue: :func:`_channel_pitch`; the images' and the channels' rows may interleave in the
+row pitch's padding). Then position ``p = (b, oy, ox)`` at beat ``(ic,
 ky, kx)`` reads flat word ``f(p) + off(ic, ky, kx)`` with ``f(p) = b IP + oy D + ox``, which
 lies in bank ``(p + off) mod nb``: the ``n cols`` positions of a round always read ``n
 cols`` different banks. Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
@@ -30,7 +32,11 @@ strip: the group's chunks stay in the banks, chunk ``q`` at ``q K_q``), per beat
 of all ``n`` copies of that channel.
 
 Output layout (the stream ``o``): per strip, ``R x P`` sums in ``(channel, position)``
-order, ``bw`` per beat, the strip's last beat padded.  A job with ``align`` (forced when the
+order, ``bw`` per beat, the strip's last beat padded.  A strip's sums fill one of the two
+output sets, so that the next strip computes while it streams out; a job with ``span``
+lets each strip's sums fill both sets (twice the positions or channels a strip, as many
+weight loads fewer when the weights do not stay resident), and a strip then starts only
+once the strip before it has streamed out.  A job with ``align`` (forced when the
 config has a requantisation stage, ``rq_width`` > 0) starts every channel on a new beat
 instead: the output banks' channel pitch is ``cp = cb bw`` with ``cb = ceil(P / bw)`` beats
 per channel, a strip is ``obeats = R cb`` beats and each channel's last beat holds
@@ -147,8 +153,9 @@ class BankedConfig:
 
     @property
     def obits(self) -> int:
-        """Bits of a flat word index within one output set."""
-        return (self.nb * self.out_depth - 1).bit_length()
+        """Bits of a flat word index within the two output sets (a ``span`` strip's sums
+        fill both)."""
+        return (2 * self.nb * self.out_depth - 1).bit_length()
 
     @property
     def wbits(self) -> int:
@@ -177,7 +184,8 @@ class BankedConfig:
 class BankedJob:
     """One descriptor of the banked array (see the module docstring); build with
     :func:`make_job`.  ``strips`` lists each strip's ``(image, oy0, ox0)``; ``align``:
-    the channel-aligned output layout (every channel's sums from a new beat)."""
+    the channel-aligned output layout (every channel's sums from a new beat); ``span``: a
+    strip's sums may fill both output sets (the next strip waits for its stream)."""
 
     layer: ConvLayer
     n: int
@@ -207,6 +215,7 @@ class BankedJob:
     nb_: int = 0
     align: bool = False
     fold: int = 1
+    span: bool = False
 
     @property
     def PI(self):
@@ -260,9 +269,9 @@ class BankedJob:
 
     @property
     def CPf(self):
-        """Feature words of one input channel: ``fold`` images at a pitch of ``IP``, the
-        last one's ``s Hs`` rows."""
-        return (self.fold - 1) * self.IP + self.layer.stride * self.Hs * self.D
+        """Channel pitch in a feature set (:func:`_channel_pitch`): channel ``c`` starts
+        ``c CPf`` words in; its rows may interleave with the channel before's."""
+        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold)[4]
 
     def k_of(self, q: int) -> int:
         """Beats per tile of chunk ``q``."""
@@ -361,15 +370,18 @@ class BankedJob:
 
 
 def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int) -> tuple:
-    """``(D, IP, hr, wr)`` of an ``rs x segw`` strip of ``fold`` images: the row pitch ``D``,
-    the smallest ``>= wr = s Ws`` that equals ``segw`` modulo ``nb``; ``hr = s Hs`` rows an
-    image; the image pitch ``IP`` (:func:`_image_pitch`)."""
+    """``(D, IP, hr, wr, CP)`` of an ``rs x segw`` strip of ``fold`` images: the row pitch
+    ``D``, the smallest ``>= wr = s Ws`` that equals ``segw`` modulo ``nb``; ``hr = s Hs``
+    rows an image; the image pitch ``IP`` (:func:`_image_pitch`); the channel pitch ``CP``
+    (:func:`_channel_pitch`)."""
     s = layer.stride
     rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
     wr = s * -(-segin // s)
     hr = s * -(-rin // s)
     D = wr + (segw - wr) % nb
-    return D, _image_pitch(D, hr, wr, -(-wr // bw) * bw, rs * D % nb, nb, fold), hr, wr
+    wbeat = -(-wr // bw) * bw
+    ip = _image_pitch(D, hr, wr, wbeat, rs * D % nb, nb, fold)
+    return D, ip, hr, wr, _channel_pitch(D, hr, wr, wbeat, ip, fold)
 
 
 @lru_cache(maxsize=4096)
@@ -394,14 +406,40 @@ def _image_pitch(D: int, hr: int, wr: int, wbeat: int, res: int, nb: int, fold: 
     return big
 
 
+@lru_cache(maxsize=4096)
+def _channel_pitch(D: int, hr: int, wr: int, wbeat: int, ip: int, fold: int) -> int:
+    """The channel pitch: the smallest ``CP >= 1`` at which channels of ``fold`` images
+    (rows at ``b IP + r D``, ``wr`` words of data, written in whole beats of ``wbeat``
+    words a row), written channel after channel, never write over a word of a channel
+    written before; at most ``(fold - 1) IP + hr D`` (channel after channel, nothing
+    shared).  Unlike the image pitch it needs no residue modulo ``nb``: a beat reads the
+    same channel offset at every position of a round."""
+    starts = np.unique([b * ip + r * D for b in range(fold) for r in range(hr)])
+    delta = np.unique(starts[:, None] - starts[None, :])
+    # channel c's row L over channel c - d's row E: d CP must avoid (E - L - wbeat,
+    # E - L + wr) for every pair (the written words [L, L + wbeat) against the data)
+    hi = int(delta.max()) + wr
+    marks = np.zeros(hi + 1, np.int64)
+    lo_ = np.clip(delta - wbeat + 1, 0, hi)
+    up_ = np.clip(delta + wr, 0, hi)
+    np.add.at(marks, lo_, 1)
+    np.add.at(marks, up_, -1)
+    bad = np.cumsum(marks)[:hi] > 0
+    big = (fold - 1) * ip + hr * D
+    for cp in range(1, big):
+        if not bad[cp:hi:cp].any():
+            return cp
+    return big
+
+
 def feature_set_words(layer: ConvLayer, cfg: BankedConfig, rs: int, segw: int,
                       icq: int, fold: int = 1) -> int:
     """Words of a feature set that a step of ``icq`` channels of an ``rs x segw`` strip
-    of ``fold`` images occupies: per channel ``fold`` images at a pitch of ``IP``, each
-    ``s Hs`` rows at a pitch of ``D`` words (:func:`_pitches`), the last row whole beats."""
-    D, ip, hr, wr = _pitches(layer, cfg.nb, cfg.bus_words, rs, segw, fold)
-    cpf = (fold - 1) * ip + hr * D
-    return ((icq - 1) * cpf + (fold - 1) * ip + (hr - 1) * D
+    of ``fold`` images occupies: channels ``CP`` apart, per channel ``fold`` images at a
+    pitch of ``IP``, each ``s Hs`` rows at a pitch of ``D`` words (:func:`_pitches`), the
+    last row whole beats."""
+    D, ip, hr, wr, cp = _pitches(layer, cfg.nb, cfg.bus_words, rs, segw, fold)
+    return ((icq - 1) * cp + (fold - 1) * ip + (hr - 1) * D
             + -(-wr // cfg.bus_words) * cfg.bus_words)
 
 
@@ -416,11 +454,12 @@ def strip_origins(layer: ConvLayer, rs: int, segw: int, fold: int = 1) -> tuple:
 def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: int | None = None,
              n: int | None = None, R: int | None = None, resident: bool | None = None,
              strips=None, oc0: int = 0, oc: int | None = None,
-             align: bool | None = None, fold: int = 1) -> BankedJob:
+             align: bool | None = None, fold: int = 1, span: bool = False) -> BankedJob:
     """A job of ``layer`` on ``cfg``: output channels ``oc0 .. oc0 + oc - 1`` (default all)
     in groups of ``R``, the strips ``strips`` (``(image, oy0, ox0)``: ``rs x segw`` output
     positions of each of the images ``image .. image + fold - 1``; default: the whole
-    layer, :func:`strip_origins`); ``align`` the
+    layer, :func:`strip_origins`); ``span`` lets a strip's sums fill both output sets
+    (module docstring); ``align`` the
     channel-aligned output layout (default and required with ``cfg.rq_width`` > 0, whose
     stage then needs the job's ``G R`` biases within ``rq_depth``).  Raises ``ValueError``
     naming the limit a choice breaks."""
@@ -461,7 +500,8 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
         raise ValueError(f"icq must be 1..{layer.ic}, not {icq}")
     kk = layer.kh * layer.kw
     job = BankedJob(layer, n, R, oc // R, rs, segw, icq, False, strips, oc0=oc0,
-                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb, align=align, fold=fold)
+                    cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb, align=align, fold=fold,
+                    span=bool(span))
     if cfg.rq_width and oc > cfg.rq_depth:
         raise ValueError(f"the requantisation stage holds {cfg.rq_depth} biases (rq_depth), "
                          f"not the job's {oc} channels")
@@ -482,9 +522,10 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
         raise ValueError(f"a step's features need {fw} words, more than one set's "
                          f"{cfg.nb} x {cfg.feat_depth}")
     ow = job.obeats * cfg.bus_words             # with align: R cp
-    if ow > cfg.nb * cfg.out_depth:
-        raise ValueError(f"a strip's outputs need {ow} words, more than one set's "
-                         f"{cfg.nb} x {cfg.out_depth}")
+    if ow > (2 if span else 1) * cfg.nb * cfg.out_depth:
+        sets = "both sets'" if span else "one set's"
+        raise ValueError(f"a strip's outputs need {ow} words, more than {sets} "
+                         f"{cfg.nb} x {cfg.out_depth}" + ("" if span else " (span: both)"))
     for name, v in descriptor_fields(job, cfg).items():
         if v[0] >= 1 << v[1]:
             raise ValueError(f"descriptor field {name} = {v[0]} needs more than {v[1]} bits")
@@ -537,15 +578,16 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "rs": job.rs, "ythr": job.rs - a, "ystep": a, "ywrap": a - job.rs,
         "fimg": fstep + ximg, "fimgw": fstep + D - job.segw + ximg, "ex": ximg // cfg.nb,
         "hrows": hr, "fold": job.fold, "ipj": job.IP - (hr - 1) * D,
+        "cpj": job.CPf - (job.fold - 1) * job.IP - (hr - 1) * D,
         "cp": job.cp,
         "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1), "wg": job.wgroup,
         "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1), "bpr": job.bpr, "D": job.D,
-        "res": int(job.resident), "obeats": job.obeats,
+        "res": int(job.resident), "obeats": job.obeats, "span": int(job.span),
         "gs": job.G * job.S, "nsteps": job.G * job.S * job.Q, "sq": job.S * job.Q,
         "gq": job.G * job.Q, "olast": job.olast,
     }
     wrap = ("d_xin", "d_xwrap", "d_yin", "d_ywrap", "d_ic", "fstep", "fwrap", "rwrap",
-            "ywrap", "fimg", "fimgw", "ex", "ipj")
+            "ywrap", "fimg", "fimgw", "ex", "ipj", "cpj")
     return {k: (vals[k] & ((1 << widths[k]) - 1) if k in wrap else vals[k], widths[k])
             for k in widths}
 
@@ -560,8 +602,8 @@ def descriptor_widths(cfg: BankedConfig) -> dict:
     widths.update({"segw": cw, "thr": cw, "rstep": cw, "rwrap": cw, "fstep": fb, "fwrap": fb,
                    "mx": max(fab, 1), "rs": cw, "ythr": cw, "ystep": cw, "ywrap": cw,
                    "fimg": fb, "fimgw": fb, "ex": max(fab, 1), "hrows": cw, "fold": cw,
-                   "ipj": fb, "cp": ob, "xbq": cw, "xbl": cw, "wg": 6, "wbq": cw + 6,
-                   "wbl": cw + 6, "bpr": cw, "D": fb, "res": 1, "obeats": cw, "gs": cw,
+                   "ipj": fb, "cpj": fb, "cp": ob, "xbq": cw, "xbl": cw, "wg": 6, "wbq": cw + 6,
+                   "wbl": cw + 6, "bpr": cw, "D": fb, "res": 1, "obeats": cw, "span": 1, "gs": cw,
                    "nsteps": cw, "sq": cw, "gq": cw, "olast": 6})
     return widths
 

@@ -115,11 +115,11 @@ def _parts(layer, cfg):
 
 def _strips(layer, rs, segw, fold=1):
     """Strip shapes covering the output maps: ``{(rs, segw, fold): [(image, oy0, ox0)]}``
-    (the batch in ``ceil(B / fold)`` groups of images as even as can be: ``fold`` images
-    each, the last few one fewer)."""
+    (the batch in ``ceil(B / fold)`` groups of images as even as can be: the first ones
+    one image more than the last ones)."""
     m = -(-layer.batch // fold)
-    short = m * fold - layer.batch              # groups of fold - 1 images, at the end
-    sizes = [fold] * (m - short) + [fold - 1] * short
+    big, more = divmod(layer.batch, m)          # `more` groups of big + 1 images first
+    sizes = [big + 1] * more + [big] * (m - more)
     shapes, b = {}, 0
     for f in sizes:
         for y in range(0, layer.ho, rs):
@@ -157,15 +157,25 @@ def _rounds(layer, rs, segw, W):
 
 
 def _shapes(layer, cfg, n, R):
-    """Candidate ``(rs, segw, icq, resident, fold)`` of a part with ``R`` channels per
+    """Candidate ``(rs, segw, icq, resident, fold, span)`` of a part with ``R`` channels per
     group run by ``n`` copies: per output row segment the tallest strip that fits, its
-    fractions, and the two heights with the fewest rounds."""
-    kk = layer.kh * layer.kw
-    W = n * cfg.cols
+    fractions, and the two heights with the fewest rounds; then the same for strips whose
+    sums fill both output sets (``span``), those only that one set cannot hold."""
     # a strip's R P sums and its padding: the last beat's, or (requantising: the
     # channel-aligned layout) every channel's last beat's
     pad = R * (cfg.bus_words - 1) if cfg.rq_width else cfg.bus_words
-    cap_o, cap_f = cfg.nb * cfg.out_depth - pad, cfg.nb * cfg.feat_depth
+    one = cfg.nb * cfg.out_depth - pad
+    out = [(*shape, False) for shape in _shapes_within(layer, cfg, n, R, one)]
+    return out + [(*shape, True) for shape in _shapes_within(layer, cfg, n, R, 2 * one + pad)
+                  if R * shape[4] * shape[0] * shape[1] > one]
+
+
+def _shapes_within(layer, cfg, n, R, cap_o):
+    """:func:`_shapes`' ``(rs, segw, icq, resident, fold)`` for strips of at most
+    ``cap_o`` sums."""
+    kk = layer.kh * layer.kw
+    W = n * cfg.cols
+    cap_f = cfg.nb * cfg.feat_depth
     resident = layer.ic * kk <= 2 * cfg.weight_depth
     wmax = layer.ic if resident else cfg.weight_depth // kk
     if wmax < 1:
@@ -200,10 +210,10 @@ def _part_jobs(layer, cfg, part, shape):
     """A part's jobs for one strip shape; requantising, at most ``rq_depth`` channels (the
     stage's biases) a job."""
     oc0, oc, n, R = part
-    rs, segw, icq, resident, fold = shape
+    rs, segw, icq, resident, fold, span = shape
     step = max(R, cfg.rq_depth // R * R) if cfg.rq_width else oc
     return [make_job(layer, cfg, rs=r, segw=s, icq=icq, n=n, R=R, resident=resident,
-                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0), fold=f)
+                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0), fold=f, span=span)
             for c0 in range(oc0, oc0 + oc, step)
             for (r, s, f), strips in _strips(layer, rs, segw, fold).items()]
 

@@ -20,7 +20,8 @@ The array's rules are :mod:`gen.conv.banked.cycles`' (its docstring), as registe
   permission); its ``done`` counts a block at the end of its last beat's clock;
 * the sequencer's ``go`` (``run``, the init walk over, steps left, the round countdown 0;
   a step's first round also needs its weight and feature blocks ``done`` and, for a
-  strip's first chunk, ``ts - streamed <= 1``) loads the countdown with ``P - 1``
+  strip's first chunk, ``ts - streamed <= 1``, or ``ts == streamed`` when the job's or
+  the previous strip's sums fill both output sets, ``span``) loads the countdown with ``P - 1``
   (``P = K + max(0, max(R, 2) - K_next)``); a step's last round counts in ``fin`` from
   ``u + K + 2``; a strip's last round increments ``ts`` at the end of ``u`` and drains the
   strip at ``W = u + K + CAPTURE + R + 1`` (``drained_job``, ``drained_total`` at the end of
@@ -169,6 +170,7 @@ class ArrayModel:
         self.later = defaultdict(list)      # clock -> register updates visible from it
         # global (all jobs): strips started, drained, streamed; the streamer and its FIFO
         self.ts = self.drained_total = self.streamed = 0
+        self.pspan = False                  # the last strip started fills both sets
         self.strip_beats = []
         self.active, self.bi, self.slast = False, 0, 0
         self.fifo = deque()                 # read clocks of the beats read, not taken
@@ -184,7 +186,8 @@ class ArrayModel:
             return True
         i, _g, _t, q = jb.st[self.i]
         return (self.ld["w"].done >= jb.wneed[i] and self.ld["x"].done >= i + 1
-                and (q != 0 or self.ts - self.streamed <= 1))
+                and (q != 0 or self.ts - self.streamed
+                     <= (0 if jb.job.span or self.pspan else 1)))
 
     def _offer(self, cycle: int) -> bool:
         if not self.fifo:
@@ -268,6 +271,7 @@ class ArrayModel:
         self.cd = wait
         if self.rd == 0 and q == 0:                 # oset_load: the strip's beat count
             self.strip_beats.append(job.obeats)
+            self.pspan = job.span
         if not last:
             self.rd += 1
             return

@@ -159,8 +159,9 @@ class WeightLoader(_Loader):
 class FeatureLoader(_Loader):
     """Features: per step into set ``step mod 2`` (block ``l`` needs ``fin >= l - 1``), row
     by row: ``bpr`` beats a row, rows ``D`` words apart, but ``ipj`` after the last of an
-    image's ``hrows`` rows when another image of the channel follows (channel ``c``, image
-    ``b``, row ``r`` from flat word ``c CPf + b IP + r D``).
+    image's ``hrows`` rows when another image of the channel follows and ``cpj`` after the
+    channel's last (channel ``c``, image ``b``, row ``r`` from flat word ``c CPf + b IP + r
+    D``).
 
     Extra outputs (valid with ``en``): ``w_f`` (flat index of lane 0), ``w_set``."""
 
@@ -198,9 +199,9 @@ class FeatureLoader(_Loader):
                          hr1.eq(dn.hrows == 1), flast.eq(dn.fold == 1), fold1.eq(dn.fold == 1)]
         with m.Elif(self.en):
             with m.If(jlast):
-                # a row's last beat: the next row D on, or ipj at an image's last row when
-                # another image of the channel follows
-                pitch = Mux(hlast & ~flast, d.ipj, d.D)
+                # a row's last beat: the next row D on, ipj at an image's last row when
+                # another image of the channel follows, cpj at the channel's last row
+                pitch = Mux(hlast, Mux(flast, d.cpj, d.ipj), d.D)
                 m.d.sync += [j.eq(0), jlast.eq(bpr1), row.eq(row + pitch), f.eq(row + pitch),
                              hr.eq(Mux(hlast, 0, hr + 1)),
                              hlast.eq(Mux(hlast, hr1, hr + 1 == hrm1))]

@@ -28,6 +28,9 @@ def CaptureInfo(cfg: BankedConfig):
 class OutputBanks(wiring.Component):
     """Two sets of ``nb`` output banks (``out_depth`` sums each), the drain and the streamer.
 
+    A strip's sums sit at flat word ``(oset nb out_depth + e) mod (2 nb out_depth)``: in
+    its output set, or (``span``) from its set on into the other one.
+
     Members
     -------
     cap : In(1)
@@ -95,8 +98,11 @@ class OutputBanks(wiring.Component):
         k = Signal(cfg.rbits)
         e = Signal(cfg.obits)
         last = busy & (k + 1 == info.R)
+        ob = cfg.obits
         with m.If(self.cap):
-            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0), e.eq(self.info.e)]
+            # e from here on the flat word in both sets: the set in its MSB
+            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0),
+                         e.eq(Cat(self.info.e[:ob - 1], self.info.e[ob - 1] ^ self.info.oset))]
         with m.Elif(busy):
             m.d.sync += [k.eq(k + 1), e.eq(e + info.cp)]
             with m.If(last):
@@ -104,11 +110,9 @@ class OutputBanks(wiring.Component):
         m.d.comb += self.shift.eq(busy)
         first = e[:lg] if lg else 0
         base = e[lg:]
-        set1, first1, set2, first2, set3, first3, end1, end2 = (
-            Signal(name=n) for n in ("set1", "first1", "set2", "first2",
-                                     "set3", "first3", "end1", "end2"))
-        m.d.sync += [set1.eq(info.oset), first1.eq(info.first), set2.eq(set1),
-                     first2.eq(first1), set3.eq(set2), first3.eq(first2),
+        first1, first2, first3, end1, end2 = (
+            Signal(name=n) for n in ("first1", "first2", "first3", "end1", "end2"))
+        m.d.sync += [first1.eq(info.first), first2.eq(first1), first3.eq(first2),
                      end1.eq(last & info.strip_end), end2.eq(end1)]
         m.d.comb += self.drained.eq(end2)
         # plain signals, no array views (see hdl.conv.banked.banks)
@@ -118,8 +122,9 @@ class OutputBanks(wiring.Component):
             lane = Signal(range(nb), name=f"dl{b}")
             m.d.comb += lane.eq((b - first) % nb)
             en1, en2, en3 = (Signal(name=f"de{i}_{b}") for i in (1, 2, 3))
-            # addresses and sums: no reset (used with their enables only)
-            a1, a2, a3 = (Signal(abits, name=f"da{i}_{b}", reset_less=True) for i in (1, 2, 3))
+            # addresses (both sets) and sums: no reset (used with their enables only)
+            a1, a2, a3 = (Signal(abits + 1, name=f"da{i}_{b}", reset_less=True)
+                          for i in (1, 2, 3))
             v1, v2, v3 = (Signal(acc, name=f"dv{i}_{b}", reset_less=True) for i in (1, 2, 3))
             m.d.sync += [en1.eq(busy & (lane < info.nv)),
                          a1.eq(base + _wrapped(b, first, nb) if lg else base),
@@ -127,16 +132,16 @@ class OutputBanks(wiring.Component):
                          en2.eq(en1), a2.eq(a1), v2.eq(v1), en3.eq(en2), a3.eq(a2), v3.eq(v2)]
             # the old sum, registered; a sum written at the end of the clock in which it
             # was read (a capture two clocks after the one that wrote it) is forwarded
-            fen, fset = Signal(name=f"dfe{b}"), Signal(name=f"dfs{b}")
-            fa = Signal(abits, name=f"dfa{b}", reset_less=True)
+            fen = Signal(name=f"dfe{b}")
+            fa = Signal(abits + 1, name=f"dfa{b}", reset_less=True)
             fd = Signal(acc, name=f"dfd{b}", reset_less=True)
             old3 = Signal(acc, name=f"do3_{b}", reset_less=True)
             new = Signal(acc, name=f"dn{b}")
-            m.d.comb += rports[b].addr.eq(Cat(a1, set1))
-            m.d.sync += old3.eq(Mux(fen & (fset == set2) & (fa == a2), fd, rports[b].data))
+            m.d.comb += rports[b].addr.eq(a1)
+            m.d.sync += old3.eq(Mux(fen & (fa == a2), fd, rports[b].data))
             m.d.comb += new.eq(Mux(first3, v3, v3 + old3))
-            m.d.sync += [fen.eq(en3), fset.eq(set3), fa.eq(a3), fd.eq(new)]
-            m.d.comb += [wports[b].en.eq(en3), wports[b].addr.eq(Cat(a3, set3)),
+            m.d.sync += [fen.eq(en3), fa.eq(a3), fd.eq(new)]
+            m.d.comb += [wports[b].en.eq(en3), wports[b].addr.eq(a3),
                          wports[b].data.eq(new)]
 
     def _streamer(self, m, nb, lg, abits, rports):
@@ -159,7 +164,6 @@ class OutputBanks(wiring.Component):
                 with m.If(oset1 == s):
                     m.d.sync += obeats[s].eq(self.obeats)
         active = Signal()
-        sset = Signal()
         bi = Signal(cfg.count_width)
         last = Signal(cfg.count_width)
         e0 = Signal(cfg.obits)
@@ -170,7 +174,9 @@ class OutputBanks(wiring.Component):
         m.d.comb += step.eq(active & (inflight < OUT_FIFO_DEPTH))
         m.d.sync += inflight.eq(inflight + step - (self.o.valid & self.o.ready))
         with m.If(~active & (self.drained_total != self.streamed)):
-            m.d.sync += [active.eq(1), sset.eq(self.streamed[0]), bi.eq(0), e0.eq(0),
+            # e0: the flat word in both sets, from the strip's set on
+            m.d.sync += [active.eq(1), bi.eq(0),
+                         e0.eq(Cat(Const(0, cfg.obits - 1), self.streamed[0])),
                          last.eq(Mux(self.streamed[0], obeats[1], obeats[0]) - 1)]
         with m.If(step):
             m.d.sync += [bi.eq(bi + 1), e0.eq(e0 + bw)]
@@ -180,17 +186,16 @@ class OutputBanks(wiring.Component):
         base = e0[lg:]
         addr = []
         for b in range(nb):
-            a = Signal(abits, name=f"sa{b}")
+            a = Signal(abits + 1, name=f"sa{b}")
             m.d.sync += a.eq(base + _wrapped(b, first, nb) if lg else base)
             addr.append(a)
-        set1 = Signal()
         rot1, rot2, rot3 = Signal(range(nb)), Signal(range(nb)), Signal(range(nb))
-        m.d.sync += [v1.eq(step), set1.eq(sset), rot1.eq(first), v2.eq(v1),
+        m.d.sync += [v1.eq(step), rot1.eq(first), v2.eq(v1),
                      rot2.eq(rot1), v3.eq(v2), rot3.eq(rot2), v4.eq(v3)]
         words = [Signal(acc, name=f"ow{b}", reset_less=True) for b in range(nb)]
         awords = Array(words)
         for b in range(nb):
-            m.d.comb += rports[b].addr.eq(Cat(addr[b], set1))
+            m.d.comb += rports[b].addr.eq(addr[b])
             m.d.sync += words[b].eq(rports[b].data)
         beat = [Signal(acc, name=f"ob{k}", reset_less=True) for k in range(bw)]
         for k in range(bw):

@@ -25,7 +25,8 @@ class Sequencer(wiring.Component):
     since the previous round's ``go`` (so that each capture finds the shadow rows drained,
     and a sum that the next chunk reads back is written first) and,
     for a step's first round, once the step's weights and features are loaded and, for a
-    strip's first chunk, once its output set has been streamed out.  ``fin`` counts the
+    strip's first chunk, once its output set has been streamed out (with ``span``, or after
+    a ``span`` strip, every strip before it).  ``fin`` counts the
     steps whose bank reads are over; it counts a step two clocks after its last beat left
     the counters.
 
@@ -113,8 +114,12 @@ class Sequencer(wiring.Component):
         # registers
         i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
         tsm1 = Signal(cw, init=(1 << cw) - 1)
+        # a strip's first chunk: its output set streamed out (the strip two before), or
+        # every strip before when this job's or the previous strip's sums fill both sets
+        pspan = Signal()
         ready = ((self.wdone >= Mux(d.res, gqq1, i1)) & (self.xdone >= i1)
-                 & ((q != 0) | (self.streamed == self.ts) | (self.streamed == tsm1)))
+                 & ((q != 0) | (self.streamed == self.ts)
+                    | (~d.span & ~pspan & (self.streamed == tsm1))))
         go = Signal()
         m.d.comb += go.eq(self.run & init_done & (i != d.nsteps) & (cd == 0)
                           & ((rd != 0) | ready))
@@ -135,6 +140,8 @@ class Sequencer(wiring.Component):
         with m.Elif(cd != 0):
             m.d.sync += cd.eq(cd - 1)
         m.d.comb += [self.oset_load.eq(go & (rd == 0) & (q == 0)), self.oset.eq(self.ts[0])]
+        with m.If(go & (rd == 0) & (q == 0)):
+            m.d.sync += pspan.eq(d.span)
         f0, xs = self._walker(m, go, rd)
         info, busy, round_last = self._round(m, go, rd, lastrd, lastq, q, i, wres)
         b, off, kcur, issuing = self._beats(m, go, self._kcm1)
