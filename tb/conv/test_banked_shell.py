@@ -215,7 +215,8 @@ def test_shell_reset_mid_job(sim):
     sources, sinks = axi_ports(*banked_shell_ports(CFG), ready=0.7, seed=0)
     patterns = {p: pat for p, _, pat in sources + sinks}
     jobs = [job for _x, _w, job in items]
-    models = banked_shell_cycle_model(jobs, CFG, patterns, resets=[40, None, None])
+    models = banked_shell_cycle_model(jobs, CFG, patterns,
+                                      resets=[40] + [None] * (len(jobs) - 1))
     for k, (rec, pred) in enumerate(zip(records, models)):
         assert_record_is_model(rec, pred, f"(job {k})")
     # likewise the jobs after the reset alone, from their start responses
