@@ -202,8 +202,19 @@ def _shapes_within(layer, cfg, n, R, cap_o):
                 while icq > 1 and feature_set_words(layer, cfg, rs, segw, icq, fold) > cap_f:
                     icq -= 1
                 q = -(-layer.ic // icq)
-                out.append((rs, segw, -(-layer.ic // q), resident, fold))
+                for qq in _chunk_counts(layer, q, R, rs, segw, fold):
+                    out.append((rs, segw, -(-layer.ic // qq), resident, fold))
     return out
+
+
+def _chunk_counts(layer, q, R, rs, segw, fold):
+    """Chunk counts to try: the fewest that fit (``q``) and, for a layer of few steps
+    (where the first step's loads and the last one's drain are not hidden behind other
+    steps), two and four times as many, smaller chunks."""
+    strips = (-(-layer.batch // fold) * -(-layer.ho // rs) * -(-layer.wo // segw))
+    if -(-layer.oc // R) * strips * q >= 32:
+        return [q]
+    return sorted({q, min(layer.ic, 2 * q), min(layer.ic, 4 * q)})
 
 
 def _part_jobs(layer, cfg, part, shape):
