@@ -208,13 +208,13 @@ def _shapes_within(layer, cfg, n, R, cap_o):
 
 
 def _chunk_counts(layer, q, R, rs, segw, fold):
-    """Chunk counts to try: the fewest that fit (``q``) and, for a layer of few steps
-    (where the first step's loads and the last one's drain are not hidden behind other
-    steps), two and four times as many, smaller chunks."""
+    """Chunk counts to try: the fewest that fit (``q``), twice as many (smaller chunks: a
+    step's loads against its compute, the drain against short rounds) and, for a layer of
+    few steps (where the first step's loads and the last one's drain are not hidden behind
+    other steps), four times as many."""
     strips = (-(-layer.batch // fold) * -(-layer.ho // rs) * -(-layer.wo // segw))
-    if -(-layer.oc // R) * strips * q >= 32:
-        return [q]
-    return sorted({q, min(layer.ic, 2 * q), min(layer.ic, 4 * q)})
+    more = -(-layer.oc // R) * strips * q < 32
+    return sorted({q, min(layer.ic, 2 * q)} | ({min(layer.ic, 4 * q)} if more else set()))
 
 
 def _part_jobs(layer, cfg, part, shape):
