@@ -88,63 +88,81 @@ class Sequencer(wiring.Component):
         # the job's constants, registered from the descriptor at start (no arithmetic
         # between the counters and go or the registers it loads)
         dn = self.dn
-        Qm1, Qm2, Sm1, rdm1 = (Signal(cw, name=n) for n in ("Qm1", "Qm2", "Sm1", "rdm1"))
+        Qm2, Sm2, rdm2 = (Signal(cw, name=n) for n in ("Qm2", "Sm2", "rdm2"))
         kqm1, klm1 = Signal(cw, name="kqm1"), Signal(cw, name="klm1")
         busy_w, busy_l = Signal(cfg.busy_bits), Signal(cfg.busy_bits)
         # P - 1 after go by (K is kl, K_next is kl): K - 1 + max(0, max(R, 2) - K_next)
         cdt = [[Signal(cw + 1, name=f"cd{a}{b}") for b in range(2)] for a in range(2)]
+        # Q == 1, rounds == 1, S == 1 (1 after reset, as Q - 1 == 0 was)
+        q1z, r1z, s1z = Signal(init=1), Signal(init=1), Signal(init=1)
         with m.If(self.start):
-            m.d.sync += [Qm1.eq(dn.Q - 1), Qm2.eq(dn.Q - 2), Sm1.eq(dn.S - 1),
-                         rdm1.eq(dn.rounds - 1), kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
-                         busy_w.eq(dn.R * dn.W), busy_l.eq(dn.R * dn.lastw)]
-            rgap = Mux(dn.R < 2, 2, dn.R)
-            for a, ka in enumerate((dn.kq, dn.kl)):
-                for b, kb in enumerate((dn.kq, dn.kl)):
-                    m.d.sync += cdt[a][b].eq(ka - 1 + Mux(rgap > kb, rgap - kb, 0))
-        lastq = q == Qm1
-        lastrd = rd == rdm1
+            m.d.sync += [Qm2.eq(dn.Q - 2), Sm2.eq(dn.S - 2), rdm2.eq(dn.rounds - 2),
+                         kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
+                         q1z.eq(dn.Q == 1), r1z.eq(dn.rounds == 1), s1z.eq(dn.S == 1)]
+        # the products and cdt from d (the registered descriptor) every clock: used from a
+        # job's first go, many clocks after the descriptor (the init walk), and no
+        # arithmetic on the descriptor port's path
+        m.d.sync += [busy_w.eq(d.R * d.W), busy_l.eq(d.R * d.lastw)]
+        rgap = Mux(d.R < 2, 2, d.R)
+        for a, ka in enumerate((d.kq, d.kl)):
+            for b, kb in enumerate((d.kq, d.kl)):
+                m.d.sync += cdt[a][b].eq(ka - 1 + Mux(rgap > kb, rgap - kb, 0))
+        # q == Q - 1, rd == rounds - 1, sc == S - 1 as flags (registers stepped with q,
+        # rd, sc: q + 1 == Q - 1 is q == Qm2)
+        lastq, lastrd, scl = (Signal(init=1, name=n) for n in ("lastq", "lastrd", "scl"))
         # K_next is kl: the next round's chunk is the last one
-        knext_kl = Mux(lastrd, Mux(lastq, Qm1 == 0, q == Qm2), lastq)
+        knext_kl = Mux(lastrd, Mux(lastq, q1z, q == Qm2), lastq)
         cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
         self._kcm1 = Mux(lastq, klm1, kqm1)
         self._busy_w, self._busy_l = busy_w, busy_l
         init_done, init_done_n = self._init_walk(m)
         # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq), kept as registers
         i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
+        # for go's compares (_go_ready): i + 2, gqq1 + 1, gqq1 - 1, stepped with them
+        i2, gqq2, gqq0 = Signal(cw, init=2), Signal(cw, init=2), Signal(cw)
         go = Signal()
         ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
-        go_r = self._go_ready(m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
-                              i, i1, gq, gq1, gqq1, q, sc, Sm1, cd)
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
-                         wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1)]
+                         wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1),
+                         i2.eq(2), gqq2.eq(2), gqq0.eq(0),
+                         lastq.eq(dn.Q == 1), lastrd.eq(dn.rounds == 1), scl.eq(dn.S == 1)]
         with m.Elif(go):
-            m.d.sync += [cd.eq(cdv), rd.eq(Mux(lastrd, 0, rd + 1))]
+            m.d.sync += [cd.eq(cdv), rd.eq(Mux(lastrd, 0, rd + 1)),
+                         lastrd.eq(Mux(lastrd, r1z, rd == rdm2))]
             with m.If(lastrd):
                 m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
-                             wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1)]
+                             wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1),
+                             lastq.eq(Mux(lastq, q1z, q == Qm2)),
+                             i2.eq(i2 + 1), gqq2.eq(gqq2 + 1), gqq0.eq(gqq1)]
                 with m.If(lastq):
                     m.d.sync += [self.ts.eq(self.ts + 1),
-                                 sc.eq(Mux(sc == Sm1, 0, sc + 1)), gqq1.eq(gq1)]
-                    with m.If(sc == Sm1):
+                                 sc.eq(Mux(scl, 0, sc + 1)), gqq1.eq(gq1),
+                                 scl.eq(Mux(scl, s1z, sc == Sm2)),
+                                 gqq2.eq(gq1 + 1), gqq0.eq(gq)]
+                    with m.If(scl):
                         m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q),
-                                     gqq1.eq(gq1 + d.Q)]
+                                     gqq1.eq(gq1 + d.Q),
+                                     gqq2.eq(gq1 + d.Q + 1), gqq0.eq(gq + d.Q)]
         with m.Elif(cd != 0):
             m.d.sync += cd.eq(cd - 1)
-        m.d.comb += [self.oset_load.eq(go & (rd == 0) & (q == 0)), self.oset.eq(self.ts[0])]
+        go_r = self._go_ready(m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
+                              i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
+        rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
+        m.d.comb += [self.oset_load.eq(go & ~rdnz & ~qnz), self.oset.eq(self.ts[0])]
         # go's own loads are the counters above, the flags of _go_ready and the beat
         # counters; the walker and the round's registers take go_r (go a clock later, one
         # flip-flop) instead (see _walker and _round)
         rd0_r = Signal()
-        m.d.sync += rd0_r.eq(rd == 0)
+        m.d.sync += rd0_r.eq(~rdnz)
         walk = self._walker(m, go_r, rd0_r)
-        info, busy, round_last = self._round(m, go_r, rd, lastrd, lastq, q, i, wres)
+        info, busy, round_last = self._round(m, go_r, ~rdnz, lastrd, lastq, ~qnz, i, wres)
         b, off, kcur, issuing = self._beats(m, go, self._kcm1)
         self._issue(m, go_r, walk, info, busy, round_last, b, off, kcur, issuing)
         return m
 
     def _go_ready(self, m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
-                  i, i1, gq, gq1, gqq1, q, sc, Sm1, cd):
+                  i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd):
         """``go`` two LUT levels from flip-flops, no compare or carry chain before it.
 
         ``go = run & init_done & (i != nsteps) & (cd == 0) & ((rd != 0) | ready)`` with
@@ -177,14 +195,19 @@ class Sequencer(wiring.Component):
         h_n = init_done_n & inz_n & cdz_n
         m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n),
                      h.eq(h_n), hr.eq(h_n & rdnz_n)]
-        # the targets now (T) and after a step's last round starting now (TA), and minus 1
-        scl = sc == Sm1
+        self._rdnz, self._qnz = rdnz, qnz
+        # the targets now (T) and after a step's last round starting now (TA), and minus 1,
+        # multiplexers of registers.  gqq1's value after a strip's last step (jt: gq1, or
+        # gq1 + Q after a group's last strip) and jt - 1 are registered every clock from
+        # sc and gq, which change only at such a go; a go in the next clock (P = 1: K = 1)
+        # starts a step of chunk 0, not the last (Q >= 2), so it does not read them
+        jt, jtm = Signal(cw, name="jt"), Signal(cw, name="jtm")
+        m.d.sync += [jt.eq(Mux(scl, gq1 + d.Q, gq1)), jtm.eq(Mux(scl, gq + d.Q, gq))]
         res = d.res
         tw = Mux(res, gqq1, i1)
-        twm = Mux(res, (gqq1 - 1)[:cw], i)
-        ta = Mux(res, Mux(lastq, Mux(scl, (gq1 + d.Q)[:cw], gq1), (gqq1 + 1)[:cw]),
-                 (i1 + 1)[:cw])
-        tam = Mux(res, Mux(lastq, Mux(scl, (gq + d.Q)[:cw], gq), gqq1), i1)
+        twm = Mux(res, gqq0, i)
+        ta = Mux(res, Mux(lastq, jt, gqq2), i2)
+        tam = Mux(res, Mux(lastq, jtm, gqq1), i1)
 
         def ge(count, t, tm, ta, tam, name):
             g, gm, c0 = (Signal(name=f"{name}{n}") for n in ("g", "m", "0"))
@@ -193,7 +216,7 @@ class Sequencer(wiring.Component):
             return g | (gm & (count[0] ^ c0))
 
         wge = ge(self.wdone, tw, twm, ta, tam, "w")
-        xge = ge(self.xdone, i1, i, (i1 + 1)[:cw], i1, "x")
+        xge = ge(self.xdone, i1, i, i2, i1, "x")
         # (q != 0) | ts - streamed in {0, 1}, with D = ts - streamed of the clock before:
         # ts steps at tinc, streamed by sinc: D + tinc - sinc in {0, 1}
         dts = Signal(cw)
@@ -273,14 +296,22 @@ class Sequencer(wiring.Component):
         xs = [Signal(self.abits, name=f"x{k}", reset_less=True) for k in range(cfg.window)]
         wraps = [~oy[-1] for oy in oys]
         imgs = [Mux(wraps[k], ~ys1[k][-1], ~ys[k][-1]) for k in range(cfg.window)]
+        # the stepped f0 and xs registered every clock from the walker's registers: they
+        # change only at go_r, and a go_r in the clock after one reloads (rd == 0: of two
+        # go in consecutive clocks (P = 1) the second starts a step), so at a go_r with
+        # rd0_r clear the registered steps are those of the registers' values
+        f0_s = Signal(cfg.fbits, reset_less=True)
+        xs_s = [Signal(self.abits, name=f"x{k}_s", reset_less=True) for k in range(cfg.window)]
+        m.d.sync += f0_s.eq(f0 + Mux(imgs[0], Mux(wraps[0], d.fimgw, d.fimg),
+                                     Mux(wraps[0], d.fwrap, d.fstep)))
         f0_n = Signal(cfg.fbits)
         xs_n = [Signal(self.abits, name=f"x{k}_n") for k in range(cfg.window)]
-        m.d.comb += f0_n.eq(Mux(rd0_r, 0, f0 + Mux(imgs[0], Mux(wraps[0], d.fimgw, d.fimg),
-                                                    Mux(wraps[0], d.fwrap, d.fstep))))
+        m.d.comb += f0_n.eq(Mux(rd0_r, 0, f0_s))
         for k in range(cfg.window):
             dm = Mux(wraps[k] == wraps[0], 0, Mux(wraps[k], d.mx, -d.mx))
             de = Mux(imgs[k] == imgs[0], 0, Mux(imgs[k], d.ex, -d.ex))
-            m.d.comb += xs_n[k].eq(Mux(rd0_r, self.init_x[k], xs[k] + dm + de))
+            m.d.sync += xs_s[k].eq(xs[k] + dm + de)
+            m.d.comb += xs_n[k].eq(Mux(rd0_r, self.init_x[k], xs_s[k]))
         with m.If(go_r):
             m.d.sync += f0.eq(f0_n)
             m.d.sync += [xs[k].eq(xs_n[k]) for k in range(cfg.window)]
@@ -298,7 +329,7 @@ class Sequencer(wiring.Component):
                                            + wraps[k])]
         return f0, f0_n, xs, xs_n
 
-    def _round(self, m, go_r, rd, lastrd, lastq, q, i, wres):
+    def _round(self, m, go_r, rd0, lastrd, lastq, q0, i, wres):
         """At ``go``: the round's capture info, its busy cells per beat, the weight base and
         the feature set.
 
@@ -316,19 +347,19 @@ class Sequencer(wiring.Component):
 
         nv = Mux(lastrd, d.lastw, d.W)
         info = Signal(CaptureInfo(cfg))
-        e = at_go(cfg.obits, lambda e: Mux(rd == 0, 0, e + d.W), "e0")
+        e = at_go(cfg.obits, lambda e: Mux(rd0, 0, e + d.W), "e0")
         m.d.comb += [info.e.eq(e),
                      info.nv.eq(at_go(info.nv.shape(), lambda _: nv, "i_nv")),
                      info.R.eq(at_go(info.R.shape(), lambda _: d.R, "i_R")),
                      info.cp.eq(at_go(info.cp.shape(), lambda _: d.cp, "i_cp")),
                      info.oset.eq(at_go(1, lambda _: self.ts[0], "i_oset")),
-                     info.first.eq(at_go(1, lambda _: q == 0, "i_first")),
+                     info.first.eq(at_go(1, lambda _: q0, "i_first")),
                      info.strip_end.eq(at_go(1, lambda _: lastq & lastrd, "i_end"))]
         round_last = at_go(1, lambda _: lastrd, "round_last")
         busy = at_go(cfg.busy_bits, lambda _: Mux(lastrd, self._busy_l, self._busy_w), "busy")
         self._wa_base = at_go(cfg.wbits, lambda cur: Mux(
-            rd == 0, Mux(self.d.res, wres, i[0] << (cfg.wbits - 1)), cur), "wa_base")
-        self._fset = at_go(1, lambda cur: Mux(rd == 0, i[0], cur), "fset_r")
+            rd0, Mux(self.d.res, wres, i[0] << (cfg.wbits - 1)), cur), "wa_base")
+        self._fset = at_go(1, lambda cur: Mux(rd0, i[0], cur), "fset_r")
         return info, busy, round_last
 
     def _beats(self, m, go, K):
