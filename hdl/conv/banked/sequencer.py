@@ -99,14 +99,21 @@ class Sequencer(wiring.Component):
             m.d.sync += [Qm2.eq(dn.Q - 2), Sm2.eq(dn.S - 2), rdm2.eq(dn.rounds - 2),
                          kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
                          q1z.eq(dn.Q == 1), r1z.eq(dn.rounds == 1), s1z.eq(dn.S == 1)]
-        # the products and cdt from d (the registered descriptor) every clock: used from a
-        # job's first go, many clocks after the descriptor (the init walk), and no
-        # arithmetic on the descriptor port's path
+        # the products from d (the registered descriptor) every clock: first read at a
+        # job's first go_r, at least two clocks after d (start, the init walk, go)
         m.d.sync += [busy_w.eq(d.R * d.W), busy_l.eq(d.R * d.lastw)]
-        rgap = Mux(d.R < 2, 2, d.R)
-        for a, ka in enumerate((d.kq, d.kl)):
-            for b, kb in enumerate((d.kq, d.kl)):
-                m.d.sync += cdt[a][b].eq(ka - 1 + Mux(rgap > kb, rgap - kb, 0))
+        # cdt in two steps: K - 1 and max(0, max(R, 2) - K_next) at start, their sums every
+        # clock (ready from the clock after d, a job's earliest go)
+        km1 = [kqm1, klm1]
+        gap = [Signal(cw, name=f"gap{b}") for b in range(2)]
+        rgap = Mux(dn.R < 2, 2, dn.R)
+        with m.If(self.start):
+            for a, ka in enumerate((dn.kq, dn.kl)):
+                m.d.sync += gap[a].eq(Mux(rgap > ka, rgap - ka, 0))
+        for a in range(2):
+            for b in range(2):
+                m.d.sync += cdt[a][b].eq(km1[a] + gap[b])
+        self._cdtz = [[(km1[a] == 0) & (gap[b] == 0) for b in range(2)] for a in range(2)]
         # q == Q - 1, rd == rounds - 1, sc == S - 1 as flags (registers stepped with q,
         # rd, sc: q + 1 == Q - 1 is q == Qm2)
         lastq, lastrd, scl = (Signal(init=1, name=n) for n in ("lastq", "lastrd", "scl"))
@@ -182,7 +189,7 @@ class Sequencer(wiring.Component):
         # control flags, exact every clock: i != nsteps, cd == 0, rd != 0, q != 0
         inz, cdz, rdnz, qnz = Signal(), Signal(init=1), Signal(), Signal()
         cdtz = [[Signal(name=f"cdz{a}{b}") for b in range(2)] for a in range(2)]
-        m.d.sync += [cdtz[a][b].eq(cdt[a][b] == 0) for a in range(2) for b in range(2)]
+        m.d.sync += [cdtz[a][b].eq(self._cdtz[a][b]) for a in range(2) for b in range(2)]
         cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
                    Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
         inz_n, cdz_n, rdnz_n, qnz_n = (Signal(name=n) for n in
