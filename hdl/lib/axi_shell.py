@@ -34,7 +34,7 @@ a beat, ``STALL_OUT`` the clocks some output port offered a beat that was not ta
 
 from dataclasses import dataclass
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.data import StructLayout
 from amaranth.lib.wiring import In, Out
@@ -80,9 +80,10 @@ class AxisPort:
         with ``group > 1`` is counted in transfers (``<PORT>_BEATS``).
     partial : bool
         Direct output ports only: the block's payload is ``{data: words words, n: words
-        present}`` (a prefix; e.g. a drain of several rows per clock whose last transfer
-        is short): ``tkeep`` marks the first ``n`` words, the port is counted in words
-        (``<PORT>_WORDS``) and ``tlast`` rides on the transfer holding the count-th.
+        present}`` (a prefix, ``n <= words``; e.g. a drain of several rows per clock whose
+        last transfer is short): ``tkeep`` marks the first ``n`` words, the port is counted
+        in words (``<PORT>_WORDS`` as at the job's start) and ``tlast`` rides on the
+        transfer holding the count-th.
     """
 
     inner: str
@@ -264,12 +265,19 @@ class AxiShell(wiring.Component):
         # words per transfer: the payload's n on a partial port, else one transfer
         step = inner.payload.n if port.partial else 1
         if port.partial:
-            count = Signal(32, name=f"{port.name}_count")
-            m.d.comb += last.eq(count + step >= target)
-            with m.If(moved):
-                m.d.sync += count.eq(count + step)
-            with m.If(ctl.start):
-                m.d.sync += count.eq(0)
+            # count + step >= target (count: the words moved since the start) as rem <=
+            # step, rem = target - count a register (target as at the start: the job's
+            # registers hold during a job), and "rem <= k" for each step k = 0 .. words
+            # registered a clock ahead on rem's next value: the block's n (at most words)
+            # only selects a flag, no adder or comparator between the block's payload and
+            # tlast or the job's end
+            rem = Signal(signed(34), name=f"{port.name}_rem")
+            rem_next = Signal(signed(34), name=f"{port.name}_rem_next")
+            m.d.comb += rem_next.eq(Mux(ctl.start, target, Mux(moved, rem - step, rem)))
+            m.d.sync += rem.eq(rem_next)
+            le = [Signal(name=f"{port.name}_le{k}", init=1) for k in range(port.words + 1)]
+            m.d.sync += [le[k].eq(rem_next <= k) for k in range(port.words + 1)]
+            m.d.comb += last.eq(Cat(le[k] & (step == k) for k in range(port.words + 1)).any())
         elif target is not None:
             # a register, "the next transfer is the target-th" kept a transfer ahead, from
             # a down-counter of the transfers left after the next one (``target - 2`` at

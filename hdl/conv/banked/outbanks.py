@@ -49,7 +49,8 @@ class OutputBanks(wiring.Component):
         Beats of a strip, latched per output set when ``oset_load`` (at a strip's start).
     oset_load, oset : In(1)
     drained_total : In(unsigned(count_width))
-        Strips drained so far (all jobs); the streamer runs while it has streamed fewer.
+        Strips drained so far (all jobs), counted with ``drained`` (one a clock, from
+        0 after reset); the streamer runs while it has streamed fewer.
     streamed : Out(unsigned(count_width))
         Strips whose banks the streamer has read (all jobs).
     o : Out(stream.Signature(ArrayLayout(signed(acc_width), bus_words)))
@@ -98,13 +99,18 @@ class OutputBanks(wiring.Component):
         k = Signal(cfg.rbits)
         e = Signal(cfg.obits)
         last = busy & (k + 1 == info.R)
+        # e's next value: each bank's lane below is registered from it (a clock ahead); from
+        # the capture on the flat word in both sets (the strip's set in its MSB)
         ob = cfg.obits
+        e_n = Signal(cfg.obits)
+        m.d.comb += e_n.eq(Mux(self.cap,
+                               Cat(self.info.e[:ob - 1], self.info.e[ob - 1] ^ self.info.oset),
+                               Mux(busy, e + info.cp, e)))
+        m.d.sync += e.eq(e_n)
         with m.If(self.cap):
-            # e from here on the flat word in both sets: the set in its MSB
-            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0),
-                         e.eq(Cat(self.info.e[:ob - 1], self.info.e[ob - 1] ^ self.info.oset))]
+            m.d.sync += [info.eq(self.info), busy.eq(1), k.eq(0)]
         with m.Elif(busy):
-            m.d.sync += [k.eq(k + 1), e.eq(e + info.cp)]
+            m.d.sync += k.eq(k + 1)
             with m.If(last):
                 m.d.sync += busy.eq(0)
         m.d.comb += self.shift.eq(busy)
@@ -119,8 +125,10 @@ class OutputBanks(wiring.Component):
         win = [self.taps[i] for i in range(cfg.window)] + [Const(0, acc)] * (nb - cfg.window)
         awin = Array(win)
         for b in range(nb):
-            lane = Signal(range(nb), name=f"dl{b}")
-            m.d.comb += lane.eq((b - first) % nb)
+            # the tap bank b takes, (b - e) mod nb, a register per bank (from e's next
+            # value): no decode of e between its flip-flops and the 32-bit tap multiplexers
+            lane = Signal(range(nb), name=f"dl{b}", init=b)
+            m.d.sync += lane.eq((b - e_n[:lg]) % nb if lg else 0)
             en1, en2, en3 = (Signal(name=f"de{i}_{b}") for i in (1, 2, 3))
             # addresses (both sets) and sums: no reset (used with their enables only)
             a1, a2, a3 = (Signal(abits + 1, name=f"da{i}_{b}", reset_less=True)
@@ -173,7 +181,13 @@ class OutputBanks(wiring.Component):
         step = Signal()
         m.d.comb += step.eq(active & (inflight < OUT_FIFO_DEPTH))
         m.d.sync += inflight.eq(inflight + step - (self.o.valid & self.o.ready))
-        with m.If(~active & (self.drained_total != self.streamed)):
+        # drained_total != streamed, a register compared a clock ahead on both counts' next
+        # values (drained_total steps with drained)
+        pend = Signal()
+        sinc = Signal()
+        m.d.sync += pend.eq((self.drained_total + self.drained)[:cfg.count_width]
+                            != (self.streamed + sinc)[:cfg.count_width])
+        with m.If(~active & pend):
             # e0: the flat word in both sets, from the strip's set on
             m.d.sync += [active.eq(1), bi.eq(0),
                          e0.eq(Cat(Const(0, cfg.obits - 1), self.streamed[0])),
@@ -182,11 +196,12 @@ class OutputBanks(wiring.Component):
             m.d.sync += [bi.eq(bi + 1), e0.eq(e0 + bw)]
             with m.If(bi == last):
                 m.d.sync += [active.eq(0), self.streamed.eq(self.streamed + 1)]
+        m.d.comb += sinc.eq(step & (bi == last))
         first = e0[:lg] if lg else 0
         base = e0[lg:]
         addr = []
         for b in range(nb):
-            a = Signal(abits + 1, name=f"sa{b}")
+            a = Signal(abits + 1, name=f"sa{b}", reset_less=True)   # used with v1 only
             m.d.sync += a.eq(base + _wrapped(b, first, nb) if lg else base)
             addr.append(a)
         rot1, rot2, rot3 = Signal(range(nb)), Signal(range(nb)), Signal(range(nb))

@@ -89,64 +89,168 @@ class Sequencer(wiring.Component):
         # the job's constants, registered from the descriptor at start (no arithmetic
         # between the counters and go or the registers it loads)
         dn = self.dn
-        Qm1, Qm2, Sm1, rdm1 = (Signal(cw, name=n) for n in ("Qm1", "Qm2", "Sm1", "rdm1"))
+        Qm2, Sm2, rdm2 = (Signal(cw, name=n) for n in ("Qm2", "Sm2", "rdm2"))
         kqm1, klm1 = Signal(cw, name="kqm1"), Signal(cw, name="klm1")
         busy_w, busy_l = Signal(cfg.busy_bits), Signal(cfg.busy_bits)
         # P - 1 after go by (K is kl, K_next is kl): K - 1 + max(0, max(R, 2) - K_next)
         cdt = [[Signal(cw + 1, name=f"cd{a}{b}") for b in range(2)] for a in range(2)]
+        # Q == 1, rounds == 1, S == 1 (1 after reset, as Q - 1 == 0 was)
+        q1z, r1z, s1z = Signal(init=1), Signal(init=1), Signal(init=1)
         with m.If(self.start):
-            m.d.sync += [Qm1.eq(dn.Q - 1), Qm2.eq(dn.Q - 2), Sm1.eq(dn.S - 1),
-                         rdm1.eq(dn.rounds - 1), kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
-                         busy_w.eq(dn.R * dn.W), busy_l.eq(dn.R * dn.lastw)]
-            rgap = Mux(dn.R < 2, 2, dn.R)
+            m.d.sync += [Qm2.eq(dn.Q - 2), Sm2.eq(dn.S - 2), rdm2.eq(dn.rounds - 2),
+                         kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
+                         q1z.eq(dn.Q == 1), r1z.eq(dn.rounds == 1), s1z.eq(dn.S == 1)]
+        # the products from d (the registered descriptor) every clock: first read at a
+        # job's first go_r, at least two clocks after d (start, the init walk, go)
+        m.d.sync += [busy_w.eq(d.R * d.W), busy_l.eq(d.R * d.lastw)]
+        # cdt in two steps: K - 1 and max(0, max(R, 2) - K_next) at start, their sums every
+        # clock (ready from the clock after d, a job's earliest go)
+        km1 = [kqm1, klm1]
+        gap = [Signal(cw, name=f"gap{b}") for b in range(2)]
+        rgap = Mux(dn.R < 2, 2, dn.R)
+        with m.If(self.start):
             for a, ka in enumerate((dn.kq, dn.kl)):
-                for b, kb in enumerate((dn.kq, dn.kl)):
-                    m.d.sync += cdt[a][b].eq(ka - 1 + Mux(rgap > kb, rgap - kb, 0))
-        lastq = q == Qm1
-        lastrd = rd == rdm1
+                m.d.sync += gap[a].eq(Mux(rgap > ka, rgap - ka, 0))
+        for a in range(2):
+            for b in range(2):
+                m.d.sync += cdt[a][b].eq(km1[a] + gap[b])
+        self._cdtz = [[(km1[a] == 0) & (gap[b] == 0) for b in range(2)] for a in range(2)]
+        # q == Q - 1, rd == rounds - 1, sc == S - 1 as flags (registers stepped with q,
+        # rd, sc: q + 1 == Q - 1 is q == Qm2)
+        lastq, lastrd, scl = (Signal(init=1, name=n) for n in ("lastq", "lastrd", "scl"))
         # K_next is kl: the next round's chunk is the last one
-        knext_kl = Mux(lastrd, Mux(lastq, Qm1 == 0, q == Qm2), lastq)
+        knext_kl = Mux(lastrd, Mux(lastq, q1z, q == Qm2), lastq)
         cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
         self._kcm1 = Mux(lastq, klm1, kqm1)
         self._busy_w, self._busy_l = busy_w, busy_l
-        init_done = self._init_walk(m)
-        # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq) and ts - 1, kept as
-        # registers
+        init_done, init_done_n = self._init_walk(m)
+        # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq), kept as registers
         i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
-        tsm1 = Signal(cw, init=(1 << cw) - 1)
-        # a strip's first chunk: its output set streamed out (the strip two before), or
-        # every strip before when this job's or the previous strip's sums fill both sets
-        pspan = Signal()
-        ready = ((self.wdone >= Mux(d.res, gqq1, i1)) & (self.xdone >= i1)
-                 & ((q != 0) | (self.streamed == self.ts)
-                    | (~d.span & ~pspan & (self.streamed == tsm1))))
+        # for go's compares (_go_ready): i + 2, gqq1 + 1, gqq1 - 1, stepped with them
+        i2, gqq2, gqq0 = Signal(cw, init=2), Signal(cw, init=2), Signal(cw)
         go = Signal()
-        m.d.comb += go.eq(self.run & init_done & (i != d.nsteps) & (cd == 0)
-                          & ((rd != 0) | ready))
+        ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
-                         wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1)]
+                         wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1),
+                         i2.eq(2), gqq2.eq(2), gqq0.eq(0),
+                         lastq.eq(dn.Q == 1), lastrd.eq(dn.rounds == 1), scl.eq(dn.S == 1)]
         with m.Elif(go):
-            m.d.sync += [cd.eq(cdv), rd.eq(Mux(lastrd, 0, rd + 1))]
+            m.d.sync += [cd.eq(cdv), rd.eq(Mux(lastrd, 0, rd + 1)),
+                         lastrd.eq(Mux(lastrd, r1z, rd == rdm2))]
             with m.If(lastrd):
                 m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
-                             wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1)]
+                             wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1),
+                             lastq.eq(Mux(lastq, q1z, q == Qm2)),
+                             i2.eq(i2 + 1), gqq2.eq(gqq2 + 1), gqq0.eq(gqq1)]
                 with m.If(lastq):
-                    m.d.sync += [self.ts.eq(self.ts + 1), tsm1.eq(tsm1 + 1),
-                                 sc.eq(Mux(sc == Sm1, 0, sc + 1)), gqq1.eq(gq1)]
-                    with m.If(sc == Sm1):
+                    m.d.sync += [self.ts.eq(self.ts + 1),
+                                 sc.eq(Mux(scl, 0, sc + 1)), gqq1.eq(gq1),
+                                 scl.eq(Mux(scl, s1z, sc == Sm2)),
+                                 gqq2.eq(gq1 + 1), gqq0.eq(gq)]
+                    with m.If(scl):
                         m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q),
-                                     gqq1.eq(gq1 + d.Q)]
+                                     gqq1.eq(gq1 + d.Q),
+                                     gqq2.eq(gq1 + d.Q + 1), gqq0.eq(gq + d.Q)]
         with m.Elif(cd != 0):
             m.d.sync += cd.eq(cd - 1)
-        m.d.comb += [self.oset_load.eq(go & (rd == 0) & (q == 0)), self.oset.eq(self.ts[0])]
-        with m.If(go & (rd == 0) & (q == 0)):
-            m.d.sync += pspan.eq(d.span)
-        f0, xs = self._walker(m, go, rd)
-        info, busy, round_last = self._round(m, go, rd, lastrd, lastq, q, i, wres)
+        go_r = self._go_ready(m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
+                              i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
+        rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
+        m.d.comb += [self.oset_load.eq(go & ~rdnz & ~qnz), self.oset.eq(self.ts[0])]
+        # go's own loads are the counters above, the flags of _go_ready and the beat
+        # counters; the walker and the round's registers take go_r (go a clock later, one
+        # flip-flop) instead (see _walker and _round)
+        rd0_r = Signal()
+        m.d.sync += rd0_r.eq(~rdnz)
+        walk = self._walker(m, go_r, rd0_r)
+        info, busy, round_last = self._round(m, go_r, ~rdnz, lastrd, lastq, ~qnz, i, wres)
         b, off, kcur, issuing = self._beats(m, go, self._kcm1)
-        self._issue(m, f0, xs, info, busy, round_last, b, off, kcur, issuing)
+        self._issue(m, go_r, walk, info, busy, round_last, b, off, kcur, issuing)
         return m
+
+    def _go_ready(self, m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
+                  i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd):
+        """``go`` two LUT levels from flip-flops, no compare or carry chain before it.
+
+        ``go = run & init_done & (i != nsteps) & (cd == 0) & ((rd != 0) | ready)`` with
+        ``ready = (wdone >= tw) & (xdone >= i1) & ((q != 0) | ts - streamed in {0, 1})``
+        (``ts - streamed == 0`` with ``span`` or after a ``span`` strip)
+        and ``tw = res ? gqq1 : i1``.  Every term is a flag registered from its next-state
+        value (``h``, ``hr``), except the counts of the loaders and the streamer, which come
+        in as the previous clock's count compared with the next target a clock ahead
+        (``wg``, ``wm``: ``count >= T``, ``count >= T - 1`` of the clock before, ``T`` the
+        target after this clock's ``go``) and their increment, which is whether the
+        count's bit 0 toggled (a count steps by at most 1 a clock):
+        ``count >= T  <=>  wg | (wm & inc)``.  ``start`` resets the counts and the targets;
+        go is off for the window's clocks after it (the init walk), so the flags are
+        exact again by then.  Returns ``go_r``, ``go`` a clock later."""
+        cfg = self.cfg
+        d, dn = self.d, self.dn
+        cw = cfg.count_width
+        # control flags, exact every clock: i != nsteps, cd == 0, rd != 0, q != 0
+        inz, cdz, rdnz, qnz = Signal(), Signal(init=1), Signal(), Signal()
+        cdtz = [[Signal(name=f"cdz{a}{b}") for b in range(2)] for a in range(2)]
+        m.d.sync += [cdtz[a][b].eq(self._cdtz[a][b]) for a in range(2) for b in range(2)]
+        cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
+                   Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
+        inz_n, cdz_n, rdnz_n, qnz_n = (Signal(name=n) for n in
+                                       ("inz_n", "cdz_n", "rdnz_n", "qnz_n"))
+        m.d.comb += [inz_n.eq(Mux(self.start, dn.nsteps != 0, Mux(ga, i1 != d.nsteps, inz))),
+                     cdz_n.eq(Mux(self.start, 1, Mux(go, cdvz, cdz | (cd == 1)))),
+                     rdnz_n.eq(Mux(self.start, 0, Mux(go, ~lastrd, rdnz))),
+                     qnz_n.eq(Mux(self.start, 0, Mux(ga, ~lastq, qnz)))]
+        h, hr = Signal(), Signal()       # init_done & inz & cdz, and & rdnz
+        h_n = init_done_n & inz_n & cdz_n
+        m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n),
+                     h.eq(h_n), hr.eq(h_n & rdnz_n)]
+        self._rdnz, self._qnz = rdnz, qnz
+        # the targets now (T) and after a step's last round starting now (TA), and minus 1,
+        # multiplexers of registers.  gqq1's value after a strip's last step (jt: gq1, or
+        # gq1 + Q after a group's last strip) and jt - 1 are registered every clock from
+        # sc and gq, which change only at such a go; a go in the next clock (P = 1: K = 1)
+        # starts a step of chunk 0, not the last (Q >= 2), so it does not read them
+        jt, jtm = Signal(cw, name="jt"), Signal(cw, name="jtm")
+        m.d.sync += [jt.eq(Mux(scl, gq1 + d.Q, gq1)), jtm.eq(Mux(scl, gq + d.Q, gq))]
+        res = d.res
+        tw = Mux(res, gqq1, i1)
+        twm = Mux(res, gqq0, i)
+        ta = Mux(res, Mux(lastq, jt, gqq2), i2)
+        tam = Mux(res, Mux(lastq, jtm, gqq1), i1)
+
+        def ge(count, t, tm, ta, tam, name):
+            g, gm, c0 = (Signal(name=f"{name}{n}") for n in ("g", "m", "0"))
+            m.d.sync += [g.eq(Mux(ga, count >= ta, count >= t)),
+                         gm.eq(Mux(ga, count >= tam, count >= tm)), c0.eq(count[0])]
+            return g | (gm & (count[0] ^ c0))
+
+        wge = ge(self.wdone, tw, twm, ta, tam, "w")
+        xge = ge(self.xdone, i1, i, i2, i1, "x")
+        # (q != 0) | ts - streamed in {0, 1}, with D = ts - streamed of the clock before:
+        # ts steps at tinc, streamed by sinc: D + tinc - sinc in {0, 1}
+        dts = Signal(cw)
+        m.d.comb += dts.eq(self.ts - self.streamed)
+        e_m1, e_0, e_1, e_2 = (dts == (1 << cw) - 1), (dts == 0), (dts == 1), (dts == 2)
+        tinc = ga & lastq
+        # with span, or after a span strip (pspan: the last strip started), D must be 0:
+        # the strip before streamed out too (its sums fill both sets); span_n is the
+        # condition in the next clock (the descriptor changes at start, pspan at a strip's
+        # first round)
+        pspan, pspan_n = Signal(), Signal()
+        m.d.comb += pspan_n.eq(Mux(go & ~rdnz & ~qnz, d.span, pspan))
+        m.d.sync += pspan.eq(pspan_n)
+        span_n = Mux(self.start, dn.span, d.span) | pspan_n
+        s0, s1, sp = Signal(), Signal(), Signal()
+        m.d.sync += [s0.eq(qnz_n | Mux(span_n, Mux(tinc, e_m1, e_0),
+                                       Mux(tinc, e_m1 | e_0, e_0 | e_1))),
+                     s1.eq(qnz_n | Mux(span_n, Mux(tinc, e_0, e_1),
+                                       Mux(tinc, e_0 | e_1, e_1 | e_2))),
+                     sp.eq(self.streamed[0])]
+        sok = Mux(self.streamed[0] ^ sp, s1, s0)
+        m.d.comb += go.eq(self.run & (hr | (h & wge & xge & sok)))
+        go_r = Signal()
+        m.d.sync += go_r.eq(go)
+        return go_r
 
     def _init_walk(self, m):
         """After a descriptor: per window column ``k`` (position ``k`` of the strip) its
@@ -178,69 +282,103 @@ class Sequencer(wiring.Component):
                              x.eq(x + d.mx + Mux(iwrap, d.ex, 0))]
             with m.If(k == cfg.window - 1):
                 m.d.sync += done.eq(1)
-        return done
+        done_n = Signal()
+        m.d.comb += done_n.eq(Mux(self.start, 0,
+                                  done | (~done & self.run & (k == cfg.window - 1))))
+        return done, done_n
 
-    def _walker(self, m, go, rd):
+    def _walker(self, m, go_r, rd0_r):
         """At ``go``: the round's first position (flat feature index ``f0``) and per window
         column its column, row and rows / images below column 0 (``xs``); a round advances
         them by ``W = A PI + a segw + r`` positions: ``fstep``, ``fwrap`` when column 0
         passes the row end (a row carry), ``fimg`` when its row passes the image's last
         (an image carry), ``fimgw`` both; a column that carries while column 0 does not is
-        ``mx`` (a row) or ``ex`` (an image) further below, and the other way round."""
+        ``mx`` (a row) or ``ex`` (an image) further below, and the other way round.
+
+        Timing: the walker's registers are the values a clock late, updated at ``go_r``
+        (``go`` a clock later, a flip-flop) with ``rd0_r`` (``rd == 0`` at that ``go``):
+        ``go``'s enable net drives none of these ~500 flip-flops.  The values of the clock
+        itself, which only the issue registers read, are ``Mux(go_r, next, current)``.
+        Returns ``(f0, f0 next, xs, xs next)``.  No reset (a job's first round loads them
+        all)."""
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
-        f0 = Signal(cfg.fbits)
+        f0 = Signal(cfg.fbits, reset_less=True)
         # per column its column minus thr and its row minus ythr: a column carry when the
         # column's is non-negative, an image carry when the row's plus the column carry is
-        oys = [Signal(signed(cw + 1), name=f"oy{k}") for k in range(cfg.window)]
-        ys = [Signal(signed(cw + 1), name=f"y{k}") for k in range(cfg.window)]
+        oys = [Signal(signed(cw + 1), name=f"oy{k}", reset_less=True) for k in range(cfg.window)]
+        ys = [Signal(signed(cw + 1), name=f"y{k}", reset_less=True) for k in range(cfg.window)]
         # ys + 1 beside ys: the image carry (ys + column carry >= 0) is a sign bit's choice
-        ys1 = [Signal(signed(cw + 1), name=f"y1_{k}") for k in range(cfg.window)]
-        xs = [Signal(self.abits, name=f"x{k}") for k in range(cfg.window)]
+        ys1 = [Signal(signed(cw + 1), name=f"y1_{k}", reset_less=True)
+               for k in range(cfg.window)]
+        xs = [Signal(self.abits, name=f"x{k}", reset_less=True) for k in range(cfg.window)]
         wraps = [~oy[-1] for oy in oys]
         imgs = [Mux(wraps[k], ~ys1[k][-1], ~ys[k][-1]) for k in range(cfg.window)]
-        with m.If(go):
-            with m.If(rd == 0):
-                m.d.sync += f0.eq(0)
+        # the stepped f0 and xs registered every clock from the walker's registers: they
+        # change only at go_r, and a go_r in the clock after one reloads (rd == 0: of two
+        # go in consecutive clocks (P = 1) the second starts a step), so at a go_r with
+        # rd0_r clear the registered steps are those of the registers' values
+        f0_s = Signal(cfg.fbits, reset_less=True)
+        xs_s = [Signal(self.abits, name=f"x{k}_s", reset_less=True) for k in range(cfg.window)]
+        m.d.sync += f0_s.eq(f0 + Mux(imgs[0], Mux(wraps[0], d.fimgw, d.fimg),
+                                     Mux(wraps[0], d.fwrap, d.fstep)))
+        f0_n = Signal(cfg.fbits)
+        xs_n = [Signal(self.abits, name=f"x{k}_n") for k in range(cfg.window)]
+        m.d.comb += f0_n.eq(Mux(rd0_r, 0, f0_s))
+        for k in range(cfg.window):
+            dm = Mux(wraps[k] == wraps[0], 0, Mux(wraps[k], d.mx, -d.mx))
+            de = Mux(imgs[k] == imgs[0], 0, Mux(imgs[k], d.ex, -d.ex))
+            m.d.sync += xs_s[k].eq(xs[k] + dm + de)
+            m.d.comb += xs_n[k].eq(Mux(rd0_r, self.init_x[k], xs_s[k]))
+        with m.If(go_r):
+            m.d.sync += f0.eq(f0_n)
+            m.d.sync += [xs[k].eq(xs_n[k]) for k in range(cfg.window)]
+            with m.If(rd0_r):
                 for k in range(cfg.window):
                     m.d.sync += [oys[k].eq(self.init_oy[k]), ys[k].eq(self.init_y[k]),
-                                 ys1[k].eq(self.init_y[k] + 1), xs[k].eq(self.init_x[k])]
+                                 ys1[k].eq(self.init_y[k] + 1)]
             with m.Else():
-                m.d.sync += f0.eq(f0 + Mux(imgs[0], Mux(wraps[0], d.fimgw, d.fimg),
-                                           Mux(wraps[0], d.fwrap, d.fstep)))
                 for k in range(cfg.window):
-                    dm = Mux(wraps[k] == wraps[0], 0, Mux(wraps[k], d.mx, -d.mx))
-                    de = Mux(imgs[k] == imgs[0], 0, Mux(imgs[k], d.ex, -d.ex))
                     m.d.sync += [oys[k].eq(oys[k] + Mux(wraps[k], d.rwrap.as_signed(),
                                                         d.rstep)),
                                  ys[k].eq(ys[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
                                           + wraps[k]),
                                  ys1[k].eq(ys1[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
-                                           + wraps[k]),
-                                 xs[k].eq(xs[k] + dm + de)]
-        return f0, xs
+                                           + wraps[k])]
+        return f0, f0_n, xs, xs_n
 
-    def _round(self, m, go, rd, lastrd, lastq, q, i, wres):
+    def _round(self, m, go_r, rd0, lastrd, lastq, q0, i, wres):
         """At ``go``: the round's capture info, its busy cells per beat, the weight base and
-        the feature set."""
+        the feature set.
+
+        Timing: each is ``Mux(go_r, pre, hold)``: ``pre`` registers the value from the
+        clock's state every clock (the state changes only at ``go``, so at ``go_r`` it holds
+        the value ``go`` took), ``hold`` the value of the clock before; no load of ``go``."""
         cfg = self.cfg
         d = self.d
-        info = Signal(CaptureInfo(cfg))
-        busy = Signal(cfg.busy_bits)
-        round_last = Signal()
-        e0 = Signal(cfg.obits)
+
+        def at_go(shape, value_of, name):
+            pre, hold, cur = (Signal(shape, name=f"{name}{n}") for n in ("_pre", "_hold", ""))
+            m.d.comb += cur.eq(Mux(go_r, pre, hold))
+            m.d.sync += [pre.eq(value_of(cur)), hold.eq(cur)]
+            return cur
+
         nv = Mux(lastrd, d.lastw, d.W)
-        self._wa_base, self._fset = Signal(cfg.wbits), Signal()
-        with m.If(go):
-            e = Mux(rd == 0, 0, e0 + d.W)
-            m.d.sync += [e0.eq(e), info.e.eq(e), info.nv.eq(nv), info.R.eq(d.R),
-                         info.cp.eq(d.cp), info.oset.eq(self.ts[0]), info.first.eq(q == 0),
-                         info.strip_end.eq(lastq & lastrd), round_last.eq(lastrd),
-                         busy.eq(Mux(lastrd, self._busy_l, self._busy_w))]
-            with m.If(rd == 0):
-                m.d.sync += [self._wa_base.eq(Mux(d.res, wres, i[0] << (cfg.wbits - 1))),
-                             self._fset.eq(i[0])]
+        info = Signal(CaptureInfo(cfg))
+        e = at_go(cfg.obits, lambda e: Mux(rd0, 0, e + d.W), "e0")
+        m.d.comb += [info.e.eq(e),
+                     info.nv.eq(at_go(info.nv.shape(), lambda _: nv, "i_nv")),
+                     info.R.eq(at_go(info.R.shape(), lambda _: d.R, "i_R")),
+                     info.cp.eq(at_go(info.cp.shape(), lambda _: d.cp, "i_cp")),
+                     info.oset.eq(at_go(1, lambda _: self.ts[0], "i_oset")),
+                     info.first.eq(at_go(1, lambda _: q0, "i_first")),
+                     info.strip_end.eq(at_go(1, lambda _: lastq & lastrd, "i_end"))]
+        round_last = at_go(1, lambda _: lastrd, "round_last")
+        busy = at_go(cfg.busy_bits, lambda _: Mux(lastrd, self._busy_l, self._busy_w), "busy")
+        self._wa_base = at_go(cfg.wbits, lambda cur: Mux(
+            rd0, Mux(self.d.res, wres, i[0] << (cfg.wbits - 1)), cur), "wa_base")
+        self._fset = at_go(1, lambda cur: Mux(rd0, i[0], cur), "fset_r")
         return info, busy, round_last
 
     def _beats(self, m, go, K):
@@ -275,14 +413,18 @@ class Sequencer(wiring.Component):
                     m.d.sync += [ky.eq(0), py.eq(0), off.eq(off + d.d_ic)]
         return b, off, kcur, issuing
 
-    def _issue(self, m, f0, xs, info, busy, round_last, b, off, kcur, issuing):
+    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
+        f0, f0_n, xs, xs_n = walk
         last = issuing & (b == kcur)
+        # the walker's values of this clock (see _walker); at go_r the beat counters hold a
+        # round's first beat (off == 0)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
                      self.fset.eq(self._fset), self.wa.eq(self._wa_base + b),
-                     self.busy.eq(Mux(issuing, busy, 0)), self.fa.eq(f0 + off)]
-        m.d.sync += [self.fx[k].eq(xs[k]) for k in range(cfg.window)]
+                     self.busy.eq(Mux(issuing, busy, 0)),
+                     self.fa.eq(Mux(go_r, f0_n, f0 + off))]
+        m.d.sync += [self.fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
         with m.If(last):
             m.d.sync += self.info.eq(info)
         fin_pre = Signal()
