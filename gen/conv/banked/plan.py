@@ -92,8 +92,20 @@ def _timing(jobs, cfg):
     """End-to-end clocks and per-port traffic of ``jobs`` back to back; the ``x`` traffic of
     the bound counts the input words the strips need (no padding)."""
     t = run_cycles(jobs, cfg, record=False)
-    least = dict(t["beats"], x=-(-sum(j.feature_words for j in jobs) // cfg.bus_words))
-    return t["last_out"] - t["first_in"] + 1, t["beats"], least
+    return t["last_out"] - t["first_in"] + 1, t["beats"], _traffic(jobs, cfg)[1]
+
+
+def _traffic(jobs, cfg):
+    """``(beats, least, floor)`` of ``jobs`` back to back without running them: each
+    port's beats, the least traffic of the bound (``x``: the input words the strips need,
+    no padding) and a floor under their end-to-end clocks (a port moves, and the sequencer
+    issues, at most one beat a clock)."""
+    beats = {"w": sum(j.weight_beat_count for j in jobs),
+             "x": sum(j.feature_beat_count for j in jobs),
+             "o": sum(j.G * j.S * j.obeats for j in jobs)}
+    least = dict(beats, x=-(-sum(j.feature_words for j in jobs) // cfg.bus_words))
+    issued = sum(j.G * j.S * j.rounds * sum(j.k_of(q) for q in range(j.Q)) for j in jobs)
+    return beats, least, max(issued, *beats.values())
 
 
 def _parts(layer, cfg):
@@ -229,6 +241,21 @@ def _part_jobs(layer, cfg, part, shape):
             for (r, s, f), strips in _strips(layer, rs, segw, fold).items()]
 
 
+def _fastest(cands, cfg):
+    """The jobs of the candidate with the fewest end-to-end clocks (the first of equals),
+    running the exact model only on candidates whose floor (:func:`_traffic`) could still
+    beat the best so far."""
+    best = None                          # (cycles, index, jobs)
+    for k in sorted(range(len(cands)), key=lambda k: (cands[k][1], k)):
+        _least, floor, pj = cands[k]
+        if best is not None and (floor, k) > best[:2]:
+            break
+        cycles = _timing(pj, cfg)[0]
+        if best is None or (cycles, k) < best[:2]:
+            best = (cycles, k, pj)
+    return best[2]
+
+
 def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
     """The fastest plan the planner finds for ``layer`` (module docstring); raises
     ``ValueError`` when no strip of one output row segment fits the buffers.  A 1 x 1
@@ -243,18 +270,18 @@ def plan_layer(layer: ConvLayer, cfg: BankedConfig) -> BankedPlan:
     for parts in _parts(layer, cfg):
         jobs, least = [], {"w": 0, "x": 0, "o": 0}
         for part in parts:
-            scored = []
+            cands = []
             for shape in _shapes(layer, cfg, part[2], part[3]):
                 try:
                     pj = _part_jobs(layer, cfg, part, shape)
                 except ValueError:
                     continue
-                scored.append((*_timing(pj, cfg), pj))
-            if not scored:
+                cands.append((*_traffic(pj, cfg)[1:], pj))
+            if not cands:
                 raise ValueError(f"no strip of {layer} fits the buffers of {cfg.module_name}")
             for port in least:
-                least[port] += min(bound[port] for _c, _b, bound, _j in scored)
-            jobs += min(scored, key=lambda e: e[0])[3]
+                least[port] += min(bound[port] for bound, _f, _j in cands)
+            jobs += _fastest(cands, cfg)
         cycles, beats, _bound = _timing(jobs, cfg)
         if best is None or cycles < best[0]:
             best = (cycles, tuple(jobs), beats)
