@@ -128,7 +128,9 @@ class Sequencer(wiring.Component):
         # for go's compares (_go_ready): i + 2, gqq1 + 1, gqq1 - 1, stepped with them
         i2, gqq2 = (Signal(cw, init=2, name=n) for n in ("i2", "gqq2"))
         gqq0 = Signal(cw, name="gqq0")
-        go = Signal()
+        # go a net of its own (keep): without it ABC merges go's two LUT levels into the
+        # enables of the counters below, six LUTs deep across the chip (e288612, seeds 1, 2)
+        go = Signal(attrs={"keep": 1})
         ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
