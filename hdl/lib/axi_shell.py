@@ -267,17 +267,19 @@ class AxiShell(wiring.Component):
         if port.partial:
             # count + step >= target (count: the words moved since the start) as rem <=
             # step, rem = target - count a register (target as at the start: the job's
-            # registers hold during a job), and "rem <= k" for each step k = 0 .. words
-            # registered a clock ahead on rem's next value: the block's n (at most words)
-            # only selects a flag, no adder or comparator between the block's payload and
-            # tlast or the job's end
+            # registers hold during a job), with "rem <= k" for each step k = 0 .. words
+            # registered a clock ahead: rem - step <= k is "rem <= k + step", compares of
+            # the register with constants chosen by step, so the block's n (at most words)
+            # only selects flags, no adder or comparator behind the payload
+            nw = port.words
             rem = Signal(signed(34), name=f"{port.name}_rem")
-            rem_next = Signal(signed(34), name=f"{port.name}_rem_next")
-            m.d.comb += rem_next.eq(Mux(ctl.start, target, Mux(moved, rem - step, rem)))
-            m.d.sync += rem.eq(rem_next)
-            le = [Signal(name=f"{port.name}_le{k}", init=1) for k in range(port.words + 1)]
-            m.d.sync += [le[k].eq(rem_next <= k) for k in range(port.words + 1)]
-            m.d.comb += last.eq(Cat(le[k] & (step == k) for k in range(port.words + 1)).any())
+            m.d.sync += rem.eq(Mux(ctl.start, target, Mux(moved, rem - step, rem)))
+            le = [Signal(name=f"{port.name}_le{k}", init=1) for k in range(nw + 1)]
+            rle = [rem <= c for c in range(2 * nw + 1)]
+            for k in range(nw + 1):
+                after = Cat(rle[k + j] & (step == j) for j in range(nw + 1)).any()
+                m.d.sync += le[k].eq(Mux(ctl.start, target <= k, Mux(moved, after, rle[k])))
+            m.d.comb += last.eq(Cat(le[k] & (step == k) for k in range(nw + 1)).any())
         elif target is not None:
             # a register, "the next transfer is the target-th" kept a transfer ahead, from
             # a down-counter of the transfers left after the next one (``target - 2`` at

@@ -68,6 +68,13 @@ class _Loader(wiring.Component):
         lastq, lastq_next, qb_m1, lb_m1, lastq_dn, qb_dn, lb_dn = sizes
         bc = Signal(cfg.count_width + 6)
         bclast = Signal()                # bc == the block's beats - 1
+        # bc + 1 == beats - 1 as bc == beats - 2, and blocks of one beat as flags (no adder
+        # before the compares)
+        qb_m2, lb_m2 = Signal(len(bc), name="qb_m2"), Signal(len(bc), name="lb_m2")
+        qb1, lb1 = Signal(name="qb1"), Signal(name="lb1")
+        with m.If(self.start):
+            m.d.sync += [qb_m2.eq(qb_dn - 2), lb_m2.eq(lb_dn - 2), qb1.eq(qb_dn == 1),
+                         lb1.eq(lb_dn == 1)]
         left = Signal()                  # done != total
         # left & fin >= need, left & fin + 1 >= need (of the clock before)
         perm_a, perm_b, fin0 = Signal(), Signal(), Signal()
@@ -90,10 +97,10 @@ class _Loader(wiring.Component):
                 perm_b.eq(left_next & Mux(end, fin1 >= need_new, fin1 >= need))]
             with m.If(self.en):
                 m.d.sync += [bc.eq(bc + 1),
-                             bclast.eq(bc + 1 == Mux(lastq, lb_m1, qb_m1))]
+                             bclast.eq(bc == Mux(lastq, lb_m2, qb_m2))]
                 with m.If(end):
                     m.d.sync += [bc.eq(0), self.done.eq(self.done + 1),
-                                 bclast.eq(Mux(lastq_next, lb_m1, qb_m1) == 0)]
+                                 bclast.eq(Mux(lastq_next, lb1, qb1))]
         return bc, end
 
 
@@ -118,10 +125,10 @@ class WeightLoader(_Loader):
         q, g = Signal(cw), Signal(cw)
         wres = Signal(cfg.wbits)         # q K_q
         dn = self.dn
-        Qm1, wgm1 = Signal(cw), Signal(6)
+        Qm2, wgm1 = Signal(cw), Signal(6)
         wbqm1, wblm1 = Signal(cw + 6), Signal(cw + 6)
         with m.If(self.start):
-            m.d.sync += [Qm1.eq(dn.Q - 1), wgm1.eq(dn.wg - 1), wbqm1.eq(dn.wbq - 1),
+            m.d.sync += [Qm2.eq(dn.Q - 2), wgm1.eq(dn.wg - 1), wbqm1.eq(dn.wbq - 1),
                          wblm1.eq(dn.wbl - 1)]
         # q == Qm1 and Q == 1, registers
         lastq, Q1 = Signal(), Signal()
@@ -129,7 +136,7 @@ class WeightLoader(_Loader):
         # else the blocks done - 1; gsqn = (g + 1) S Q - Q + 1, its value for the last chunk
         need, gsqn = Signal(cw), Signal(cw)
         g0 = Signal()                    # g == 0
-        lastq_next = Mux(lastq, Q1, q + 1 == Qm1)
+        lastq_next = Mux(lastq, Q1, q == Qm2)          # q + 1 == Q - 1
         need_new = Mux(d.res, Mux(lastq, gsqn, Mux(g0, 0, need + 1)), self.done)
         bc, end = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(dn.res, dn.gq, dn.nsteps),
                                (lastq, lastq_next, wbqm1, wblm1, dn.Q == 1, dn.wbq, dn.wbl),
@@ -177,13 +184,13 @@ class FeatureLoader(_Loader):
         cw = cfg.count_width
         q = Signal(cw)
         dn = self.dn
-        Qm1, bprm1, xbqm1, xblm1, hrm1, foldm1 = (Signal(cw) for _ in range(6))
+        Qm2, bprm1, xbqm1, xblm1, hrm1, foldm1 = (Signal(cw) for _ in range(6))
         with m.If(self.start):
-            m.d.sync += [Qm1.eq(dn.Q - 1), bprm1.eq(dn.bpr - 1), xbqm1.eq(dn.xbq - 1),
+            m.d.sync += [Qm2.eq(dn.Q - 2), bprm1.eq(dn.bpr - 1), xbqm1.eq(dn.xbq - 1),
                          xblm1.eq(dn.xbl - 1), hrm1.eq(dn.hrows - 1), foldm1.eq(dn.fold - 1)]
         lastq, Q1 = Signal(), Signal()   # q == Qm1, Q == 1
         need = Signal(cw)                # the blocks done - 1, a register
-        lastq_next = Mux(lastq, Q1, q + 1 == Qm1)
+        lastq_next = Mux(lastq, Q1, q == Qm2)          # q + 1 == Q - 1
         bc, end = self._counts(m, d.nsteps, dn.nsteps,
                                (lastq, lastq_next, xbqm1, xblm1, dn.Q == 1, dn.xbq, dn.xbl),
                                need, self.done)

@@ -125,10 +125,13 @@ class Sequencer(wiring.Component):
         self._busy_w, self._busy_l = busy_w, busy_l
         init_done, init_done_n = self._init_walk(m)
         # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq), kept as registers
-        i1, gq1, gqq1 = Signal(cw, init=1), Signal(cw, init=1), Signal(cw, init=1)
+        i1, gq1, gqq1 = (Signal(cw, init=1, name=n) for n in ("i1", "gq1", "gqq1"))
         # for go's compares (_go_ready): i + 2, gqq1 + 1, gqq1 - 1, stepped with them
-        i2, gqq2, gqq0 = Signal(cw, init=2), Signal(cw, init=2), Signal(cw)
-        go = Signal()
+        i2, gqq2 = (Signal(cw, init=2, name=n) for n in ("i2", "gqq2"))
+        gqq0 = Signal(cw, name="gqq0")
+        # go a net of its own (keep): without it ABC merges go's two LUT levels into the
+        # enables of the counters below, six LUTs deep across the chip (e288612, seeds 1, 2)
+        go = Signal(attrs={"keep": 1})
         ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
@@ -264,17 +267,17 @@ class Sequencer(wiring.Component):
         self.init_x = [Signal(self.abits, name=f"ix{k}") for k in range(cfg.window)]
         k = Signal(range(cfg.window + 1))
         ox, oy, x = Signal(cw), Signal(cw), Signal(self.abits)
-        rsm1 = Signal(cw)
+        rsm1, segm1 = Signal(cw), Signal(cw)
         done = Signal()
         with m.If(self.start):
             m.d.sync += [k.eq(0), ox.eq(0), oy.eq(0), x.eq(0), done.eq(0),
-                         rsm1.eq(self.dn.rs - 1)]
+                         rsm1.eq(self.dn.rs - 1), segm1.eq(self.dn.segw - 1)]
         with m.Elif(~done & self.run):
             for c in range(cfg.window):
                 with m.If(k == c):
                     m.d.sync += [self.init_oy[c].eq(ox - d.thr), self.init_y[c].eq(oy - d.ythr),
                                  self.init_x[c].eq(x)]
-            wrap = ox == d.segw - 1
+            wrap = ox == segm1
             iwrap = oy == rsm1
             m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1))]
             with m.If(wrap):
