@@ -525,7 +525,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if ow > (2 if span else 1) * cfg.nb * cfg.out_depth:
         sets = "both sets'" if span else "one set's"
         raise ValueError(f"a strip's outputs need {ow} words, more than {sets} "
-                         f"{cfg.nb} x {cfg.out_depth}" + ("" if span else " (span: both)"))
+                         f"{cfg.nb} x {cfg.out_depth}" + ("" if span else "; span allows both sets"))
     for name, v in descriptor_fields(job, cfg).items():
         if v[0] >= 1 << v[1]:
             raise ValueError(f"descriptor field {name} = {v[0]} needs more than {v[1]} bits")
