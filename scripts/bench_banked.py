@@ -54,6 +54,7 @@ def network(net, rows, cols, bw, batch):
         job = plan.jobs[0]
         layers.append({"layer": name, "jobs": len(plan.jobs), "n": job.n, "R": job.R,
                        "strip": f"{job.rs}x{job.segw}", "fold": job.fold, "icq": job.icq,
+                       "pack": job.pack,
                        "resident": job.resident, "macs": plan.macs, "cycles": plan.cycles,
                        "compute_bound": plan.compute_bound,
                        "bandwidth_bound": plan.bandwidth_bound, "roofline": plan.roofline,
@@ -103,7 +104,7 @@ def layer_table(r) -> str:
         bound = "compute" if lay["compute_bound"] >= lay["bandwidth_bound"] else "bandwidth"
         lines.append(f"| {lay['layer']} | {lay['jobs']} | {lay['n']} x {lay['R']} | "
                      f"{lay['strip']}{' x ' + str(lay['fold']) if lay['fold'] > 1 else ''} | "
-                     f"{lay['icq']} | {lay['resident']} | "
+                     f"{lay['icq']}{' packed' if lay.get('pack') else ''} | {lay['resident']} | "
                      f"{lay['cycles']:,} | {lay['roofline']:,} | {bound} | "
                      f"{lay['utilisation']:.3f} | {lay['compute_only']:.3f} | "
                      f"{1 / lay['efficiency']:.3f} |")

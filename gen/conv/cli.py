@@ -235,7 +235,7 @@ def _report(args, cfg, layer, plan, records, y, rq, model_cycles) -> dict:
                  "out_depth": cfg.out_depth, "banks": cfg.nb},
         plan=[{"oc0": j.oc0, "channels": j.G * j.R, "n": j.n, "R": j.R, "strips": j.S,
                "strip": [j.rs, j.segw], "fold": j.fold, "icq": j.icq, "resident": j.resident,
-               "span": j.span}
+               "span": j.span, "pack": j.pack}
               for j in plan.jobs],
         rtl_matches_golden=True, rtl_matches_model=True,
         utilisation_counts="MACs / (rows x cols x end-to-end cycles): each job from its "

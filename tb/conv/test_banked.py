@@ -56,7 +56,8 @@ def random_item(rng, cfg, align=None):
             fold = int(rng.choice([f for f in (1, 2, 3) if layer.batch % f == 0]))
             job = make_job(layer, cfg, rs=rs, segw=segw, icq=int(rng.integers(1, ic + 1)),
                            resident=res, align=align, fold=fold,
-                           span=bool(rng.integers(0, 3) == 0))
+                           span=bool(rng.integers(0, 3) == 0),
+                           pack=bool(rng.integers(0, 3) == 0))
         except ValueError:
             continue
         x = rng.integers(-128, 128, (layer.batch, ic, layer.h, layer.w))
@@ -213,6 +214,52 @@ def test_channel_pitch_keeps_every_word(nb, bw, wr, extra, hr, rs, fold, icq):
                     mem[c * cp + b * ip + r * D + k] = (c, b, r, k) if k < wr else None
     assert all(mem[c * cp + b * ip + r * D + k] == (c, b, r, k) for c in range(icq)
                for b in range(fold) for r in range(hr) for k in range(wr))
+
+
+@settings(max_examples=150, deadline=None)
+@given(cfg=st.sampled_from([CFG, CFG_WIDE, CFG_NARROW, CFG_EIGHT]), k=st.integers(1, 4),
+       s=st.integers(1, 3), ic=st.integers(2, 7), h=st.integers(4, 12), w=st.integers(4, 14),
+       batch=st.integers(1, 4), data=st.data())
+def test_packed_rows_keep_every_word(cfg, k, s, ic, h, w, batch, data):
+    """``pack``: a step's channels side by side in each bank row.  Writing the ``x`` stream
+    as the loader does (rows ``D`` apart, ``ipj`` after an image's last row, whole beats)
+    leaves every window word ``(c, b, y, x)`` of every step at ``c CPf + b IP + row(y) D +
+    col(x)``, ``CPf = s Ws``; the last chunk's rows are as long as the others'."""
+    k = min(k, h, w)
+    layer = ConvLayer(2, ic, h, w, k, k, s, 0, batch)
+    rs = data.draw(st.sampled_from([d for d in range(1, layer.ho + 1) if layer.ho % d == 0]))
+    segw = data.draw(st.sampled_from([d for d in range(1, layer.wo + 1) if layer.wo % d == 0]))
+    fold = data.draw(st.sampled_from([f for f in range(1, batch + 1) if batch % f == 0]))
+    icq = data.draw(st.integers(2, ic))
+    try:
+        job = make_job(layer, cfg, rs=rs, segw=segw, icq=icq, fold=fold, pack=True,
+                       n=1, R=1, resident=False)
+    except ValueError:
+        return
+    assert job.CPf == s * job.Ws and job.D >= icq * s * job.Ws
+    assert job.D % cfg.nb == segw % cfg.nb and job.xbeats(0) == job.xbeats(job.Q - 1)
+    d = {key: v[0] for key, v in descriptor_fields(job, cfg).items()}
+    ids = np.arange(1, batch * ic * h * w + 1).reshape(batch, ic, h, w)
+    beats = iter(feature_beats(ids, job, cfg))
+    M, bw = (1 << cfg.fbits) - 1, cfg.bus_words
+    rows = [(y % s) * job.Hs + y // s for y in range(job.rin)]
+    cols = [(x % s) * job.Ws + x // s for x in range(job.segin)]
+    for _i, _g, t, q in steps(job):
+        mem, row = {}, 0
+        for r in range(job.xbeats(q) // d["bpr"]):
+            for j in range(d["bpr"]):
+                for lane, v in enumerate(next(beats)):
+                    mem[(row + j * bw + lane) & M] = v
+            row += (d["ipj"] if r % d["hrows"] == d["hrows"] - 1 else d["D"])
+        b0, oy0, ox0 = job.strips[t]
+        for c in range(job.icq if q < job.Q - 1 else job.icl):
+            for b in range(fold):
+                for y in range(job.rin):
+                    for x in range(job.segin):
+                        yy, xx = oy0 * s + y, ox0 * s + x
+                        want = ids[b0 + b, q * job.icq + c, yy, xx] if yy < h and xx < w else 0
+                        got = mem.get(c * job.CPf + b * job.IP + rows[y] * job.D + cols[x])
+                        assert got == want, (c, b, y, x)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -512,6 +559,33 @@ def test_rtl_folded_images(sim, cfg):
                       rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
     assert any(job.IP < job.D for *_xw, job in items) == (cfg is CFG_EIGHT)
     check_rtl(items, cfg, sim, valid=0.8, ready=0.7, name="fold")
+
+
+@pytest.mark.parametrize("cfg", [CFG, CFG_WIDE, CFG_NARROW], ids=["b4", "b16", "b3"])
+def test_rtl_packed_rows(sim, cfg):
+    """A step's channels side by side in each bank row (``pack``): rows shorter than a
+    beat (several channels a beat), longer, a last chunk of fewer channels (its rows
+    padded), stride 2 with images folded, per-step weights; the same layers without
+    ``pack`` between them; with back-pressure on every stream."""
+    rng = np.random.default_rng(41)
+    specs = [(ConvLayer(4, 5, 5, 5, 3, 3, 1, 1), dict(rs=5, segw=5, icq=2, pack=True)),
+             (ConvLayer(4, 5, 5, 5, 3, 3, 1, 1), dict(rs=5, segw=5, icq=2)),
+             (ConvLayer(3, 3, 4, 9, 1, 1, 1, 0), dict(rs=2, segw=1, icq=3, pack=True)),
+             (ConvLayer(2, 4, 6, 6, 3, 3, 2, 1, 2), dict(rs=1, segw=3, icq=3, fold=2,
+                                                         pack=True, resident=False)),
+             (ConvLayer(6, 2, 3, 3, 2, 2, 1, 0, 3), dict(rs=2, segw=2, icq=2, fold=3,
+                                                         pack=True))]
+    items = []
+    for layer, kw in specs:
+        job = make_job(layer, cfg, **kw)
+        items.append((rng.integers(-128, 128, (layer.batch, layer.ic, layer.h, layer.w)),
+                      rng.integers(-128, 128, (layer.oc, layer.ic, layer.kh, layer.kw)), job))
+    packed = [job for *_xw, job in items if job.pack]
+    assert any(job.icl < job.icq for job in packed)
+    # several channels' rows in one beat, and bank rows of more than one beat
+    assert any(job.layer.stride * job.Ws < cfg.bus_words for job in packed)
+    assert any(job.bpr > 1 for job in packed)
+    check_rtl(items, cfg, sim, valid=0.7, ready=0.6, name="pack")
 
 
 @pytest.mark.parametrize("cfg", [CFG, CFG_WIDE], ids=["b4", "b16"])

@@ -49,6 +49,7 @@ def test_cli_run(tmp_path, capsys):
         assert r["macs"] == macs and r["compute_bound_cycles"] == -(-macs // 32)
         assert r["utilisation"] == macs / (32 * r["cycles"]) < r["compute_utilisation"] <= 1
         assert r["jobs"] == len(r["plan"]) == len(r["n_per_pass"]) >= 2
+        assert all({"fold", "icq", "resident", "span", "pack"} <= set(j) for j in r["plan"])
         assert r["bus_words"] == 4 and r["w_lanes"] == 4
     assert set(reports["naive"]["n_per_pass"]) == {1}
     assert max(reports["remainder"]["n_per_pass"]) == 2

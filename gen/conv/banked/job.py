@@ -216,6 +216,13 @@ class BankedJob:
     align: bool = False
     fold: int = 1
     span: bool = False
+    pack: bool = False
+
+    @property
+    def chans(self):
+        """Channels per bank row: ``icq`` with ``pack`` (a row holds the chunk's channels'
+        window rows side by side), else 1."""
+        return self.icq if self.pack else 1
 
     @property
     def PI(self):
@@ -260,18 +267,24 @@ class BankedJob:
     @property
     def D(self):
         """Row pitch: the smallest ``>= s Ws`` that equals ``segw`` modulo ``nb``."""
-        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold)[0]
+        return self._pitches()[0]
 
     @property
     def IP(self):
         """Image pitch within a channel (:func:`_pitches`)."""
-        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold)[1]
+        return self._pitches()[1]
 
     @property
     def CPf(self):
         """Channel pitch in a feature set (:func:`_channel_pitch`): channel ``c`` starts
-        ``c CPf`` words in; its rows may interleave with the channel before's."""
-        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold)[4]
+        ``c CPf`` words in; its rows may interleave with the channel before's.  With
+        ``pack`` a channel's row follows the one before's in the same bank row: ``CPf = s
+        Ws``."""
+        return self._pitches()[4]
+
+    def _pitches(self):
+        return _pitches(self.layer, self.nb_, self.bw_, self.rs, self.segw, self.fold,
+                        self.chans)
 
     def k_of(self, q: int) -> int:
         """Beats per tile of chunk ``q``."""
@@ -280,12 +293,14 @@ class BankedJob:
 
     @property
     def bpr(self):
-        """Beats per feature row on ``x`` (a beat never spans two rows)."""
-        return -(-self.layer.stride * self.Ws // self.bw_)
+        """Beats per bank row on ``x`` (a beat never spans two rows; with ``pack`` a row
+        holds ``icq`` channels' window rows)."""
+        return -(-self.chans * self.layer.stride * self.Ws // self.bw_)
 
     def xbeats(self, q: int) -> int:
-        """Feature beats of one step of chunk ``q``."""
-        ic = self.icq if q < self.Q - 1 else self.icl
+        """Feature beats of one step of chunk ``q`` (with ``pack`` the last chunk's rows
+        are as long as the others', the missing channels' words zero)."""
+        ic = 1 if self.pack else self.icq if q < self.Q - 1 else self.icl
         return ic * self.fold * self.layer.stride * self.Hs * self.bpr
 
     @property
@@ -369,19 +384,24 @@ class BankedJob:
         return self.layer.wo
 
 
-def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int) -> tuple:
-    """``(D, IP, hr, wr, CP)`` of an ``rs x segw`` strip of ``fold`` images: the row pitch
-    ``D``, the smallest ``>= wr = s Ws`` that equals ``segw`` modulo ``nb``; ``hr = s Hs``
-    rows an image; the image pitch ``IP`` (:func:`_image_pitch`); the channel pitch ``CP``
-    (:func:`_channel_pitch`)."""
+def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int,
+             chans: int = 1) -> tuple:
+    """``(D, IP, hr, wr, CP)`` of an ``rs x segw`` strip of ``fold`` images whose bank rows
+    hold ``chans`` channels' window rows side by side (``pack``; 1 without): ``wr = s Ws``
+    words a window row; the row pitch ``D``, the smallest ``>= chans wr`` that equals
+    ``segw`` modulo ``nb``; ``hr = s Hs`` rows an image; the image pitch ``IP``
+    (:func:`_image_pitch`); the channel pitch ``CP``: ``wr`` with ``chans > 1``, else
+    :func:`_channel_pitch`."""
     s = layer.stride
     rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
     wr = s * -(-segin // s)
     hr = s * -(-rin // s)
-    D = wr + (segw - wr) % nb
-    wbeat = -(-wr // bw) * bw
-    ip = _image_pitch(D, hr, wr, wbeat, rs * D % nb, nb, fold)
-    return D, ip, hr, wr, _channel_pitch(D, hr, wr, wbeat, ip, fold)
+    row = chans * wr
+    D = row + (segw - row) % nb
+    wbeat = -(-row // bw) * bw
+    ip = _image_pitch(D, hr, row, wbeat, rs * D % nb, nb, fold)
+    cp = wr if chans > 1 else _channel_pitch(D, hr, wr, wbeat, ip, fold)
+    return D, ip, hr, wr, cp
 
 
 @lru_cache(maxsize=4096)
@@ -433,14 +453,15 @@ def _channel_pitch(D: int, hr: int, wr: int, wbeat: int, ip: int, fold: int) -> 
 
 
 def feature_set_words(layer: ConvLayer, cfg: BankedConfig, rs: int, segw: int,
-                      icq: int, fold: int = 1) -> int:
+                      icq: int, fold: int = 1, pack: bool = False) -> int:
     """Words of a feature set that a step of ``icq`` channels of an ``rs x segw`` strip
     of ``fold`` images occupies: channels ``CP`` apart, per channel ``fold`` images at a
     pitch of ``IP``, each ``s Hs`` rows at a pitch of ``D`` words (:func:`_pitches`), the
-    last row whole beats."""
-    D, ip, hr, wr, cp = _pitches(layer, cfg.nb, cfg.bus_words, rs, segw, fold)
-    return ((icq - 1) * cp + (fold - 1) * ip + (hr - 1) * D
-            + -(-wr // cfg.bus_words) * cfg.bus_words)
+    last row whole beats; with ``pack`` the channels side by side in each row."""
+    chans = icq if pack else 1
+    D, ip, hr, wr, cp = _pitches(layer, cfg.nb, cfg.bus_words, rs, segw, fold, chans)
+    last = -(-chans * wr // cfg.bus_words) * cfg.bus_words
+    return (icq - chans) * cp + (fold - 1) * ip + (hr - 1) * D + last
 
 
 def strip_origins(layer: ConvLayer, rs: int, segw: int, fold: int = 1) -> tuple:
@@ -454,11 +475,13 @@ def strip_origins(layer: ConvLayer, rs: int, segw: int, fold: int = 1) -> tuple:
 def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: int | None = None,
              n: int | None = None, R: int | None = None, resident: bool | None = None,
              strips=None, oc0: int = 0, oc: int | None = None,
-             align: bool | None = None, fold: int = 1, span: bool = False) -> BankedJob:
+             align: bool | None = None, fold: int = 1, span: bool = False,
+             pack: bool = False) -> BankedJob:
     """A job of ``layer`` on ``cfg``: output channels ``oc0 .. oc0 + oc - 1`` (default all)
     in groups of ``R``, the strips ``strips`` (``(image, oy0, ox0)``: ``rs x segw`` output
     positions of each of the images ``image .. image + fold - 1``; default: the whole
     layer, :func:`strip_origins`); ``span`` lets a strip's sums fill both output sets
+    (module docstring); ``pack`` puts the chunk's channels side by side in each bank row
     (module docstring); ``align`` the
     channel-aligned output layout (default and required with ``cfg.rq_width`` > 0, whose
     stage then needs the job's ``G R`` biases within ``rq_depth``).  Raises ``ValueError``
@@ -501,7 +524,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     kk = layer.kh * layer.kw
     job = BankedJob(layer, n, R, oc // R, rs, segw, icq, False, strips, oc0=oc0,
                     cols_=cfg.cols, bw_=cfg.bus_words, nb_=cfg.nb, align=align, fold=fold,
-                    span=bool(span))
+                    span=bool(span), pack=bool(pack))
     if cfg.rq_width and oc > cfg.rq_depth:
         raise ValueError(f"the requantisation stage holds {cfg.rq_depth} biases (rq_depth), "
                          f"not the job's {oc} channels")
@@ -517,7 +540,7 @@ def make_job(layer: ConvLayer, cfg: BankedConfig, *, rs: int, segw: int, icq: in
     if not resident and icq * kk > cfg.weight_depth:
         raise ValueError(f"a chunk of {icq} channels needs {icq * kk} weight words per row, "
                          f"more than weight_depth = {cfg.weight_depth}")
-    fw = feature_set_words(layer, cfg, rs, segw, icq, fold)
+    fw = feature_set_words(layer, cfg, rs, segw, icq, fold, pack)
     if fw > cfg.nb * cfg.feat_depth:
         raise ValueError(f"a step's features need {fw} words, more than one set's "
                          f"{cfg.nb} x {cfg.feat_depth}")
@@ -578,7 +601,8 @@ def descriptor_fields(job: BankedJob, cfg: BankedConfig) -> dict:
         "rs": job.rs, "ythr": job.rs - a, "ystep": a, "ywrap": a - job.rs,
         "fimg": fstep + ximg, "fimgw": fstep + D - job.segw + ximg, "ex": ximg // cfg.nb,
         "hrows": hr, "fold": job.fold, "ipj": job.IP - (hr - 1) * D,
-        "cpj": job.CPf - (job.fold - 1) * job.IP - (hr - 1) * D,
+        # with pack a step is one channel of bank rows: the loader never jumps channels
+        "cpj": 0 if job.pack else job.CPf - (job.fold - 1) * job.IP - (hr - 1) * D,
         "cp": job.cp,
         "xbq": job.xbeats(0), "xbl": job.xbeats(job.Q - 1), "wg": job.wgroup,
         "wbq": job.wbeats(0), "wbl": job.wbeats(job.Q - 1), "bpr": job.bpr, "D": job.D,
@@ -640,8 +664,15 @@ def feature_beats(x, job: BankedJob, cfg: BankedConfig) -> list:
         ic1 = ic0 + (job.icq if q < job.Q - 1 else job.icl)
         win = xp[b:b + job.fold, ic0:ic1, oy0 * s:oy0 * s + job.rin,
                  ox0 * s:ox0 * s + job.segin].transpose(1, 0, 2, 3)
-        block = np.zeros((ic1 - ic0, job.fold, s * job.Hs, job.bpr * bw), dtype=np.int64)
-        block[:, :, rows[:, None], cols[None, :]] = win
+        if job.pack:
+            # the channels' window rows side by side in one bank row, s Ws words apart
+            wr = s * job.Ws
+            block = np.zeros((job.fold, s * job.Hs, job.bpr * bw), dtype=np.int64)
+            for c in range(ic1 - ic0):
+                block[:, rows[:, None], c * wr + cols[None, :]] = win[c]
+        else:
+            block = np.zeros((ic1 - ic0, job.fold, s * job.Hs, job.bpr * bw), dtype=np.int64)
+            block[:, :, rows[:, None], cols[None, :]] = win
         beats += block.reshape(-1, bw).tolist()
     return beats
 

@@ -169,10 +169,12 @@ def _rounds(layer, rs, segw, W):
 
 
 def _shapes(layer, cfg, n, R):
-    """Candidate ``(rs, segw, icq, resident, fold, span)`` of a part with ``R`` channels per
-    group run by ``n`` copies: per output row segment the tallest strip that fits, its
-    fractions, and the two heights with the fewest rounds; then the same for strips whose
-    sums fill both output sets (``span``), those only that one set cannot hold."""
+    """Candidate ``(rs, segw, icq, resident, fold, pack, span)`` of a part with ``R``
+    channels per group run by ``n`` copies: per output row segment the tallest strip that
+    fits, its fractions, and the two heights with the fewest rounds, each also with the
+    chunk's channels side by side in the bank rows (``pack``) where a window row leaves a
+    beat partly empty; then the same for strips whose sums fill both output sets
+    (``span``), those only that one set cannot hold."""
     # a strip's R P sums and its padding: the last beat's, or (requantising: the
     # channel-aligned layout) every channel's last beat's
     pad = R * (cfg.bus_words - 1) if cfg.rq_width else cfg.bus_words
@@ -183,7 +185,7 @@ def _shapes(layer, cfg, n, R):
 
 
 def _shapes_within(layer, cfg, n, R, cap_o):
-    """:func:`_shapes`' ``(rs, segw, icq, resident, fold)`` for strips of at most
+    """:func:`_shapes`' ``(rs, segw, icq, resident, fold, pack)`` for strips of at most
     ``cap_o`` sums."""
     kk = layer.kh * layer.kw
     W = n * cfg.cols
@@ -210,13 +212,23 @@ def _shapes_within(layer, cfg, n, R, cap_o):
         cands |= set(sorted(range(1, rmax + 1), key=lambda r: (_rounds(layer, r, segw, W), -r))[:2])
         for rs in sorted(cands):
             for fold in _folds(layer, cfg, n, R, rs, segw, cap_o, cap_f):
-                icq = min(layer.ic, wmax)
-                while icq > 1 and feature_set_words(layer, cfg, rs, segw, icq, fold) > cap_f:
-                    icq -= 1
-                q = -(-layer.ic // icq)
-                for qq in _chunk_counts(layer, q, R, rs, segw, fold):
-                    out.append((rs, segw, -(-layer.ic // qq), resident, fold))
+                for pack in _packs(layer, cfg, segw):
+                    icq = min(layer.ic, wmax)
+                    while icq > 1 and feature_set_words(layer, cfg, rs, segw, icq, fold,
+                                                        pack) > cap_f:
+                        icq -= 1
+                    q = -(-layer.ic // icq)
+                    for qq in _chunk_counts(layer, q, R, rs, segw, fold):
+                        out.append((rs, segw, -(-layer.ic // qq), resident, fold, pack))
     return out
+
+
+def _packs(layer, cfg, segw):
+    """``pack`` candidates: without, and with where a window row (``s Ws`` words) leaves
+    its last beat partly empty and there is more than one input channel."""
+    s = layer.stride
+    wr = s * -(-((segw - 1) * s + layer.kw) // s)
+    return [False, True] if layer.ic > 1 and wr % cfg.bus_words else [False]
 
 
 def _chunk_counts(layer, q, R, rs, segw, fold):
@@ -233,10 +245,11 @@ def _part_jobs(layer, cfg, part, shape):
     """A part's jobs for one strip shape; requantising, at most ``rq_depth`` channels (the
     stage's biases) a job."""
     oc0, oc, n, R = part
-    rs, segw, icq, resident, fold, span = shape
+    rs, segw, icq, resident, fold, pack, span = shape
     step = max(R, cfg.rq_depth // R * R) if cfg.rq_width else oc
     return [make_job(layer, cfg, rs=r, segw=s, icq=icq, n=n, R=R, resident=resident,
-                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0), fold=f, span=span)
+                     strips=strips, oc0=c0, oc=min(step, oc0 + oc - c0), fold=f, span=span,
+                     pack=pack)
             for c0 in range(oc0, oc0 + oc, step)
             for (r, s, f), strips in _strips(layer, rs, segw, fold).items()]
 
