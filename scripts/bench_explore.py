@@ -20,6 +20,7 @@ build/bench/explore.md and build/bench/explore.png.
   real drain rate (1 row per clock) and with drain not limiting.
 """
 
+import argparse
 import json
 from pathlib import Path
 import sys
@@ -401,7 +402,10 @@ def plot(rows, path):
     fig.savefig(path, dpi=110)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.parse_args(argv)                  # no options: --help, and a typo exits 2
     OUT.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     manifest, levels = load_data()

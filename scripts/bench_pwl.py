@@ -14,6 +14,7 @@ end against the bus roofline, with and without output back-pressure.
 Writes build/bench/pwl.json, build/bench/pwl.md and build/bench/pwl_shell.md.
 """
 
+import argparse
 import json
 from pathlib import Path
 
@@ -105,7 +106,10 @@ def shell_table(rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.parse_args(argv)                  # no options: --help, and a typo exits 2
     rows, results = [], {"input_format": str(IN), "output_format": str(OUT), "functions": {}}
     for func in ("sigmoid", "tanh"):
         truth = float_func(func)(X)

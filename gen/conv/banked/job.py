@@ -20,7 +20,11 @@ ceil(segin / s)``, ``segin = (segw - 1) s + kw``), and the row pitch ``D >= s Ws
 smallest with ``D = segw (mod nb)``; image ``b`` of a channel starts ``b IP`` words in, ``IP
 = rs D (mod nb)`` (:func:`_image_pitch`), channel ``c`` of the step ``c CP`` words in (any
 residue: :func:`_channel_pitch`; the images' and the channels' rows may interleave in the
-row pitch's padding). Then position ``p = (b, oy, ox)`` at beat ``(ic,
+row pitch's padding). A job with ``pack`` puts the step's channels side by side in each
+bank row instead: the stream's row ``r`` of image ``b`` holds the ``icq`` channels' window
+rows one after the other (``s Ws`` words each, the last chunk's missing channels zero),
+``ceil(icq s Ws / bw)`` beats, so rows shorter than a beat share beats; then ``CP = s Ws``
+and ``D >= icq s Ws``. Then position ``p = (b, oy, ox)`` at beat ``(ic,
 ky, kx)`` reads flat word ``f(p) + off(ic, ky, kx)`` with ``f(p) = b IP + oy D + ox``, which
 lies in bank ``(p + off) mod nb``: the ``n cols`` positions of a round always read ``n
 cols`` different banks. Flat word ``f`` sits in bank ``f mod nb`` at address ``f div nb``.
@@ -266,7 +270,8 @@ class BankedJob:
 
     @property
     def D(self):
-        """Row pitch: the smallest ``>= s Ws`` that equals ``segw`` modulo ``nb``."""
+        """Row pitch: the smallest ``>= s Ws`` (with ``pack`` ``>= icq s Ws``) that equals
+        ``segw`` modulo ``nb``."""
         return self._pitches()[0]
 
     @property

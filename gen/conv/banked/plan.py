@@ -6,9 +6,9 @@ run with ``n`` copies, then the remainder channels, with two copies when they fi
 most half the rows: the remainder mapping), the output maps into **strips** of ``rs``
 rows x ``segw`` columns of ``fold`` images that fit the output set (a strip of a part
 holds ``R fold rs segw`` sums), the input channels into **chunks** that fit a feature set
-and a weight set (or, ``resident``, all of a group's weights in both sets), and turns every
-(part, strip shape)
-into one job.  Among the candidate shapes it keeps, per part, the one the exact cycle
+and a weight set (or, ``resident``, all of a group's weights in both sets), with the
+chunk's channels side by side in the feature rows (``pack``) or not, and turns every
+(part, strip shape) into one job.  Among the candidate shapes it keeps, per part, the one the exact cycle
 model (:func:`gen.conv.banked.run_cycles`, full rate) finds fastest, then among the
 channel splittings the fastest whole plan.
 
