@@ -168,7 +168,9 @@ class FeatureLoader(_Loader):
     by row: ``bpr`` beats a row, rows ``D`` words apart, but ``ipj`` after the last of an
     image's ``hrows`` rows when another image of the channel follows and ``cpj`` after the
     channel's last (channel ``c``, image ``b``, row ``r`` from flat word ``c CPf + b IP + r
-    D``).
+    D``).  A job with ``pack`` (:func:`gen.conv.banked.make_job`) is the same walk with one
+    "channel" a step whose rows each hold the step's channels side by side: the loader
+    does not know.
 
     Extra outputs (valid with ``en``): ``w_f`` (flat index of lane 0), ``w_set``."""
 
