@@ -165,6 +165,12 @@ class WeightBanks(wiring.Component):
         waddr2, raddr1, raddr = Signal(cfg.wbits), Signal(cfg.wbits), Signal(cfg.wbits)
         m.d.sync += [waddr.eq(self.w_addr), waddr2.eq(waddr), raddr1.eq(self.r_addr),
                      raddr.eq(raddr1)]
+        # the beat registered first (t + 1), each row's enable and word from those
+        # registers (t + 2): the loader's enable (the stream's valid & ready) reaches one
+        # register, not the rows' decodes spread over the banks
+        w_en1, w_j1 = Signal(), Signal(6)
+        w_data1 = Signal(data.ArrayLayout(word, bw), reset_less=True)
+        m.d.sync += [w_en1.eq(self.w_en), w_j1.eq(self.w_j), w_data1.eq(self.w_data)]
         logs = [k for k in range(4) if 1 << k <= cfg.copies]
         for r in range(cfg.rows):
             mem = m.submodules[f"w{r}"] = Memory(shape=word, depth=2 * cfg.weight_depth,
@@ -174,12 +180,10 @@ class WeightBanks(wiring.Component):
                 for k in logs:
                     ch = r >> k
                     with m.Case(k):
-                        m.d.sync += [en.eq(self.w_en & (self.w_j == ch // bw) & (ch < self.R)),
-                                     dat.eq(self.w_data[ch % bw])]
-            en2, dat2 = Signal(name=f"we2_{r}"), Signal(word, name=f"wd2_{r}", reset_less=True)
-            m.d.sync += [en2.eq(en), dat2.eq(dat)]
+                        m.d.sync += [en.eq(w_en1 & (w_j1 == ch // bw) & (ch < self.R)),
+                                     dat.eq(w_data1[ch % bw])]
             wp = mem.write_port()
-            m.d.comb += [wp.en.eq(en2), wp.addr.eq(waddr2), wp.data.eq(dat2)]
+            m.d.comb += [wp.en.eq(en), wp.addr.eq(waddr2), wp.data.eq(dat)]
             rp = mem.read_port()
             m.d.comb += rp.addr.eq(raddr)
             rd1 = Signal(word, name=f"rd{r}", reset_less=True)
