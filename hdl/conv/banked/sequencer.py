@@ -185,15 +185,15 @@ class Sequencer(wiring.Component):
                               i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
         rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
         m.d.comb += [self.oset_load.eq(go & ~rdnz & ~qnz), self.oset.eq(self.ts[0])]
-        # go's own loads are the counters above, the flags of _go_ready and the beat
-        # counters; the walker and the round's registers take go_r (go a clock later, one
-        # flip-flop) instead (see _walker and _round)
+        # go's own loads are the counters above (through ea, es, eg) and the flags of
+        # _go_ready; the walker, the round's registers and the beat counters take go_r (go
+        # a clock later, one flip-flop) instead (see _walker, _round and _beats)
         rd0_r = Signal()
         m.d.sync += rd0_r.eq(~rdnz)
         walk = self._walker(m, go_r, rd0_r)
         info, busy, round_last = self._round(m, go_r, ~rdnz, lastrd, lastq, ~qnz, i, wres)
-        b, off, kcur, issuing = self._beats(m, go, self._kcm1)
-        self._issue(m, go_r, walk, info, busy, round_last, b, off, kcur, issuing)
+        beats = self._beats(m, go_r, self._kcm1)
+        self._issue(m, go_r, walk, info, busy, round_last, *beats)
         return m
 
     def _go_ready(self, m, go, ea, es, init_done_n, lastrd, lastq, knext_kl, cdt,
@@ -418,39 +418,52 @@ class Sequencer(wiring.Component):
         self._fset = at_go(1, lambda cur: Mux(rd0, i[0], cur), "fset_r")
         return info, busy, round_last
 
-    def _beats(self, m, go, K):
+    def _beats(self, m, go_r, K):
         """Beat counters of the round in flight (``K``: the round's ``K - 1``, kept in
         ``kcur``): ``b`` and the feature offset ``off`` over
         ``(ic, ky, kx)``; ``px`` / ``py`` count ``kx`` / ``ky`` modulo the stride (the
-        phase-ordered rows and columns)."""
+        phase-ordered rows and columns).
+
+        Timing: as the walker's, the counters' registers are loaded a clock late, at
+        ``go_r``: a round's first beat (the clock after ``go``) is ``Mux(go_r, first
+        beat's value, register)``, the first beat's values constants and ``K`` registered
+        every clock (it changes only at ``go``): ``go``'s enable net drives none of these
+        flip-flops.  Returns the values of the clock ``(b, off, kcur, issuing)`` and the
+        register ``off_h`` (``off`` where not ``go_r``)."""
         cfg = self.cfg
         d = self.d
-        b, kcur = Signal(cfg.count_width), Signal(cfg.count_width)
-        off = Signal(cfg.fbits)
-        issuing = Signal()
-        kx, ky, px, py = Signal(4), Signal(4), Signal(3), Signal(3)
-        with m.If(self.start):
-            m.d.sync += issuing.eq(0)
-        with m.Elif(go):
-            m.d.sync += [issuing.eq(1), b.eq(0), off.eq(0), kx.eq(0), ky.eq(0), px.eq(0),
-                         py.eq(0), kcur.eq(K)]      # K - 1
-        with m.Elif(issuing):
-            m.d.sync += b.eq(b + 1)
-            with m.If(b == kcur):
-                m.d.sync += issuing.eq(0)
-            with m.If(kx != d.kw - 1):
-                m.d.sync += [kx.eq(kx + 1), px.eq(Mux(px == d.s - 1, 0, px + 1)),
-                             off.eq(off + Mux(px == d.s - 1, d.d_xwrap, d.d_xin))]
-            with m.Else():
-                m.d.sync += [kx.eq(0), px.eq(0)]
-                with m.If(ky != d.kh - 1):
-                    m.d.sync += [ky.eq(ky + 1), py.eq(Mux(py == d.s - 1, 0, py + 1)),
-                                 off.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
-                with m.Else():
-                    m.d.sync += [ky.eq(0), py.eq(0), off.eq(off + d.d_ic)]
-        return b, off, kcur, issuing
+        cw = cfg.count_width
+        b_h, kcur_h, kpre = (Signal(cw, name=n) for n in ("b", "kcur", "kcur_pre"))
+        off_h = Signal(cfg.fbits, name="off")
+        iss_h = Signal(name="issuing")
+        kx_h, ky_h = Signal(4, name="kx"), Signal(4, name="ky")
+        px_h, py_h = Signal(3, name="px"), Signal(3, name="py")
+        m.d.sync += kpre.eq(K)      # K - 1
 
-    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing):
+        def cur(reg, first):
+            return Mux(go_r, first, reg)
+        b, off, kcur = cur(b_h, 0), cur(off_h, 0), cur(kcur_h, kpre)
+        kx, ky, px, py = cur(kx_h, 0), cur(ky_h, 0), cur(px_h, 0), cur(py_h, 0)
+        issuing = Signal()
+        m.d.comb += issuing.eq(go_r | iss_h)
+        with m.If(self.start):
+            m.d.sync += iss_h.eq(0)
+        with m.Elif(issuing):
+            m.d.sync += [b_h.eq(b + 1), kcur_h.eq(kcur), iss_h.eq(b != kcur),
+                         kx_h.eq(kx), ky_h.eq(ky), px_h.eq(px), py_h.eq(py), off_h.eq(off)]
+            with m.If(kx != d.kw - 1):
+                m.d.sync += [kx_h.eq(kx + 1), px_h.eq(Mux(px == d.s - 1, 0, px + 1)),
+                             off_h.eq(off + Mux(px == d.s - 1, d.d_xwrap, d.d_xin))]
+            with m.Else():
+                m.d.sync += [kx_h.eq(0), px_h.eq(0)]
+                with m.If(ky != d.kh - 1):
+                    m.d.sync += [ky_h.eq(ky + 1), py_h.eq(Mux(py == d.s - 1, 0, py + 1)),
+                                 off_h.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
+                with m.Else():
+                    m.d.sync += [ky_h.eq(0), py_h.eq(0), off_h.eq(off + d.d_ic)]
+        return b, off, kcur, issuing, off_h
+
+    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing, off_h):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
         f0, f0_n, xs, xs_n = walk
@@ -460,7 +473,7 @@ class Sequencer(wiring.Component):
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
                      self.fset.eq(self._fset), self.wa.eq(self._wa_base + b),
                      self.busy.eq(Mux(issuing, busy, 0)),
-                     self.fa.eq(Mux(go_r, f0_n, f0 + off))]
+                     self.fa.eq(Mux(go_r, f0_n, f0 + off_h))]
         m.d.sync += [self.fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
         with m.If(last):
             m.d.sync += self.info.eq(info)
