@@ -137,51 +137,58 @@ class Sequencer(wiring.Component):
         # go a net of its own (keep): without it ABC merges go's two LUT levels into the
         # enables of the counters below, six LUTs deep across the chip (e288612, seeds 1, 2)
         go = Signal(attrs={"keep": 1})
-        # each counter group's enable one LUT of start, go and flags, a kept net: ABC sees
-        # a kept go as an input that arrives early and chained go & lastrd, & lastq, & scl
-        # into the enables (9 ns at 9b47c83); go's own load is these few LUTs
+        # each counter group's enable (go & lastrd [& lastq [& scl]]) is not built from go
+        # but beside it, from registered flags that fold the group's condition in (see
+        # _go_ready), kept nets: with the enables as LUTs of go, ABC (for which a kept go is
+        # an input that arrives early) chained them behind it (88bea03: 5-6 LUTs from the
+        # flip-flops to the enables)
         ea, es, eg = (Signal(name=n, attrs={"keep": 1}) for n in ("ea", "es", "eg"))
-        m.d.comb += [ea.eq(self.start | (go & lastrd)),          # a step's last round
-                     es.eq(self.start | (go & lastrd & lastq)),  # a strip's last step
-                     eg.eq(self.start | (go & lastrd & lastq & scl))]  # a group's last
+        # the flags' next values (every clock; start loads them from the descriptor)
+        lastrd_n, lastq_n, scl_n = (Signal(name=f"{n}_n") for n in ("lastrd", "lastq", "scl"))
+        m.d.comb += [lastrd_n.eq(Mux(self.start, dn.rounds == 1,
+                                     Mux(go, Mux(lastrd, r1z, rd == rdm2), lastrd))),
+                     lastq_n.eq(Mux(self.start, dn.Q == 1,
+                                    Mux(ea, Mux(lastq, q1z, qeq), lastq))),
+                     scl_n.eq(Mux(self.start, dn.S == 1, Mux(es, Mux(scl, s1z, sc == Sm2), scl)))]
+        m.d.sync += [lastrd.eq(lastrd_n), lastq.eq(lastq_n), scl.eq(scl_n)]
+        # the counters' reset values at start are constants (a synchronous reset, so the
+        # enables are ea / es / eg alone)
         with m.If(self.start):
-            m.d.sync += [rd.eq(0), lastrd.eq(dn.rounds == 1)]
+            m.d.sync += rd.eq(0)
         with m.Elif(go):
-            m.d.sync += [rd.eq(Mux(lastrd, 0, rd + 1)),
-                         lastrd.eq(Mux(lastrd, r1z, rd == rdm2))]
+            m.d.sync += rd.eq(Mux(lastrd, 0, rd + 1))
         # cd: loaded at go, else counted down to 0 (cdz: cd == 0, a register)
         self._cdz = cdz = Signal(init=1, name="cdz")    # cd == 0, a register (_go_ready)
-        with m.If(self.start | go | ~cdz):
-            m.d.sync += cd.eq(Mux(self.start, 0, Mux(go, cdv, cd - 1)))
+        with m.If(self.start):
+            m.d.sync += cd.eq(0)
+        with m.Elif(go | ~cdz):
+            m.d.sync += cd.eq(Mux(go, cdv, cd - 1))
         m.d.sync += qeq.eq(Mux(self.start, dn.Q == 2,
                                Mux(ea, Mux(lastq, q2z, q == Qm3), q == Qm2)))
-        with m.If(ea):
-            with m.If(self.start):
-                m.d.sync += [i.eq(0), q.eq(0), wres.eq(0), i1.eq(1), gqq1.eq(1), i2.eq(2),
-                             gqq2.eq(2), gqq0.eq(0), lastq.eq(dn.Q == 1)]
+        with m.If(self.start):
+            m.d.sync += [i.eq(0), q.eq(0), wres.eq(0), i1.eq(1), gqq1.eq(1), i2.eq(2),
+                         gqq2.eq(2), gqq0.eq(0)]
+        with m.Elif(ea):
+            m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
+                         wres.eq(Mux(lastq, 0, wres + d.kq)), i2.eq(i2 + 1)]
+            with m.If(~lastq):
+                m.d.sync += [gqq1.eq(gqq1 + 1), gqq2.eq(gqq2 + 1), gqq0.eq(gqq1)]
+            with m.Elif(~scl):
+                m.d.sync += [gqq1.eq(gq1), gqq2.eq(gq1 + 1), gqq0.eq(gq)]
             with m.Else():
-                m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
-                             wres.eq(Mux(lastq, 0, wres + d.kq)),
-                             lastq.eq(Mux(lastq, q1z, qeq)), i2.eq(i2 + 1)]
-                with m.If(~lastq):
-                    m.d.sync += [gqq1.eq(gqq1 + 1), gqq2.eq(gqq2 + 1), gqq0.eq(gqq1)]
-                with m.Elif(~scl):
-                    m.d.sync += [gqq1.eq(gq1), gqq2.eq(gq1 + 1), gqq0.eq(gq)]
-                with m.Else():
-                    m.d.sync += [gqq1.eq(gq1 + d.Q), gqq2.eq(gq1 + d.Q + 1),
-                                 gqq0.eq(gq + d.Q)]
+                m.d.sync += [gqq1.eq(gq1 + d.Q), gqq2.eq(gq1 + d.Q + 1), gqq0.eq(gq + d.Q)]
+        with m.If(self.start):
+            m.d.sync += sc.eq(0)
+        with m.Elif(es):
+            m.d.sync += sc.eq(Mux(scl, 0, sc + 1))
         with m.If(es):
-            with m.If(self.start):
-                m.d.sync += [sc.eq(0), scl.eq(dn.S == 1)]
-            with m.Else():
-                m.d.sync += [self.ts.eq(self.ts + 1), sc.eq(Mux(scl, 0, sc + 1)),
-                             scl.eq(Mux(scl, s1z, sc == Sm2))]
-        with m.If(eg):
-            with m.If(self.start):
-                m.d.sync += [gq.eq(0), gq1.eq(1)]
-            with m.Else():
-                m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q)]
-        go_r = self._go_ready(m, go, ea, es, init_done_n, lastrd, lastq, knext_kl, cdt,
+            m.d.sync += self.ts.eq(self.ts + 1)
+        with m.If(self.start):
+            m.d.sync += [gq.eq(0), gq1.eq(1)]
+        with m.Elif(eg):
+            m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q)]
+        self._groups = (ea, es, eg, lastrd_n, lastq_n, scl_n)
+        go_r = self._go_ready(m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
                               i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
         rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
         m.d.comb += [self.oset_load.eq(go & ~rdnz & ~qnz), self.oset.eq(self.ts[0])]
@@ -196,7 +203,7 @@ class Sequencer(wiring.Component):
         self._issue(m, go_r, walk, info, busy, round_last, *beats)
         return m
 
-    def _go_ready(self, m, go, ea, es, init_done_n, lastrd, lastq, knext_kl, cdt,
+    def _go_ready(self, m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
                   i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd):
         """``go`` two LUT levels from flip-flops, no compare or carry chain before it.
 
@@ -222,23 +229,24 @@ class Sequencer(wiring.Component):
         m.d.sync += [cdtz[a][b].eq(self._cdtz[a][b]) for a in range(2) for b in range(2)]
         cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
                    Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
-        # each next value for go = 1 (x1) and go = 0 (x0; start and go never coincide),
-        # kept nets: go (kept, ABC takes it for an early input) is then the last LUT's
-        # select before the flip-flops, not an input at the start of a LUT chain
         inz_n, cdz_n, rdnz_n, qnz_n = (Signal(name=n) for n in
                                        ("inz_n", "cdz_n", "rdnz_n", "qnz_n"))
-        inz1, cdz1 = Mux(lastrd, i1 != d.nsteps, inz), cdvz
-        inz0, cdz0 = Mux(self.start, dn.nsteps != 0, inz), self.start | cdz | (cd == 1)
-        m.d.comb += [inz_n.eq(Mux(go, inz1, inz0)), cdz_n.eq(Mux(go, cdz1, cdz0)),
-                     rdnz_n.eq(Mux(go, ~lastrd, ~self.start & rdnz)),
-                     qnz_n.eq(Mux(go, Mux(lastrd, ~lastq, qnz), ~self.start & qnz))]
-        h, hr = Signal(), Signal()       # init_done & inz & cdz, and & rdnz
-        h1, h0, hr1, hr0 = (Signal(name=n, attrs={"keep": 1})
-                            for n in ("h_go1", "h_go0", "hr_go1", "hr_go0"))
-        m.d.comb += [h1.eq(init_done_n & inz1 & cdz1), h0.eq(init_done_n & inz0 & cdz0),
-                     hr1.eq(h1 & ~lastrd), hr0.eq(h0 & ~self.start & rdnz)]
-        m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n),
-                     h.eq(Mux(go, h1, h0)), hr.eq(Mux(go, hr1, hr0))]
+        m.d.comb += [inz_n.eq(Mux(self.start, dn.nsteps != 0,
+                                  Mux(ea, i1 != d.nsteps, inz))),
+                     cdz_n.eq(Mux(self.start, 1, Mux(go, cdvz, cdz | (cd == 1)))),
+                     rdnz_n.eq(Mux(self.start, 0, Mux(go, ~lastrd, rdnz))),
+                     qnz_n.eq(Mux(self.start, 0, Mux(ea, ~lastq, qnz)))]
+        # h: init_done & inz & cdz; hr: h & rdnz; and each with the groups' conditions
+        # (lastrd, & lastq, & scl) folded in, all registered from their next values
+        lastrd_n, lastq_n, scl_n = self._groups[3:]
+        h_n, hr_n = init_done_n & inz_n & cdz_n, init_done_n & inz_n & cdz_n & rdnz_n
+        flags = {}
+        for name, cond in (("", 1), ("a", lastrd_n), ("s", lastrd_n & lastq_n),
+                           ("g", lastrd_n & lastq_n & scl_n)):
+            fh, fhr = Signal(name=f"h{name}"), Signal(name=f"hr{name}")
+            m.d.sync += [fh.eq(h_n & cond), fhr.eq(hr_n & cond)]
+            flags[name] = (fh, fhr)
+        m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n)]
         self._rdnz, self._qnz = rdnz, qnz
         # the targets now (T) and after a step's last round starting now (TA), and minus 1,
         # multiplexers of registers.  gqq1's value after a strip's last step (jt: gq1, or
@@ -255,8 +263,8 @@ class Sequencer(wiring.Component):
 
         def ge(count, t, tm, ta, tam, name):
             g, gm, c0 = (Signal(name=f"{name}{n}") for n in ("g", "m", "0"))
-            # ea (start | go & lastrd): after start go waits for the init walk, by when
-            # these are exact again
+            # ea: go & lastrd (after start go waits for the init walk, by when these are
+            # exact again)
             m.d.sync += [g.eq(Mux(ea, count >= ta, count >= t)),
                          gm.eq(Mux(ea, count >= tam, count >= tm)), c0.eq(count[0])]
             return g | (gm & (count[0] ^ c0))
@@ -268,7 +276,7 @@ class Sequencer(wiring.Component):
         dts = Signal(cw)
         m.d.comb += dts.eq(self.ts - self.streamed)
         e_m1, e_0, e_1, e_2 = (dts == (1 << cw) - 1), (dts == 0), (dts == 1), (dts == 2)
-        tinc = es & ~self.start
+        tinc = es
         # with span, or after a span strip (pspan: the last strip started), D must be 0:
         # the strip before streamed out too (its sums fill both sets); span_n is the
         # condition in the next clock (the descriptor changes at start, pspan at a strip's
@@ -284,7 +292,14 @@ class Sequencer(wiring.Component):
                                        Mux(tinc, e_0 | e_1, e_1 | e_2))),
                      sp.eq(self.streamed[0])]
         sok = Mux(self.streamed[0] ^ sp, s1, s0)
-        m.d.comb += go.eq(self.run & (hr | (h & wge & xge & sok)))
+        # go and the groups' enables, each two LUT levels from flip-flops (the ready
+        # terms shared); run is left out: h implies run (a job's last step has gone, i ==
+        # nsteps, before its last strip drains and run falls; h is 0 after reset and from
+        # start until the init walk is over)
+        rdy = wge & xge & sok
+        for sig, name in ((go, ""), (ea, "a"), (es, "s"), (eg, "g")):
+            fh, fhr = flags[name]
+            m.d.comb += sig.eq(fhr | (fh & rdy))
         go_r = Signal()
         m.d.sync += go_r.eq(go)
         return go_r
