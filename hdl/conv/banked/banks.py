@@ -175,17 +175,28 @@ class WeightBanks(wiring.Component):
         for r in range(cfg.rows):
             mem = m.submodules[f"w{r}"] = Memory(shape=word, depth=2 * cfg.weight_depth,
                                                  init=[])
-            en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}", reset_less=True)
+            # the row's channel group, lane and whether its channel is < R, registered every
+            # clock from nl and R (the job's: they change at a descriptor, before its first
+            # beat): the write decode reads local registers only
+            grp = Signal(6, name=f"wgrp{r}")
+            lane = Signal(range(bw), name=f"wlane{r}")
+            ok = Signal(name=f"wok{r}")
             with m.Switch(self.nl):
                 for k in logs:
                     ch = r >> k
                     with m.Case(k):
-                        m.d.sync += [en.eq(w_en1 & (w_j1 == ch // bw) & (ch < self.R)),
-                                     dat.eq(w_data1[ch % bw])]
+                        m.d.sync += [grp.eq(ch // bw), lane.eq(ch % bw), ok.eq(ch < self.R)]
+            en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}", reset_less=True)
+            m.d.sync += [en.eq(w_en1 & (w_j1 == grp) & ok),
+                         dat.eq(w_data1[lane] if bw > 1 else w_data1[0])]
             wp = mem.write_port()
             m.d.comb += [wp.en.eq(en), wp.addr.eq(waddr2), wp.data.eq(dat)]
             rp = mem.read_port()
             m.d.comb += rp.addr.eq(raddr)
+            # the second register reset-less too (the port would reset): fewer loads on
+            # the reset net
             rd1 = Signal(word, name=f"rd{r}", reset_less=True)
-            m.d.sync += [rd1.eq(rp.data), self.r_data[r].eq(rd1)]
+            rd2 = Signal(word, name=f"rd2_{r}", reset_less=True)
+            m.d.sync += [rd1.eq(rp.data), rd2.eq(rd1)]
+            m.d.comb += self.r_data[r].eq(rd2)
         return m

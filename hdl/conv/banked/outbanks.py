@@ -94,10 +94,12 @@ class OutputBanks(wiring.Component):
         ports) and registered (``+3``), the new ones written at the end of ``+3``."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
-        info = Signal(CaptureInfo(cfg))
+        info = Signal(CaptureInfo(cfg), reset_less=True)
         busy = Signal()
         k = Signal(cfg.rbits)
-        e = Signal(cfg.obits)
+        # e and the captured info without reset (used from a capture on; the lanes after
+        # a reset are don't-cares until then): fewer loads on the reset net
+        e = Signal(cfg.obits, reset_less=True)
         last = busy & (k + 1 == info.R)
         # e's next value: each bank's lane below is registered from it (a clock ahead); from
         # the capture on the flat word in both sets (the strip's set in its MSB)

@@ -486,12 +486,19 @@ class Sequencer(wiring.Component):
         # the walker's values of this clock (see _walker); at go_r the beat counters hold a
         # round's first beat (off == 0)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
-                     self.fset.eq(self._fset), self.wa.eq(self._wa_base + b),
-                     self.busy.eq(Mux(issuing, busy, 0)),
-                     self.fa.eq(Mux(go_r, f0_n, f0 + off_h))]
-        m.d.sync += [self.fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
+                     self.busy.eq(Mux(issuing, busy, 0))]
+        # the addresses and the capture info without reset (read with v / last only):
+        # fewer loads on the reset net
+        fset, wa, fa, info_r = (Signal.like(p, name=f"{n}_r", reset_less=True) for p, n in (
+            (self.fset, "fset"), (self.wa, "wa"), (self.fa, "fa"), (self.info, "info")))
+        fx = [Signal(self.abits, name=f"fx{k}_r", reset_less=True) for k in range(cfg.window)]
+        m.d.sync += [fset.eq(self._fset), wa.eq(self._wa_base + b),
+                     fa.eq(Mux(go_r, f0_n, f0 + off_h))]
+        m.d.sync += [fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
         with m.If(last):
-            m.d.sync += self.info.eq(info)
+            m.d.sync += info_r.eq(info)
+        m.d.comb += [self.fset.eq(fset), self.wa.eq(wa), self.fa.eq(fa), self.info.eq(info_r)]
+        m.d.comb += [self.fx[k].eq(fx[k]) for k in range(cfg.window)]
         fin_pre = Signal()
         m.d.sync += fin_pre.eq(last & round_last)
         with m.If(self.start):
