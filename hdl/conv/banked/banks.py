@@ -179,16 +179,18 @@ class WeightBanks(wiring.Component):
             # clock from nl and R (the job's: they change at a descriptor, before its first
             # beat): the write decode reads local registers only
             grp = Signal(6, name=f"wgrp{r}")
-            lane = Signal(range(bw), name=f"wlane{r}")
+            lane = Signal(range(bw), name=f"wlane{r}") if bw > 1 else None
             ok = Signal(name=f"wok{r}")
             with m.Switch(self.nl):
                 for k in logs:
                     ch = r >> k
                     with m.Case(k):
-                        m.d.sync += [grp.eq(ch // bw), lane.eq(ch % bw), ok.eq(ch < self.R)]
+                        m.d.sync += [grp.eq(ch // bw), ok.eq(ch < self.R)]
+                        if lane is not None:
+                            m.d.sync += lane.eq(ch % bw)
             en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}", reset_less=True)
             m.d.sync += [en.eq(w_en1 & (w_j1 == grp) & ok),
-                         dat.eq(w_data1[lane] if bw > 1 else w_data1[0])]
+                         dat.eq(w_data1[lane] if lane is not None else w_data1[0])]
             wp = mem.write_port()
             m.d.comb += [wp.en.eq(en), wp.addr.eq(waddr2), wp.data.eq(dat)]
             rp = mem.read_port()
