@@ -443,33 +443,28 @@ class Sequencer(wiring.Component):
         ``go_r``: a round's first beat (the clock after ``go``) is ``Mux(go_r, first
         beat's value, register)``, the first beat's values constants and ``K`` registered
         every clock (it changes only at ``go``): ``go``'s enable net drives none of these
-        flip-flops.  Returns the values of the clock ``(b, last, issuing)`` (``last``: the
-        round's last beat) and the register ``off_h`` (``off`` where not ``go_r``)."""
+        flip-flops.  Returns the values of the clock ``(b, off, kcur, issuing)`` and the
+        register ``off_h`` (``off`` where not ``go_r``)."""
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
-        b_h, rem_h, kpre = (Signal(cw, name=n) for n in ("b", "brem", "kcur_pre"))
+        b_h, kcur_h, kpre = (Signal(cw, name=n) for n in ("b", "kcur", "kcur_pre"))
         off_h = Signal(cfg.fbits, name="off")
         iss_h = Signal(name="issuing")
         kx_h, ky_h = Signal(4, name="kx"), Signal(4, name="ky")
         px_h, py_h = Signal(3, name="px"), Signal(3, name="py")
-        # the round's last beat (b == K - 1) from registers: rem = K - 1 - b counted down,
-        # "rem == 0" a flag registered a beat ahead; at go_r from K == 0 / K == 1 flags
-        # registered with K every clock (no compare between b and the beat's last)
-        kz_pre, k1_pre, lb_h = Signal(name="kz_pre"), Signal(name="k1_pre"), Signal(name="blast")
-        m.d.sync += [kpre.eq(K), kz_pre.eq(K == 0), k1_pre.eq(K == 1)]      # K - 1
+        m.d.sync += kpre.eq(K)      # K - 1
 
         def cur(reg, first):
             return Mux(go_r, first, reg)
-        b, off, rem = cur(b_h, 0), cur(off_h, 0), cur(rem_h, kpre)
+        b, off, kcur = cur(b_h, 0), cur(off_h, 0), cur(kcur_h, kpre)
         kx, ky, px, py = cur(kx_h, 0), cur(ky_h, 0), cur(px_h, 0), cur(py_h, 0)
-        issuing, last = Signal(), Signal()
-        m.d.comb += [issuing.eq(go_r | iss_h), last.eq(Mux(go_r, kz_pre, iss_h & lb_h))]
+        issuing = Signal()
+        m.d.comb += issuing.eq(go_r | iss_h)
         with m.If(self.start):
             m.d.sync += iss_h.eq(0)
         with m.Elif(issuing):
-            m.d.sync += [b_h.eq(b + 1), rem_h.eq(rem - 1), iss_h.eq(~last),
-                         lb_h.eq(Mux(go_r, k1_pre, rem_h == 1)),
+            m.d.sync += [b_h.eq(b + 1), kcur_h.eq(kcur), iss_h.eq(b != kcur),
                          kx_h.eq(kx), ky_h.eq(ky), px_h.eq(px), py_h.eq(py), off_h.eq(off)]
             with m.If(kx != d.kw - 1):
                 m.d.sync += [kx_h.eq(kx + 1), px_h.eq(Mux(px == d.s - 1, 0, px + 1)),
@@ -481,12 +476,13 @@ class Sequencer(wiring.Component):
                                  off_h.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
                 with m.Else():
                     m.d.sync += [ky_h.eq(0), py_h.eq(0), off_h.eq(off + d.d_ic)]
-        return b, last, issuing, off_h
+        return b, off, kcur, issuing, off_h
 
-    def _issue(self, m, go_r, walk, info, busy, round_last, b, last, issuing, off_h):
+    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing, off_h):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
         f0, f0_n, xs, xs_n = walk
+        last = issuing & (b == kcur)
         # the walker's values of this clock (see _walker); at go_r the beat counters hold a
         # round's first beat (off == 0)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
