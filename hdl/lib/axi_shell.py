@@ -275,7 +275,14 @@ class AxiShell(wiring.Component):
             rem = Signal(signed(34), name=f"{port.name}_rem")
             m.d.sync += rem.eq(Mux(ctl.start, target, Mux(moved, rem - step, rem)))
             le = [Signal(name=f"{port.name}_le{k}", init=1) for k in range(nw + 1)]
-            rle = [rem <= c for c in range(2 * nw + 1)]
+            # rem <= c (c <= 2 words) without a 34-bit compare of rem: rem only falls
+            # during a job, by at most words a transfer, so if rem > 3 words a clock ago
+            # (near clear) rem > 2 words now, and if near is set 0 <= rem <= 3 words or rem
+            # < 0 (the sign); near is registered from the compare (target's at the start)
+            top, lb = 3 * nw, (3 * nw).bit_length()
+            near = Signal(name=f"{port.name}_near", init=1)
+            m.d.sync += near.eq(Mux(ctl.start, target <= top, rem <= top))
+            rle = [rem[-1] | (near & (rem[:lb] <= c)) for c in range(2 * nw + 1)]
             for k in range(nw + 1):
                 after = Cat(rle[k + j] & (step == j) for j in range(nw + 1)).any()
                 m.d.sync += le[k].eq(Mux(ctl.start, target <= k, Mux(moved, after, rle[k])))

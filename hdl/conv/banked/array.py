@@ -138,9 +138,11 @@ class BankedArray(wiring.Component):
                      grid.feat.eq(fb.r_data), grid.wt.eq(wb.r_data), grid.nl.eq(d.nl),
                      grid.shift.eq(ob.shift)]
         # capture info travels with the last beat: issue registers (t + 1) -> cap (t + 10)
+        # no reset (the drain reads it at cap only, which travels with it and resets):
+        # fewer loads on the reset net
         info = seq.info
         for _ in range(FEATURE_READ_LATENCY + 4):
-            nxt = Signal(CaptureInfo(cfg))
+            nxt = Signal(CaptureInfo(cfg), reset_less=True)
             m.d.sync += nxt.eq(info)
             info = nxt
         m.d.comb += [ob.cap.eq(grid.cap), ob.info.eq(info), ob.taps.eq(grid.taps),

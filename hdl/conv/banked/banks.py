@@ -165,23 +165,40 @@ class WeightBanks(wiring.Component):
         waddr2, raddr1, raddr = Signal(cfg.wbits), Signal(cfg.wbits), Signal(cfg.wbits)
         m.d.sync += [waddr.eq(self.w_addr), waddr2.eq(waddr), raddr1.eq(self.r_addr),
                      raddr.eq(raddr1)]
+        # the beat registered first (t + 1), each row's enable and word from those
+        # registers (t + 2): the loader's enable (the stream's valid & ready) reaches one
+        # register, not the rows' decodes spread over the banks
+        w_en1, w_j1 = Signal(), Signal(6)
+        w_data1 = Signal(data.ArrayLayout(word, bw), reset_less=True)
+        m.d.sync += [w_en1.eq(self.w_en), w_j1.eq(self.w_j), w_data1.eq(self.w_data)]
         logs = [k for k in range(4) if 1 << k <= cfg.copies]
         for r in range(cfg.rows):
             mem = m.submodules[f"w{r}"] = Memory(shape=word, depth=2 * cfg.weight_depth,
                                                  init=[])
-            en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}", reset_less=True)
+            # the row's channel group, lane and whether its channel is < R, registered every
+            # clock from nl and R (the job's: they change at a descriptor, before its first
+            # beat): the write decode reads local registers only
+            grp = Signal(6, name=f"wgrp{r}")
+            lane = Signal(range(bw), name=f"wlane{r}") if bw > 1 else None
+            ok = Signal(name=f"wok{r}")
             with m.Switch(self.nl):
                 for k in logs:
                     ch = r >> k
                     with m.Case(k):
-                        m.d.sync += [en.eq(self.w_en & (self.w_j == ch // bw) & (ch < self.R)),
-                                     dat.eq(self.w_data[ch % bw])]
-            en2, dat2 = Signal(name=f"we2_{r}"), Signal(word, name=f"wd2_{r}", reset_less=True)
-            m.d.sync += [en2.eq(en), dat2.eq(dat)]
+                        m.d.sync += [grp.eq(ch // bw), ok.eq(ch < self.R)]
+                        if lane is not None:
+                            m.d.sync += lane.eq(ch % bw)
+            en, dat = Signal(name=f"we{r}"), Signal(word, name=f"wd{r}", reset_less=True)
+            m.d.sync += [en.eq(w_en1 & (w_j1 == grp) & ok),
+                         dat.eq(w_data1[lane] if lane is not None else w_data1[0])]
             wp = mem.write_port()
-            m.d.comb += [wp.en.eq(en2), wp.addr.eq(waddr2), wp.data.eq(dat2)]
+            m.d.comb += [wp.en.eq(en), wp.addr.eq(waddr2), wp.data.eq(dat)]
             rp = mem.read_port()
             m.d.comb += rp.addr.eq(raddr)
+            # the second register reset-less too (the port would reset): fewer loads on
+            # the reset net
             rd1 = Signal(word, name=f"rd{r}", reset_less=True)
-            m.d.sync += [rd1.eq(rp.data), self.r_data[r].eq(rd1)]
+            rd2 = Signal(word, name=f"rd2_{r}", reset_less=True)
+            m.d.sync += [rd1.eq(rp.data), rd2.eq(rd1)]
+            m.d.comb += self.r_data[r].eq(rd2)
         return m

@@ -94,10 +94,12 @@ class OutputBanks(wiring.Component):
         ports) and registered (``+3``), the new ones written at the end of ``+3``."""
         cfg = self.cfg
         acc = signed(cfg.acc_width)
-        info = Signal(CaptureInfo(cfg))
+        info = Signal(CaptureInfo(cfg), reset_less=True)
         busy = Signal()
         k = Signal(cfg.rbits)
-        e = Signal(cfg.obits)
+        # e and the captured info without reset (used from a capture on; the lanes after
+        # a reset are don't-cares until then): fewer loads on the reset net
+        e = Signal(cfg.obits, reset_less=True)
         last = busy & (k + 1 == info.R)
         # e's next value: each bank's lane below is registered from it (a clock ahead); from
         # the capture on the flat word in both sets (the strip's set in its MSB)
@@ -164,16 +166,21 @@ class OutputBanks(wiring.Component):
                                                       depth=OUT_FIFO_DEPTH)
         # latched a clock after oset_load (the descriptor's obeats holds while the job runs,
         # and the strip's first drain is many clocks later): the load's enable from registers
-        obeats = [Signal(cfg.count_width, name=f"obeats{s}") for s in range(2)]
+        # (per set: obeats == 1 and obeats - 2)
         oload1, oset1 = Signal(), Signal()
         m.d.sync += [oload1.eq(self.oset_load), oset1.eq(self.oset)]
+        ob1 = [Signal(name=f"ob1_{s}") for s in range(2)]
+        obm2 = [Signal(cfg.count_width, name=f"obm2_{s}") for s in range(2)]
         with m.If(oload1):
             for s in range(2):
                 with m.If(oset1 == s):
-                    m.d.sync += obeats[s].eq(self.obeats)
+                    m.d.sync += [ob1[s].eq(self.obeats == 1), obm2[s].eq(self.obeats - 2)]
         active = Signal()
-        bi = Signal(cfg.count_width)
-        last = Signal(cfg.count_width)
+        # the strip's beats as a down-count (beats after the next one) and the flag "this
+        # beat is the strip's last", a register: no compare between the count and the
+        # strip's end (streamed, pend)
+        left = Signal(cfg.count_width)
+        lastb = Signal()
         e0 = Signal(cfg.obits)
         v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
         # beats read and not yet taken at o (in the pipeline or in the FIFO)
@@ -182,21 +189,25 @@ class OutputBanks(wiring.Component):
         m.d.comb += step.eq(active & (inflight < OUT_FIFO_DEPTH))
         m.d.sync += inflight.eq(inflight + step - (self.o.valid & self.o.ready))
         # drained_total != streamed, a register compared a clock ahead on both counts' next
-        # values (drained_total steps with drained)
+        # values (drained_total steps with drained); streamed's step chooses between the
+        # compares with streamed and with streamed + 1 (a register beside it) at the end
         pend = Signal()
         sinc = Signal()
-        m.d.sync += pend.eq((self.drained_total + self.drained)[:cfg.count_width]
-                            != (self.streamed + sinc)[:cfg.count_width])
+        streamed1 = Signal(cfg.count_width, init=1)
+        dt_n = (self.drained_total + self.drained)[:cfg.count_width]
+        m.d.sync += pend.eq(Mux(sinc, dt_n != streamed1, dt_n != self.streamed))
         with m.If(~active & pend):
             # e0: the flat word in both sets, from the strip's set on
-            m.d.sync += [active.eq(1), bi.eq(0),
+            m.d.sync += [active.eq(1),
                          e0.eq(Cat(Const(0, cfg.obits - 1), self.streamed[0])),
-                         last.eq(Mux(self.streamed[0], obeats[1], obeats[0]) - 1)]
+                         lastb.eq(Mux(self.streamed[0], ob1[1], ob1[0])),
+                         left.eq(Mux(self.streamed[0], obm2[1], obm2[0]))]
         with m.If(step):
-            m.d.sync += [bi.eq(bi + 1), e0.eq(e0 + bw)]
-            with m.If(bi == last):
-                m.d.sync += [active.eq(0), self.streamed.eq(self.streamed + 1)]
-        m.d.comb += sinc.eq(step & (bi == last))
+            m.d.sync += [left.eq(left - 1), lastb.eq(left == 0), e0.eq(e0 + bw)]
+            with m.If(lastb):
+                m.d.sync += [active.eq(0), self.streamed.eq(self.streamed + 1),
+                             streamed1.eq(streamed1 + 1)]
+        m.d.comb += sinc.eq(step & lastb)
         first = e0[:lg] if lg else 0
         base = e0[lg:]
         addr = []

@@ -118,8 +118,13 @@ class Sequencer(wiring.Component):
         # q == Q - 1, rd == rounds - 1, sc == S - 1 as flags (registers stepped with q,
         # rd, sc: q + 1 == Q - 1 is q == Qm2)
         lastq, lastrd, scl = (Signal(init=1, name=n) for n in ("lastq", "lastrd", "scl"))
+        # q == Q - 2 a flag too, exact every clock: registered from q's next value (q
+        # changes only at ea), Qm3 = Q - 3 and Q == 2 registered at start
+        qeq, Qm3, q2z = Signal(name="qeq"), Signal(cw, name="Qm3"), Signal(name="q2z")
+        with m.If(self.start):
+            m.d.sync += [Qm3.eq(dn.Q - 3), q2z.eq(dn.Q == 2)]
         # K_next is kl: the next round's chunk is the last one
-        knext_kl = Mux(lastrd, Mux(lastq, q1z, q == Qm2), lastq)
+        knext_kl = Mux(lastrd, Mux(lastq, q1z, qeq), lastq)
         cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
         self._kcm1 = Mux(lastq, klm1, kqm1)
         self._busy_w, self._busy_l = busy_w, busy_l
@@ -132,47 +137,73 @@ class Sequencer(wiring.Component):
         # go a net of its own (keep): without it ABC merges go's two LUT levels into the
         # enables of the counters below, six LUTs deep across the chip (e288612, seeds 1, 2)
         go = Signal(attrs={"keep": 1})
-        ga = go & lastrd                 # a step's last round starts: i, q, gqq1 advance
+        # each counter group's enable (go & lastrd [& lastq [& scl]]) is not built from go
+        # but beside it, from registered flags that fold the group's condition in (see
+        # _go_ready), kept nets: with the enables as LUTs of go, ABC (for which a kept go is
+        # an input that arrives early) chained them behind it (88bea03: 5-6 LUTs from the
+        # flip-flops to the enables)
+        ea, es, eg = (Signal(name=n, attrs={"keep": 1}) for n in ("ea", "es", "eg"))
+        # the flags' next values (every clock; start loads them from the descriptor)
+        lastrd_n, lastq_n, scl_n = (Signal(name=f"{n}_n") for n in ("lastrd", "lastq", "scl"))
+        m.d.comb += [lastrd_n.eq(Mux(self.start, dn.rounds == 1,
+                                     Mux(go, Mux(lastrd, r1z, rd == rdm2), lastrd))),
+                     lastq_n.eq(Mux(self.start, dn.Q == 1,
+                                    Mux(ea, Mux(lastq, q1z, qeq), lastq))),
+                     scl_n.eq(Mux(self.start, dn.S == 1, Mux(es, Mux(scl, s1z, sc == Sm2), scl)))]
+        m.d.sync += [lastrd.eq(lastrd_n), lastq.eq(lastq_n), scl.eq(scl_n)]
+        # the counters' reset values at start are constants (a synchronous reset, so the
+        # enables are ea / es / eg alone)
         with m.If(self.start):
-            m.d.sync += [i.eq(0), q.eq(0), rd.eq(0), sc.eq(0), gq.eq(0), cd.eq(0),
-                         wres.eq(0), i1.eq(1), gq1.eq(1), gqq1.eq(1),
-                         i2.eq(2), gqq2.eq(2), gqq0.eq(0),
-                         lastq.eq(dn.Q == 1), lastrd.eq(dn.rounds == 1), scl.eq(dn.S == 1)]
+            m.d.sync += rd.eq(0)
         with m.Elif(go):
-            m.d.sync += [cd.eq(cdv), rd.eq(Mux(lastrd, 0, rd + 1)),
-                         lastrd.eq(Mux(lastrd, r1z, rd == rdm2))]
-            with m.If(lastrd):
-                m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
-                             wres.eq(Mux(lastq, 0, wres + d.kq)), gqq1.eq(gqq1 + 1),
-                             lastq.eq(Mux(lastq, q1z, q == Qm2)),
-                             i2.eq(i2 + 1), gqq2.eq(gqq2 + 1), gqq0.eq(gqq1)]
-                with m.If(lastq):
-                    m.d.sync += [self.ts.eq(self.ts + 1),
-                                 sc.eq(Mux(scl, 0, sc + 1)), gqq1.eq(gq1),
-                                 scl.eq(Mux(scl, s1z, sc == Sm2)),
-                                 gqq2.eq(gq1 + 1), gqq0.eq(gq)]
-                    with m.If(scl):
-                        m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q),
-                                     gqq1.eq(gq1 + d.Q),
-                                     gqq2.eq(gq1 + d.Q + 1), gqq0.eq(gq + d.Q)]
-        with m.Elif(cd != 0):
-            m.d.sync += cd.eq(cd - 1)
-        go_r = self._go_ready(m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
+            m.d.sync += rd.eq(Mux(lastrd, 0, rd + 1))
+        # cd: loaded at go, else counted down to 0 (cdz: cd == 0, a register)
+        self._cdz = cdz = Signal(init=1, name="cdz")    # cd == 0, a register (_go_ready)
+        with m.If(self.start):
+            m.d.sync += cd.eq(0)
+        with m.Elif(go | ~cdz):
+            m.d.sync += cd.eq(Mux(go, cdv, cd - 1))
+        m.d.sync += qeq.eq(Mux(self.start, dn.Q == 2,
+                               Mux(ea, Mux(lastq, q2z, q == Qm3), q == Qm2)))
+        with m.If(self.start):
+            m.d.sync += [i.eq(0), q.eq(0), wres.eq(0), i1.eq(1), gqq1.eq(1), i2.eq(2),
+                         gqq2.eq(2), gqq0.eq(0)]
+        with m.Elif(ea):
+            m.d.sync += [i.eq(i + 1), i1.eq(i1 + 1), q.eq(Mux(lastq, 0, q + 1)),
+                         wres.eq(Mux(lastq, 0, wres + d.kq)), i2.eq(i2 + 1)]
+            with m.If(~lastq):
+                m.d.sync += [gqq1.eq(gqq1 + 1), gqq2.eq(gqq2 + 1), gqq0.eq(gqq1)]
+            with m.Elif(~scl):
+                m.d.sync += [gqq1.eq(gq1), gqq2.eq(gq1 + 1), gqq0.eq(gq)]
+            with m.Else():
+                m.d.sync += [gqq1.eq(gq1 + d.Q), gqq2.eq(gq1 + d.Q + 1), gqq0.eq(gq + d.Q)]
+        with m.If(self.start):
+            m.d.sync += sc.eq(0)
+        with m.Elif(es):
+            m.d.sync += sc.eq(Mux(scl, 0, sc + 1))
+        with m.If(es):
+            m.d.sync += self.ts.eq(self.ts + 1)
+        with m.If(self.start):
+            m.d.sync += [gq.eq(0), gq1.eq(1)]
+        with m.Elif(eg):
+            m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q)]
+        self._groups = (ea, es, eg, lastrd_n, lastq_n, scl_n)
+        go_r = self._go_ready(m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
                               i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
         rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
         m.d.comb += [self.oset_load.eq(go & ~rdnz & ~qnz), self.oset.eq(self.ts[0])]
-        # go's own loads are the counters above, the flags of _go_ready and the beat
-        # counters; the walker and the round's registers take go_r (go a clock later, one
-        # flip-flop) instead (see _walker and _round)
+        # go's own loads are the counters above (through ea, es, eg) and the flags of
+        # _go_ready; the walker, the round's registers and the beat counters take go_r (go
+        # a clock later, one flip-flop) instead (see _walker, _round and _beats)
         rd0_r = Signal()
         m.d.sync += rd0_r.eq(~rdnz)
         walk = self._walker(m, go_r, rd0_r)
         info, busy, round_last = self._round(m, go_r, ~rdnz, lastrd, lastq, ~qnz, i, wres)
-        b, off, kcur, issuing = self._beats(m, go, self._kcm1)
-        self._issue(m, go_r, walk, info, busy, round_last, b, off, kcur, issuing)
+        beats = self._beats(m, go_r, self._kcm1)
+        self._issue(m, go_r, walk, info, busy, round_last, *beats)
         return m
 
-    def _go_ready(self, m, go, ga, init_done_n, lastrd, lastq, knext_kl, cdt,
+    def _go_ready(self, m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
                   i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd):
         """``go`` two LUT levels from flip-flops, no compare or carry chain before it.
 
@@ -192,21 +223,30 @@ class Sequencer(wiring.Component):
         d, dn = self.d, self.dn
         cw = cfg.count_width
         # control flags, exact every clock: i != nsteps, cd == 0, rd != 0, q != 0
-        inz, cdz, rdnz, qnz = Signal(), Signal(init=1), Signal(), Signal()
+        inz, rdnz, qnz = Signal(), Signal(), Signal()
+        cdz = self._cdz
         cdtz = [[Signal(name=f"cdz{a}{b}") for b in range(2)] for a in range(2)]
         m.d.sync += [cdtz[a][b].eq(self._cdtz[a][b]) for a in range(2) for b in range(2)]
         cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
                    Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
         inz_n, cdz_n, rdnz_n, qnz_n = (Signal(name=n) for n in
                                        ("inz_n", "cdz_n", "rdnz_n", "qnz_n"))
-        m.d.comb += [inz_n.eq(Mux(self.start, dn.nsteps != 0, Mux(ga, i1 != d.nsteps, inz))),
+        m.d.comb += [inz_n.eq(Mux(self.start, dn.nsteps != 0,
+                                  Mux(ea, i1 != d.nsteps, inz))),
                      cdz_n.eq(Mux(self.start, 1, Mux(go, cdvz, cdz | (cd == 1)))),
                      rdnz_n.eq(Mux(self.start, 0, Mux(go, ~lastrd, rdnz))),
-                     qnz_n.eq(Mux(self.start, 0, Mux(ga, ~lastq, qnz)))]
-        h, hr = Signal(), Signal()       # init_done & inz & cdz, and & rdnz
-        h_n = init_done_n & inz_n & cdz_n
-        m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n),
-                     h.eq(h_n), hr.eq(h_n & rdnz_n)]
+                     qnz_n.eq(Mux(self.start, 0, Mux(ea, ~lastq, qnz)))]
+        # h: init_done & inz & cdz; hr: h & rdnz; and each with the groups' conditions
+        # (lastrd, & lastq, & scl) folded in, all registered from their next values
+        lastrd_n, lastq_n, scl_n = self._groups[3:]
+        h_n, hr_n = init_done_n & inz_n & cdz_n, init_done_n & inz_n & cdz_n & rdnz_n
+        flags = {}
+        for name, cond in (("", 1), ("a", lastrd_n), ("s", lastrd_n & lastq_n),
+                           ("g", lastrd_n & lastq_n & scl_n)):
+            fh, fhr = Signal(name=f"h{name}"), Signal(name=f"hr{name}")
+            m.d.sync += [fh.eq(h_n & cond), fhr.eq(hr_n & cond)]
+            flags[name] = (fh, fhr)
+        m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n)]
         self._rdnz, self._qnz = rdnz, qnz
         # the targets now (T) and after a step's last round starting now (TA), and minus 1,
         # multiplexers of registers.  gqq1's value after a strip's last step (jt: gq1, or
@@ -223,8 +263,10 @@ class Sequencer(wiring.Component):
 
         def ge(count, t, tm, ta, tam, name):
             g, gm, c0 = (Signal(name=f"{name}{n}") for n in ("g", "m", "0"))
-            m.d.sync += [g.eq(Mux(ga, count >= ta, count >= t)),
-                         gm.eq(Mux(ga, count >= tam, count >= tm)), c0.eq(count[0])]
+            # ea: go & lastrd (after start go waits for the init walk, by when these are
+            # exact again)
+            m.d.sync += [g.eq(Mux(ea, count >= ta, count >= t)),
+                         gm.eq(Mux(ea, count >= tam, count >= tm)), c0.eq(count[0])]
             return g | (gm & (count[0] ^ c0))
 
         wge = ge(self.wdone, tw, twm, ta, tam, "w")
@@ -234,7 +276,7 @@ class Sequencer(wiring.Component):
         dts = Signal(cw)
         m.d.comb += dts.eq(self.ts - self.streamed)
         e_m1, e_0, e_1, e_2 = (dts == (1 << cw) - 1), (dts == 0), (dts == 1), (dts == 2)
-        tinc = ga & lastq
+        tinc = es
         # with span, or after a span strip (pspan: the last strip started), D must be 0:
         # the strip before streamed out too (its sums fill both sets); span_n is the
         # condition in the next clock (the descriptor changes at start, pspan at a strip's
@@ -250,7 +292,14 @@ class Sequencer(wiring.Component):
                                        Mux(tinc, e_0 | e_1, e_1 | e_2))),
                      sp.eq(self.streamed[0])]
         sok = Mux(self.streamed[0] ^ sp, s1, s0)
-        m.d.comb += go.eq(self.run & (hr | (h & wge & xge & sok)))
+        # go and the groups' enables, each two LUT levels from flip-flops (the ready
+        # terms shared); run is left out: h implies run (a job's last step has gone, i ==
+        # nsteps, before its last strip drains and run falls; h is 0 after reset and from
+        # start until the init walk is over)
+        rdy = wge & xge & sok
+        for sig, name in ((go, ""), (ea, "a"), (es, "s"), (eg, "g")):
+            fh, fhr = flags[name]
+            m.d.comb += sig.eq(fhr | (fh & rdy))
         go_r = Signal()
         m.d.sync += go_r.eq(go)
         return go_r
@@ -384,39 +433,52 @@ class Sequencer(wiring.Component):
         self._fset = at_go(1, lambda cur: Mux(rd0, i[0], cur), "fset_r")
         return info, busy, round_last
 
-    def _beats(self, m, go, K):
+    def _beats(self, m, go_r, K):
         """Beat counters of the round in flight (``K``: the round's ``K - 1``, kept in
         ``kcur``): ``b`` and the feature offset ``off`` over
         ``(ic, ky, kx)``; ``px`` / ``py`` count ``kx`` / ``ky`` modulo the stride (the
-        phase-ordered rows and columns)."""
+        phase-ordered rows and columns).
+
+        Timing: as the walker's, the counters' registers are loaded a clock late, at
+        ``go_r``: a round's first beat (the clock after ``go``) is ``Mux(go_r, first
+        beat's value, register)``, the first beat's values constants and ``K`` registered
+        every clock (it changes only at ``go``): ``go``'s enable net drives none of these
+        flip-flops.  Returns the values of the clock ``(b, off, kcur, issuing)`` and the
+        register ``off_h`` (``off`` where not ``go_r``)."""
         cfg = self.cfg
         d = self.d
-        b, kcur = Signal(cfg.count_width), Signal(cfg.count_width)
-        off = Signal(cfg.fbits)
-        issuing = Signal()
-        kx, ky, px, py = Signal(4), Signal(4), Signal(3), Signal(3)
-        with m.If(self.start):
-            m.d.sync += issuing.eq(0)
-        with m.Elif(go):
-            m.d.sync += [issuing.eq(1), b.eq(0), off.eq(0), kx.eq(0), ky.eq(0), px.eq(0),
-                         py.eq(0), kcur.eq(K)]      # K - 1
-        with m.Elif(issuing):
-            m.d.sync += b.eq(b + 1)
-            with m.If(b == kcur):
-                m.d.sync += issuing.eq(0)
-            with m.If(kx != d.kw - 1):
-                m.d.sync += [kx.eq(kx + 1), px.eq(Mux(px == d.s - 1, 0, px + 1)),
-                             off.eq(off + Mux(px == d.s - 1, d.d_xwrap, d.d_xin))]
-            with m.Else():
-                m.d.sync += [kx.eq(0), px.eq(0)]
-                with m.If(ky != d.kh - 1):
-                    m.d.sync += [ky.eq(ky + 1), py.eq(Mux(py == d.s - 1, 0, py + 1)),
-                                 off.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
-                with m.Else():
-                    m.d.sync += [ky.eq(0), py.eq(0), off.eq(off + d.d_ic)]
-        return b, off, kcur, issuing
+        cw = cfg.count_width
+        b_h, kcur_h, kpre = (Signal(cw, name=n) for n in ("b", "kcur", "kcur_pre"))
+        off_h = Signal(cfg.fbits, name="off")
+        iss_h = Signal(name="issuing")
+        kx_h, ky_h = Signal(4, name="kx"), Signal(4, name="ky")
+        px_h, py_h = Signal(3, name="px"), Signal(3, name="py")
+        m.d.sync += kpre.eq(K)      # K - 1
 
-    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing):
+        def cur(reg, first):
+            return Mux(go_r, first, reg)
+        b, off, kcur = cur(b_h, 0), cur(off_h, 0), cur(kcur_h, kpre)
+        kx, ky, px, py = cur(kx_h, 0), cur(ky_h, 0), cur(px_h, 0), cur(py_h, 0)
+        issuing = Signal()
+        m.d.comb += issuing.eq(go_r | iss_h)
+        with m.If(self.start):
+            m.d.sync += iss_h.eq(0)
+        with m.Elif(issuing):
+            m.d.sync += [b_h.eq(b + 1), kcur_h.eq(kcur), iss_h.eq(b != kcur),
+                         kx_h.eq(kx), ky_h.eq(ky), px_h.eq(px), py_h.eq(py), off_h.eq(off)]
+            with m.If(kx != d.kw - 1):
+                m.d.sync += [kx_h.eq(kx + 1), px_h.eq(Mux(px == d.s - 1, 0, px + 1)),
+                             off_h.eq(off + Mux(px == d.s - 1, d.d_xwrap, d.d_xin))]
+            with m.Else():
+                m.d.sync += [kx_h.eq(0), px_h.eq(0)]
+                with m.If(ky != d.kh - 1):
+                    m.d.sync += [ky_h.eq(ky + 1), py_h.eq(Mux(py == d.s - 1, 0, py + 1)),
+                                 off_h.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
+                with m.Else():
+                    m.d.sync += [ky_h.eq(0), py_h.eq(0), off_h.eq(off + d.d_ic)]
+        return b, off, kcur, issuing, off_h
+
+    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing, off_h):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
         f0, f0_n, xs, xs_n = walk
@@ -424,12 +486,19 @@ class Sequencer(wiring.Component):
         # the walker's values of this clock (see _walker); at go_r the beat counters hold a
         # round's first beat (off == 0)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),
-                     self.fset.eq(self._fset), self.wa.eq(self._wa_base + b),
-                     self.busy.eq(Mux(issuing, busy, 0)),
-                     self.fa.eq(Mux(go_r, f0_n, f0 + off))]
-        m.d.sync += [self.fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
+                     self.busy.eq(Mux(issuing, busy, 0))]
+        # the addresses and the capture info without reset (read with v / last only):
+        # fewer loads on the reset net
+        fset, wa, fa, info_r = (Signal.like(p, name=f"{n}_r", reset_less=True) for p, n in (
+            (self.fset, "fset"), (self.wa, "wa"), (self.fa, "fa"), (self.info, "info")))
+        fx = [Signal(self.abits, name=f"fx{k}_r", reset_less=True) for k in range(cfg.window)]
+        m.d.sync += [fset.eq(self._fset), wa.eq(self._wa_base + b),
+                     fa.eq(Mux(go_r, f0_n, f0 + off_h))]
+        m.d.sync += [fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
         with m.If(last):
-            m.d.sync += self.info.eq(info)
+            m.d.sync += info_r.eq(info)
+        m.d.comb += [self.fset.eq(fset), self.wa.eq(wa), self.fa.eq(fa), self.info.eq(info_r)]
+        m.d.comb += [self.fx[k].eq(fx[k]) for k in range(cfg.window)]
         fin_pre = Signal()
         m.d.sync += fin_pre.eq(last & round_last)
         with m.If(self.start):
