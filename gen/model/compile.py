@@ -109,7 +109,7 @@ def _conv_entry(layer, x, cfgs, batch):
         "s_axis_w": p.beats["w"], "s_axis_x": p.beats["x"], "m_axis_o": p.beats["o"]})
     return {"block": "conv", "mapping": mapping, "jobs": len(p.jobs),
             "copies": [j.n for j in p.jobs], "strip_shape": [p.jobs[0].rs, p.jobs[0].segw],
-            "fold": p.jobs[0].fold,
+            "fold": p.jobs[0].fold, "span": p.jobs[0].span, "pack": p.jobs[0].pack,
             "cycles": int(cycles), "macs": int(p.macs), "mac_units": cfg.rows * cfg.cols,
             **roof, "utilisation": p.macs / (cfg.rows * cfg.cols * cycles),
             "reason": "Conv -> the MAC array (mapping and plan with the fewest end-to-end "

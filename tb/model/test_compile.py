@@ -112,6 +112,9 @@ def test_plan_blocks_formats_and_cycles(tmp_path):
     assert by["conv2"]["cycles"] == min(cycles.values())
     assert by["conv2"]["mapping"] == min(cycles, key=cycles.get)
     assert by["conv2"]["jobs"] == len(by["conv2"]["copies"]) >= 1
+    best = conv_plan(layer, shell, by["conv2"]["mapping"]).jobs[0]
+    assert [by["conv2"][k] for k in ("fold", "span", "pack")] == [best.fold, best.span,
+                                                                 best.pack]
     assert plan["total_cycles"] == sum(e["cycles"] for e in plan["layers"])
     for e in plan["layers"]:
         if "in_format" in e:
