@@ -389,6 +389,13 @@ class BankedJob:
         return self.layer.wo
 
 
+def window_row_words(layer: ConvLayer, segw: int) -> int:
+    """Words of one channel's window row of a ``segw``-wide strip: ``s Ws`` (phase-ordered
+    columns, ``Ws = ceil(segin / s)``)."""
+    s = layer.stride
+    return s * -(-((segw - 1) * s + layer.kw) // s)
+
+
 def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int,
              chans: int = 1) -> tuple:
     """``(D, IP, hr, wr, CP)`` of an ``rs x segw`` strip of ``fold`` images whose bank rows
@@ -398,8 +405,8 @@ def _pitches(layer: ConvLayer, nb: int, bw: int, rs: int, segw: int, fold: int,
     (:func:`_image_pitch`); the channel pitch ``CP``: ``wr`` with ``chans > 1``, else
     :func:`_channel_pitch`."""
     s = layer.stride
-    rin, segin = (rs - 1) * s + layer.kh, (segw - 1) * s + layer.kw
-    wr = s * -(-segin // s)
+    rin = (rs - 1) * s + layer.kh
+    wr = window_row_words(layer, segw)
     hr = s * -(-rin // s)
     row = chans * wr
     D = row + (segw - row) % nb

@@ -24,7 +24,8 @@ rows again for every strip); ``roofline`` = the larger bound.
 from dataclasses import dataclass
 
 from gen.conv.banked.cycles import run_cycles
-from gen.conv.banked.job import COPIES, BankedConfig, feature_set_words, make_job
+from gen.conv.banked.job import (COPIES, BankedConfig, feature_set_words, make_job,
+                                  window_row_words)
 from gen.conv.config import ConvLayer
 
 __all__ = ["BankedPlan", "plan_layer", "run_plan", "seed_banked"]
@@ -226,8 +227,7 @@ def _shapes_within(layer, cfg, n, R, cap_o):
 def _packs(layer, cfg, segw):
     """``pack`` candidates: without, and with where a window row (``s Ws`` words) leaves
     its last beat partly empty and there is more than one input channel."""
-    s = layer.stride
-    wr = s * -(-((segw - 1) * s + layer.kw) // s)
+    wr = window_row_words(layer, segw)
     return [False, True] if layer.ic > 1 and wr % cfg.bus_words else [False]
 
 
