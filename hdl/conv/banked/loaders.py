@@ -31,6 +31,8 @@ class _Loader(wiring.Component):
         The descriptor at the ``c`` port: the job's constants are registered from it at
         ``start``.
     fin : In(unsigned(count_width))
+    fin_inc : In(1)
+        ``fin`` stepped at the last clock edge (the sequencer's register).
     done : Out(unsigned(count_width))
         Blocks loaded in this job.
     en : Out(1)
@@ -42,7 +44,8 @@ class _Loader(wiring.Component):
         super().__init__({
             "src": In(stream.Signature(data.ArrayLayout(signed(word), cfg.bus_words))),
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
-            "fin": In(unsigned(cfg.count_width)), "done": Out(unsigned(cfg.count_width)),
+            "fin": In(unsigned(cfg.count_width)), "fin_inc": In(1),
+            "done": Out(unsigned(cfg.count_width)),
             "en": Out(1),
         })
 
@@ -62,8 +65,12 @@ class _Loader(wiring.Component):
         used every block), and the compares are registered a clock ahead: ``fin`` (the
         sequencer's) steps by at most 1 a clock, so ``fin >= need`` is ``fin >= need`` or
         ``fin + 1 >= need`` of the clock before (against the next ``need``), chosen by
-        whether ``fin[0]`` toggled.  Returns ``bc`` and the block's end (its last beat taken
-        this clock)."""
+        whether ``fin`` stepped (``fin_inc``, a register of the sequencer's: ``ready`` and
+        ``en`` are each one LUT4 of registers).  Returns ``bc`` and ``bclast``: the beat on
+        offer is the block's last (a register; with ``en`` the block ends this clock).
+        Under ``en`` the updates test ``bclast``, not ``en & bclast``, so ``en`` (which
+        comes from the other block's stream and the sequencer's ``fin``) reaches the
+        counters' clock enables only, not their next-value logic (clock rate)."""
         cfg = self.cfg
         lastq, lastq_next, qb_m1, lb_m1, lastq_dn, qb_dn, lb_dn = sizes
         bc = Signal(cfg.count_width + 6)
@@ -77,14 +84,13 @@ class _Loader(wiring.Component):
                          lb1.eq(lb_dn == 1)]
         left = Signal()                  # done != total
         # left & fin >= need, left & fin + 1 >= need (of the clock before)
-        perm_a, perm_b, fin0 = Signal(), Signal(), Signal()
+        perm_a, perm_b = Signal(), Signal()
         end = Signal()
         left_next = Signal()
         m.d.comb += left_next.eq(Mux(end, self.done + 1 != total, left))
-        m.d.comb += [self.src.ready.eq(Mux(self.fin[0] ^ fin0, perm_b, perm_a)),
+        m.d.comb += [self.src.ready.eq(Mux(self.fin_inc, perm_b, perm_a)),
                      self.en.eq(self.src.valid & self.src.ready),
                      end.eq(self.en & bclast)]
-        m.d.sync += fin0.eq(self.fin[0])
         fin1 = self.fin + 1
         with m.If(self.start):
             m.d.sync += [self.done.eq(0), bc.eq(0), left.eq(total_dn != 0),
@@ -98,10 +104,10 @@ class _Loader(wiring.Component):
             with m.If(self.en):
                 m.d.sync += [bc.eq(bc + 1),
                              bclast.eq(bc == Mux(lastq, lb_m2, qb_m2))]
-                with m.If(end):
+                with m.If(bclast):
                     m.d.sync += [bc.eq(0), self.done.eq(self.done + 1),
                                  bclast.eq(Mux(lastq_next, lb1, qb1))]
-        return bc, end
+        return bc, bclast
 
 
 class WeightLoader(_Loader):
@@ -138,7 +144,7 @@ class WeightLoader(_Loader):
         g0 = Signal()                    # g == 0
         lastq_next = Mux(lastq, Q1, q == Qm2)          # q + 1 == Q - 1
         need_new = Mux(d.res, Mux(lastq, gsqn, Mux(g0, 0, need + 1)), self.done)
-        bc, end = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(dn.res, dn.gq, dn.nsteps),
+        bc, bclast = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(dn.res, dn.gq, dn.nsteps),
                                (lastq, lastq_next, wbqm1, wblm1, dn.Q == 1, dn.wbq, dn.wbl),
                                need, need_new)
         a = Signal(cfg.wbits)
@@ -152,7 +158,7 @@ class WeightLoader(_Loader):
             m.d.sync += [j.eq(Mux(jlast, 0, j + 1)), jlast.eq(Mux(jlast, wg1, j + 1 == wgm1))]
             with m.If(jlast):
                 m.d.sync += a.eq(a + 1)
-            with m.If(end):
+            with m.If(bclast):      # the block's end (under en)
                 m.d.sync += [a.eq(0), j.eq(0), jlast.eq(wg1), q.eq(Mux(lastq, 0, q + 1)),
                              lastq.eq(lastq_next), wres.eq(Mux(lastq, 0, wres + d.kq)),
                              need.eq(need_new)]
@@ -193,7 +199,7 @@ class FeatureLoader(_Loader):
         lastq, Q1 = Signal(), Signal()   # q == Qm1, Q == 1
         need = Signal(cw)                # the blocks done - 1, a register
         lastq_next = Mux(lastq, Q1, q == Qm2)          # q + 1 == Q - 1
-        bc, end = self._counts(m, d.nsteps, dn.nsteps,
+        bc, bclast = self._counts(m, d.nsteps, dn.nsteps,
                                (lastq, lastq_next, xbqm1, xblm1, dn.Q == 1, dn.xbq, dn.xbl),
                                need, self.done)
         row, f = Signal(cfg.fbits), Signal(cfg.fbits)
@@ -219,7 +225,7 @@ class FeatureLoader(_Loader):
                                  flast.eq(Mux(flast, fold1, fi + 1 == foldm1))]
             with m.Else():
                 m.d.sync += [j.eq(j + 1), jlast.eq(j + 1 == bprm1), f.eq(f + cfg.bus_words)]
-            with m.If(end):
+            with m.If(bclast):      # the block's end (under en)
                 m.d.sync += [row.eq(0), f.eq(0), j.eq(0), jlast.eq(bpr1), hr.eq(0), fi.eq(0),
                              hlast.eq(hr1), flast.eq(fold1),
                              q.eq(Mux(lastq, 0, q + 1)), lastq.eq(lastq_next),

@@ -142,7 +142,8 @@ class OutputBanks(wiring.Component):
                          en2.eq(en1), a2.eq(a1), v2.eq(v1), en3.eq(en2), a3.eq(a2), v3.eq(v2)]
             # the old sum, registered; a sum written at the end of the clock in which it
             # was read (a capture two clocks after the one that wrote it) is forwarded
-            fen = Signal(name=f"dfe{b}")
+            # no reset: a clock after a reset it is en3's (reset) value
+            fen = Signal(name=f"dfe{b}", reset_less=True)
             fa = Signal(abits + 1, name=f"dfa{b}", reset_less=True)
             fd = Signal(acc, name=f"dfd{b}", reset_less=True)
             old3 = Signal(acc, name=f"do3_{b}", reset_less=True)
@@ -181,7 +182,7 @@ class OutputBanks(wiring.Component):
         # strip's end (streamed, pend)
         left = Signal(cfg.count_width)
         lastb = Signal()
-        e0 = Signal(cfg.obits)
+        e0 = Signal(cfg.obits, reset_less=True)          # loaded at a strip's start
         v1, v2, v3, v4 = Signal(), Signal(), Signal(), Signal()
         # beats read and not yet taken at o (in the pipeline or in the FIFO)
         inflight = Signal(range(OUT_FIFO_DEPTH + 1))
@@ -189,13 +190,19 @@ class OutputBanks(wiring.Component):
         m.d.comb += step.eq(active & (inflight < OUT_FIFO_DEPTH))
         m.d.sync += inflight.eq(inflight + step - (self.o.valid & self.o.ready))
         # drained_total != streamed, a register compared a clock ahead on both counts' next
-        # values (drained_total steps with drained); streamed's step chooses between the
-        # compares with streamed and with streamed + 1 (a register beside it) at the end
+        # values: each count steps by at most 1 a clock, so the next values are the
+        # counts or the counts + 1 (registers beside them), and drained and streamed's
+        # step choose among the compares of registers at the end (no adder in front of
+        # them; drained + 1 != streamed + 1 is the compare without either)
         pend = Signal()
         sinc = Signal()
         streamed1 = Signal(cfg.count_width, init=1)
-        dt_n = (self.drained_total + self.drained)[:cfg.count_width]
-        m.d.sync += pend.eq(Mux(sinc, dt_n != streamed1, dt_n != self.streamed))
+        dtot1 = Signal(cfg.count_width, init=1)          # drained_total + 1
+        with m.If(self.drained):
+            m.d.sync += dtot1.eq(dtot1 + 1)
+        dtot = self.drained_total
+        c00, c01, c10 = dtot != self.streamed, dtot != streamed1, dtot1 != self.streamed
+        m.d.sync += pend.eq(Mux(self.drained, Mux(sinc, c00, c10), Mux(sinc, c01, c00)))
         with m.If(~active & pend):
             # e0: the flat word in both sets, from the strip's set on
             m.d.sync += [active.eq(1),

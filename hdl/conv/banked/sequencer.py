@@ -13,6 +13,16 @@ from hdl.conv.banked.outbanks import CaptureInfo
 __all__ = ["Sequencer"]
 
 
+def _late(m, sel, a, b, name):
+    """``Mux(sel, a, b)`` for a ``sel`` that arrives late (``go`` and the enables built
+    beside it): ``a`` and ``b`` are kept nets, so the choice is one LUT after ``sel``.
+    Without them ABC, for which a kept ``sel`` is an input that arrives at 0, may put it
+    under the cones of ``a`` and ``b`` (compares, a few LUTs deep)."""
+    ka, kb = (Signal(name=f"{name}_{n}", attrs={"keep": 1}) for n in ("if", "else"))
+    m.d.comb += [ka.eq(a), kb.eq(b)]
+    return Mux(sel, ka, kb)
+
+
 class Sequencer(wiring.Component):
     """Runs the job's steps (``(group, strip, chunk)``), each as ``rounds`` rounds of ``K``
     beats; round ``j`` computes the strip's positions ``j W .. j W + W - 1`` (``W = n
@@ -43,6 +53,8 @@ class Sequencer(wiring.Component):
     streamed : In(unsigned(count_width))
         Strips streamed out (all jobs).
     fin : Out(unsigned(count_width))
+    fin_inc : Out(1)
+        ``fin`` stepped at the last clock edge (a register).
     v, first, last : Out(1)
         Issue registers (cycle ``t + 1`` for a beat in the counters in cycle ``t``).
     fa : Out(unsigned(fbits))
@@ -70,7 +82,7 @@ class Sequencer(wiring.Component):
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
-            "fin": Out(unsigned(cw)), "v": Out(1), "first": Out(1), "last": Out(1),
+            "fin": Out(unsigned(cw)), "fin_inc": Out(1), "v": Out(1), "first": Out(1), "last": Out(1),
             "fa": Out(unsigned(cfg.fbits)),
             "fx": Out(data.ArrayLayout(unsigned(self.abits), cfg.window)), "fset": Out(1),
             "wa": Out(unsigned(cfg.wbits)), "busy": Out(unsigned(cfg.busy_bits)),
@@ -100,9 +112,18 @@ class Sequencer(wiring.Component):
             m.d.sync += [Qm2.eq(dn.Q - 2), Sm2.eq(dn.S - 2), rdm2.eq(dn.rounds - 2),
                          kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
                          q1z.eq(dn.Q == 1), r1z.eq(dn.rounds == 1), s1z.eq(dn.S == 1)]
-        # the products from d (the registered descriptor) every clock: first read at a
-        # job's first go_r, at least two clocks after d (start, the init walk, go)
-        m.d.sync += [busy_w.eq(d.R * d.W), busy_l.eq(d.R * d.lastw)]
+        # the products R W and R lastw (modulo 2**busy_bits) in two stages: partial
+        # products of the low and high halves of W at start (from the descriptor at the
+        # port), their sums every clock; first read at a job's first go_r, at least two
+        # clocks after start (the init walk, go), as before (clock rate: no whole
+        # multiplier between two registers)
+        bb = cfg.busy_bits
+        h = bb // 2
+        for prod, w in ((busy_w, "W"), (busy_l, "lastw")):
+            lo, hi = (Signal(bb, name=f"{w}_{n}", reset_less=True) for n in ("plo", "phi"))
+            with m.If(self.start):
+                m.d.sync += [lo.eq(dn.R * getattr(dn, w)[:h]), hi.eq(dn.R * getattr(dn, w)[h:bb])]
+            m.d.sync += prod.eq(lo + (hi << h))
         # cdt in two steps: K - 1 and max(0, max(R, 2) - K_next) at start, their sums every
         # clock (ready from the clock after d, a job's earliest go)
         km1 = [kqm1, klm1]
@@ -144,13 +165,16 @@ class Sequencer(wiring.Component):
         # flip-flops to the enables)
         ea, es, eg = (Signal(name=n, attrs={"keep": 1}) for n in ("ea", "es", "eg"))
         # the flags' next values (every clock; start loads them from the descriptor)
-        lastrd_n, lastq_n, scl_n = (Signal(name=f"{n}_n") for n in ("lastrd", "lastq", "scl"))
-        m.d.comb += [lastrd_n.eq(Mux(self.start, dn.rounds == 1,
-                                     Mux(go, Mux(lastrd, r1z, rd == rdm2), lastrd))),
-                     lastq_n.eq(Mux(self.start, dn.Q == 1,
-                                    Mux(ea, Mux(lastq, q1z, qeq), lastq))),
-                     scl_n.eq(Mux(self.start, dn.S == 1, Mux(es, Mux(scl, s1z, sc == Sm2), scl)))]
+        # (each a kept choice by go of values from registers: _late)
+        lastrd_g, lastq_g, scl_g = (Mux(lastrd, r1z, rd == rdm2), Mux(lastq, q1z, qeq),
+                                    Mux(scl, s1z, sc == Sm2))
+        lastrd_n = Mux(self.start, dn.rounds == 1, _late(m, go, lastrd_g, lastrd, "lastrd"))
+        lastq_n = Mux(self.start, dn.Q == 1, _late(m, ea, lastq_g, lastq, "lastq"))
+        scl_n = Mux(self.start, dn.S == 1, _late(m, es, scl_g, scl, "scl"))
         m.d.sync += [lastrd.eq(lastrd_n), lastq.eq(lastq_n), scl.eq(scl_n)]
+        # the values if go is set (ea = go & lastrd, es = ea & lastq), for _go_ready
+        self._if_go = {"lastrd": lastrd_g, "lastq": Mux(lastrd, lastq_g, lastq),
+                       "scl": Mux(lastrd & lastq, scl_g, scl)}
         # the counters' reset values at start are constants (a synchronous reset, so the
         # enables are ea / es / eg alone)
         with m.If(self.start):
@@ -164,7 +188,7 @@ class Sequencer(wiring.Component):
         with m.Elif(go | ~cdz):
             m.d.sync += cd.eq(Mux(go, cdv, cd - 1))
         m.d.sync += qeq.eq(Mux(self.start, dn.Q == 2,
-                               Mux(ea, Mux(lastq, q2z, q == Qm3), q == Qm2)))
+                               _late(m, ea, Mux(lastq, q2z, q == Qm3), q == Qm2, "qeq")))
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), wres.eq(0), i1.eq(1), gqq1.eq(1), i2.eq(2),
                          gqq2.eq(2), gqq0.eq(0)]
@@ -187,7 +211,6 @@ class Sequencer(wiring.Component):
             m.d.sync += [gq.eq(0), gq1.eq(1)]
         with m.Elif(eg):
             m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q)]
-        self._groups = (ea, es, eg, lastrd_n, lastq_n, scl_n)
         go_r = self._go_ready(m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
                               i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
         rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
@@ -229,22 +252,28 @@ class Sequencer(wiring.Component):
         m.d.sync += [cdtz[a][b].eq(self._cdtz[a][b]) for a in range(2) for b in range(2)]
         cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
                    Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
-        inz_n, cdz_n, rdnz_n, qnz_n = (Signal(name=n) for n in
-                                       ("inz_n", "cdz_n", "rdnz_n", "qnz_n"))
-        m.d.comb += [inz_n.eq(Mux(self.start, dn.nsteps != 0,
-                                  Mux(ea, i1 != d.nsteps, inz))),
-                     cdz_n.eq(Mux(self.start, 1, Mux(go, cdvz, cdz | (cd == 1)))),
-                     rdnz_n.eq(Mux(self.start, 0, Mux(go, ~lastrd, rdnz))),
-                     qnz_n.eq(Mux(self.start, 0, Mux(ea, ~lastq, qnz)))]
+        # the flags' next values without start, if go is set (g) and if not (n)
+        inz_g, cdz_g, rdnz_g = Mux(lastrd, i1 != d.nsteps, inz), cdvz, ~lastrd
+        inz_ng, cdz_ng = inz, cdz | (cd == 1)
+        inz_n = Mux(self.start, dn.nsteps != 0, _late(m, ea, i1 != d.nsteps, inz, "inz"))
+        cdz_n = Mux(self.start, 1, _late(m, go, cdz_g, cdz_ng, "cdz"))
+        rdnz_n = Mux(self.start, 0, _late(m, go, rdnz_g, rdnz, "rdnz"))
+        qnz_n = Mux(self.start, 0, _late(m, ea, ~lastq, qnz, "qnz"))
         # h: init_done & inz & cdz; hr: h & rdnz; and each with the groups' conditions
-        # (lastrd, & lastq, & scl) folded in, all registered from their next values
-        lastrd_n, lastq_n, scl_n = self._groups[3:]
-        h_n, hr_n = init_done_n & inz_n & cdz_n, init_done_n & inz_n & cdz_n & rdnz_n
+        # (lastrd, & lastq, & scl) folded in, all registered from their next values: each
+        # a kept choice by go between its values with and without go (_late), so go is
+        # one LUT from these flip-flops (start clears them all: init_done)
+        ig = self._if_go
+        conds_g = (1, ig["lastrd"], ig["lastrd"] & ig["lastq"],
+                   ig["lastrd"] & ig["lastq"] & ig["scl"])
+        conds_ng = (1, lastrd, lastrd & lastq, lastrd & lastq & scl)
+        h_g, h_ng = init_done_n & inz_g & cdz_g, init_done_n & inz_ng & cdz_ng
         flags = {}
-        for name, cond in (("", 1), ("a", lastrd_n), ("s", lastrd_n & lastq_n),
-                           ("g", lastrd_n & lastq_n & scl_n)):
+        for name, cg, cn in zip(("", "a", "s", "g"), conds_g, conds_ng):
             fh, fhr = Signal(name=f"h{name}"), Signal(name=f"hr{name}")
-            m.d.sync += [fh.eq(h_n & cond), fhr.eq(hr_n & cond)]
+            m.d.sync += [fh.eq(~self.start & _late(m, go, h_g & cg, h_ng & cn, f"h{name}")),
+                         fhr.eq(~self.start & _late(m, go, h_g & rdnz_g & cg,
+                                                   h_ng & rdnz & cn, f"hr{name}"))]
             flags[name] = (fh, fhr)
         m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n)]
         self._rdnz, self._qnz = rdnz, qnz
@@ -276,7 +305,6 @@ class Sequencer(wiring.Component):
         dts = Signal(cw)
         m.d.comb += dts.eq(self.ts - self.streamed)
         e_m1, e_0, e_1, e_2 = (dts == (1 << cw) - 1), (dts == 0), (dts == 1), (dts == 2)
-        tinc = es
         # with span, or after a span strip (pspan: the last strip started), D must be 0:
         # the strip before streamed out too (its sums fill both sets); span_n is the
         # condition in the next clock (the descriptor changes at start, pspan at a strip's
@@ -284,13 +312,19 @@ class Sequencer(wiring.Component):
         pspan, pspan_n = Signal(), Signal()
         m.d.comb += pspan_n.eq(Mux(go & ~rdnz & ~qnz, d.span, pspan))
         m.d.sync += pspan.eq(pspan_n)
-        span_n = Mux(self.start, dn.span, d.span) | pspan_n
         s0, s1, sp = Signal(), Signal(), Signal()
-        m.d.sync += [s0.eq(qnz_n | Mux(span_n, Mux(tinc, e_m1, e_0),
-                                       Mux(tinc, e_m1 | e_0, e_0 | e_1))),
-                     s1.eq(qnz_n | Mux(span_n, Mux(tinc, e_0, e_1),
-                                       Mux(tinc, e_0 | e_1, e_1 | e_2))),
-                     sp.eq(self.streamed[0])]
+
+        def sflags(g):
+            # s0, s1's next values if go is g (tinc = es = go & lastrd & lastq)
+            qz = Mux(self.start, 0, Mux(lastrd, ~lastq, qnz) if g else qnz)
+            ps = Mux(~rdnz & ~qnz, d.span, pspan) if g else pspan
+            sn = Mux(self.start, dn.span, d.span) | ps
+            ti = (lastrd & lastq) if g else 0
+            return (qz | Mux(sn, Mux(ti, e_m1, e_0), Mux(ti, e_m1 | e_0, e_0 | e_1)),
+                    qz | Mux(sn, Mux(ti, e_0, e_1), Mux(ti, e_0 | e_1, e_1 | e_2)))
+        (s0_g, s1_g), (s0_ng, s1_ng) = sflags(1), sflags(0)
+        m.d.sync += [s0.eq(_late(m, go, s0_g, s0_ng, "s0")),
+                     s1.eq(_late(m, go, s1_g, s1_ng, "s1")), sp.eq(self.streamed[0])]
         sok = Mux(self.streamed[0] ^ sp, s1, s0)
         # go and the groups' enables, each two LUT levels from flip-flops (the ready
         # terms shared); run is left out: h implies run (a job's last step has gone, i ==
@@ -316,22 +350,31 @@ class Sequencer(wiring.Component):
         self.init_x = [Signal(self.abits, name=f"ix{k}") for k in range(cfg.window)]
         k = Signal(range(cfg.window + 1))
         ox, oy, x = Signal(cw), Signal(cw), Signal(self.abits)
-        rsm1, segm1 = Signal(cw), Signal(cw)
         done = Signal()
+        # ox == segw - 1 (wrap) and oy == rs - 1 (iwrap) as flags registered from the
+        # counters' next values (compares with segw - 2 / rs - 2 of the registers), and
+        # mx + ex registered at start: a column's x is a flag's choice of constants and
+        # one adder (clock rate)
+        wrap, iwrap, seg1, rs1 = Signal(), Signal(), Signal(), Signal()
+        segm2, rsm2 = Signal(cw), Signal(cw)
+        mxe = Signal(self.abits)
+        dn = self.dn
         with m.If(self.start):
             m.d.sync += [k.eq(0), ox.eq(0), oy.eq(0), x.eq(0), done.eq(0),
-                         rsm1.eq(self.dn.rs - 1), segm1.eq(self.dn.segw - 1)]
+                         segm2.eq(dn.segw - 2), rsm2.eq(dn.rs - 2), mxe.eq(dn.mx + dn.ex),
+                         seg1.eq(dn.segw == 1), rs1.eq(dn.rs == 1),
+                         wrap.eq(dn.segw == 1), iwrap.eq(dn.rs == 1)]
         with m.Elif(~done & self.run):
             for c in range(cfg.window):
                 with m.If(k == c):
                     m.d.sync += [self.init_oy[c].eq(ox - d.thr), self.init_y[c].eq(oy - d.ythr),
                                  self.init_x[c].eq(x)]
-            wrap = ox == segm1
-            iwrap = oy == rsm1
-            m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1))]
+            m.d.sync += [k.eq(k + 1), ox.eq(Mux(wrap, 0, ox + 1)),
+                         wrap.eq(Mux(wrap, seg1, ox == segm2))]
             with m.If(wrap):
                 m.d.sync += [oy.eq(Mux(iwrap, 0, oy + 1)),
-                             x.eq(x + d.mx + Mux(iwrap, d.ex, 0))]
+                             iwrap.eq(Mux(iwrap, rs1, oy == rsm2)),
+                             x.eq(x + Mux(iwrap, mxe, d.mx))]
             with m.If(k == cfg.window - 1):
                 m.d.sync += done.eq(1)
         done_n = Signal()
@@ -378,10 +421,22 @@ class Sequencer(wiring.Component):
         f0_n = Signal(cfg.fbits)
         xs_n = [Signal(self.abits, name=f"x{k}_n") for k in range(cfg.window)]
         m.d.comb += f0_n.eq(Mux(rd0_r, 0, f0_s))
+        # a column's step beside column 0's: dm + de, dm in {0, mx, -mx} (the column
+        # carries a row and column 0 does not / the other way round), de likewise in {0,
+        # ex, -ex}; the eight non-zero sums registered from d every clock (first read at a
+        # round after a job's first), so a column's step is a choice of registers and one
+        # adder (clock rate)
+        sums = {}
+        for a, va in ((1, d.mx), (2, -d.mx), (0, 0)):
+            for b, vb in ((1, d.ex), (2, -d.ex), (0, 0)):
+                sums[a, b] = Signal(self.abits, name=f"xd{a}{b}", reset_less=True)
+                m.d.sync += sums[a, b].eq(va + vb)
         for k in range(cfg.window):
-            dm = Mux(wraps[k] == wraps[0], 0, Mux(wraps[k], d.mx, -d.mx))
-            de = Mux(imgs[k] == imgs[0], 0, Mux(imgs[k], d.ex, -d.ex))
-            m.d.sync += xs_s[k].eq(xs[k] + dm + de)
+            def pick(a):
+                return Mux(imgs[k] == imgs[0], sums[a, 0],
+                           Mux(imgs[k], sums[a, 1], sums[a, 2]))
+            step = Mux(wraps[k] == wraps[0], pick(0), Mux(wraps[k], pick(1), pick(2)))
+            m.d.sync += xs_s[k].eq(xs[k] + step)
             m.d.comb += xs_n[k].eq(Mux(rd0_r, self.init_x[k], xs_s[k]))
         with m.If(go_r):
             m.d.sync += f0.eq(f0_n)
@@ -495,8 +550,12 @@ class Sequencer(wiring.Component):
         m.d.sync += [fset.eq(self._fset), wa.eq(self._wa_base + b),
                      fa.eq(Mux(go_r, f0_n, f0 + off_h))]
         m.d.sync += [fx[k].eq(Mux(go_r, xs_n[k], xs[k])) for k in range(cfg.window)]
-        with m.If(last):
-            m.d.sync += info_r.eq(info)
+        # every clock, not only at the round's last beat: info changes only at go_r, a
+        # round's first beat (the clock after go; P >= K, so the previous round's beats are
+        # over), so info_r after a last beat is that round's; the drain reads it only with
+        # the last beat's cap.  No enable: the last-beat compare b == kcur has no fan-out
+        # into these ~60 flip-flops (it was the shell's worst path on seeds 1 and 2)
+        m.d.sync += info_r.eq(info)
         m.d.comb += [self.fset.eq(fset), self.wa.eq(wa), self.fa.eq(fa), self.info.eq(info_r)]
         m.d.comb += [self.fx[k].eq(fx[k]) for k in range(cfg.window)]
         fin_pre = Signal()
@@ -505,3 +564,4 @@ class Sequencer(wiring.Component):
             m.d.sync += self.fin.eq(0)
         with m.Elif(fin_pre):
             m.d.sync += self.fin.eq(self.fin + 1)
+        m.d.sync += self.fin_inc.eq(fin_pre & ~self.start)

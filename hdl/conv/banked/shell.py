@@ -141,10 +141,16 @@ class _Framed(wiring.Component):
             k = Signal(cfg.count_width)
             obm1 = Signal((k - 1).shape(), init=-1)   # the strip's beats - 1 (obeats 0)
             last = Signal()              # k == obm1 (never after reset: obm1 is -1)
-            k_next, obm1_next = Signal.like(k), Signal.like(obm1)
-            m.d.comb += [k_next.eq(Mux(moved, Mux(last, 0, k + 1), k)),
-                         obm1_next.eq(Mux(ctake, self.c.payload.obeats - 1, obm1))]
-            m.d.sync += [k.eq(k_next), obm1.eq(obm1_next), last.eq(k_next == obm1_next)]
+            # last after a transfer, from the registers alone (k + 1 == obm1, or a strip of
+            # one beat after its last): the output FIFO's valid and the bus's ready only
+            # choose between it and last, no adder or compare behind them (clock rate)
+            last_mv = Mux(last, obm1 == 0, k + 1 == obm1)
+            obm1_new = self.c.payload.obeats - 1
+            with m.If(ctake):
+                # a descriptor is taken while no output of the job before is pending
+                m.d.sync += [k.eq(0), obm1.eq(obm1_new), last.eq(obm1_new == 0)]
+            with m.Elif(moved):
+                m.d.sync += [k.eq(Mux(last, 0, k + 1)), last.eq(last_mv)]
             with m.If(ctake):
                 m.d.sync += olast.eq(self.c.payload.olast)
         m.d.comb += [self.o.valid.eq(arr.o.valid), arr.o.ready.eq(self.o.ready),
