@@ -118,7 +118,8 @@ class BankedArray(wiring.Component):
         for ld, src in ((wl, self.w), (xl, self.x)):
             wiring.connect(m, wiring.flipped(src), ld.src)
             m.d.comb += [ld.start.eq(start), ld.run.eq(run), ld.d.eq(d), ld.dn.eq(self.c.payload),
-                         ld.fin.eq(seq.fin), ld.fin_inc.eq(seq.fin_inc)]
+                         ld.fin.eq(seq.fin), ld.fin1.eq(seq.fin1),
+                         ld.fin_inc.eq(seq.fin_inc)]
         m.d.comb += [seq.start.eq(start), seq.run.eq(run), seq.d.eq(d), seq.dn.eq(self.c.payload),
                      seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed)]
         # loads into the banks

@@ -7,6 +7,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from gen.conv.banked import BankedConfig, descriptor_widths
+from hdl.conv.banked.util import late_mux
 
 __all__ = ["WeightLoader", "FeatureLoader", "desc_layout"]
 
@@ -31,6 +32,8 @@ class _Loader(wiring.Component):
         The descriptor at the ``c`` port: the job's constants are registered from it at
         ``start``.
     fin : In(unsigned(count_width))
+    fin1 : In(unsigned(count_width))
+        ``fin + 1`` (the sequencer's register).
     fin_inc : In(1)
         ``fin`` stepped at the last clock edge (the sequencer's register).
     done : Out(unsigned(count_width))
@@ -44,12 +47,13 @@ class _Loader(wiring.Component):
         super().__init__({
             "src": In(stream.Signature(data.ArrayLayout(signed(word), cfg.bus_words))),
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
-            "fin": In(unsigned(cfg.count_width)), "fin_inc": In(1),
+            "fin": In(unsigned(cfg.count_width)), "fin1": In(unsigned(cfg.count_width)),
+            "fin_inc": In(1),
             "done": Out(unsigned(cfg.count_width)),
             "en": Out(1),
         })
 
-    def _counts(self, m, total, total_dn, sizes, need, need_new):
+    def _counts(self, m, total_dn, sizes, need, need_new):
         """The beat counter of the block in flight and ``src.ready`` from registers only.
 
         ``sizes``: ``(lastq, lastq_next, qb_m1, lb_m1, lastq_dn, qb_dn, lb_dn)``: the
@@ -57,8 +61,8 @@ class _Loader(wiring.Component):
         ``qb_m1``; ``lastq_next``: ``lastq`` after this block's end; ``lastq_dn`` and the
         beats of a block ``qb_dn`` / ``lb_dn`` at ``start`` from the descriptor.  ``need``:
         the block's ``fin`` permission, a register, ``need_new`` the value it takes at a
-        block's end; ``total`` / ``total_dn``: the job's blocks (the latter from the
-        descriptor at ``start``).
+        block's end; ``total_dn``: the job's blocks, from the descriptor at ``start``
+        (then a register).
 
         ``ready`` is ``run & done != total & fin >= need`` of the same clock, one LUT from
         registers: ``done != total`` implies ``run`` (a job ends after the sequencer has
@@ -84,28 +88,33 @@ class _Loader(wiring.Component):
                          lb1.eq(lb_dn == 1)]
         left = Signal()                  # done != total
         # left & fin >= need, left & fin + 1 >= need (of the clock before)
-        perm_a, perm_b = Signal(), Signal()
+        perm_a, perm_b = Signal(name="perm_a"), Signal(name="perm_b")
         end = Signal()
-        left_next = Signal()
-        m.d.comb += left_next.eq(Mux(end, self.done + 1 != total, left))
+        # the job's blocks and done + 1, registers (no adder before the compare)
+        tot, done1 = Signal.like(self.done, name="tot"), Signal.like(self.done, name="done1")
         m.d.comb += [self.src.ready.eq(Mux(self.fin_inc, perm_b, perm_a)),
                      self.en.eq(self.src.valid & self.src.ready),
                      end.eq(self.en & bclast)]
-        fin1 = self.fin + 1
+        fin, fin1 = self.fin, self.fin1
         with m.If(self.start):
-            m.d.sync += [self.done.eq(0), bc.eq(0), left.eq(total_dn != 0),
+            m.d.sync += [self.done.eq(0), done1.eq(1), tot.eq(total_dn), bc.eq(0),
+                         left.eq(total_dn != 0),
                          bclast.eq(Mux(lastq_dn, lb_dn, qb_dn) == 1),
                          perm_a.eq(total_dn != 0), perm_b.eq(total_dn != 0)]
         with m.Else():
+            # each the block end's (late: en) choice of values from registers (late_mux)
+            left_end = done1 != tot
             m.d.sync += [
-                left.eq(left_next),
-                perm_a.eq(left_next & Mux(end, self.fin >= need_new, self.fin >= need)),
-                perm_b.eq(left_next & Mux(end, fin1 >= need_new, fin1 >= need))]
+                left.eq(Mux(end, left_end, left)),
+                perm_a.eq(late_mux(m, end, left_end & (fin >= need_new), left & (fin >= need),
+                                   "perm_a")),
+                perm_b.eq(late_mux(m, end, left_end & (fin1 >= need_new), left & (fin1 >= need),
+                                   "perm_b"))]
             with m.If(self.en):
                 m.d.sync += [bc.eq(bc + 1),
                              bclast.eq(bc == Mux(lastq, lb_m2, qb_m2))]
                 with m.If(bclast):
-                    m.d.sync += [bc.eq(0), self.done.eq(self.done + 1),
+                    m.d.sync += [bc.eq(0), self.done.eq(done1), done1.eq(done1 + 1),
                                  bclast.eq(Mux(lastq_next, lb1, qb1))]
         return bc, bclast
 
@@ -143,8 +152,9 @@ class WeightLoader(_Loader):
         need, gsqn = Signal(cw), Signal(cw)
         g0 = Signal()                    # g == 0
         lastq_next = Mux(lastq, Q1, q == Qm2)          # q + 1 == Q - 1
-        need_new = Mux(d.res, Mux(lastq, gsqn, Mux(g0, 0, need + 1)), self.done)
-        bc, bclast = self._counts(m, Mux(d.res, d.gq, d.nsteps), Mux(dn.res, dn.gq, dn.nsteps),
+        need1 = Signal(cw, name="need1")          # need + 1, a register beside it
+        need_new = Mux(d.res, Mux(lastq, gsqn, Mux(g0, 0, need1)), self.done)
+        bc, bclast = self._counts(m, Mux(dn.res, dn.gq, dn.nsteps),
                                (lastq, lastq_next, wbqm1, wblm1, dn.Q == 1, dn.wbq, dn.wbl),
                                need, need_new)
         a = Signal(cfg.wbits)
@@ -152,7 +162,8 @@ class WeightLoader(_Loader):
         jlast, wg1 = Signal(), Signal()  # j == wgm1, wg == 1
         with m.If(self.start):
             m.d.sync += [q.eq(0), g.eq(0), gsqn.eq(dn.sq - dn.Q + 1), wres.eq(0), a.eq(0),
-                         j.eq(0), need.eq(0), lastq.eq(dn.Q == 1), Q1.eq(dn.Q == 1),
+                         j.eq(0), need.eq(0), need1.eq(1), lastq.eq(dn.Q == 1),
+                         Q1.eq(dn.Q == 1),
                          g0.eq(1), jlast.eq(dn.wg == 1), wg1.eq(dn.wg == 1)]
         with m.Elif(self.en):
             m.d.sync += [j.eq(Mux(jlast, 0, j + 1)), jlast.eq(Mux(jlast, wg1, j + 1 == wgm1))]
@@ -161,7 +172,7 @@ class WeightLoader(_Loader):
             with m.If(bclast):      # the block's end (under en)
                 m.d.sync += [a.eq(0), j.eq(0), jlast.eq(wg1), q.eq(Mux(lastq, 0, q + 1)),
                              lastq.eq(lastq_next), wres.eq(Mux(lastq, 0, wres + d.kq)),
-                             need.eq(need_new)]
+                             need.eq(need_new), need1.eq(need_new + 1)]
                 with m.If(lastq):
                     m.d.sync += [g.eq(g + 1), g0.eq(0), gsqn.eq(gsqn + d.sq)]
         base = Mux(d.res, wres, self.done[0] << (cfg.wbits - 1))
@@ -199,7 +210,7 @@ class FeatureLoader(_Loader):
         lastq, Q1 = Signal(), Signal()   # q == Qm1, Q == 1
         need = Signal(cw)                # the blocks done - 1, a register
         lastq_next = Mux(lastq, Q1, q == Qm2)          # q + 1 == Q - 1
-        bc, bclast = self._counts(m, d.nsteps, dn.nsteps,
+        bc, bclast = self._counts(m, dn.nsteps,
                                (lastq, lastq_next, xbqm1, xblm1, dn.Q == 1, dn.xbq, dn.xbl),
                                need, self.done)
         row, f = Signal(cfg.fbits), Signal(cfg.fbits)

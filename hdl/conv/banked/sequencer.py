@@ -9,18 +9,9 @@ from amaranth.lib.wiring import In, Out
 from gen.conv.banked import BankedConfig
 from hdl.conv.banked.loaders import desc_layout
 from hdl.conv.banked.outbanks import CaptureInfo
+from hdl.conv.banked.util import late_mux
 
 __all__ = ["Sequencer"]
-
-
-def _late(m, sel, a, b, name):
-    """``Mux(sel, a, b)`` for a ``sel`` that arrives late (``go`` and the enables built
-    beside it): ``a`` and ``b`` are kept nets, so the choice is one LUT after ``sel``.
-    Without them ABC, for which a kept ``sel`` is an input that arrives at 0, may put it
-    under the cones of ``a`` and ``b`` (compares, a few LUTs deep)."""
-    ka, kb = (Signal(name=f"{name}_{n}", attrs={"keep": 1}) for n in ("if", "else"))
-    m.d.comb += [ka.eq(a), kb.eq(b)]
-    return Mux(sel, ka, kb)
 
 
 class Sequencer(wiring.Component):
@@ -53,6 +44,8 @@ class Sequencer(wiring.Component):
     streamed : In(unsigned(count_width))
         Strips streamed out (all jobs).
     fin : Out(unsigned(count_width))
+    fin1 : Out(unsigned(count_width))
+        ``fin + 1`` (a register beside ``fin``).
     fin_inc : Out(1)
         ``fin`` stepped at the last clock edge (a register).
     v, first, last : Out(1)
@@ -82,7 +75,8 @@ class Sequencer(wiring.Component):
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
             "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
-            "fin": Out(unsigned(cw)), "fin_inc": Out(1), "v": Out(1), "first": Out(1), "last": Out(1),
+            "fin": Out(unsigned(cw)), "fin1": Out(unsigned(cw), init=1),
+            "fin_inc": Out(1), "v": Out(1), "first": Out(1), "last": Out(1),
             "fa": Out(unsigned(cfg.fbits)),
             "fx": Out(data.ArrayLayout(unsigned(self.abits), cfg.window)), "fset": Out(1),
             "wa": Out(unsigned(cfg.wbits)), "busy": Out(unsigned(cfg.busy_bits)),
@@ -136,6 +130,8 @@ class Sequencer(wiring.Component):
             for b in range(2):
                 m.d.sync += cdt[a][b].eq(km1[a] + gap[b])
         self._cdtz = [[(km1[a] == 0) & (gap[b] == 0) for b in range(2)] for a in range(2)]
+        self._cdt1 = [[((km1[a] == 0) & (gap[b] == 1)) | ((km1[a] == 1) & (gap[b] == 0))
+                       for b in range(2)] for a in range(2)]
         # q == Q - 1, rd == rounds - 1, sc == S - 1 as flags (registers stepped with q,
         # rd, sc: q + 1 == Q - 1 is q == Qm2)
         lastq, lastrd, scl = (Signal(init=1, name=n) for n in ("lastq", "lastrd", "scl"))
@@ -165,12 +161,12 @@ class Sequencer(wiring.Component):
         # flip-flops to the enables)
         ea, es, eg = (Signal(name=n, attrs={"keep": 1}) for n in ("ea", "es", "eg"))
         # the flags' next values (every clock; start loads them from the descriptor)
-        # (each a kept choice by go of values from registers: _late)
+        # (each a kept choice by go of values from registers: late_mux)
         lastrd_g, lastq_g, scl_g = (Mux(lastrd, r1z, rd == rdm2), Mux(lastq, q1z, qeq),
                                     Mux(scl, s1z, sc == Sm2))
-        lastrd_n = Mux(self.start, dn.rounds == 1, _late(m, go, lastrd_g, lastrd, "lastrd"))
-        lastq_n = Mux(self.start, dn.Q == 1, _late(m, ea, lastq_g, lastq, "lastq"))
-        scl_n = Mux(self.start, dn.S == 1, _late(m, es, scl_g, scl, "scl"))
+        lastrd_n = Mux(self.start, dn.rounds == 1, late_mux(m, go, lastrd_g, lastrd, "lastrd"))
+        lastq_n = Mux(self.start, dn.Q == 1, late_mux(m, ea, lastq_g, lastq, "lastq"))
+        scl_n = Mux(self.start, dn.S == 1, late_mux(m, es, scl_g, scl, "scl"))
         m.d.sync += [lastrd.eq(lastrd_n), lastq.eq(lastq_n), scl.eq(scl_n)]
         # the values if go is set (ea = go & lastrd, es = ea & lastq), for _go_ready
         self._if_go = {"lastrd": lastrd_g, "lastq": Mux(lastrd, lastq_g, lastq),
@@ -188,7 +184,7 @@ class Sequencer(wiring.Component):
         with m.Elif(go | ~cdz):
             m.d.sync += cd.eq(Mux(go, cdv, cd - 1))
         m.d.sync += qeq.eq(Mux(self.start, dn.Q == 2,
-                               _late(m, ea, Mux(lastq, q2z, q == Qm3), q == Qm2, "qeq")))
+                               late_mux(m, ea, Mux(lastq, q2z, q == Qm3), q == Qm2, "qeq")))
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), wres.eq(0), i1.eq(1), gqq1.eq(1), i2.eq(2),
                          gqq2.eq(2), gqq0.eq(0)]
@@ -252,16 +248,23 @@ class Sequencer(wiring.Component):
         m.d.sync += [cdtz[a][b].eq(self._cdtz[a][b]) for a in range(2) for b in range(2)]
         cdvz = Mux(lastq, Mux(knext_kl, cdtz[1][1], cdtz[1][0]),
                    Mux(knext_kl, cdtz[0][1], cdtz[0][0]))
+        # cd == 1 a flag too (cdt == 1 registered beside cdt as cdz## beside cdt##)
+        cd1 = Signal(name="cd1")
+        cdt1 = [[Signal(name=f"cd1{a}{b}") for b in range(2)] for a in range(2)]
+        m.d.sync += [cdt1[a][b].eq(self._cdt1[a][b]) for a in range(2) for b in range(2)]
+        cdv1 = Mux(lastq, Mux(knext_kl, cdt1[1][1], cdt1[1][0]),
+                   Mux(knext_kl, cdt1[0][1], cdt1[0][0]))
+        m.d.sync += cd1.eq(Mux(self.start, 0, late_mux(m, go, cdv1, ~cdz & (cd == 2), "cd1")))
         # the flags' next values without start, if go is set (g) and if not (n)
         inz_g, cdz_g, rdnz_g = Mux(lastrd, i1 != d.nsteps, inz), cdvz, ~lastrd
-        inz_ng, cdz_ng = inz, cdz | (cd == 1)
-        inz_n = Mux(self.start, dn.nsteps != 0, _late(m, ea, i1 != d.nsteps, inz, "inz"))
-        cdz_n = Mux(self.start, 1, _late(m, go, cdz_g, cdz_ng, "cdz"))
-        rdnz_n = Mux(self.start, 0, _late(m, go, rdnz_g, rdnz, "rdnz"))
-        qnz_n = Mux(self.start, 0, _late(m, ea, ~lastq, qnz, "qnz"))
+        inz_ng, cdz_ng = inz, cdz | cd1
+        inz_n = Mux(self.start, dn.nsteps != 0, late_mux(m, ea, i1 != d.nsteps, inz, "inz"))
+        cdz_n = Mux(self.start, 1, late_mux(m, go, cdz_g, cdz_ng, "cdz"))
+        rdnz_n = Mux(self.start, 0, late_mux(m, go, rdnz_g, rdnz, "rdnz"))
+        qnz_n = Mux(self.start, 0, late_mux(m, ea, ~lastq, qnz, "qnz"))
         # h: init_done & inz & cdz; hr: h & rdnz; and each with the groups' conditions
         # (lastrd, & lastq, & scl) folded in, all registered from their next values: each
-        # a kept choice by go between its values with and without go (_late), so go is
+        # a kept choice by go between its values with and without go (late_mux), so go is
         # one LUT from these flip-flops (start clears them all: init_done)
         ig = self._if_go
         conds_g = (1, ig["lastrd"], ig["lastrd"] & ig["lastq"],
@@ -271,8 +274,8 @@ class Sequencer(wiring.Component):
         flags = {}
         for name, cg, cn in zip(("", "a", "s", "g"), conds_g, conds_ng):
             fh, fhr = Signal(name=f"h{name}"), Signal(name=f"hr{name}")
-            m.d.sync += [fh.eq(~self.start & _late(m, go, h_g & cg, h_ng & cn, f"h{name}")),
-                         fhr.eq(~self.start & _late(m, go, h_g & rdnz_g & cg,
+            m.d.sync += [fh.eq(~self.start & late_mux(m, go, h_g & cg, h_ng & cn, f"h{name}")),
+                         fhr.eq(~self.start & late_mux(m, go, h_g & rdnz_g & cg,
                                                    h_ng & rdnz & cn, f"hr{name}"))]
             flags[name] = (fh, fhr)
         m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n)]
@@ -323,8 +326,8 @@ class Sequencer(wiring.Component):
             return (qz | Mux(sn, Mux(ti, e_m1, e_0), Mux(ti, e_m1 | e_0, e_0 | e_1)),
                     qz | Mux(sn, Mux(ti, e_0, e_1), Mux(ti, e_0 | e_1, e_1 | e_2)))
         (s0_g, s1_g), (s0_ng, s1_ng) = sflags(1), sflags(0)
-        m.d.sync += [s0.eq(_late(m, go, s0_g, s0_ng, "s0")),
-                     s1.eq(_late(m, go, s1_g, s1_ng, "s1")), sp.eq(self.streamed[0])]
+        m.d.sync += [s0.eq(late_mux(m, go, s0_g, s0_ng, "s0")),
+                     s1.eq(late_mux(m, go, s1_g, s1_ng, "s1")), sp.eq(self.streamed[0])]
         sok = Mux(self.streamed[0] ^ sp, s1, s0)
         # go and the groups' enables, each two LUT levels from flip-flops (the ready
         # terms shared); run is left out: h implies run (a job's last step has gone, i ==
@@ -351,6 +354,7 @@ class Sequencer(wiring.Component):
         k = Signal(range(cfg.window + 1))
         ox, oy, x = Signal(cw), Signal(cw), Signal(self.abits)
         done = Signal()
+        klast = Signal(init=cfg.window == 1)     # k == window - 1
         # ox == segw - 1 (wrap) and oy == rs - 1 (iwrap) as flags registered from the
         # counters' next values (compares with segw - 2 / rs - 2 of the registers), and
         # mx + ex registered at start: a column's x is a flag's choice of constants and
@@ -361,7 +365,8 @@ class Sequencer(wiring.Component):
         dn = self.dn
         with m.If(self.start):
             m.d.sync += [k.eq(0), ox.eq(0), oy.eq(0), x.eq(0), done.eq(0),
-                         segm2.eq(dn.segw - 2), rsm2.eq(dn.rs - 2), mxe.eq(dn.mx + dn.ex),
+                         klast.eq(cfg.window == 1), segm2.eq(dn.segw - 2),
+                         rsm2.eq(dn.rs - 2), mxe.eq(dn.mx + dn.ex),
                          seg1.eq(dn.segw == 1), rs1.eq(dn.rs == 1),
                          wrap.eq(dn.segw == 1), iwrap.eq(dn.rs == 1)]
         with m.Elif(~done & self.run):
@@ -375,11 +380,11 @@ class Sequencer(wiring.Component):
                 m.d.sync += [oy.eq(Mux(iwrap, 0, oy + 1)),
                              iwrap.eq(Mux(iwrap, rs1, oy == rsm2)),
                              x.eq(x + Mux(iwrap, mxe, d.mx))]
-            with m.If(k == cfg.window - 1):
+            m.d.sync += klast.eq((k == cfg.window - 2) if cfg.window >= 2 else 0)
+            with m.If(klast):
                 m.d.sync += done.eq(1)
         done_n = Signal()
-        m.d.comb += done_n.eq(Mux(self.start, 0,
-                                  done | (~done & self.run & (k == cfg.window - 1))))
+        m.d.comb += done_n.eq(Mux(self.start, 0, done | (self.run & klast)))
         return done, done_n
 
     def _walker(self, m, go_r, rd0_r):
@@ -561,7 +566,7 @@ class Sequencer(wiring.Component):
         fin_pre = Signal()
         m.d.sync += fin_pre.eq(last & round_last)
         with m.If(self.start):
-            m.d.sync += self.fin.eq(0)
+            m.d.sync += [self.fin.eq(0), self.fin1.eq(1)]
         with m.Elif(fin_pre):
-            m.d.sync += self.fin.eq(self.fin + 1)
+            m.d.sync += [self.fin.eq(self.fin + 1), self.fin1.eq(self.fin1 + 1)]
         m.d.sync += self.fin_inc.eq(fin_pre & ~self.start)
