@@ -113,10 +113,13 @@ class Sequencer(wiring.Component):
         # multiplier between two registers)
         bb = cfg.busy_bits
         h = bb // 2
+        # (sums of shifted R, not a product: Yosys would map that to a DSP block)
         for prod, w in ((busy_w, "W"), (busy_l, "lastw")):
             lo, hi = (Signal(bb, name=f"{w}_{n}", reset_less=True) for n in ("plo", "phi"))
+            wv = getattr(dn, w)
             with m.If(self.start):
-                m.d.sync += [lo.eq(dn.R * getattr(dn, w)[:h]), hi.eq(dn.R * getattr(dn, w)[h:bb])]
+                m.d.sync += [lo.eq(sum(Mux(wv[j], dn.R << j, 0) for j in range(h))),
+                             hi.eq(sum(Mux(wv[j], dn.R << (j - h), 0) for j in range(h, bb)))]
             m.d.sync += prod.eq(lo + (hi << h))
         # cdt in two steps: K - 1 and max(0, max(R, 2) - K_next) at start, their sums every
         # clock (ready from the clock after d, a job's earliest go)
@@ -413,8 +416,24 @@ class Sequencer(wiring.Component):
         ys1 = [Signal(signed(cw + 1), name=f"y1_{k}", reset_less=True)
                for k in range(cfg.window)]
         xs = [Signal(self.abits, name=f"x{k}", reset_less=True) for k in range(cfg.window)]
-        wraps = [~oy[-1] for oy in oys]
-        imgs = [Mux(wraps[k], ~ys1[k][-1], ~ys[k][-1]) for k in range(cfg.window)]
+        # the carries as flags registered with the registers from their next values
+        # (wraps[k] = oys[k] >= 0, imgs[k] = (wraps[k] ? ys1[k] : ys[k]) >= 0), and
+        # whether a column's carries equal column 0's (sw, si): the column steps below
+        # choose with flip-flops only (clock rate)
+        wraps, imgs, sw, si = ([Signal(name=f"{n}{k}", reset_less=True)
+                                for k in range(cfg.window)] for n in ("wr", "im", "sw", "si"))
+        oys_n, ys_n, ys1_n = ([Signal(signed(cw + 1), name=f"{n}{k}_n")
+                               for k in range(cfg.window)] for n in ("oy", "y", "y1_"))
+        for k in range(cfg.window):
+            m.d.comb += [
+                oys_n[k].eq(Mux(rd0_r, self.init_oy[k],
+                                oys[k] + Mux(wraps[k], d.rwrap.as_signed(), d.rstep))),
+                ys_n[k].eq(Mux(rd0_r, self.init_y[k],
+                               ys[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep) + wraps[k])),
+                ys1_n[k].eq(Mux(rd0_r, self.init_y[k] + 1,
+                                ys1[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep) + wraps[k]))]
+        wraps_n = [~oy[-1] for oy in oys_n]
+        imgs_n = [Mux(wraps_n[k], ~ys1_n[k][-1], ~ys_n[k][-1]) for k in range(cfg.window)]
         # the stepped f0 and xs registered every clock from the walker's registers: they
         # change only at go_r, and a go_r in the clock after one reloads (rd == 0: of two
         # go in consecutive clocks (P = 1) the second starts a step), so at a go_r with
@@ -438,26 +457,17 @@ class Sequencer(wiring.Component):
                 m.d.sync += sums[a, b].eq(va + vb)
         for k in range(cfg.window):
             def pick(a):
-                return Mux(imgs[k] == imgs[0], sums[a, 0],
-                           Mux(imgs[k], sums[a, 1], sums[a, 2]))
-            step = Mux(wraps[k] == wraps[0], pick(0), Mux(wraps[k], pick(1), pick(2)))
+                return Mux(si[k], sums[a, 0], Mux(imgs[k], sums[a, 1], sums[a, 2]))
+            step = Mux(sw[k], pick(0), Mux(wraps[k], pick(1), pick(2)))
             m.d.sync += xs_s[k].eq(xs[k] + step)
             m.d.comb += xs_n[k].eq(Mux(rd0_r, self.init_x[k], xs_s[k]))
         with m.If(go_r):
             m.d.sync += f0.eq(f0_n)
             m.d.sync += [xs[k].eq(xs_n[k]) for k in range(cfg.window)]
-            with m.If(rd0_r):
-                for k in range(cfg.window):
-                    m.d.sync += [oys[k].eq(self.init_oy[k]), ys[k].eq(self.init_y[k]),
-                                 ys1[k].eq(self.init_y[k] + 1)]
-            with m.Else():
-                for k in range(cfg.window):
-                    m.d.sync += [oys[k].eq(oys[k] + Mux(wraps[k], d.rwrap.as_signed(),
-                                                        d.rstep)),
-                                 ys[k].eq(ys[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
-                                          + wraps[k]),
-                                 ys1[k].eq(ys1[k] + Mux(imgs[k], d.ywrap.as_signed(), d.ystep)
-                                           + wraps[k])]
+            for k in range(cfg.window):
+                m.d.sync += [oys[k].eq(oys_n[k]), ys[k].eq(ys_n[k]), ys1[k].eq(ys1_n[k]),
+                             wraps[k].eq(wraps_n[k]), imgs[k].eq(imgs_n[k]),
+                             sw[k].eq(wraps_n[k] == wraps_n[0]), si[k].eq(imgs_n[k] == imgs_n[0])]
         return f0, f0_n, xs, xs_n
 
     def _round(self, m, go_r, rd0, lastrd, lastq, q0, i, wres):
@@ -494,55 +504,77 @@ class Sequencer(wiring.Component):
         return info, busy, round_last
 
     def _beats(self, m, go_r, K):
-        """Beat counters of the round in flight (``K``: the round's ``K - 1``, kept in
-        ``kcur``): ``b`` and the feature offset ``off`` over
-        ``(ic, ky, kx)``; ``px`` / ``py`` count ``kx`` / ``ky`` modulo the stride (the
-        phase-ordered rows and columns).
+        """Beat counters of the round in flight (``K``: the round's ``K - 1``): ``b`` and
+        the feature offset ``off`` over ``(ic, ky, kx)``; ``px`` / ``py`` count ``kx`` /
+        ``ky`` modulo the stride (the phase-ordered rows and columns).
 
         Timing: as the walker's, the counters' registers are loaded a clock late, at
         ``go_r``: a round's first beat (the clock after ``go``) is ``Mux(go_r, first
         beat's value, register)``, the first beat's values constants and ``K`` registered
         every clock (it changes only at ``go``): ``go``'s enable net drives none of these
-        flip-flops.  Returns the values of the clock ``(b, off, kcur, issuing)`` and the
-        register ``off_h`` (``off`` where not ``go_r``)."""
+        flip-flops.  The counters' wraps (``kx == kw - 1``, ``px == s - 1``, ...), the
+        round's last beat (``b == K - 1``) and the next beat's offset increment are flags
+        and a register computed a beat ahead, so ``off``'s adder and the issue registers
+        have no compare in front.  Returns the values of the clock ``(b, bl, issuing)``
+        (``bl``: the round's last beat) and the register ``off_h`` (``off`` where not
+        ``go_r``)."""
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
-        b_h, kcur_h, kpre = (Signal(cw, name=n) for n in ("b", "kcur", "kcur_pre"))
-        off_h = Signal(cfg.fbits, name="off")
+        b_h, kcm1_h, kpre, kpm1 = (Signal(cw, name=n) for n in ("b", "kcm1", "kcur_pre",
+                                                                "kcm1_pre"))
+        off_h, inc_h, inc_first = (Signal(cfg.fbits, name=n) for n in ("off", "inc", "inc0"))
         iss_h = Signal(name="issuing")
         kx_h, ky_h = Signal(4, name="kx"), Signal(4, name="ky")
         px_h, py_h = Signal(3, name="px"), Signal(3, name="py")
-        m.d.sync += kpre.eq(K)      # K - 1
+        # kx == kw - 1, ky == kh - 1, px == s - 1, py == s - 1, b == K - 1: the flags, and
+        # their values at a round's first beat (kw == 1, kh == 1, s == 1, K - 1 == 0)
+        xl_h, yl_h, pxl_h, pyl_h, bl_h = (Signal(name=n) for n in ("xl", "yl", "pxl", "pyl",
+                                                                    "bl"))
+        kw1, kh1, s1, kz = (Signal(name=n) for n in ("kw1", "kh1", "s1", "kz"))
+        kwm2, khm2, sm2 = Signal(4, name="kwm2"), Signal(4, name="khm2"), Signal(3, name="sm2")
+
+        def incsel(xl, pxl, yl, pyl):
+            return Mux(~xl, Mux(pxl, d.d_xwrap, d.d_xin),
+                       Mux(~yl, Mux(pyl, d.d_ywrap, d.d_yin), d.d_ic))
+        # the job's constants from d every clock (first read at a job's first go_r, two
+        # clocks after d at least), K's every clock (it changes only at go)
+        m.d.sync += [kw1.eq(d.kw == 1), kh1.eq(d.kh == 1), s1.eq(d.s == 1),
+                     kwm2.eq(d.kw - 2), khm2.eq(d.kh - 2), sm2.eq(d.s - 2),
+                     inc_first.eq(incsel(d.kw == 1, d.s == 1, d.kh == 1, d.s == 1)),
+                     kpre.eq(K), kpm1.eq(K - 1), kz.eq(K == 0)]
 
         def cur(reg, first):
             return Mux(go_r, first, reg)
-        b, off, kcur = cur(b_h, 0), cur(off_h, 0), cur(kcur_h, kpre)
+        b, off, kcm1, inc = cur(b_h, 0), cur(off_h, 0), cur(kcm1_h, kpm1), cur(inc_h, inc_first)
         kx, ky, px, py = cur(kx_h, 0), cur(ky_h, 0), cur(px_h, 0), cur(py_h, 0)
+        xl, yl, pxl, pyl = cur(xl_h, kw1), cur(yl_h, kh1), cur(pxl_h, s1), cur(pyl_h, s1)
+        bl = cur(bl_h, kz)
         issuing = Signal()
         m.d.comb += issuing.eq(go_r | iss_h)
+        # the flags after this beat
+        xl_n, yl_n, pxl_n, pyl_n = (Signal(name=f"{n}_n") for n in ("xl", "yl", "pxl", "pyl"))
+        m.d.comb += [xl_n.eq(Mux(xl, kw1, kx == kwm2)),
+                     pxl_n.eq(Mux(xl, s1, Mux(pxl, s1, px == sm2))),
+                     yl_n.eq(Mux(xl, Mux(yl, kh1, ky == khm2), yl)),
+                     pyl_n.eq(Mux(xl, Mux(yl, s1, Mux(pyl, s1, py == sm2)), pyl))]
         with m.If(self.start):
             m.d.sync += iss_h.eq(0)
         with m.Elif(issuing):
-            m.d.sync += [b_h.eq(b + 1), kcur_h.eq(kcur), iss_h.eq(b != kcur),
-                         kx_h.eq(kx), ky_h.eq(ky), px_h.eq(px), py_h.eq(py), off_h.eq(off)]
-            with m.If(kx != d.kw - 1):
-                m.d.sync += [kx_h.eq(kx + 1), px_h.eq(Mux(px == d.s - 1, 0, px + 1)),
-                             off_h.eq(off + Mux(px == d.s - 1, d.d_xwrap, d.d_xin))]
-            with m.Else():
-                m.d.sync += [kx_h.eq(0), px_h.eq(0)]
-                with m.If(ky != d.kh - 1):
-                    m.d.sync += [ky_h.eq(ky + 1), py_h.eq(Mux(py == d.s - 1, 0, py + 1)),
-                                 off_h.eq(off + Mux(py == d.s - 1, d.d_ywrap, d.d_yin))]
-                with m.Else():
-                    m.d.sync += [ky_h.eq(0), py_h.eq(0), off_h.eq(off + d.d_ic)]
-        return b, off, kcur, issuing, off_h
+            m.d.sync += [b_h.eq(b + 1), kcm1_h.eq(kcm1), bl_h.eq(b == kcm1), iss_h.eq(~bl),
+                         off_h.eq(off + inc), inc_h.eq(incsel(xl_n, pxl_n, yl_n, pyl_n)),
+                         xl_h.eq(xl_n), yl_h.eq(yl_n), pxl_h.eq(pxl_n), pyl_h.eq(pyl_n),
+                         kx_h.eq(Mux(xl, 0, kx + 1)), px_h.eq(Mux(xl | pxl, 0, px + 1)),
+                         ky_h.eq(ky), py_h.eq(py)]
+            with m.If(xl):
+                m.d.sync += [ky_h.eq(Mux(yl, 0, ky + 1)), py_h.eq(Mux(yl | pyl, 0, py + 1))]
+        return b, bl, issuing, off_h
 
-    def _issue(self, m, go_r, walk, info, busy, round_last, b, off, kcur, issuing, off_h):
+    def _issue(self, m, go_r, walk, info, busy, round_last, b, bl, issuing, off_h):
         """Issue registers, one clock after the counters; ``fin``."""
         cfg = self.cfg
         f0, f0_n, xs, xs_n = walk
-        last = issuing & (b == kcur)
+        last = issuing & bl
         # the walker's values of this clock (see _walker); at go_r the beat counters hold a
         # round's first beat (off == 0)
         m.d.sync += [self.v.eq(issuing), self.first.eq(b == 0), self.last.eq(last),

@@ -137,6 +137,7 @@ class _Framed(wiring.Component):
             m.d.sync += [wc.eq(wc_next), cpm.eq(cpm_next), last.eq(wc_next == cpm_next)]
             with m.If(ctake):
                 m.d.sync += olast.eq(self.c.payload.olast)
+            n = Mux(last, olast, cfg.bus_words)
         else:
             k = Signal(cfg.count_width)
             obm1 = Signal((k - 1).shape(), init=-1)   # the strip's beats - 1 (obeats 0)
@@ -146,16 +147,19 @@ class _Framed(wiring.Component):
             # choose between it and last, no adder or compare behind them (clock rate)
             last_mv = Mux(last, obm1 == 0, k + 1 == obm1)
             obm1_new = self.c.payload.obeats - 1
+            # the beat's words, a register beside last (the shell's tkeep and word count
+            # decode it)
+            n = Signal(6, init=cfg.bus_words)
             with m.If(ctake):
                 # a descriptor is taken while no output of the job before is pending
-                m.d.sync += [k.eq(0), obm1.eq(obm1_new), last.eq(obm1_new == 0)]
+                m.d.sync += [k.eq(0), obm1.eq(obm1_new), last.eq(obm1_new == 0),
+                             olast.eq(self.c.payload.olast),
+                             n.eq(Mux(obm1_new == 0, self.c.payload.olast, cfg.bus_words))]
             with m.Elif(moved):
-                m.d.sync += [k.eq(Mux(last, 0, k + 1)), last.eq(last_mv)]
-            with m.If(ctake):
-                m.d.sync += olast.eq(self.c.payload.olast)
+                m.d.sync += [k.eq(Mux(last, 0, k + 1)), last.eq(last_mv),
+                             n.eq(Mux(last_mv, olast, cfg.bus_words))]
         m.d.comb += [self.o.valid.eq(arr.o.valid), arr.o.ready.eq(self.o.ready),
-                     self.o.payload.data.eq(arr.o.payload),
-                     self.o.payload.n.eq(Mux(last, olast, cfg.bus_words))]
+                     self.o.payload.data.eq(arr.o.payload), self.o.payload.n.eq(n)]
         return m
 
 
