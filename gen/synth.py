@@ -792,16 +792,16 @@ def register(subparsers):
                    help=f"nextpnr router (default: router1 up to {ROUTER2_CELLS} cells, "
                    "router2 above)")
     p.add_argument("--placer", choices=list(PLACERS), default=None,
-                   help="nextpnr placer (default: the block's: static for spmv, heap for "
-                   "the others; static is nextpnr's electrostatic placer, sa simulated "
-                   "annealing)")
+                   help="nextpnr placer (default: the block's: static for conv and spmv and "
+                   "the lstm shell, heap for the others; static is nextpnr's electrostatic "
+                   "placer, sa simulated annealing)")
     p.add_argument("--timing-weight", default=None,
                    help="heap placer: weight of timing against wire length "
-                   "(--placer-heap-timingweight; default: the block's: 30 for conv, "
-                   "nextpnr's 10 for the others)")
+                   "(--placer-heap-timingweight; default: the block's, nextpnr's 10 for "
+                   "every block now)")
     p.add_argument("--crit-exp", default=None,
                    help="heap placer: criticality exponent (--placer-heap-critexp; "
-                   "default: the block's: 4 for conv, nextpnr's 2 for the others)")
+                   "default: the block's, nextpnr's 2 for every block now)")
     p.add_argument("--shell", action="store_true",
                    help="synthesise the block's accelerator shell (AXI4-Stream at bus_words, "
                    "AXI4-Lite control) instead of the bare block")

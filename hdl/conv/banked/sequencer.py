@@ -164,12 +164,12 @@ class Sequencer(wiring.Component):
         # flip-flops to the enables)
         ea, es, eg = (Signal(name=n, attrs={"keep": 1}) for n in ("ea", "es", "eg"))
         # the flags' next values (every clock; start loads them from the descriptor)
-        # (each a kept choice by go of values from registers: late_mux)
+        # (the values with go set are kept below for _go_ready's flags)
         lastrd_g, lastq_g, scl_g = (Mux(lastrd, r1z, rd == rdm2), Mux(lastq, q1z, qeq),
                                     Mux(scl, s1z, sc == Sm2))
-        lastrd_n = Mux(self.start, dn.rounds == 1, late_mux(m, go, lastrd_g, lastrd, "lastrd"))
-        lastq_n = Mux(self.start, dn.Q == 1, late_mux(m, ea, lastq_g, lastq, "lastq"))
-        scl_n = Mux(self.start, dn.S == 1, late_mux(m, es, scl_g, scl, "scl"))
+        lastrd_n = Mux(self.start, dn.rounds == 1, Mux(go, lastrd_g, lastrd))
+        lastq_n = Mux(self.start, dn.Q == 1, Mux(ea, lastq_g, lastq))
+        scl_n = Mux(self.start, dn.S == 1, Mux(es, scl_g, scl))
         m.d.sync += [lastrd.eq(lastrd_n), lastq.eq(lastq_n), scl.eq(scl_n)]
         # the values if go is set (ea = go & lastrd, es = ea & lastq), for _go_ready
         self._if_go = {"lastrd": lastrd_g, "lastq": Mux(lastrd, lastq_g, lastq),
@@ -187,7 +187,7 @@ class Sequencer(wiring.Component):
         with m.Elif(go | ~cdz):
             m.d.sync += cd.eq(Mux(go, cdv, cd - 1))
         m.d.sync += qeq.eq(Mux(self.start, dn.Q == 2,
-                               late_mux(m, ea, Mux(lastq, q2z, q == Qm3), q == Qm2, "qeq")))
+                               Mux(ea, Mux(lastq, q2z, q == Qm3), q == Qm2)))
         with m.If(self.start):
             m.d.sync += [i.eq(0), q.eq(0), wres.eq(0), i1.eq(1), gqq1.eq(1), i2.eq(2),
                          gqq2.eq(2), gqq0.eq(0)]
@@ -257,29 +257,41 @@ class Sequencer(wiring.Component):
         m.d.sync += [cdt1[a][b].eq(self._cdt1[a][b]) for a in range(2) for b in range(2)]
         cdv1 = Mux(lastq, Mux(knext_kl, cdt1[1][1], cdt1[1][0]),
                    Mux(knext_kl, cdt1[0][1], cdt1[0][0]))
-        m.d.sync += cd1.eq(Mux(self.start, 0, late_mux(m, go, cdv1, ~cdz & (cd == 2), "cd1")))
+        m.d.sync += cd1.eq(Mux(self.start, 0, Mux(go, cdv1, ~cdz & (cd == 2))))
         # the flags' next values without start, if go is set (g) and if not (n)
         inz_g, cdz_g, rdnz_g = Mux(lastrd, i1 != d.nsteps, inz), cdvz, ~lastrd
         inz_ng, cdz_ng = inz, cdz | cd1
-        inz_n = Mux(self.start, dn.nsteps != 0, late_mux(m, ea, i1 != d.nsteps, inz, "inz"))
-        cdz_n = Mux(self.start, 1, late_mux(m, go, cdz_g, cdz_ng, "cdz"))
-        rdnz_n = Mux(self.start, 0, late_mux(m, go, rdnz_g, rdnz, "rdnz"))
-        qnz_n = Mux(self.start, 0, late_mux(m, ea, ~lastq, qnz, "qnz"))
+        inz_n = Mux(self.start, dn.nsteps != 0, Mux(ea, i1 != d.nsteps, inz))
+        cdz_n = Mux(self.start, 1, Mux(go, cdz_g, cdz_ng))
+        rdnz_n = Mux(self.start, 0, Mux(go, rdnz_g, rdnz))
+        qnz_n = Mux(self.start, 0, Mux(ea, ~lastq, qnz))
         # h: init_done & inz & cdz; hr: h & rdnz; and each with the groups' conditions
         # (lastrd, & lastq, & scl) folded in, all registered from their next values: each
         # a kept choice by go between its values with and without go (late_mux), so go is
         # one LUT from these flip-flops (start clears them all: init_done)
+        # Each kept value is built as its own chain of ANDs, the flag's own terms first,
+        # so that none is a subexpression of another (Yosys would share the cell, and a
+        # kept net inside another's cone is one more LUT level)
         ig = self._if_go
-        conds_g = (1, ig["lastrd"], ig["lastrd"] & ig["lastq"],
-                   ig["lastrd"] & ig["lastq"] & ig["scl"])
-        conds_ng = (1, lastrd, lastrd & lastq, lastrd & lastq & scl)
-        h_g, h_ng = init_done_n & inz_g & cdz_g, init_done_n & inz_ng & cdz_ng
+        conds_g = ([], [ig["lastrd"]], [ig["lastrd"], ig["lastq"]],
+                   [ig["lastrd"], ig["lastq"], ig["scl"]])
+        conds_ng = ([], [lastrd], [lastrd, lastq], [lastrd, lastq, scl])
+
+        def conj(*terms):
+            out = terms[0]
+            for t in terms[1:]:
+                out = out & t
+            return out
         flags = {}
         for name, cg, cn in zip(("", "a", "s", "g"), conds_g, conds_ng):
             fh, fhr = Signal(name=f"h{name}"), Signal(name=f"hr{name}")
-            m.d.sync += [fh.eq(~self.start & late_mux(m, go, h_g & cg, h_ng & cn, f"h{name}")),
-                         fhr.eq(~self.start & late_mux(m, go, h_g & rdnz_g & cg,
-                                                   h_ng & rdnz & cn, f"hr{name}"))]
+            m.d.sync += [
+                fh.eq(~self.start & late_mux(m, go, conj(*cg, init_done_n, inz_g, cdz_g),
+                                             conj(*cn, init_done_n, inz_ng, cdz_ng),
+                                             f"h{name}")),
+                fhr.eq(~self.start & late_mux(
+                    m, go, conj(*cg, rdnz_g, init_done_n, inz_g, cdz_g),
+                    conj(*cn, rdnz, init_done_n, inz_ng, cdz_ng), f"hr{name}"))]
             flags[name] = (fh, fhr)
         m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n)]
         self._rdnz, self._qnz = rdnz, qnz
