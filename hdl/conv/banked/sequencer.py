@@ -148,7 +148,7 @@ class Sequencer(wiring.Component):
         cdv = Mux(lastq, Mux(knext_kl, cdt[1][1], cdt[1][0]), Mux(knext_kl, cdt[0][1], cdt[0][0]))
         self._kcm1 = Mux(lastq, klm1, kqm1)
         self._busy_w, self._busy_l = busy_w, busy_l
-        init_done, init_done_n = self._init_walk(m)
+        self._init_walk(m)
         # i + 1, g Q + q + 1 (gq + 1 and gq + Q + 1 kept beside gq), kept as registers
         i1, gq1, gqq1 = (Signal(cw, init=1, name=n) for n in ("i1", "gq1", "gqq1"))
         # for go's compares (_go_ready): i + 2, gqq1 + 1, gqq1 - 1, stepped with them
@@ -210,7 +210,7 @@ class Sequencer(wiring.Component):
             m.d.sync += [gq.eq(0), gq1.eq(1)]
         with m.Elif(eg):
             m.d.sync += [gq.eq(gq + d.Q), gq1.eq(gq1 + d.Q)]
-        go_r = self._go_ready(m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
+        go_r = self._go_ready(m, go, ea, es, eg, lastrd, lastq, knext_kl, cdt,
                               i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd)
         rdnz, qnz = self._rdnz, self._qnz   # rd != 0, q != 0 (registers)
         m.d.comb += [self.oset_load.eq(go & ~rdnz & ~qnz), self.oset.eq(self.ts[0])]
@@ -225,7 +225,7 @@ class Sequencer(wiring.Component):
         self._issue(m, go_r, walk, info, busy, round_last, *beats)
         return m
 
-    def _go_ready(self, m, go, ea, es, eg, init_done_n, lastrd, lastq, knext_kl, cdt,
+    def _go_ready(self, m, go, ea, es, eg, lastrd, lastq, knext_kl, cdt,
                   i, i1, i2, gq, gq1, gqq0, gqq1, gqq2, scl, cd):
         """``go`` two LUT levels from flip-flops, no compare or carry chain before it.
 
@@ -273,6 +273,7 @@ class Sequencer(wiring.Component):
         # so that none is a subexpression of another (Yosys would share the cell, and a
         # kept net inside another's cone is one more LUT level)
         ig = self._if_go
+        idn = self._init_done_run       # init_done's next value without start
         conds_g = ([], [ig["lastrd"]], [ig["lastrd"], ig["lastq"]],
                    [ig["lastrd"], ig["lastq"], ig["scl"]])
         conds_ng = ([], [lastrd], [lastrd, lastq], [lastrd, lastq, scl])
@@ -286,12 +287,11 @@ class Sequencer(wiring.Component):
         for name, cg, cn in zip(("", "a", "s", "g"), conds_g, conds_ng):
             fh, fhr = Signal(name=f"h{name}"), Signal(name=f"hr{name}")
             m.d.sync += [
-                fh.eq(~self.start & late_mux(m, go, conj(*cg, init_done_n, inz_g, cdz_g),
-                                             conj(*cn, init_done_n, inz_ng, cdz_ng),
-                                             f"h{name}")),
+                fh.eq(~self.start & late_mux(m, go, conj(*cg, idn, inz_g, cdz_g),
+                                             conj(*cn, idn, inz_ng, cdz_ng), f"h{name}")),
                 fhr.eq(~self.start & late_mux(
-                    m, go, conj(*cg, rdnz_g, init_done_n, inz_g, cdz_g),
-                    conj(*cn, rdnz, init_done_n, inz_ng, cdz_ng), f"hr{name}"))]
+                    m, go, conj(*cg, rdnz_g, idn, inz_g, cdz_g),
+                    conj(*cn, rdnz, idn, inz_ng, cdz_ng), f"hr{name}"))]
             flags[name] = (fh, fhr)
         m.d.sync += [inz.eq(inz_n), cdz.eq(cdz_n), rdnz.eq(rdnz_n), qnz.eq(qnz_n)]
         self._rdnz, self._qnz = rdnz, qnz
@@ -333,16 +333,21 @@ class Sequencer(wiring.Component):
         s0, s1, sp = Signal(), Signal(), Signal()
 
         def sflags(g):
-            # s0, s1's next values if go is g (tinc = es = go & lastrd & lastq)
-            qz = Mux(self.start, 0, Mux(lastrd, ~lastq, qnz) if g else qnz)
+            # s0, s1's next values if go is g (tinc = es = go & lastrd & lastq), without
+            # start (start is the last choice: go is clear with it, no job runs)
+            qz = Mux(lastrd, ~lastq, qnz) if g else qnz
             ps = Mux(~rdnz & ~qnz, d.span, pspan) if g else pspan
-            sn = Mux(self.start, dn.span, d.span) | ps
+            sn = d.span | ps
             ti = (lastrd & lastq) if g else 0
             return (qz | Mux(sn, Mux(ti, e_m1, e_0), Mux(ti, e_m1 | e_0, e_0 | e_1)),
                     qz | Mux(sn, Mux(ti, e_0, e_1), Mux(ti, e_0 | e_1, e_1 | e_2)))
         (s0_g, s1_g), (s0_ng, s1_ng) = sflags(1), sflags(0)
-        m.d.sync += [s0.eq(late_mux(m, go, s0_g, s0_ng, "s0")),
-                     s1.eq(late_mux(m, go, s1_g, s1_ng, "s1")), sp.eq(self.streamed[0])]
+        sn0 = dn.span | pspan
+        m.d.sync += [s0.eq(Mux(self.start, Mux(sn0, e_0, e_0 | e_1),
+                               late_mux(m, go, s0_g, s0_ng, "s0"))),
+                     s1.eq(Mux(self.start, Mux(sn0, e_1, e_1 | e_2),
+                               late_mux(m, go, s1_g, s1_ng, "s1"))),
+                     sp.eq(self.streamed[0])]
         sok = Mux(self.streamed[0] ^ sp, s1, s0)
         # go and the groups' enables, each two LUT levels from flip-flops (the ready
         # terms shared); run is left out: h implies run (a job's last step has gone, i ==
@@ -398,9 +403,8 @@ class Sequencer(wiring.Component):
             m.d.sync += klast.eq((k == cfg.window - 2) if cfg.window >= 2 else 0)
             with m.If(klast):
                 m.d.sync += done.eq(1)
-        done_n = Signal()
-        m.d.comb += done_n.eq(Mux(self.start, 0, done | (self.run & klast)))
-        return done, done_n
+        # init_done's next value when start is clear (go's flags clear with start)
+        self._init_done_run = done | (self.run & klast)
 
     def _walker(self, m, go_r, rd0_r):
         """At ``go``: the round's first position (flat feature index ``f0``) and per window
