@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The MAC grid of the banked array: products, accumulators and the shadow rows."""
 
-from amaranth.hdl import Module, Mux, Signal, signed, unsigned
+from amaranth.hdl import Array, Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,8 +15,14 @@ class MacGrid(wiring.Component):
     """``rows x cols`` multiply-accumulate cells.  Row ``r`` belongs to copy ``g = r mod
     n`` (``n = 2^nl``) and multiplies its weight with window columns ``g cols .. g cols +
     cols - 1``; the product is registered, then accumulated (``first`` restarts the sum);
-    after a round's last beat the sums move into the shadow rows, which shift up by ``n``
-    rows per ``shift`` while the drain reads rows ``0 .. n - 1`` (one channel's copies).
+    after a round's last beat the sums move into the shadow rows, which give the drain
+    rows ``k n .. k n + n - 1`` (one channel's copies) at its ``k``-th ``shift``.
+
+    The shadow rows are ``copies`` shift chains, chain ``j`` holding rows ``j, j + copies,
+    ...``: a ``shift`` moves the ``n`` chains just read by one row (all of them if ``n`` is
+    ``copies``), and tap ``g`` is the head of chain ``(k n + g) mod copies``.  So ``nl``
+    reaches a few chain enables and the taps' multiplexers, not every shadow bit (clock
+    rate: it was a select of all ``rows x cols`` shadow words).
 
     Members
     -------
@@ -77,6 +83,21 @@ class MacGrid(wiring.Component):
                          wns[r].eq(-self.wt[r])]
         shadow = [[Signal(acc_t, name=f"sh{r}_{c}", reset_less=True) for c in range(cfg.cols)]
                   for r in range(cfg.rows)]
+        nc = cfg.copies
+        # base = k n mod copies: the first chain the drain reads at its k-th shift (0 from a
+        # capture on); chain j shifts when read: j >> nl == base >> nl
+        base = Signal(range(nc), name="sh_base")
+        with m.If(last6):
+            m.d.sync += base.eq(0)
+        with m.Elif(self.shift):
+            m.d.sync += base.eq((base + (1 << self.nl))[:len(base)] if nc > 1 else 0)
+        chain_shift = [Signal(name=f"sh_en{j}") for j in range(nc)]
+        for j in range(nc):
+            read = 0
+            for k in logs:
+                hit = Const(1) if k == 0 and nc == 1 else (Const(j >> k) == (base >> k))
+                read = hit if k == 0 else Mux(self.nl == k, hit, read)
+            m.d.comb += chain_shift[j].eq(self.shift & read)
         for r in range(cfg.rows):
             for c in range(cfg.cols):
                 f = self.feat[c]
@@ -91,14 +112,14 @@ class MacGrid(wiring.Component):
                                                 name=f"pp{r}_{c}_"))
                 with m.If(v5):
                     m.d.sync += acc.eq(Mux(first5, p, acc + p))
-                nxt = 0
-                for k in logs:
-                    below = shadow[r + (1 << k)][c] if r + (1 << k) < cfg.rows else 0
-                    nxt = below if k == 0 else Mux(self.nl == k, below, nxt)
+                nxt = shadow[r + nc][c] if r + nc < cfg.rows else 0   # next in the chain
                 with m.If(last6):
                     m.d.sync += shadow[r][c].eq(acc)
-                with m.Elif(self.shift):
+                with m.Elif(chain_shift[r % nc]):
                     m.d.sync += shadow[r][c].eq(nxt)
-        for g in range(cfg.copies):
-            m.d.comb += [self.taps[g * cfg.cols + c].eq(shadow[g][c]) for c in range(cfg.cols)]
+        heads = Array(shadow[:nc])
+        for g in range(nc):
+            sel = (base + g)[:len(base)] if nc > 1 else 0
+            m.d.comb += [self.taps[g * cfg.cols + c].eq(heads[sel][c] if nc > 1 else shadow[0][c])
+                         for c in range(cfg.cols)]
         return m
