@@ -137,7 +137,7 @@ class BankedArray(wiring.Component):
             flags = nxt
         m.d.comb += [grid.v.eq(flags[0]), grid.first.eq(flags[1]), grid.last.eq(flags[2]),
                      grid.feat.eq(fb.r_data), grid.wt.eq(wb.r_data), grid.nl.eq(d.nl),
-                     grid.shift.eq(ob.shift)]
+                     grid.shift.eq(ob.shift), grid.shift_n.eq(ob.shift_n)]
         # capture info travels with the last beat: issue registers (t + 1) -> cap (t + 10)
         # no reset (the drain reads it at cap only, which travels with it and resets):
         # fewer loads on the reset net

@@ -35,6 +35,8 @@ class MacGrid(wiring.Component):
         ``log2 n`` (static during a job).
     shift : In(1)
         Shift the shadow rows up by ``n`` (rows ``0 .. n - 1`` read this clock).
+    shift_n : In(1)
+        ``shift`` of the next clock (the chains' enables are registers).
     cap : Out(1)
         The shadow rows load the sums at the end of this clock (cycle ``t + 4`` of a last
         beat); they hold them from ``t + 5``.
@@ -48,7 +50,7 @@ class MacGrid(wiring.Component):
             "v": In(1), "first": In(1), "last": In(1),
             "feat": In(data.ArrayLayout(signed(cfg.data_width), cfg.window)),
             "wt": In(data.ArrayLayout(signed(cfg.weight_width), cfg.rows)),
-            "nl": In(unsigned(2)), "shift": In(1), "cap": Out(1),
+            "nl": In(unsigned(2)), "shift": In(1), "shift_n": In(1), "cap": Out(1),
             "taps": Out(data.ArrayLayout(signed(cfg.acc_width), cfg.window)),
         })
 
@@ -87,17 +89,24 @@ class MacGrid(wiring.Component):
         # base = k n mod copies: the first chain the drain reads at its k-th shift (0 from a
         # capture on); chain j shifts when read: j >> nl == base >> nl
         base = Signal(range(nc), name="sh_base")
-        with m.If(last6):
-            m.d.sync += base.eq(0)
-        with m.Elif(self.shift):
-            m.d.sync += base.eq((base + (1 << self.nl))[:len(base)] if nc > 1 else 0)
-        chain_shift = [Signal(name=f"sh_en{j}") for j in range(nc)]
+        base_n = Signal(range(nc), name="sh_base_n")
+        m.d.comb += base_n.eq(0 if nc == 1 else
+                              Mux(last6, 0, Mux(self.shift,
+                                                (base + (1 << self.nl))[:len(base)], base)))
+        m.d.sync += base.eq(base_n)
+        # per chain, registered from the next clock's values: ce (capture or shift) and sel
+        # (capture, or no shift): the shadow word's enable is ce, its next value
+        # Mux(sel, acc, the next row's); no control logic between these and the 2048
+        # shadow flip-flops (each chain's pair is its own: different next-state logic)
+        ce = [Signal(name=f"sh_ce{j}") for j in range(nc)]
+        sel = [Signal(name=f"sh_sel{j}") for j in range(nc)]
         for j in range(nc):
             read = 0
             for k in logs:
-                hit = Const(1) if k == 0 and nc == 1 else (Const(j >> k) == (base >> k))
+                hit = Const(1) if k == 0 and nc == 1 else (Const(j >> k) == (base_n >> k))
                 read = hit if k == 0 else Mux(self.nl == k, hit, read)
-            m.d.comb += chain_shift[j].eq(self.shift & read)
+            m.d.sync += [ce[j].eq(last5 | (self.shift_n & read)),
+                         sel[j].eq(last5 | ~(self.shift_n & read))]
         for r in range(cfg.rows):
             for c in range(cfg.cols):
                 f = self.feat[c]
@@ -112,11 +121,15 @@ class MacGrid(wiring.Component):
                                                 name=f"pp{r}_{c}_"))
                 with m.If(v5):
                     m.d.sync += acc.eq(Mux(first5, p, acc + p))
-                nxt = shadow[r + nc][c] if r + nc < cfg.rows else 0   # next in the chain
-                with m.If(last6):
-                    m.d.sync += shadow[r][c].eq(acc)
-                with m.Elif(chain_shift[r % nc]):
-                    m.d.sync += shadow[r][c].eq(nxt)
+                # the next row in the chain; a chain's last row loads at captures only (what
+                # a shift would move into it is never read: the drain reads R n <= rows
+                # rows a capture)
+                if r + nc < cfg.rows:
+                    with m.If(ce[r % nc]):
+                        m.d.sync += shadow[r][c].eq(Mux(sel[r % nc], acc, shadow[r + nc][c]))
+                else:
+                    with m.If(last6):
+                        m.d.sync += shadow[r][c].eq(acc)
         heads = Array(shadow[:nc])
         for g in range(nc):
             sel = (base + g)[:len(base)] if nc > 1 else 0

@@ -42,6 +42,8 @@ class OutputBanks(wiring.Component):
     shift : Out(1)
         A channel drained this clock (cycles ``C .. C + R - 1`` after a capture at
         ``C - 1``).
+    shift_n : Out(1)
+        ``shift`` of the next clock.
     drained : Out(1)
         Strobe in the clock before a strip's last bank write (``C + R + 1``; the streamer's
         first read of the strip is two clocks after that write).
@@ -62,7 +64,8 @@ class OutputBanks(wiring.Component):
         acc = signed(cfg.acc_width)
         super().__init__({
             "cap": In(1), "info": In(CaptureInfo(cfg)),
-            "taps": In(data.ArrayLayout(acc, cfg.window)), "shift": Out(1), "drained": Out(1),
+            "taps": In(data.ArrayLayout(acc, cfg.window)), "shift": Out(1), "shift_n": Out(1),
+            "drained": Out(1),
             "obeats": In(unsigned(cfg.count_width)), "oset_load": In(1), "oset": In(1),
             "drained_total": In(unsigned(cfg.count_width)),
             "streamed": Out(unsigned(cfg.count_width)),
@@ -115,7 +118,7 @@ class OutputBanks(wiring.Component):
             m.d.sync += k.eq(k + 1)
             with m.If(last):
                 m.d.sync += busy.eq(0)
-        m.d.comb += self.shift.eq(busy)
+        m.d.comb += [self.shift.eq(busy), self.shift_n.eq(Mux(self.cap, 1, busy & ~last))]
         first = e[:lg] if lg else 0
         base = e[lg:]
         first1, first2, first3, end1, end2 = (
