@@ -101,17 +101,21 @@ class BankedArray(wiring.Component):
         drained_total = Signal(cw)
         busy = Signal(48)
         beats = Signal(32)
+        # drained_job == d.gs as a flag registered from the count's next value (clock rate:
+        # no compare between the count and the statistics' valid)
+        jdone = Signal()
         m.d.comb += [start.eq(self.c.valid & ~run), self.c.ready.eq(~run)]
         with m.If(start):
             m.d.sync += [d.eq(self.c.payload), run.eq(1), drained_job.eq(0), busy.eq(0),
-                         beats.eq(0)]
+                         beats.eq(0), jdone.eq(self.c.payload.gs == 0)]
         with m.Else():
             with m.If(ob.drained):
-                m.d.sync += drained_job.eq(drained_job + 1)
+                m.d.sync += [drained_job.eq(drained_job + 1),
+                             jdone.eq((drained_job + 1)[:cw] == d.gs)]
             m.d.sync += [busy.eq(busy + seq.busy), beats.eq(beats + seq.v)]
         with m.If(ob.drained):
             m.d.sync += drained_total.eq(drained_total + 1)
-        m.d.comb += [self.s.valid.eq(run & (drained_job == d.gs)),
+        m.d.comb += [self.s.valid.eq(run & jdone),
                      self.s.payload.busy.eq(busy), self.s.payload.beats.eq(beats)]
         with m.If(self.s.valid & self.s.ready):
             m.d.sync += run.eq(0)
