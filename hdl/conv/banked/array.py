@@ -125,7 +125,8 @@ class BankedArray(wiring.Component):
                          ld.fin.eq(seq.fin), ld.fin1.eq(seq.fin1),
                          ld.fin_inc.eq(seq.fin_inc)]
         m.d.comb += [seq.start.eq(start), seq.run.eq(run), seq.d.eq(d), seq.dn.eq(self.c.payload),
-                     seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed)]
+                     seq.wdone.eq(wl.done), seq.xdone.eq(xl.done), seq.streamed.eq(ob.streamed),
+                     seq.sinc.eq(ob.sinc)]
         # loads into the banks
         m.d.comb += [wb.w_en.eq(wl.en), wb.w_addr.eq(wl.w_addr), wb.w_j.eq(wl.w_j),
                      wb.w_data.eq(self.w.payload), wb.nl.eq(d.nl), wb.R.eq(d.R),

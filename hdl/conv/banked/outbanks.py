@@ -55,6 +55,8 @@ class OutputBanks(wiring.Component):
         0 after reset); the streamer runs while it has streamed fewer.
     streamed : Out(unsigned(count_width))
         Strips whose banks the streamer has read (all jobs).
+    sinc : Out(1)
+        ``streamed`` steps at the end of this clock.
     o : Out(stream.Signature(ArrayLayout(signed(acc_width), bus_words)))
         The sums, ``bus_words`` per beat, strip by strip in ``(channel, row, column)`` order.
     """
@@ -68,7 +70,7 @@ class OutputBanks(wiring.Component):
             "drained": Out(1),
             "obeats": In(unsigned(cfg.count_width)), "oset_load": In(1), "oset": In(1),
             "drained_total": In(unsigned(cfg.count_width)),
-            "streamed": Out(unsigned(cfg.count_width)),
+            "streamed": Out(unsigned(cfg.count_width)), "sinc": Out(1),
             "o": Out(stream.Signature(data.ArrayLayout(acc, cfg.bus_words))),
         })
 
@@ -217,7 +219,7 @@ class OutputBanks(wiring.Component):
             with m.If(lastb):
                 m.d.sync += [active.eq(0), self.streamed.eq(self.streamed + 1),
                              streamed1.eq(streamed1 + 1)]
-        m.d.comb += sinc.eq(step & lastb)
+        m.d.comb += [sinc.eq(step & lastb), self.sinc.eq(sinc)]
         first = e0[:lg] if lg else 0
         base = e0[lg:]
         addr = []

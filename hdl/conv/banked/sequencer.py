@@ -43,6 +43,8 @@ class Sequencer(wiring.Component):
         Weight blocks / feature steps loaded.
     streamed : In(unsigned(count_width))
         Strips streamed out (all jobs).
+    sinc : In(1)
+        ``streamed`` steps at the end of this clock.
     fin : Out(unsigned(count_width))
     fin1 : Out(unsigned(count_width))
         ``fin + 1`` (a register beside ``fin``).
@@ -74,7 +76,7 @@ class Sequencer(wiring.Component):
         self.abits = max((cfg.feat_depth - 1).bit_length(), 1)
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
-            "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
+            "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)), "sinc": In(1),
             "fin": Out(unsigned(cw)), "fin1": Out(unsigned(cw), init=1),
             "fin_inc": Out(1), "v": Out(1), "first": Out(1), "last": Out(1),
             "fa": Out(unsigned(cfg.fbits)),
@@ -320,9 +322,18 @@ class Sequencer(wiring.Component):
         xge = ge(self.xdone, i1, i, i2, i1, "x")
         # (q != 0) | ts - streamed in {0, 1}, with D = ts - streamed of the clock before:
         # ts steps at tinc, streamed by sinc: D + tinc - sinc in {0, 1}
-        dts = Signal(cw)
-        m.d.comb += dts.eq(self.ts - self.streamed)
-        e_m1, e_0, e_1, e_2 = (dts == (1 << cw) - 1), (dts == 0), (dts == 1), (dts == 2)
+        # D == -1, 0, 1, 2 as flags registered from D's next value, D a register beside
+        # ts and streamed (both 0 after reset; ts steps at es, streamed at sinc): the
+        # compares are of D's register, es and sinc choose among them at the end
+        dts = Signal(cw, name="dts")
+        vals = {v: dts == (v % (1 << cw)) for v in range(-2, 4)}
+        m.d.sync += dts.eq(Mux(es, Mux(self.sinc, dts, dts + 1),
+                               Mux(self.sinc, dts - 1, dts)))
+        e_m1, e_0, e_1, e_2 = (Signal(name=f"dts_is{n}", init=n == "0")
+                               for n in ("m1", "0", "1", "2"))
+        for f, v in ((e_m1, -1), (e_0, 0), (e_1, 1), (e_2, 2)):
+            m.d.sync += f.eq(Mux(es, Mux(self.sinc, vals[v], vals[v - 1]),
+                                 Mux(self.sinc, vals[v + 1], vals[v])))
         # with span, or after a span strip (pspan: the last strip started), D must be 0:
         # the strip before streamed out too (its sums fill both sets); span_n is the
         # condition in the next clock (the descriptor changes at start, pspan at a strip's
