@@ -88,12 +88,13 @@ class MacGrid(wiring.Component):
         nc = cfg.copies
         # base = k n mod copies: the first chain the drain reads at its k-th shift (0 from a
         # capture on); chain j shifts when read: j >> nl == base >> nl
-        base = Signal(range(nc), name="sh_base")
-        base_n = Signal(range(nc), name="sh_base_n")
-        m.d.comb += base_n.eq(0 if nc == 1 else
-                              Mux(last6, 0, Mux(self.shift,
-                                                (base + (1 << self.nl))[:len(base)], base)))
-        m.d.sync += base.eq(base_n)
+        # (one copy: a single chain, read at every shift; no base)
+        if nc > 1:
+            base = Signal(range(nc), name="sh_base")
+            base_n = Signal(range(nc), name="sh_base_n")
+            m.d.comb += base_n.eq(Mux(last6, 0, Mux(self.shift,
+                                                    (base + (1 << self.nl))[:len(base)], base)))
+            m.d.sync += base.eq(base_n)
         # per chain, registered from the next clock's values: ce (capture or shift) and sel
         # (capture, or no shift): the shadow word's enable is ce, its next value
         # Mux(sel, acc, the next row's); no control logic between these and the 2048
@@ -103,7 +104,7 @@ class MacGrid(wiring.Component):
         for j in range(nc):
             read = 0
             for k in logs:
-                hit = Const(1) if k == 0 and nc == 1 else (Const(j >> k) == (base_n >> k))
+                hit = Const(1) if nc == 1 else (Const(j >> k) == (base_n >> k))
                 read = hit if k == 0 else Mux(self.nl == k, hit, read)
             m.d.sync += [ce[j].eq(last5 | (self.shift_n & read)),
                          sel[j].eq(last5 | ~(self.shift_n & read))]
@@ -132,7 +133,7 @@ class MacGrid(wiring.Component):
                         m.d.sync += shadow[r][c].eq(acc)
         heads = Array(shadow[:nc])
         for g in range(nc):
-            sel = (base + g)[:len(base)] if nc > 1 else 0
-            m.d.comb += [self.taps[g * cfg.cols + c].eq(heads[sel][c] if nc > 1 else shadow[0][c])
-                         for c in range(cfg.cols)]
+            m.d.comb += [self.taps[g * cfg.cols + c].eq(
+                heads[(base + g)[:len(base)]][c] if nc > 1 else shadow[0][c])
+                for c in range(cfg.cols)]
         return m

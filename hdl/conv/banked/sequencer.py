@@ -76,7 +76,8 @@ class Sequencer(wiring.Component):
         self.abits = max((cfg.feat_depth - 1).bit_length(), 1)
         super().__init__({
             "start": In(1), "run": In(1), "d": In(desc_layout(cfg)), "dn": In(desc_layout(cfg)),
-            "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)), "sinc": In(1),
+            "wdone": In(unsigned(cw)), "xdone": In(unsigned(cw)), "streamed": In(unsigned(cw)),
+            "sinc": In(1),
             "fin": Out(unsigned(cw)), "fin1": Out(unsigned(cw), init=1),
             "fin_inc": Out(1), "v": Out(1), "first": Out(1), "last": Out(1),
             "fa": Out(unsigned(cfg.fbits)),
