@@ -335,11 +335,11 @@ def _onnx_net(name, seed=0):
 
 
 # The conv shell's ECP5 Fmax, default configuration (BankedConfig(): 16 x 4, 2 copies,
-# bus_words 4), median of seeds 1-3 at c781762 (docs/conv.md "Synthesis"; one place and
+# bus_words 4), median of seeds 1-3 at a387dff (docs/conv.md "Synthesis"; one place and
 # route takes 7-15 minutes): the networks' layers run through the shell.  The networks'
 # 128 x 16 array is 32 times that array and fits no device the open flow places (ECP5-85F at
 # most; Vivado is not run here), so its own Fmax is not measured.
-CONV_FMAX_MHZ = 140.7
+CONV_FMAX_MHZ = 154.1
 
 
 def network_rows(names=("resnet18", "vgg16"), batches=(1,), fmax=CONV_FMAX_MHZ):
