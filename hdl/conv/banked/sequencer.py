@@ -241,9 +241,12 @@ class Sequencer(wiring.Component):
         (``wg``, ``wm``: ``count >= T``, ``count >= T - 1`` of the clock before, ``T`` the
         target after this clock's ``go``) and their increment, which is whether the
         count's bit 0 toggled (a count steps by at most 1 a clock):
-        ``count >= T  <=>  wg | (wm & inc)``.  ``start`` resets the counts and the targets;
+        ``count >= T  <=>  wg | (wm & inc)``; the streamer's term uses ``ts - streamed``,
+        a register, whose values -1..2 are flags registered a clock ahead (``s0``, ``s1``
+        for streamed's step or not).  ``start`` resets the counts and the targets;
         go is off for the window's clocks after it (the init walk), so the flags are
-        exact again by then.  Returns ``go_r``, ``go`` a clock later."""
+        exact again by then.  The flags that depend on ``go`` are late choices
+        (:func:`hdl.conv.banked.util.late_mux`).  Returns ``go_r``, ``go`` a clock later."""
         cfg = self.cfg
         d, dn = self.d, self.dn
         cw = cfg.count_width
