@@ -98,7 +98,6 @@ class BankedArray(wiring.Component):
         run = Signal()
         start = Signal()
         drained_job = Signal(cw)
-        drained_total = Signal(cw)
         busy = Signal(48)
         beats = Signal(32)
         # drained_job == d.gs as a flag registered from the count's next value (clock rate:
@@ -113,8 +112,6 @@ class BankedArray(wiring.Component):
                 m.d.sync += [drained_job.eq(drained_job + 1),
                              jdone.eq((drained_job + 1)[:cw] == d.gs)]
             m.d.sync += [busy.eq(busy + seq.busy), beats.eq(beats + seq.v)]
-        with m.If(ob.drained):
-            m.d.sync += drained_total.eq(drained_total + 1)
         m.d.comb += [self.s.valid.eq(run & jdone),
                      self.s.payload.busy.eq(busy), self.s.payload.beats.eq(beats)]
         with m.If(self.s.valid & self.s.ready):
@@ -153,6 +150,6 @@ class BankedArray(wiring.Component):
             info = nxt
         m.d.comb += [ob.cap.eq(grid.cap), ob.info.eq(info), ob.taps.eq(grid.taps),
                      ob.obeats.eq(d.obeats), ob.oset_load.eq(seq.oset_load),
-                     ob.oset.eq(seq.oset), ob.drained_total.eq(drained_total)]
+                     ob.oset.eq(seq.oset)]
         wiring.connect(m, ob.o, wiring.flipped(self.o))
         return m

@@ -50,9 +50,6 @@ class OutputBanks(wiring.Component):
     obeats : In(unsigned(count_width))
         Beats of a strip, latched per output set when ``oset_load`` (at a strip's start).
     oset_load, oset : In(1)
-    drained_total : In(unsigned(count_width))
-        Strips drained so far (all jobs), counted with ``drained`` (one a clock, from
-        0 after reset); the streamer runs while it has streamed fewer.
     streamed : Out(unsigned(count_width))
         Strips whose banks the streamer has read (all jobs).
     sinc : Out(1)
@@ -69,7 +66,6 @@ class OutputBanks(wiring.Component):
             "taps": In(data.ArrayLayout(acc, cfg.window)), "shift": Out(1), "shift_n": Out(1),
             "drained": Out(1),
             "obeats": In(unsigned(cfg.count_width)), "oset_load": In(1), "oset": In(1),
-            "drained_total": In(unsigned(cfg.count_width)),
             "streamed": Out(unsigned(cfg.count_width)), "sinc": Out(1),
             "o": Out(stream.Signature(data.ArrayLayout(acc, cfg.bus_words))),
         })
@@ -202,10 +198,12 @@ class OutputBanks(wiring.Component):
         pend = Signal()
         sinc = Signal()
         streamed1 = Signal(cfg.count_width, init=1)
-        dtot1 = Signal(cfg.count_width, init=1)          # drained_total + 1
+        # strips drained so far (all jobs, from 0 after reset; the streamer runs while it
+        # has streamed fewer) and that + 1
+        dtot = Signal(cfg.count_width, name="drained_total")
+        dtot1 = Signal(cfg.count_width, init=1, name="drained_total1")
         with m.If(self.drained):
-            m.d.sync += dtot1.eq(dtot1 + 1)
-        dtot = self.drained_total
+            m.d.sync += [dtot.eq(dtot1), dtot1.eq(dtot1 + 1)]
         c00, c01, c10 = dtot != self.streamed, dtot != streamed1, dtot1 != self.streamed
         m.d.sync += pend.eq(Mux(self.drained, Mux(sinc, c00, c10), Mux(sinc, c01, c00)))
         with m.If(~active & pend):

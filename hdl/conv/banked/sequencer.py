@@ -109,14 +109,13 @@ class Sequencer(wiring.Component):
             m.d.sync += [Qm2.eq(dn.Q - 2), Sm2.eq(dn.S - 2), rdm2.eq(dn.rounds - 2),
                          kqm1.eq(dn.kq - 1), klm1.eq(dn.kl - 1),
                          q1z.eq(dn.Q == 1), r1z.eq(dn.rounds == 1), s1z.eq(dn.S == 1)]
-        # the products R W and R lastw (modulo 2**busy_bits) in two stages: partial
-        # products of the low and high halves of W at start (from the descriptor at the
-        # port), their sums every clock; first read at a job's first go_r, at least two
-        # clocks after start (the init walk, go), as before (clock rate: no whole
-        # multiplier between two registers)
+        # the products R W and R lastw (modulo 2**busy_bits) in two stages: at start the
+        # partial products of W's low and high halves (sums of shifted R from the
+        # descriptor at the port: a product would be mapped to a DSP block), every clock
+        # their sum; first read at a job's first go_r, at least two clocks after start
+        # (the init walk, go)
         bb = cfg.busy_bits
         h = bb // 2
-        # (sums of shifted R, not a product: Yosys would map that to a DSP block)
         for prod, w in ((busy_w, "W"), (busy_l, "lastw")):
             lo, hi = (Signal(bb, name=f"{w}_{n}", reset_less=True) for n in ("plo", "phi"))
             wv = getattr(dn, w)
@@ -552,8 +551,7 @@ class Sequencer(wiring.Component):
         cfg = self.cfg
         d = self.d
         cw = cfg.count_width
-        b_h, kcm1_h, kpre, kpm1 = (Signal(cw, name=n) for n in ("b", "kcm1", "kcur_pre",
-                                                                "kcm1_pre"))
+        b_h, kcm1_h, kpm1 = (Signal(cw, name=n) for n in ("b", "kcm1", "kcm1_pre"))
         off_h, inc_h, inc_first = (Signal(cfg.fbits, name=n) for n in ("off", "inc", "inc0"))
         iss_h = Signal(name="issuing")
         kx_h, ky_h = Signal(4, name="kx"), Signal(4, name="ky")
@@ -573,7 +571,7 @@ class Sequencer(wiring.Component):
         m.d.sync += [kw1.eq(d.kw == 1), kh1.eq(d.kh == 1), s1.eq(d.s == 1),
                      kwm2.eq(d.kw - 2), khm2.eq(d.kh - 2), sm2.eq(d.s - 2),
                      inc_first.eq(incsel(d.kw == 1, d.s == 1, d.kh == 1, d.s == 1)),
-                     kpre.eq(K), kpm1.eq(K - 1), kz.eq(K == 0)]
+                     kpm1.eq(K - 1), kz.eq(K == 0)]
 
         def cur(reg, first):
             return Mux(go_r, first, reg)
